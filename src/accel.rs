@@ -1,0 +1,475 @@
+//! The accelerator set: `"cuda12.9+{sm_80,sm_90} ptx>=90, vulkan1.2"` parsed into one typed value.
+//!
+//! Grammar (upstream-facts section 1; seed 000 "Members"): a comma-separated SET of entries;
+//! commas inside `{}` do not split; inside one entry a space separates modifiers.
+//!
+//! ```text
+//! set      := ""  |  entry ("," entry)*
+//! entry    := backend [version] ["+" "{" arch ("," arch)* "}"] (" "+ modifier)*
+//! backend  := "cuda" | "hip" | "sycl" | "vulkan" | "ascend"
+//! version  := digit (digit | ".")*
+//! arch     := (alnum | "_" | "-" | ".")+          e.g. sm_90, sm_90f, gfx942, dav-c220, native
+//! modifier := ("ptx" | "floor") ">=" (alnum | "." | "_")+
+//! ```
+//!
+//! The parser is pure (no I/O) and total: any input gives `Ok` or an [`AccelError`] carrying
+//! the byte position and what was expected; it never panics (a proptest in this file shows it).
+//! Every rule reads its own entry with [`AccelSet::entry`].
+
+use std::fmt;
+
+/// A backend an accelerator entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Backend {
+    /// NVIDIA CUDA (`.cu`), compute capabilities `sm_XX`.
+    Cuda,
+    /// HIP (`.hip`); borrows its device from a `cuda` entry or names AMD `gfx` targets.
+    Hip,
+    /// SYCL (`.sycl`); borrows its device from a `cuda`/`hip` entry.
+    Sycl,
+    /// Vulkan: SPIR-V shaders (GLSL, HLSL, Slang); the version picks the SPIR-V target environment.
+    Vulkan,
+    /// Huawei Ascend C (`.asc`), Da Vinci architectures `dav-cXXX`.
+    Ascend,
+}
+
+impl Backend {
+    /// Every backend, in the order the cfg values are declared.
+    pub const ALL: [Backend; 5] = [Backend::Cuda, Backend::Hip, Backend::Sycl, Backend::Vulkan, Backend::Ascend];
+
+    /// The spelling in the accelerator string and in `cfg(mcpp_accel = "...")`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
+            Backend::Sycl => "sycl",
+            Backend::Vulkan => "vulkan",
+            Backend::Ascend => "ascend",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which word a portable-form floor was written with (`ptx>=` is CUDA's, `floor>=` is neutral).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorWord {
+    /// `ptx>=N`
+    Ptx,
+    /// `floor>=N`
+    Floor,
+}
+
+/// One entry of the set: `cuda12.9+{sm_80,sm_90} ptx>=90`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccelEntry {
+    /// The backend, e.g. [`Backend::Cuda`].
+    pub backend: Backend,
+    /// The version as written (`"12.9"`, `"1.2"`), `None` when bare (`vulkan`, `sycl`).
+    pub version: Option<String>,
+    /// The architectures inside `+{...}`, in the order written; empty when there is no `+{}`.
+    pub archs: Vec<String>,
+    /// The portable-form floor (`ptx>=90` / `floor>=1.4`), as written after `>=`.
+    pub floor: Option<String>,
+    /// Which word the floor was written with.
+    pub floor_word: Option<FloorWord>,
+}
+
+impl AccelEntry {
+    /// The version split into numbers (`"12.9"` -> `[12, 9]`); empty when bare.
+    pub fn version_numbers(&self) -> Vec<u64> {
+        self.version.as_deref().map(version_numbers).unwrap_or_default()
+    }
+
+    /// Whether this build entry covers the constraint entry `want` (same backend, version at
+    /// least `want`'s, every architecture of `want` covered): an architecture is covered when
+    /// named, when a family target (`sm_90f`) of the same major and an equal-or-lower minor is
+    /// named, or when the portable floor is at or below it; an architecture with no number
+    /// compares by equality (upstream-facts 1.1).
+    pub fn covers(&self, want: &AccelEntry) -> bool {
+        if self.backend != want.backend {
+            return false;
+        }
+        if want.version.is_some() && self.version.is_some() && self.version_numbers() < want.version_numbers() {
+            return false;
+        }
+        want.archs.iter().all(|a| self.covers_arch(a))
+    }
+
+    fn covers_arch(&self, arch: &str) -> bool {
+        if self.archs.iter().any(|a| a == arch) {
+            return true;
+        }
+        let Some(n) = arch_number(arch) else { return false };
+        let family = self.archs.iter().filter_map(|a| a.strip_suffix('f')).filter_map(arch_number);
+        for f in family {
+            if f / 10 == n / 10 && f <= n {
+                return true;
+            }
+        }
+        matches!(self.floor.as_deref().and_then(arch_number), Some(floor) if floor <= n)
+    }
+}
+
+/// The digits of an architecture as a number (`sm_89` -> 89, `gfx942` -> 942); `None` if none.
+pub fn arch_number(arch: &str) -> Option<u64> {
+    let digits: String = arch.chars().filter(|c| c.is_ascii_digit()).collect();
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn version_numbers(v: &str) -> Vec<u64> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+impl fmt::Display for AccelEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.backend)?;
+        if let Some(v) = &self.version {
+            write!(f, "{v}")?;
+        }
+        if !self.archs.is_empty() {
+            write!(f, "+{{{}}}", self.archs.join(","))?;
+        }
+        if let (Some(floor), Some(word)) = (&self.floor, self.floor_word) {
+            let w = if word == FloorWord::Ptx { "ptx" } else { "floor" };
+            write!(f, " {w}>={floor}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The accelerator set of one build; empty means "no accelerator" (`--no-accel`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AccelSet {
+    /// The entries in the order written; at most one per backend.
+    pub entries: Vec<AccelEntry>,
+}
+
+impl AccelSet {
+    /// Parse an accelerator string; see the module docs for the grammar.
+    ///
+    /// # Errors
+    /// [`AccelError`] with the byte position and what was expected there.
+    pub fn parse(text: &str) -> Result<AccelSet, AccelError> {
+        Parser { text, pos: 0 }.set()
+    }
+    /// The empty set.
+    pub fn none() -> AccelSet {
+        AccelSet::default()
+    }
+    /// Whether the set names no backend.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    /// The entry for `backend`, when the set names it.
+    pub fn entry(&self, backend: Backend) -> Option<&AccelEntry> {
+        self.entries.iter().find(|e| e.backend == backend)
+    }
+    /// Whether every entry of `constraint` is covered by an entry of this set.
+    pub fn covers(&self, constraint: &AccelSet) -> bool {
+        constraint.entries.iter().all(|w| self.entry(w.backend).is_some_and(|e| e.covers(w)))
+    }
+    /// Whether the set names every backend of `constraint` (coverage aside).
+    pub fn names_backends_of(&self, constraint: &AccelSet) -> bool {
+        constraint.entries.iter().all(|w| self.entry(w.backend).is_some())
+    }
+}
+
+impl fmt::Display for AccelSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.entries.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A malformed accelerator string: where and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccelError {
+    /// The string as given.
+    pub text: String,
+    /// Byte offset of the problem (0-based); equal to `text.len()` at end of input.
+    pub position: usize,
+    /// What the parser expected there, e.g. "`}` closing the architecture list".
+    pub expected: String,
+}
+
+impl fmt::Display for AccelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let column = self.text[..self.position.min(self.text.len())].chars().count() + 1;
+        let found = match self.text[self.position.min(self.text.len())..].chars().next() {
+            Some(c) => format!("`{c}`"),
+            None => "the end of the string".to_string(),
+        };
+        write!(f, "malformed accelerator `{}`: expected {} at column {column}, found {found}", self.text, self.expected)?;
+        write!(f, "\n    {}\n    {}^", self.text, " ".repeat(column - 1))
+    }
+}
+
+impl std::error::Error for AccelError {}
+
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+const BACKENDS_EXPECTED: &str = "a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`)";
+
+impl Parser<'_> {
+    fn err<T>(&self, expected: impl Into<String>) -> Result<T, AccelError> {
+        Err(AccelError { text: self.text.to_string(), position: self.pos, expected: expected.into() })
+    }
+    fn peek(&self) -> Option<char> {
+        self.text[self.pos..].chars().next()
+    }
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.bump();
+        }
+    }
+    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &str {
+        let start = self.pos;
+        while self.peek().is_some_and(&f) {
+            self.bump();
+        }
+        &self.text[start..self.pos]
+    }
+
+    fn set(mut self) -> Result<AccelSet, AccelError> {
+        let mut set = AccelSet::default();
+        self.skip_blanks();
+        if self.peek().is_none() {
+            return Ok(set);
+        }
+        loop {
+            self.skip_blanks();
+            let at = self.pos;
+            let entry = self.entry()?;
+            if set.entry(entry.backend).is_some() {
+                self.pos = at;
+                return self.err(format!("each backend once (`{}` is already in the set)", entry.backend));
+            }
+            set.entries.push(entry);
+            self.skip_blanks();
+            match self.peek() {
+                None => return Ok(set),
+                Some(',') => {
+                    self.bump();
+                }
+                Some(_) => return self.err("`,` between entries or a modifier (`ptx>=N`, `floor>=N`) after a space"),
+            }
+        }
+    }
+
+    fn entry(&mut self) -> Result<AccelEntry, AccelError> {
+        let start = self.pos;
+        let word = self.take_while(|c| c.is_ascii_alphabetic()).to_string();
+        let Some(backend) = Backend::from_name(&word) else {
+            self.pos = start;
+            return self.err(BACKENDS_EXPECTED);
+        };
+        let version = match self.peek() {
+            Some(c) if c.is_ascii_digit() => {
+                let vstart = self.pos;
+                let v = self.take_while(|c| c.is_ascii_digit() || c == '.').to_string();
+                if let Some(idx) = v.find("..") {
+                    self.pos = vstart + idx + 1;
+                    return self.err("a digit in the version");
+                }
+                if v.ends_with('.') {
+                    return self.err("a digit in the version");
+                }
+                Some(v)
+            }
+            _ => None,
+        };
+        let mut archs = Vec::new();
+        if self.peek() == Some('+') {
+            self.bump();
+            if self.peek() != Some('{') {
+                return self.err("`{` opening the architecture list after `+`");
+            }
+            self.bump();
+            loop {
+                self.skip_blanks();
+                let arch = self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).to_string();
+                if arch.is_empty() {
+                    return self.err("an architecture name (e.g. `sm_90`, `gfx942`, `dav-c220`, `native`)");
+                }
+                if archs.contains(&arch) {
+                    self.pos -= arch.len();
+                    return self.err(format!("each architecture once (`{arch}` is already listed)"));
+                }
+                archs.push(arch);
+                self.skip_blanks();
+                match self.peek() {
+                    Some(',') => {
+                        self.bump();
+                    }
+                    Some('}') => {
+                        self.bump();
+                        break;
+                    }
+                    _ => return self.err("`,` or `}` closing the architecture list"),
+                }
+            }
+        }
+        let (mut floor, mut floor_word) = (None, None);
+        loop {
+            let before = self.pos;
+            self.skip_blanks();
+            if self.pos == before || !self.peek().is_some_and(|c| c.is_ascii_alphabetic()) {
+                break;
+            }
+            let mstart = self.pos;
+            let word = self.take_while(|c| c.is_ascii_alphabetic()).to_string();
+            let which = match word.as_str() {
+                "ptx" => FloorWord::Ptx,
+                "floor" => FloorWord::Floor,
+                _ => {
+                    self.pos = mstart;
+                    return self.err("a modifier `ptx>=N` or `floor>=N`, or `,` before the next entry");
+                }
+            };
+            if !self.text[self.pos..].starts_with(">=") {
+                return self.err(format!("`>=` after `{word}`"));
+            }
+            self.pos += 2;
+            let value = self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_')).to_string();
+            if value.is_empty() {
+                return self.err(format!("a value after `{word}>=`"));
+            }
+            if floor.is_some() {
+                self.pos = mstart;
+                return self.err("one floor per entry");
+            }
+            floor = Some(value);
+            floor_word = Some(which);
+        }
+        Ok(AccelEntry { backend, version, archs, floor, floor_word })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> AccelSet {
+        AccelSet::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn the_documented_forms_parse() {
+        assert!(ok("").is_empty());
+        assert!(ok("  ").is_empty());
+        let v = ok("vulkan");
+        assert_eq!(v.entry(Backend::Vulkan).unwrap().version, None);
+        assert_eq!(ok("vulkan1.2").entry(Backend::Vulkan).unwrap().version.as_deref(), Some("1.2"));
+        let c = ok("cuda12.9+{sm_80,sm_90}");
+        let e = c.entry(Backend::Cuda).unwrap();
+        assert_eq!(e.version.as_deref(), Some("12.9"));
+        assert_eq!(e.archs, ["sm_80", "sm_90"]);
+        let h = ok("hip, cuda12.9+{sm_89}");
+        assert!(h.entry(Backend::Hip).is_some());
+        assert_eq!(h.entry(Backend::Cuda).unwrap().archs, ["sm_89"]);
+        assert!(ok("sycl").entry(Backend::Sycl).is_some());
+        assert_eq!(ok("ascend8.5+{dav-c220}").entry(Backend::Ascend).unwrap().archs, ["dav-c220"]);
+        let p = ok("cuda12.9+{sm_89} ptx>=89");
+        assert_eq!(p.entries[0].floor.as_deref(), Some("89"));
+        let f = ok("vulkan1.3+{spirv1.6} floor>=1.4, cuda12.8+{sm_80,sm_90f} ptx>=90");
+        assert_eq!(f.entries.len(), 2);
+        assert_eq!(f.entry(Backend::Vulkan).unwrap().archs, ["spirv1.6"]);
+        assert_eq!(ok("cuda12.9 ptx>=89").entries[0].version.as_deref(), Some("12.9"));
+        assert_eq!(ok("sycl2020+{spir64,nvptx64-sm_89}").entries[0].archs, ["spir64", "nvptx64-sm_89"]);
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for s in ["cuda12.9+{sm_80,sm_90} ptx>=90", "hip, cuda12.9+{sm_89}", "vulkan1.2", "ascend8.5+{dav-c220}"] {
+            assert_eq!(ok(s).to_string(), s);
+        }
+    }
+
+    #[test]
+    fn malformed_strings_name_position_and_expectation() {
+        let cases = [
+            ("cuda12.9+{sm_90", 15, "`,` or `}`"),
+            ("vulcan1.2", 0, "a backend"),
+            ("cuda12.9+sm_90", 9, "`{` opening"),
+            ("cuda12.9+{}", 10, "an architecture name"),
+            ("cuda, cuda12.9", 6, "each backend once"),
+            ("vulkan1.2,", 10, "a backend"),
+            ("cuda12.9+{sm_90} ptx89", 20, "`>=` after `ptx`"),
+            ("cuda12.9+{sm_90} fast", 17, "a modifier"),
+            ("vulkan1..2", 8, "a digit"),
+            ("cuda12.9+{sm_90}x", 16, "`,` between entries"),
+        ];
+        for (text, pos, expected) in cases {
+            let e = AccelSet::parse(text).expect_err(text);
+            assert_eq!(e.position, pos, "{text}: {e}");
+            assert!(e.expected.contains(expected), "{text}: {e}");
+        }
+        let shown = AccelSet::parse("cuda12.9+{sm_90").unwrap_err().to_string();
+        assert!(shown.contains("column 16"), "{shown}");
+        assert!(shown.contains("found the end of the string"), "{shown}");
+    }
+
+    #[test]
+    fn coverage_follows_named_family_and_floor() {
+        let build = ok("cuda12.9+{sm_80,sm_90f} ptx>=100");
+        assert!(build.covers(&ok("cuda12.9+{sm_80}")));
+        assert!(build.covers(&ok("cuda12.9+{sm_90}")));
+        assert!(build.covers(&ok("cuda12.9+{sm_92}")));
+        assert!(build.covers(&ok("cuda12.9+{sm_120}")));
+        assert!(!build.covers(&ok("cuda12.9+{sm_86}")));
+        assert!(!build.covers(&ok("cuda13.0+{sm_80}")));
+        assert!(ok("vulkan1.3").covers(&ok("vulkan1.2")));
+        assert!(!ok("vulkan1.1").covers(&ok("vulkan1.2")));
+        assert!(!ok("vulkan1.2").covers(&ok("cuda12.9+{sm_90}")));
+        assert!(ok("hip+{gfx942}").covers(&ok("hip+{gfx942}")));
+        assert!(!ok("hip+{gfx942}").covers(&ok("hip+{gfx90a}")));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn parser_never_panics_on_any_string(s in "\\PC*") {
+            let _ = AccelSet::parse(&s).map_err(|e| e.to_string());
+        }
+
+        #[test]
+        fn parser_never_panics_on_grammar_shaped_strings(s in "[cudahipsyclvknaoret ,{}+_0-9.>=fx\u{e9}-]{0,40}") {
+            if let Err(e) = AccelSet::parse(&s) {
+                let _ = e.to_string();
+                proptest::prop_assert!(e.position <= s.len());
+            }
+        }
+
+        #[test]
+        fn what_parses_displays_and_reparses_to_itself(s in "(cuda|vulkan|hip)[0-9]{0,2}(\\.[0-9])?(\\+\\{sm_[0-9]{2}(,gfx[0-9]{3})?\\})?( ptx>=[0-9]{2})?") {
+            if let Ok(set) = AccelSet::parse(&s) {
+                proptest::prop_assert_eq!(AccelSet::parse(&set.to_string()).unwrap(), set);
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `cargo_mcpp::Build`, the builder a crate's `build.rs` uses (cc-rs style `&mut self`
+//! setters), and [`build`], the one-line form with every default.
+
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::Silent;
+use crate::pipeline::{self, AccelChoice, Config, Outcome};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The device phase of a build script, configured.
+///
+/// Defaults come from the variables cargo gives a build script: `CARGO_MANIFEST_DIR`
+/// (the manifest), `OUT_DIR` (generated surface; the device cache sits beside the profile
+/// directory, `target/<profile>/mcpp/<package>`), `PROFILE` (`release` turns optimisation on),
+/// `NUM_JOBS` and cargo's jobserver (parallel compilers).
+#[derive(Debug, Clone)]
+pub struct Build {
+    manifest_dir: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    work_dir: Option<PathBuf>,
+    accel: AccelChoice,
+    release: Option<bool>,
+    jobs: Option<usize>,
+    env: Env,
+    tools: BTreeMap<String, PathBuf>,
+}
+
+impl Default for Build {
+    fn default() -> Self {
+        Build::new()
+    }
+}
+
+impl Build {
+    /// A builder with every default (see the type docs).
+    pub fn new() -> Build {
+        Build {
+            manifest_dir: None,
+            out_dir: None,
+            work_dir: None,
+            accel: AccelChoice::Manifest,
+            release: None,
+            jobs: None,
+            env: Env::process(),
+            tools: BTreeMap::new(),
+        }
+    }
+    /// The package directory (default `CARGO_MANIFEST_DIR`).
+    pub fn manifest_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Build {
+        self.manifest_dir = Some(dir.into());
+        self
+    }
+    /// Where the surface is generated (default `OUT_DIR`).
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Build {
+        self.out_dir = Some(dir.into());
+        self
+    }
+    /// The device cache of this package (default `<profile dir>/mcpp/<package>`).
+    pub fn work_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Build {
+        self.work_dir = Some(dir.into());
+        self
+    }
+    /// Override the accelerator set (as `cargo mcpp build --accel SPEC`).
+    pub fn accel(&mut self, spec: &str) -> &mut Build {
+        self.accel = AccelChoice::Spec(spec.to_string());
+        self
+    }
+    /// Build with no accelerator (as `--no-accel`): no device source compiles.
+    pub fn no_accel(&mut self) -> &mut Build {
+        self.accel = AccelChoice::NoAccel;
+        self
+    }
+    /// Optimise device code (default: when `PROFILE` is `release`).
+    pub fn release(&mut self, release: bool) -> &mut Build {
+        self.release = Some(release);
+        self
+    }
+    /// Parallel compilers when cargo's jobserver is absent (default `NUM_JOBS`, else the CPUs).
+    pub fn jobs(&mut self, jobs: usize) -> &mut Build {
+        self.jobs = Some(jobs);
+        self
+    }
+    /// Name a tool's program explicitly (first in the resolver's order), e.g.
+    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`.
+    pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
+        self.tools.insert(name.to_string(), path.into());
+        self
+    }
+    /// Set an environment variable for this build's view (the process environment is untouched).
+    pub fn env(&mut self, name: &str, value: impl Into<std::ffi::OsString>) -> &mut Build {
+        self.env.set(name, value);
+        self
+    }
+    /// Hide an environment variable from this build's view.
+    pub fn env_remove(&mut self, name: &str) -> &mut Build {
+        self.env.remove(name);
+        self
+    }
+
+    fn required(&self, name: &str) -> Result<PathBuf> {
+        self.env.get_os(name).map(PathBuf::from).ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, format!("{name} is not set"))
+                .help("cargo_mcpp::build() runs from a build script (cargo sets it); elsewhere set it with Build::manifest_dir / Build::out_dir")
+        })
+    }
+
+    /// The configuration [`Build::try_compile`] runs with.
+    ///
+    /// # Errors
+    /// When `CARGO_MANIFEST_DIR`/`OUT_DIR` are needed and unset.
+    pub fn config(&self) -> Result<Config> {
+        let manifest_dir = match &self.manifest_dir {
+            Some(d) => d.clone(),
+            None => self.required("CARGO_MANIFEST_DIR")?,
+        };
+        let out_dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => self.required("OUT_DIR")?,
+        };
+        let manifest_path = manifest_dir.join("Cargo.toml");
+        let work_dir = match &self.work_dir {
+            Some(d) => d.clone(),
+            None => {
+                let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
+                pipeline::work_dir_from_out_dir(&out_dir, &package)
+            }
+        };
+        let release = self.release.unwrap_or_else(|| self.env.get("PROFILE").as_deref() == Some("release"));
+        let jobs = self.jobs.or_else(|| self.env.get("NUM_JOBS").and_then(|n| n.parse().ok())).unwrap_or_else(default_jobs);
+        Ok(Config {
+            manifest_path,
+            accel: self.accel.clone(),
+            work_dir,
+            out_dir: Some(out_dir),
+            release,
+            jobs,
+            env: self.env.clone(),
+            builder_tools: self.tools.clone(),
+        })
+    }
+
+    /// Run the device phase and return what it did, printing nothing.
+    ///
+    /// # Errors
+    /// Any refusal (manifest, accelerator set, sources, missing tool) or compiler failure.
+    pub fn try_compile(&self) -> Result<Outcome> {
+        let config = self.config()?;
+        // SAFETY (of the call): cargo's jobserver file descriptors are inherited by this build
+        // script and not used by anything else in it.
+        let client = if self.env.inherits() { unsafe { jobserver::Client::from_env() } } else { None };
+        pipeline::run(&config, &Silent, client.as_ref())
+    }
+
+    /// Run the device phase and print the cargo directives. On a refusal or failure, print the
+    /// error (cargo shows a build script's output when it fails) and exit with status 1,
+    /// without a panic backtrace.
+    pub fn compile(&self) {
+        match self.try_compile() {
+            Ok(outcome) => {
+                for line in outcome.cargo.lines() {
+                    println!("{line}");
+                }
+            }
+            Err(e) => fail(&e),
+        }
+    }
+}
+
+/// Print `error` the way a failing build script should and exit with status 1.
+fn fail(error: &Error) -> ! {
+    eprintln!("\nerror: {error}\n");
+    println!("cargo::warning=cargo-mcpp: {}", error.message);
+    std::process::exit(1)
+}
+
+/// The CPUs of this machine (at least 1).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// The whole `build.rs`: `fn main() { cargo_mcpp::build(); }`. Reads `[package.metadata.mcpp]`
+/// from `CARGO_MANIFEST_DIR`, compiles the device sources, generates the surface into
+/// `OUT_DIR`, and prints the cargo directives (see [`Build`] for finer control).
+pub fn build() {
+    Build::new().compile();
+}

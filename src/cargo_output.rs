@@ -1,0 +1,64 @@
+//! The one writer of cargo directives (`cargo::rerun-if-changed=`, `cargo::rustc-cfg=`, ...),
+//! as cc-rs `CargoOutput`. Directives are collected, then printed by [`crate::build`] at the
+//! end, so a refused build prints its error and nothing half-done.
+
+use std::path::Path;
+
+/// The directives one run produced, in order, without duplicates.
+#[derive(Debug, Default, Clone)]
+pub struct CargoOutput {
+    lines: Vec<String>,
+}
+
+impl CargoOutput {
+    fn push(&mut self, line: String) {
+        if !self.lines.contains(&line) {
+            self.lines.push(line);
+        }
+    }
+    /// `cargo::rerun-if-changed=<path>`, only for a path that exists: a missing path makes
+    /// cargo rerun the build script on every build.
+    pub fn rerun_if_changed(&mut self, path: &Path) {
+        if path.exists() {
+            self.push(format!("cargo::rerun-if-changed={}", path.display()));
+        }
+    }
+    /// `cargo::rerun-if-env-changed=<name>`.
+    pub fn rerun_if_env_changed(&mut self, name: &str) {
+        self.push(format!("cargo::rerun-if-env-changed={name}"));
+    }
+    /// `cargo::rustc-cfg=<cfg>`.
+    pub fn rustc_cfg(&mut self, cfg: &str) {
+        self.push(format!("cargo::rustc-cfg={cfg}"));
+    }
+    /// `cargo::rustc-check-cfg=<cfg>`.
+    pub fn rustc_check_cfg(&mut self, cfg: &str) {
+        self.push(format!("cargo::rustc-check-cfg={cfg}"));
+    }
+    /// `cargo::rustc-env=<name>=<value>`.
+    pub fn rustc_env(&mut self, name: &str, value: &str) {
+        self.push(format!("cargo::rustc-env={name}={value}"));
+    }
+    /// `cargo::warning=<text>` (one directive per line of text).
+    pub fn warning(&mut self, text: &str) {
+        for line in text.lines() {
+            self.push(format!("cargo::warning={line}"));
+        }
+    }
+    /// `cargo::rustc-link-search=native=<dir>`.
+    pub fn link_search(&mut self, dir: &Path) {
+        self.push(format!("cargo::rustc-link-search=native={}", dir.display()));
+    }
+    /// `cargo::rustc-link-lib=<spec>` (e.g. `static=mcpp_kernels`, `dylib=stdc++`).
+    pub fn link_lib(&mut self, spec: &str) {
+        self.push(format!("cargo::rustc-link-lib={spec}"));
+    }
+    /// The directives, in order.
+    pub fn lines(&self) -> &[String] {
+        &self.lines
+    }
+    /// The warnings only (their text).
+    pub fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().filter_map(|l| l.strip_prefix("cargo::warning="))
+    }
+}

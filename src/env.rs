@@ -1,0 +1,76 @@
+//! The one reader of environment variables. Every read is recorded so that build.rs can
+//! declare it with `cargo:rerun-if-env-changed` (the pattern of cc-rs `Build::getenv`):
+//! a variable that changes what we compile must rerun the build script.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::sync::Mutex;
+
+/// A view of the environment: the process environment with explicit overrides on top
+/// (the builder's [`crate::Build::env`]), recording the name of every variable read.
+#[derive(Debug, Default)]
+pub struct Env {
+    overrides: BTreeMap<String, Option<OsString>>,
+    inherit: bool,
+    reads: Mutex<Vec<String>>,
+}
+
+impl Clone for Env {
+    fn clone(&self) -> Self {
+        Env { overrides: self.overrides.clone(), inherit: self.inherit, reads: Mutex::new(self.reads()) }
+    }
+}
+
+impl Env {
+    /// The process environment.
+    pub fn process() -> Env {
+        Env { overrides: BTreeMap::new(), inherit: true, reads: Mutex::new(Vec::new()) }
+    }
+    /// An empty environment (tests): only the overrides are visible.
+    pub fn empty() -> Env {
+        Env { overrides: BTreeMap::new(), inherit: false, reads: Mutex::new(Vec::new()) }
+    }
+    /// Set `name` to `value` in this view (the process environment is untouched).
+    pub fn set(&mut self, name: &str, value: impl Into<OsString>) {
+        self.overrides.insert(name.to_string(), Some(value.into()));
+    }
+    /// Hide `name` in this view.
+    pub fn remove(&mut self, name: &str) {
+        self.overrides.insert(name.to_string(), None);
+    }
+    /// Read `name`, recording the read; `None` when unset.
+    pub fn get_os(&self, name: &str) -> Option<OsString> {
+        {
+            let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+            if !reads.iter().any(|r| r == name) {
+                reads.push(name.to_string());
+            }
+        }
+        match self.overrides.get(name) {
+            Some(v) => v.clone(),
+            None if self.inherit => std::env::var_os(name),
+            None => None,
+        }
+    }
+    /// Read `name` as UTF-8 (lossy), recording the read; `None` when unset.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.get_os(name).map(|v| v.to_string_lossy().into_owned())
+    }
+    /// Read `name`; `None` when unset or empty.
+    pub fn get_nonempty(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|v| !v.is_empty())
+    }
+    /// The names read so far, in first-read order.
+    pub fn reads(&self) -> Vec<String> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// The variables to give a child process: the overrides (set or removed) on top of what
+    /// the child inherits from this process.
+    pub fn child_overrides(&self) -> impl Iterator<Item = (&str, Option<&OsString>)> {
+        self.overrides.iter().map(|(k, v)| (k.as_str(), v.as_ref()))
+    }
+    /// Whether the process environment is inherited (false only for [`Env::empty`]).
+    pub fn inherits(&self) -> bool {
+        self.inherit
+    }
+}

@@ -1,0 +1,126 @@
+//! The one error type of cargo-mcpp, its kinds and the documented exit codes.
+//!
+//! Every refusal names what was wrong (the file and, for manifests, the key), why it is
+//! refused, and the way out (`help`). Rendering follows nextest: one `error:` headline, the
+//! detail lines, then `help:` lines.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// What kind of failure an [`Error`] is; decides the exit code of `cargo mcpp`.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The manifest (`[package.metadata.mcpp]`) is malformed or names an unknown key.
+    Manifest,
+    /// The accelerator string does not parse (see [`crate::accel`]).
+    Accel,
+    /// A source list problem: unclaimed device source, unknown extension, glob matching
+    /// nothing, a constraint the build does not cover, two payloads with one name.
+    Sources,
+    /// A tool (compiler) could not be found or does not run.
+    ToolNotFound,
+    /// A device compiler ran and failed.
+    ToolFailed,
+    /// Reading or writing a file failed.
+    Io,
+}
+
+/// A refusal or failure, with the file and manifest key it is about and the way out.
+#[derive(Debug, Clone)]
+pub struct Error {
+    /// The kind, which decides the exit code.
+    pub kind: ErrorKind,
+    /// The headline, one line, no trailing period.
+    pub message: String,
+    /// Further lines (file lists, signatures, compiler output), printed indented.
+    pub detail: Vec<String>,
+    /// The file the error is about, when there is one.
+    pub file: Option<PathBuf>,
+    /// The manifest key (dotted, e.g. `package.metadata.mcpp.spirv.compiler`), when there is one.
+    pub key: Option<String>,
+    /// How to get out of it.
+    pub help: Vec<String>,
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a one-line headline.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), detail: Vec::new(), file: None, key: None, help: Vec::new() }
+    }
+    /// Attach the file the error is about.
+    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+    /// Attach the manifest key the error is about.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+    /// Add a detail line.
+    pub fn detail(mut self, line: impl Into<String>) -> Self {
+        self.detail.push(line.into());
+        self
+    }
+    /// Add a help line (the way out).
+    pub fn help(mut self, line: impl Into<String>) -> Self {
+        self.help.push(line.into());
+        self
+    }
+    /// An I/O failure on `path`.
+    pub fn io(what: &str, path: &std::path::Path, err: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, format!("{what} `{}`: {err}", path.display())).file(path)
+    }
+    /// The exit code `cargo mcpp` uses for this error (see [`exit_code`]).
+    pub fn exit_code(&self) -> i32 {
+        match self.kind {
+            ErrorKind::ToolFailed => exit_code::BUILD_FAILED,
+            ErrorKind::Io => exit_code::IO,
+            _ => exit_code::REFUSED,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)?;
+        match (&self.file, &self.key) {
+            (Some(file), Some(key)) => write!(f, "\n  --> {} (key `{key}`)", file.display())?,
+            (Some(file), None) => write!(f, "\n  --> {}", file.display())?,
+            (None, Some(key)) => write!(f, "\n  --> key `{key}`")?,
+            (None, None) => {}
+        }
+        for line in &self.detail {
+            if line.is_empty() {
+                writeln!(f)?;
+            } else {
+                write!(f, "\n  {line}")?;
+            }
+        }
+        for line in &self.help {
+            write!(f, "\nhelp: {line}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The exit codes of `cargo mcpp`, documented in README.md.
+pub mod exit_code {
+    /// Everything built.
+    pub const SUCCESS: i32 = 0;
+    /// A device compiler failed (its output is printed), or `cargo build` failed with code 1.
+    pub const BUILD_FAILED: i32 = 1;
+    /// The command line was not understood (clap's own usage errors).
+    pub const USAGE: i32 = 2;
+    /// The input was refused before anything compiled: manifest, accelerator string,
+    /// sources, a missing tool.
+    pub const REFUSED: i32 = 3;
+    /// Reading or writing a file failed.
+    pub const IO: i32 = 4;
+}

@@ -1,0 +1,269 @@
+//! The action graph: each action is argv (never a shell), declared inputs, outputs and an
+//! optional depfile (seed 002 "actions"). [`run`] checks every fingerprint first, so a
+//! no-op build starts no process; stale actions run in parallel, one compiler per token of
+//! cargo's jobserver (or `jobs` when there is none), in dependency waves.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::fingerprint::{hash_file, parse_depfile, sha256_hex, ActionState};
+use crate::tool::Tool;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The role of an action (seed 002): a `source` action produces something later compiled or
+/// embedded (SPIR-V); an `object` action produces something linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Produces a payload or a generated source.
+    Source,
+    /// Produces an object file or archive that is linked.
+    Object,
+}
+
+/// One compiler invocation.
+#[derive(Debug, Clone)]
+pub struct Action {
+    /// Stable id, e.g. `spirv:shaders/a/scale.comp`; names the fingerprint file.
+    pub id: String,
+    /// What the progress line shows, e.g. `glslangValidator shaders/a/scale.comp`.
+    pub description: String,
+    /// The role.
+    pub role: Role,
+    /// The tool it runs (its identity is part of the key); `argv[0]` is `tool.path`.
+    pub tool: Tool,
+    /// The arguments after the program.
+    pub args: Vec<OsString>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Declared inputs (their content is part of the key).
+    pub inputs: Vec<PathBuf>,
+    /// Outputs (must exist after a successful run).
+    pub outputs: Vec<PathBuf>,
+    /// The depfile the tool writes, listing what it read.
+    pub depfile: Option<PathBuf>,
+    /// Indices (in the same list) of actions that must finish first.
+    pub deps: Vec<usize>,
+}
+
+impl Action {
+    /// The fingerprint key: tool identity, argv, cwd, and the content of each declared input.
+    pub fn key(&self) -> String {
+        let mut text = String::new();
+        text.push_str(&self.tool.identity());
+        for a in &self.args {
+            text.push('\0');
+            text.push_str(&a.to_string_lossy());
+        }
+        text.push_str(&format!("\0cwd={}", self.cwd.display()));
+        for input in &self.inputs {
+            let h = hash_file(input).unwrap_or_else(|| "missing".into());
+            text.push_str(&format!("\0in={}={h}", input.display()));
+        }
+        sha256_hex(text.as_bytes())
+    }
+
+    /// The command line as one displayable string (for messages only; never run through a shell).
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.tool.path.to_string_lossy().into_owned())
+            .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Progress reporting for [`run`].
+pub trait Observer: Sync {
+    /// `total` actions will run (the stale ones).
+    fn planned(&self, _total: usize) {}
+    /// An action started.
+    fn started(&self, _action: &Action) {}
+    /// An action finished successfully.
+    fn finished(&self, _action: &Action) {}
+}
+
+/// An observer that says nothing.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// How to run the graph.
+pub struct RunOptions<'a> {
+    /// Where fingerprint state is kept (one JSON file per action).
+    pub state_dir: &'a Path,
+    /// Parallelism when there is no jobserver.
+    pub jobs: usize,
+    /// Cargo's jobserver, when running under cargo.
+    pub jobserver: Option<&'a jobserver::Client>,
+}
+
+/// What [`run`] did.
+#[derive(Debug, Clone, Default)]
+pub struct RunReport {
+    /// Ids of the actions that ran.
+    pub ran: Vec<String>,
+    /// Ids of the actions that were fresh.
+    pub fresh: Vec<String>,
+    /// Every file any action read (declared inputs plus depfile-discovered), existing only.
+    pub read: Vec<PathBuf>,
+    /// Peak number of compilers running at once.
+    pub peak_concurrency: usize,
+}
+
+fn state_file(dir: &Path, id: &str) -> PathBuf {
+    let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    let short = &sha256_hex(id.as_bytes())[..8];
+    dir.join(format!("{safe}.{short}.json"))
+}
+
+/// Run the stale actions of `actions`.
+///
+/// # Errors
+/// [`ErrorKind::ToolFailed`] when a compiler exits non-zero or leaves an output missing (its
+/// command line and output are in the detail); the first failure stops scheduling further
+/// actions. [`ErrorKind::Io`] for state files.
+pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) -> Result<RunReport> {
+    std::fs::create_dir_all(options.state_dir).map_err(|e| Error::io("cannot create", options.state_dir, e))?;
+    let mut report = RunReport::default();
+    let mut stale = vec![false; actions.len()];
+    let mut keys = vec![String::new(); actions.len()];
+    for (i, a) in actions.iter().enumerate() {
+        keys[i] = a.key();
+        let state = ActionState::load(&state_file(options.state_dir, &a.id));
+        let deps_stale = a.deps.iter().any(|&d| stale[d]);
+        stale[i] = deps_stale || !state.as_ref().is_some_and(|s| s.is_fresh(&keys[i]));
+        if !stale[i] {
+            report.fresh.push(a.id.clone());
+            if let Some(s) = state {
+                report.read.extend(s.discovered.into_iter().map(|(p, _)| p));
+            }
+        }
+        report.read.extend(a.inputs.iter().cloned());
+    }
+    let todo: Vec<usize> = (0..actions.len()).filter(|&i| stale[i]).collect();
+    observer.planned(todo.len());
+    let mut done = vec![false; actions.len()];
+    for (i, s) in stale.iter().enumerate() {
+        done[i] = !s;
+    }
+    let running = AtomicUsize::new(0);
+    let peak = AtomicUsize::new(0);
+    while done.iter().any(|d| !d) {
+        let wave: Vec<usize> = todo.iter().copied().filter(|&i| !done[i] && actions[i].deps.iter().all(|&d| done[d])).collect();
+        if wave.is_empty() {
+            return Err(Error::new(ErrorKind::Io, "the action graph has a cycle"));
+        }
+        // Keys of actions depending on earlier waves see those outputs now.
+        let wave_keys: Vec<String> = wave.iter().map(|&i| if actions[i].deps.is_empty() { keys[i].clone() } else { actions[i].key() }).collect();
+        let next = AtomicUsize::new(0);
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let results: Mutex<Vec<(usize, Vec<PathBuf>)>> = Mutex::new(Vec::new());
+        let workers = options.jobs.max(1).min(wave.len());
+        std::thread::scope(|scope| {
+            for worker in 0..workers {
+                let (next, failure, results, wave, wave_keys, running, peak) = (&next, &failure, &results, &wave, &wave_keys, &running, &peak);
+                scope.spawn(move || loop {
+                    if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
+                        return;
+                    }
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&i) = wave.get(n) else { return };
+                    // Worker 0 runs on the token cargo gave this build script; every other
+                    // concurrent compiler holds a token of its own.
+                    let _token = match (worker, options.jobserver) {
+                        (0, _) | (_, None) => None,
+                        (_, Some(client)) => match client.acquire() {
+                            Ok(t) => Some(t),
+                            Err(_) => return,
+                        },
+                    };
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    observer.started(&actions[i]);
+                    let outcome = execute(&actions[i], &wave_keys[n], options.state_dir);
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    match outcome {
+                        Ok(read) => {
+                            observer.finished(&actions[i]);
+                            if let Ok(mut r) = results.lock() {
+                                r.push((i, read));
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut f) = failure.lock() {
+                                f.get_or_insert(e);
+                            }
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        for (i, read) in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            done[i] = true;
+            report.ran.push(actions[i].id.clone());
+            report.read.extend(read);
+        }
+        if wave.iter().any(|&i| !done[i]) {
+            return Err(Error::new(ErrorKind::ToolFailed, "a compiler could not be started (jobserver token refused)"));
+        }
+    }
+    report.peak_concurrency = peak.load(Ordering::SeqCst);
+    let mut seen = std::collections::BTreeSet::new();
+    report.read.retain(|p| p.exists() && seen.insert(p.clone()));
+    Ok(report)
+}
+
+/// Run one action, check its outputs, record its state; returns the files it read.
+fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>> {
+    let state_path = state_file(state_dir, &action.id);
+    let _ = std::fs::remove_file(&state_path);
+    for out in &action.outputs {
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+        }
+    }
+    let output = Command::new(&action.tool.path).args(&action.args).current_dir(&action.cwd).output().map_err(|e| {
+        Error::new(ErrorKind::ToolFailed, format!("{} could not be started: {e}", action.tool.name)).detail(action.command_line())
+    })?;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    if !output.status.success() {
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("{} failed ({})", action.description, output.status))
+            .detail(format!("command: {}", action.command_line()));
+        for line in text.lines() {
+            e = e.detail(line.to_string());
+        }
+        return Err(e);
+    }
+    let mut outputs = Vec::new();
+    for out in &action.outputs {
+        let Some(h) = hash_file(out) else {
+            return Err(Error::new(ErrorKind::ToolFailed, format!("{} exited 0 but did not write `{}`", action.description, out.display()))
+                .detail(format!("command: {}", action.command_line())));
+        };
+        outputs.push((out.clone(), h));
+    }
+    let mut discovered = Vec::new();
+    if let Some(depfile) = &action.depfile {
+        let text = std::fs::read_to_string(depfile).map_err(|e| {
+            Error::new(ErrorKind::ToolFailed, format!("{} did not write its depfile `{}`: {e}", action.description, depfile.display()))
+                .detail("without it an edit to an included file would not rebuild, so this is refused")
+        })?;
+        for p in parse_depfile(&text, &action.cwd) {
+            if action.inputs.contains(&p) || action.outputs.contains(&p) {
+                continue;
+            }
+            let h = hash_file(&p).unwrap_or_else(|| "missing".into());
+            discovered.push((p, h));
+        }
+    }
+    let read: Vec<PathBuf> = discovered.iter().map(|(p, _)| p.clone()).collect();
+    let state = ActionState { key: key.to_string(), discovered, outputs };
+    let json = serde_json::to_vec_pretty(&state).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    crate::fingerprint::write_if_changed(&state_path, &json)?;
+    Ok(read)
+}

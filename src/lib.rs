@@ -1,0 +1,44 @@
+//! cargo-mcpp: device code (SPIR-V shaders now; CUDA kernels next) in Rust/C++ mixed crates.
+//!
+//! Three uses: `cargo mcpp build` (the CLI, feature `cli`), a crate's `build.rs`, and (later)
+//! `cargo mcpp pack`. The whole `build.rs` is:
+//!
+//! ```no_run
+//! fn main() {
+//!     cargo_mcpp::build();
+//! }
+//! ```
+//!
+//! and the crate includes the generated surface:
+//!
+//! ```ignore
+//! mod shaders {
+//!     include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs"));
+//! }
+//! let spirv: &'static [u32] = shaders::a::scale_comp().code;
+//! ```
+//!
+//! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
+//! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
+//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `PATH` (last
+//! resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`, `CARGO_PKG_NAME`, `PROFILE`,
+//! `NUM_JOBS`. See ARCHITECTURE.md for the pipeline.
+
+#![warn(missing_docs)]
+
+pub mod accel;
+mod api;
+pub mod cargo_output;
+pub mod env;
+pub mod error;
+pub mod fingerprint;
+pub mod graph;
+pub mod manifest;
+pub mod pipeline;
+pub mod rules;
+pub mod sources;
+pub mod surface;
+pub mod tool;
+
+pub use api::{build, default_jobs, Build};
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,255 @@
+//! `[package.metadata.mcpp]` read from `Cargo.toml` with `toml` + serde, every table
+//! `deny_unknown_fields` so an unknown key is refused naming the key, the file, its line and
+//! the keys valid there (the cargo-dist `parse_metadata_table` pattern; design/style.md 7).
+//!
+//! build.rs reads `$CARGO_MANIFEST_DIR/Cargo.toml` itself (no `cargo metadata` from inside a
+//! build); the CLI finds the manifest with cargo_metadata and then reads it the same way.
+
+use crate::error::{Error, ErrorKind, Result};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The whole of `[package.metadata.mcpp]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct McppMetadata {
+    /// The accelerator set, e.g. `"vulkan1.2"`; see [`crate::accel`]. Absent = no accelerator.
+    pub accel: Option<String>,
+    /// Device sources: globs relative to the package root, plain or constrained.
+    #[serde(default)]
+    pub sources: Vec<SourceEntry>,
+    /// The module name of the generated surface; default `<package identifier>.shaders`.
+    pub module_name: Option<String>,
+    /// `true` (default): the C++ surface is a C++20 module interface (`.cppm`); `false`: a header.
+    pub modules: Option<bool>,
+    /// Explicit tool paths by program name (`glslangValidator = "/opt/bin/glslangValidator"`).
+    #[serde(default)]
+    pub tools: BTreeMap<String, PathBuf>,
+    /// `[package.metadata.mcpp.spirv]`: options of the SPIR-V rule.
+    pub spirv: Option<SpirvOptions>,
+}
+
+/// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceEntry {
+    /// A plain glob: its files are device sources of every build that names their rule's backend.
+    Glob(String),
+    /// A glob constrained to an accelerator entry (upstream-facts 2.1): compiled when the build
+    /// covers it, left out when the build does not name its backend, refused otherwise.
+    Constrained(ConstrainedGlob),
+}
+
+impl SourceEntry {
+    /// The glob pattern.
+    pub fn glob(&self) -> &str {
+        match self {
+            SourceEntry::Glob(g) => g,
+            SourceEntry::Constrained(c) => &c.glob,
+        }
+    }
+}
+
+/// `{ glob = "...", accel = "..." }`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConstrainedGlob {
+    /// The pattern (`*`, `**`, `?`, `[...]`), relative to the package root.
+    pub glob: String,
+    /// The accelerator entry the files need, e.g. `"vulkan1.2"` or `"cuda12.9+{sm_90}"`.
+    pub accel: String,
+}
+
+impl<'de> Deserialize<'de> for SourceEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = SourceEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a glob string or a table `{ glob = \"...\", accel = \"...\" }`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<SourceEntry, E> {
+                Ok(SourceEntry::Glob(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<SourceEntry, A::Error> {
+                ConstrainedGlob::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(SourceEntry::Constrained)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Which GLSL compiler the SPIR-V rule drives; chosen by declaration, never by what is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpirvCompilerName {
+    /// Khronos glslangValidator (default).
+    #[default]
+    Glslang,
+    /// Google's glslc (shaderc).
+    Glslc,
+}
+
+/// `[package.metadata.mcpp.spirv]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SpirvOptions {
+    /// `"glslang"` (default) or `"glslc"`.
+    pub compiler: Option<SpirvCompilerName>,
+    /// Include directories, relative to the package root (or absolute).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Override of the target environment (default: from the accelerator's Vulkan version,
+    /// `vulkan1.0` for a bare `vulkan`).
+    pub target_env: Option<String>,
+    /// Override of optimisation (default: on in release profiles, off in debug).
+    pub optimize: Option<bool>,
+    /// Extra arguments appended last, passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+/// What a `Cargo.toml` holds that cargo-mcpp reads.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// The manifest file.
+    pub path: PathBuf,
+    /// `[package] name`.
+    pub package_name: String,
+    /// `[package.metadata.mcpp]`, default when absent.
+    pub mcpp: McppMetadata,
+    /// Whether `[package.metadata.mcpp]` was present at all.
+    pub has_mcpp_table: bool,
+}
+
+#[derive(Deserialize)]
+struct CargoToml {
+    package: Option<PackageTable>,
+}
+#[derive(Deserialize)]
+struct PackageTable {
+    name: Option<String>,
+    metadata: Option<MetadataTable>,
+}
+#[derive(Deserialize)]
+struct MetadataTable {
+    mcpp: Option<McppMetadata>,
+}
+
+impl Manifest {
+    /// Read and validate the `Cargo.toml` at `path`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] when the file cannot be read; [`ErrorKind::Manifest`] when it is not
+    /// TOML, has no `[package]`, or `[package.metadata.mcpp]` has an unknown key or a wrong type
+    /// (the error names the file, line:column, the dotted key and the keys valid there).
+    pub fn read(path: &Path) -> Result<Manifest> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read the manifest", path, e))?;
+        Manifest::parse(path, &text)
+    }
+
+    /// Parse manifest `text` as if read from `path`.
+    ///
+    /// # Errors
+    /// As [`Manifest::read`].
+    pub fn parse(path: &Path, text: &str) -> Result<Manifest> {
+        let de = toml::Deserializer::new(text);
+        let parsed: CargoToml = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner();
+            let location = inner.span().map(|s| line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+            let message = inner.message().to_string();
+            let table = key.rsplit_once('.').map(|(t, _)| t.to_string()).unwrap_or_default();
+            let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}"))
+                .file(format!("{}{location}", path.display()))
+                .key(key.clone());
+            if let Some(valid) = message.split_once("expected one of ").map(|(_, v)| v.to_string()) {
+                err = err.help(format!("the keys valid in [{table}] are {valid}; see README.md \"Manifest reference\""));
+            } else if message.starts_with("unknown variant") {
+                err = err.help(format!("`{key}` takes one of the values listed above"));
+            }
+            err
+        })?;
+        let package = parsed.package.ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, "the manifest has no [package] table")
+                .file(path)
+                .help("cargo-mcpp works on a package; point --manifest-path at a package's Cargo.toml")
+        })?;
+        let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
+        let mcpp = package.metadata.and_then(|m| m.mcpp);
+        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default() })
+    }
+
+    /// The package root (the manifest's directory).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extra: &str) -> Result<Manifest> {
+        Manifest::parse(Path::new("/p/Cargo.toml"), &format!("[package]\nname = \"demo-app\"\nversion = \"0.1.0\"\n\n{extra}"))
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let m = parse(
+            r#"[package.metadata.mcpp]
+accel = "vulkan1.2"
+sources = ["shaders/**/*.comp", { glob = "k/*.frag", accel = "vulkan1.2" }]
+modules = false
+module-name = "x.shaders"
+tools = { glslangValidator = "/opt/glslangValidator" }
+[package.metadata.mcpp.spirv]
+compiler = "glslc"
+includes = ["shaders/include"]
+defines = { WORKGROUP = "64" }
+target-env = "vulkan1.3"
+optimize = true
+flags = ["-g"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(m.package_name, "demo-app");
+        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: "vulkan1.2".into() }));
+        let s = m.mcpp.spirv.unwrap();
+        assert_eq!(s.compiler, Some(SpirvCompilerName::Glslc));
+        assert_eq!(s.defines["WORKGROUP"], "64");
+    }
+
+    #[test]
+    fn unknown_key_names_key_file_line_and_valid_keys() {
+        let e = parse("[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"\n").unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.kind, ErrorKind::Manifest);
+        assert!(text.contains("unknown field `compilr`"), "{text}");
+        assert!(text.contains("/p/Cargo.toml:6:1"), "{text}");
+        assert!(text.contains("package.metadata.mcpp.spirv.compilr"), "{text}");
+        assert!(text.contains("`compiler`") && text.contains("`includes`"), "{text}");
+    }
+
+    #[test]
+    fn unknown_key_in_constrained_glob_is_refused() {
+        let e = parse("[package.metadata.mcpp]\nsources = [{ glob = \"a/*.comp\", acel = \"vulkan\" }]\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field `acel`"), "{e}");
+    }
+
+    #[test]
+    fn no_table_is_fine() {
+        let m = parse("").unwrap();
+        assert!(!m.has_mcpp_table);
+    }
+}

@@ -1,0 +1,70 @@
+//! The rules: one module per kind of device source, each knowing its compiler's flag
+//! spellings (seed 002 "extension points"; upstream-facts section 3). A rule claims file
+//! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
+//! anything itself. The registry [`registry`] is the single list the engine dispatches on.
+
+pub mod spirv;
+
+use crate::accel::{AccelEntry, Backend};
+use crate::env::Env;
+use crate::error::Result;
+use crate::graph::Action;
+use crate::manifest::Manifest;
+use crate::sources::DeviceSource;
+use crate::tool::ToolChoices;
+use std::path::{Path, PathBuf};
+
+/// What a rule gets to plan with.
+pub struct RuleContext<'a> {
+    /// The package manifest (its `[package.metadata.mcpp.<rule>]` options).
+    pub manifest: &'a Manifest,
+    /// This rule's entry of the accelerator set.
+    pub accel: &'a AccelEntry,
+    /// The directory this build variant's outputs go to (under the device cache).
+    pub work_dir: &'a Path,
+    /// Where tool versions are cached.
+    pub tool_cache: &'a Path,
+    /// The environment (every read is declared to cargo).
+    pub env: &'a Env,
+    /// Explicit tool choices.
+    pub tools: &'a ToolChoices,
+    /// Whether this is a release-profile build (optimisation on).
+    pub release: bool,
+}
+
+/// What a rule planned.
+#[derive(Debug, Default)]
+pub struct RulePlan {
+    /// The actions to run (fingerprinted by the engine).
+    pub actions: Vec<Action>,
+    /// Payloads for the surface: (package-relative source, raw identifier, payload path).
+    pub payloads: Vec<(String, String, PathBuf)>,
+    /// Warnings to show (e.g. a tool found on PATH).
+    pub warnings: Vec<String>,
+    /// Tools the plan runs (their files are watched for changes).
+    pub tools: Vec<crate::tool::Tool>,
+}
+
+/// One rule.
+pub trait Rule: Send + Sync {
+    /// Short name used in messages and action ids (`spirv`).
+    fn name(&self) -> &'static str;
+    /// The backend whose accelerator entry this rule reads.
+    fn backend(&self) -> Backend;
+    /// The extensions (without dot) this rule claims.
+    fn extensions(&self) -> &'static [&'static str];
+    /// Whether this rule claims files with extension `ext`.
+    fn claims(&self, ext: &str) -> bool {
+        self.extensions().contains(&ext)
+    }
+    /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
+    ///
+    /// # Errors
+    /// A refusal specific to the rule (a stage-less shader, a missing compiler, ...).
+    fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan>;
+}
+
+/// Every rule of this cargo-mcpp, in dispatch order.
+pub fn registry() -> Vec<Box<dyn Rule>> {
+    vec![Box::new(spirv::SpirvRule)]
+}

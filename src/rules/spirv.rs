@@ -1,0 +1,148 @@
+//! GLSL (`.comp`, `.vert`, `.frag`, ... ) to SPIR-V with glslangValidator or glslc, chosen by
+//! declaration (`[package.metadata.mcpp.spirv] compiler`), never by what is installed.
+//! Flag spellings are upstream-facts 3.5; the producer writes a bare `.spv` and a depfile,
+//! and the surface generator does the rest (seed 003 section 4).
+
+use super::{Rule, RuleContext, RulePlan};
+use crate::accel::Backend;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{Action, Role};
+use crate::manifest::{SpirvCompilerName, SpirvOptions};
+use crate::sources::DeviceSource;
+use crate::tool::{self, ToolSpec};
+use std::ffi::OsString;
+
+/// The shader stages, by extension; both compilers take the same short stage names.
+pub const STAGES: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall"];
+
+/// glslangValidator: `GLSLANG_VALIDATOR`, `MCPP_GLSLANG`, then PATH.
+pub const GLSLANG: ToolSpec = ToolSpec {
+    name: "glslangValidator",
+    programs: &["glslangValidator", "glslang"],
+    env_vars: &["GLSLANG_VALIDATOR", "MCPP_GLSLANG"],
+    version_args: &["--version"],
+};
+
+/// glslc: `GLSLC`, `MCPP_GLSLC`, then PATH.
+pub const GLSLC: ToolSpec = ToolSpec { name: "glslc", programs: &["glslc"], env_vars: &["GLSLC", "MCPP_GLSLC"], version_args: &["--version"] };
+
+/// The SPIR-V rule.
+pub struct SpirvRule;
+
+const CLAIMED: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall", "glsl", "hlsl"];
+
+impl Rule for SpirvRule {
+    fn name(&self) -> &'static str {
+        "spirv"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Vulkan
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        CLAIMED
+    }
+
+    fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
+        for s in sources {
+            if !STAGES.contains(&s.ext.as_str()) {
+                return Err(Error::new(ErrorKind::Sources, format!("{} has no shader stage", s.rel))
+                    .file(&s.path)
+                    .detail("Both compilers derive the stage from the extension, and a `.glsl`/`.hlsl` file is for `#include`.")
+                    .help(format!("rename it to one of .{}, or leave it out of `sources` and `#include` it", STAGES.join(" ."))));
+            }
+        }
+        let opts = ctx.manifest.mcpp.spirv.clone().unwrap_or_default();
+        let which = opts.compiler.unwrap_or_default();
+        let spec = match which {
+            SpirvCompilerName::Glslang => GLSLANG,
+            SpirvCompilerName::Glslc => GLSLC,
+        };
+        let (tool, warning) = tool::resolve(&spec, ctx.tools, ctx.env, ctx.tool_cache)?;
+        let target_env = opts.target_env.clone().unwrap_or_else(|| match &ctx.accel.version {
+            Some(v) => format!("vulkan{v}"),
+            None => "vulkan1.0".to_string(),
+        });
+        let optimize = opts.optimize.unwrap_or(ctx.release);
+        let root = ctx.manifest.dir();
+        let mut includes = Vec::new();
+        for (i, inc) in opts.includes.iter().enumerate() {
+            let abs = if inc.is_absolute() { inc.clone() } else { root.join(inc) };
+            if !abs.is_dir() {
+                return Err(Error::new(ErrorKind::Manifest, format!("include directory `{}` does not exist", inc.display()))
+                    .file(&ctx.manifest.path)
+                    .key(format!("package.metadata.mcpp.spirv.includes[{i}]"))
+                    .help("include directories are relative to the package root; fix the path or remove the entry"));
+            }
+            includes.push(abs);
+        }
+        let mut plan = RulePlan::default();
+        plan.warnings.extend(warning);
+        for s in sources {
+            let out = ctx.work_dir.join("spirv").join(format!("{}.spv", s.rel));
+            let depfile = ctx.work_dir.join("spirv").join(format!("{}.d", s.rel));
+            let args = argv(which, &opts, &target_env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
+            let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+            plan.actions.push(Action {
+                id: format!("spirv:{}", s.rel),
+                description: format!("{} {}", tool.name, s.rel),
+                role: Role::Source,
+                tool: tool.clone(),
+                args,
+                cwd: root.to_path_buf(),
+                inputs: vec![s.path.clone()],
+                outputs: vec![out.clone()],
+                depfile: Some(depfile),
+                deps: Vec::new(),
+            });
+            plan.payloads.push((s.rel.clone(), format!("{stem}_{}", s.ext), out));
+        }
+        plan.tools.push(tool);
+        Ok(plan)
+    }
+}
+
+/// The compiler arguments (after the program) for one shader, in each compiler's spelling:
+/// glslangValidator `-V --target-env <env> -S <stage> [-Os] -D.. -I.. <flags> --depfile <d> -o <spv> <src>`;
+/// glslc `--target-env=<env> -fshader-stage=<stage> [-O|-O0] -D.. -I.. <flags> -MD -MF <d> -o <spv> <src>`.
+#[allow(clippy::too_many_arguments)]
+pub fn argv(
+    which: SpirvCompilerName,
+    opts: &SpirvOptions,
+    target_env: &str,
+    optimize: bool,
+    stage: &str,
+    includes: &[std::path::PathBuf],
+    depfile: &std::path::Path,
+    out: &std::path::Path,
+    src: &std::path::Path,
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    match which {
+        SpirvCompilerName::Glslang => {
+            a.extend(["-V".into(), "--target-env".into(), target_env.into(), "-S".into(), stage.into()]);
+            if optimize {
+                a.push("-Os".into());
+            }
+        }
+        SpirvCompilerName::Glslc => {
+            a.push(format!("--target-env={target_env}").into());
+            a.push(format!("-fshader-stage={stage}").into());
+            a.push(if optimize { "-O" } else { "-O0" }.into());
+        }
+    }
+    for (k, v) in &opts.defines {
+        a.push(format!("-D{k}={v}").into());
+    }
+    for inc in includes {
+        let mut s = OsString::from("-I");
+        s.push(inc);
+        a.push(s);
+    }
+    a.extend(opts.flags.iter().map(OsString::from));
+    match which {
+        SpirvCompilerName::Glslang => a.extend(["--depfile".into(), depfile.into()]),
+        SpirvCompilerName::Glslc => a.extend(["-MD".into(), "-MF".into(), depfile.into()]),
+    }
+    a.extend(["-o".into(), out.into(), src.into()]);
+    a
+}

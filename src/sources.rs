@@ -1,0 +1,159 @@
+//! Device-source collection and classification (upstream-facts section 2): expand the
+//! `sources` globs, apply the constrained-glob include / exclude / refuse semantics against
+//! the build's accelerator set, and give every file to exactly one rule by its extension.
+
+use crate::accel::AccelSet;
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::{Manifest, SourceEntry};
+use crate::rules::Rule;
+use std::path::{Path, PathBuf};
+
+/// The device extensions cargo-mcpp knows (the engine table of upstream-facts 2.2, plus
+/// `.slang`). A listed file with any other extension has no role and is refused.
+pub const DEVICE_EXTENSIONS: &[&str] = &[
+    "cu", "hip", "sycl", "asc", "cce", "comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit",
+    "rchit", "rmiss", "rcall", "glsl", "hlsl", "cl", "metal", "slang",
+];
+
+/// One device source of the package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSource {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Package-root-relative path with `/` separators, as shown in messages.
+    pub rel: String,
+    /// The extension without the dot (`comp`), from the file name's last `.`.
+    pub ext: String,
+    /// The index of the rule (in the registry) that claims it.
+    pub rule: usize,
+    /// Whether this build compiles it: its constraint (if any) is covered and its rule's
+    /// backend is in the accelerator set.
+    pub selected: bool,
+}
+
+/// The outcome of collection.
+#[derive(Debug, Clone, Default)]
+pub struct Collected {
+    /// Every matched file, in glob order then path order, without duplicates.
+    pub sources: Vec<DeviceSource>,
+    /// Directories to watch for added files (the fixed prefix of each glob), existing only.
+    pub watch_dirs: Vec<PathBuf>,
+}
+
+/// The extension of a file name (after the last `.` of the name), lowercase as written.
+pub fn extension(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let (stem, ext) = name.rsplit_once('.')?;
+    if stem.is_empty() {
+        return None;
+    }
+    Some(ext.to_string())
+}
+
+/// Expand and classify the manifest's `sources` for a build with accelerator set `accel`.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] for: a glob matching no file; a constrained glob whose backend the
+/// build names but whose architectures it does not cover; a file whose extension has no role;
+/// a device source no rule claims. [`ErrorKind::Manifest`] for a malformed constraint.
+pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<Collected> {
+    let root = manifest.dir();
+    let mut out = Collected::default();
+    for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
+        let key = format!("package.metadata.mcpp.sources[{index}]");
+        let pattern = entry.glob();
+        let constrained_in = match entry {
+            SourceEntry::Glob(_) => true,
+            SourceEntry::Constrained(c) => {
+                let constraint = AccelSet::parse(&c.accel).map_err(|e| {
+                    Error::new(ErrorKind::Accel, format!("sources entry '{pattern}' has a malformed `accel` constraint"))
+                        .file(&manifest.path)
+                        .key(format!("{key}.accel"))
+                        .detail(e.to_string())
+                })?;
+                if constraint.is_empty() {
+                    return Err(Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' is constrained to an empty accelerator"))
+                        .file(&manifest.path)
+                        .key(format!("{key}.accel"))
+                        .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
+                }
+                if !accel.names_backends_of(&constraint) {
+                    false
+                } else if accel.covers(&constraint) {
+                    true
+                } else {
+                    return Err(Error::new(
+                        ErrorKind::Sources,
+                        format!("sources entry '{pattern}' is constrained to accel \"{}\", which this build does not cover", c.accel),
+                    )
+                    .file(&manifest.path)
+                    .key(format!("{key}.accel"))
+                    .detail(format!("this build targets: {accel}"))
+                    .help("build with `--accel` covering it, or `--no-accel` to leave every constrained glob out (the CPU-only variant)"));
+                }
+            }
+        };
+        if Path::new(pattern).is_absolute() || pattern.split(['/', '\\']).any(|c| c == "..") {
+            return Err(Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' leaves the package"))
+                .file(&manifest.path)
+                .key(key)
+                .help("write globs relative to the package root, without `..`"));
+        }
+        let full = format!("{}/{}", glob::Pattern::escape(&root.to_string_lossy()), pattern);
+        let paths = glob::glob(&full).map_err(|e| {
+            Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' is not a valid glob: {}", e.msg))
+                .file(&manifest.path)
+                .key(key.clone())
+        })?;
+        let mut matched = 0usize;
+        let mut files: Vec<PathBuf> = paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect();
+        files.sort();
+        for path in files {
+            matched += 1;
+            if out.sources.iter().any(|s| s.path == path) {
+                continue;
+            }
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let ext = extension(&path).unwrap_or_default();
+            let rule = rules.iter().position(|r| r.claims(&ext));
+            let Some(rule) = rule else {
+                let err = if DEVICE_EXTENSIONS.contains(&ext.as_str()) {
+                    Error::new(ErrorKind::Sources, format!("device source that no rule compiles: {rel}"))
+                        .file(&path)
+                        .detail(format!("A `.{ext}` file is device code, and no rule of this cargo-mcpp claims `.{ext}`,"))
+                        .detail("so it would be listed and never compiled.")
+                        .help(format!("drop it from `sources`, or use a cargo-mcpp with a rule for `.{ext}` (rules: {})", rule_list(rules)))
+                } else {
+                    let shown = if ext.is_empty() { "no extension".to_string() } else { format!("the extension '.{ext}'") };
+                    Error::new(ErrorKind::Sources, format!("'{rel}' is listed in sources, and cargo-mcpp has no role for {shown}"))
+                        .file(&path)
+                        .detail("Its output would be compiled and then used by nothing, so this is refused rather than built.")
+                        .help(format!("device extensions are: .{}", DEVICE_EXTENSIONS.join(" .")))
+                        .help("host C/C++ files are compiled by build.rs (the cc crate), not listed in [package.metadata.mcpp] sources")
+                };
+                return Err(err.key(key));
+            };
+            let selected = constrained_in && accel.entry(rules[rule].backend()).is_some();
+            out.sources.push(DeviceSource { path, rel, ext, rule, selected });
+        }
+        if matched == 0 {
+            return Err(Error::new(ErrorKind::Sources, format!("sources entry '{pattern}' matches no file"))
+                .file(&manifest.path)
+                .key(key)
+                .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
+        }
+        let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+        let fixed = if fixed.len() == pattern.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
+        // The package root itself is never watched: it holds `target/`, which changes on
+        // every build and would rerun the build script forever.
+        let dir = root.join(fixed.join("/"));
+        if !fixed.is_empty() && dir.is_dir() && !out.watch_dirs.contains(&dir) {
+            out.watch_dirs.push(dir);
+        }
+    }
+    Ok(out)
+}
+
+fn rule_list(rules: &[Box<dyn Rule>]) -> String {
+    rules.iter().map(|r| format!("{} ({})", r.name(), r.extensions().iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("; ")
+}
