@@ -29,12 +29,16 @@
 pub mod accel;
 mod api;
 pub mod cargo_output;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod env;
 pub mod error;
 pub mod fingerprint;
 pub mod graph;
 pub mod manifest;
 pub mod pipeline;
+#[cfg(feature = "cli")]
+pub mod progress;
 pub mod rules;
 pub mod sources;
 pub mod surface;
