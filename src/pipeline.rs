@@ -200,8 +200,11 @@ fn directives(
     for var in [ACCEL_ENV, NO_ACCEL_ENV] {
         cargo.rerun_if_env_changed(var);
     }
+    // Variables cargo itself sets for a build script are not declared: they are already part
+    // of cargo's own fingerprint, and PATH is left out as cc-rs does (spurious reruns).
+    const CARGO_SET: &[&str] = &["PATH", "OUT_DIR", "PROFILE", "NUM_JOBS", "TARGET", "HOST", "OPT_LEVEL", "DEBUG"];
     for var in env.reads() {
-        if var != "PATH" {
+        if !CARGO_SET.contains(&var.as_str()) && !var.starts_with("CARGO_") {
             cargo.rerun_if_env_changed(&var);
         }
     }

@@ -1,0 +1,196 @@
+//! The SPIR-V lane with the real glslangValidator and glslc: outputs validated by spirv-val,
+//! and the criterion of every rebuild test is the embedded bytes, not the exit code.
+
+mod support;
+use support::*;
+
+fn spirv_val(bytes: &[u8], env: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x.spv");
+    std::fs::write(&f, bytes).unwrap();
+    let out = std::process::Command::new(real_tool("spirv-val")).arg("--target-env").arg(env).arg(&f).output().unwrap();
+    assert!(out.status.success(), "spirv-val refused the output: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn both_compilers_compile_the_example_shaders_and_spirv_val_accepts_them() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        let outcome = pkg.compile(&pkg.build());
+        assert_eq!(outcome.report.ran.len(), 2, "{compiler}");
+        assert_eq!(outcome.payloads, 2);
+        for src in ["shaders/a/scale.comp", "shaders/b/scale.comp"] {
+            let bytes = pkg.embedded_bytes(src);
+            assert_eq!(&bytes[..4], &[0x03, 0x02, 0x23, 0x07], "{compiler} {src}: SPIR-V magic");
+            spirv_val(&bytes, "vulkan1.2");
+        }
+        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), pkg.embedded_bytes("shaders/b/scale.comp"), "two distinct payloads");
+        let program = if compiler == "glslang" { "glslangValidator" } else { "glslc" };
+        assert_eq!(pkg.starts(program), 3, "one --version probe and two compiles");
+        let other = if compiler == "glslang" { "glslc" } else { "glslangValidator" };
+        assert_eq!(pkg.starts(other), 0, "the undeclared compiler is never run");
+    }
+}
+
+#[test]
+fn editing_only_the_included_glsl_changes_the_embedded_bytes() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        pkg.compile(&pkg.build());
+        let a_before = pkg.embedded_bytes("shaders/a/scale.comp");
+        let b_before = pkg.embedded_bytes("shaders/b/scale.comp");
+        pkg.write("shaders/include/common.glsl", &COMMON_GLSL.replace("3.0", "5.0"));
+        let outcome = pkg.compile(&pkg.build());
+        assert_eq!(outcome.report.ran, ["spirv:shaders/a/scale.comp"], "{compiler}: exactly the includer reruns");
+        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), a_before, "{compiler}: stale bytes after editing common.glsl");
+        assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), b_before);
+        // The C++ data header carries the new bytes too.
+        let data = std::fs::read_to_string(pkg.out_dir().join("mcpp/data/a/scale_comp.h")).unwrap();
+        let words: Vec<u32> = pkg.embedded_bytes("shaders/a/scale.comp").chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        assert!(data.contains(&format!("0x{:08x}u", words[words.len() - 1])));
+    }
+}
+
+#[test]
+fn a_define_change_rebuilds_with_new_bytes() {
+    let pkg = shader_package("glslang");
+    pkg.compile(&pkg.build());
+    let before = pkg.embedded_bytes("shaders/b/scale.comp");
+    let m = pkg.read("Cargo.toml").replace("WORKGROUP = \"64\"", "WORKGROUP = \"32\"");
+    pkg.write("Cargo.toml", &m);
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.report.ran.len(), 2);
+    assert_ne!(pkg.embedded_bytes("shaders/b/scale.comp"), before);
+}
+
+#[test]
+fn switching_glslang_and_glslc_rebuilds_everything() {
+    let pkg = shader_package("glslang");
+    pkg.compile(&pkg.build());
+    let glslang_bytes = pkg.embedded_bytes("shaders/a/scale.comp");
+    pkg.write("Cargo.toml", &pkg.read("Cargo.toml").replace("compiler = \"glslang\"", "compiler = \"glslc\""));
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.report.ran.len(), 2);
+    assert_eq!(pkg.starts("glslc"), 3);
+    assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), glslang_bytes, "glslc's output differs from glslang's (generator word)");
+    pkg.write("Cargo.toml", &pkg.read("Cargo.toml").replace("compiler = \"glslc\"", "compiler = \"glslang\""));
+    pkg.compile(&pkg.build());
+    assert_eq!(pkg.embedded_bytes("shaders/a/scale.comp"), glslang_bytes);
+}
+
+#[test]
+fn an_accel_change_rebuilds_for_the_new_target_env_in_its_own_variant() {
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let v12 = pkg.embedded_bytes("shaders/a/scale.comp");
+    let second = pkg.compile(pkg.build().accel("vulkan1.3"));
+    assert_eq!(second.report.ran.len(), 2);
+    assert_ne!(first.variant_dir, second.variant_dir, "device variants live in different directories");
+    let v13 = pkg.embedded_bytes("shaders/a/scale.comp");
+    assert_ne!(v12, v13);
+    assert_eq!(v13[4..8], [0x00, 0x06, 0x01, 0x00], "vulkan1.3 targets SPIR-V 1.6");
+    assert_eq!(v12[4..8], [0x00, 0x05, 0x01, 0x00], "vulkan1.2 targets SPIR-V 1.5");
+    // Back to the manifest's set: its variant is still fresh, nothing compiles, the bytes return.
+    let starts = pkg.starts("glslangValidator");
+    let third = pkg.compile(&pkg.build());
+    assert!(third.report.ran.is_empty());
+    assert_eq!(pkg.starts("glslangValidator"), starts);
+    assert_eq!(pkg.embedded_bytes("shaders/a/scale.comp"), v12);
+}
+
+#[test]
+fn a_no_op_build_starts_no_compiler_process() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        pkg.compile(&pkg.build());
+        let program = if compiler == "glslang" { "glslangValidator" } else { "glslc" };
+        let starts = pkg.starts(program);
+        let outcome = pkg.compile(&pkg.build());
+        assert!(outcome.report.ran.is_empty());
+        assert_eq!(outcome.report.fresh.len(), 2);
+        assert_eq!(pkg.starts(program), starts, "{compiler}: a no-op build started a compiler");
+        assert!(outcome.generated.unwrap().written.is_empty(), "no generated file rewritten");
+    }
+}
+
+#[test]
+fn a_deleted_or_tampered_output_is_rebuilt() {
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let good = pkg.embedded_bytes("shaders/b/scale.comp");
+    let spv = first.variant_dir.join("spirv/shaders/b/scale.comp.spv");
+    std::fs::write(&spv, b"\0\0\0\0").unwrap();
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.report.ran, ["spirv:shaders/b/scale.comp"]);
+    assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good);
+}
+
+#[test]
+fn rerun_lines_cover_every_real_input_and_no_missing_path() {
+    let pkg = shader_package("glslc");
+    let outcome = pkg.compile(&pkg.build());
+    let lines = outcome.cargo.lines();
+    let rerun: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix("cargo::rerun-if-changed=")).collect();
+    for needed in ["Cargo.toml", "shaders/a/scale.comp", "shaders/b/scale.comp", "shaders/include/common.glsl"] {
+        assert!(rerun.iter().any(|r| r.ends_with(needed)), "no rerun-if-changed for {needed}: {rerun:#?}");
+    }
+    for r in &rerun {
+        assert!(std::path::Path::new(r).exists(), "rerun-if-changed names a missing path {r}");
+    }
+    // Also on a fresh run, where the depfile-discovered include comes from the recorded state.
+    let again = pkg.compile(&pkg.build());
+    assert!(again.cargo.lines().iter().any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("common.glsl")));
+    for var in ["MCPP_ACCEL", "MCPP_NO_ACCEL"] {
+        assert!(lines.contains(&format!("cargo::rerun-if-env-changed={var}")));
+    }
+    assert!(lines.contains(&"cargo::rustc-cfg=mcpp_accel=\"vulkan\"".to_string()));
+    assert!(lines.iter().any(|l| l.starts_with("cargo::rustc-check-cfg=cfg(mcpp_accel")));
+}
+
+#[test]
+fn no_accel_compiles_nothing_and_still_generates_an_empty_surface() {
+    let pkg = shader_package("glslang");
+    let outcome = pkg.compile(pkg.build().no_accel());
+    assert!(outcome.report.ran.is_empty() && outcome.report.fresh.is_empty());
+    assert_eq!(pkg.starts("glslangValidator"), 0, "no tool is even probed");
+    assert_eq!(outcome.payloads, 0);
+    assert!(pkg.rust_surface().contains("pub fn all() -> [Payload; 0]"));
+    assert!(outcome.cargo.lines().contains(&"cargo::rustc-cfg=mcpp_accel=\"none\"".to_string()));
+    // The environment form, as `cargo mcpp build --no-accel` passes it to build.rs.
+    let outcome = pkg.compile(pkg.build().env("MCPP_NO_ACCEL", "1"));
+    assert_eq!(outcome.payloads, 0);
+}
+
+#[test]
+fn jobs_one_means_one_compiler_at_a_time() {
+    let pkg = shader_package("glslang");
+    let one = pkg.compile(pkg.build().jobs(1));
+    assert_eq!(one.report.peak_concurrency, 1);
+}
+
+#[test]
+fn constrained_globs_are_included_excluded_or_refused() {
+    let pkg = Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "{}\n[package.metadata.mcpp.spirv]\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"8\" }}\n",
+                manifest(
+                    "constrained",
+                    "accel = \"vulkan1.2\"\nsources = [\"shaders/b/*.comp\", { glob = \"shaders/a/*.comp\", accel = \"vulkan1.3\" }]"
+                )
+            ),
+        ),
+        ("shaders/include/common.glsl", COMMON_GLSL),
+        ("shaders/a/scale.comp", SCALE_COMP),
+        ("shaders/b/scale.comp", SQUARE_COMP),
+    ]);
+    let refused = pkg.refuse(&pkg.build());
+    assert!(refused.contains("sources entry 'shaders/a/*.comp' is constrained to accel \"vulkan1.3\", which this build does not cover"), "{refused}");
+    assert!(refused.contains("this build targets: vulkan1.2"), "{refused}");
+    assert!(refused.contains("--no-accel"), "{refused}");
+    let covered = pkg.compile(pkg.build().accel("vulkan1.3"));
+    assert_eq!(covered.payloads, 2);
+    let none = pkg.compile(pkg.build().no_accel());
+    assert_eq!(none.payloads, 0);
+}
