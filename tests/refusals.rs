@@ -1,0 +1,145 @@
+//! Every refusal of the foundation, asserting its text: what is wrong, where, and the way out.
+
+mod support;
+use support::*;
+
+fn package_with(mcpp: &str, files: &[(&str, &str)]) -> Package {
+    let mut all = vec![("Cargo.toml", manifest("refusals", mcpp))];
+    all.extend(files.iter().map(|(p, t)| (*p, t.to_string())));
+    let borrowed: Vec<(&str, &str)> = all.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    Package::new(&borrowed)
+}
+
+const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+
+#[test]
+fn malformed_accel_names_position_and_expectation() {
+    let pkg = package_with("accel = \"vulkan1.2, cuda12.9+{sm_90\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("malformed accelerator set from"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.accel"), "{e}");
+    assert!(e.contains("expected `,` or `}` closing the architecture list at column 27"), "{e}");
+    let e = pkg.refuse(pkg.build().accel("vulcan"));
+    assert!(e.contains("malformed accelerator set from --accel"), "{e}");
+    assert!(e.contains("expected a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`) at column 1"), "{e}");
+}
+
+#[test]
+fn unknown_key_names_key_file_and_valid_keys() {
+    let pkg = package_with("accel = \"vulkan\"\nsource = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("unknown field `source`"), "{e}");
+    assert!(e.contains("Cargo.toml:8:1"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.source"), "{e}");
+    assert!(e.contains("`sources`") && e.contains("`accel`") && e.contains("`spirv`"), "{e}");
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"shaderc\"", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("unknown variant `shaderc`, expected `glslang` or `glslc`"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.spirv.compiler"), "{e}");
+}
+
+#[test]
+fn a_device_source_no_rule_claims_is_refused_by_name() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"k/*.cu\"]", &[("k/saxpy.cu", "__global__ void k() {}\n")]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("device source that no rule compiles: k/saxpy.cu"), "{e}");
+    assert!(e.contains("no rule of this cargo-mcpp claims `.cu`"), "{e}");
+}
+
+#[test]
+fn a_file_whose_extension_has_no_role_is_refused_by_name() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*\"]", &[("s/orphan.zzz", "x"), ("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("'s/orphan.zzz' is listed in sources, and cargo-mcpp has no role for the extension '.zzz'"), "{e}");
+    assert!(e.contains("refused rather than built"), "{e}");
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.cpp\"]", &[("s/host.cpp", "int x;")]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("no role for the extension '.cpp'") && e.contains("cc crate"), "{e}");
+}
+
+#[test]
+fn a_stageless_glsl_listed_as_a_source_is_refused_by_name() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/**/*\"]", &[("s/x.comp", COMP), ("s/inc/common.glsl", "float f();\n")]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("s/inc/common.glsl has no shader stage"), "{e}");
+    assert!(e.contains("rename it to one of .comp .vert .frag"), "{e}");
+    assert!(e.contains("`#include` it"), "{e}");
+}
+
+#[test]
+fn a_collision_within_one_directory_names_both_files() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[("s/a-b.comp", COMP), ("s/a_b.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("two device sources map to one payload name"), "{e}");
+    assert!(e.contains("s/a-b.comp") && e.contains("s/a_b.comp"), "{e}");
+    assert!(e.contains("both would be `a_b_comp`"), "{e}");
+    assert!(e.contains("rename one of them"), "{e}");
+    // Two directories sharing a stem are two payloads, not a collision.
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/**/*.comp\"]", &[("s/a/x.comp", COMP), ("s/b/x.comp", COMP)]);
+    assert_eq!(pkg.compile(&pkg.build()).payloads, 2);
+}
+
+#[test]
+fn a_missing_compiler_names_every_way_to_name_it() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"glslc\"", &[("s/x.comp", COMP)]);
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg.path("")).out_dir(pkg.out_dir()).work_dir(pkg.work_dir());
+    for v in ["GLSLC", "MCPP_GLSLC", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
+        b.env_remove(v);
+    }
+    b.env("PATH", pkg.dir.path().join("empty-bin"));
+    let e = pkg.refuse(&b);
+    assert!(e.contains("no glslc found"), "{e}");
+    for way in ["Build::new().tool(\"glslc\"", "[package.metadata.mcpp.tools] glslc = ", "GLSLC=/path/to/glslc", "MCPP_GLSLC=", "on PATH as glslc"] {
+        assert!(e.contains(way), "missing `{way}` in:\n{e}");
+    }
+    // A named path that does not exist is refused naming where it was named.
+    b.env("GLSLC", "/nonexistent/glslc");
+    let e = pkg.refuse(&b);
+    assert!(e.contains("the environment variable GLSLC names `/nonexistent/glslc`, which does not exist"), "{e}");
+}
+
+#[test]
+fn a_glob_matching_nothing_is_refused() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"shaders/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("sources entry 'shaders/*.comp' matches no file"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.sources[0]"), "{e}");
+}
+
+#[test]
+fn a_glob_leaving_the_package_is_refused() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"../*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("sources entry '../*.comp' leaves the package"), "{e}");
+}
+
+#[test]
+fn a_missing_include_directory_names_the_key() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nincludes = [\"nope\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("include directory `nope` does not exist"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.spirv.includes[0]"), "{e}");
+}
+
+#[test]
+fn a_compile_error_shows_the_compiler_output_and_the_command() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", "#version 450\nvoid main() { undefined_thing(); }\n")]);
+    let err = pkg.build().try_compile().unwrap_err();
+    assert_eq!(err.kind, cargo_mcpp::ErrorKind::ToolFailed);
+    let e = err.to_string();
+    assert!(e.contains("glslangValidator s/x.comp failed"), "{e}");
+    assert!(e.contains("undefined_thing"), "{e}");
+    assert!(e.contains("command: "), "{e}");
+    // A failed action leaves no state behind: fixing the file compiles it.
+    pkg.write("s/x.comp", COMP);
+    assert_eq!(pkg.compile(&pkg.build()).report.ran.len(), 1);
+}
+
+#[test]
+fn a_bad_module_name_is_refused_with_a_working_spelling() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nmodule-name = \"my-app.shaders\"", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("`my-app.shaders` is not a usable module name: the segment `my-app` is not an identifier"), "{e}");
+    assert!(e.contains("`my_app` would work"), "{e}");
+}
