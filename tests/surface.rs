@@ -1,0 +1,198 @@
+//! The generated surface: naming snapshots (nested directories, a keyword directory, a name
+//! starting with a digit, dashes in the package name) and the C++ module / C header compiled
+//! and linked by real compilers (clang++-19 `--precompile`, g++ `-fmodules-ts`, gcc for C).
+
+mod support;
+use std::path::Path;
+use std::process::Command;
+use support::*;
+
+const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+const FRAG: &str = "#version 450\nlayout(location = 0) out vec4 color;\nvoid main() { color = vec4(1.0); }\n";
+
+fn naming_package(modules: bool) -> Package {
+    let m = manifest(
+        "my-shader-app",
+        &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\", \"shaders/**/*.frag\"]\nmodules = {modules}"),
+    );
+    Package::new(&[
+        ("Cargo.toml", &m),
+        ("shaders/blur.comp", COMP),
+        ("shaders/a/scale.comp", COMP),
+        ("shaders/b/scale.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n"),
+        ("shaders/default/x.comp", COMP),
+        ("shaders/type/mesh.comp", COMP),
+        ("shaders/effects/post/3d-tone.frag", FRAG),
+    ])
+}
+
+/// Every generated file but the byte-carrying data headers, paths made stable.
+fn uber(pkg: &Package) -> String {
+    let mut files: Vec<_> = walk(&pkg.out_dir()).into_iter().filter(|p| !p.to_string_lossy().contains("/data/")).collect();
+    files.sort();
+    let mut out = String::new();
+    for f in files {
+        let rel = f.strip_prefix(pkg.out_dir()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&f).unwrap().replace(&pkg.work_dir().display().to_string(), "[WORK]");
+        let text = regex_variant(&text);
+        out.push_str(&format!("===== {rel}\n{text}\n"));
+    }
+    out
+}
+
+/// The variant directory is a hash of the accelerator set; show it as [VARIANT].
+fn regex_variant(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("[WORK]/") {
+        out.push_str(&rest[..i + 7]);
+        rest = &rest[i + 7..];
+        if rest.len() >= 16 && rest[..16].chars().all(|c| c.is_ascii_hexdigit()) {
+            out.push_str("[VARIANT]");
+            rest = &rest[16..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn naming_snapshot_module_surface() {
+    let pkg = naming_package(true);
+    pkg.compile(&pkg.build());
+    insta::assert_snapshot!("module_surface", uber(&pkg));
+}
+
+#[test]
+fn naming_snapshot_header_surface() {
+    let pkg = naming_package(false);
+    pkg.compile(&pkg.build());
+    insta::assert_snapshot!("header_surface", uber(&pkg));
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const CONSUMER: &str = r#"import my_shader_app.shaders;
+extern "C" int printf(const char*, ...);
+int main() {
+    auto a = my_shader_app::shaders::a::scale_comp();
+    auto d = my_shader_app::shaders::default_::x_comp();
+    auto t = my_shader_app::shaders::effects::post::_3d_tone_frag();
+    auto m = my_shader_app::shaders::type_::mesh_comp();
+    if (a.code[0] != 0x07230203u || d.code[0] != 0x07230203u) return 1;
+    printf("%lu %lu %lu %lu\n", a.size_bytes, d.size_bytes, t.size_bytes, m.size_bytes);
+    return 0;
+}
+"#;
+
+fn expected_sizes(pkg: &Package) -> String {
+    let size = |s: &str| pkg.embedded_bytes(s).len();
+    format!(
+        "{} {} {} {}\n",
+        size("shaders/a/scale.comp"),
+        size("shaders/default/x.comp"),
+        size("shaders/effects/post/3d-tone.frag"),
+        size("shaders/type/mesh.comp")
+    )
+}
+
+#[test]
+fn the_cpp_module_compiles_and_links_with_clang_19() {
+    let pkg = naming_package(true);
+    pkg.compile(&pkg.build());
+    let dir = pkg.out_dir().join("mcpp");
+    let cxx = real_tool("clang++-19");
+    std::fs::write(dir.join("consumer.cpp"), CONSUMER).unwrap();
+    let c = |args: &[&str]| run(Command::new(&cxx).args(args).current_dir(&dir));
+    c(&["-std=c++20", "-x", "c++-module", "--precompile", "my_shader_app.shaders.cppm", "-o", "m.pcm"]);
+    c(&["-std=c++20", "-fmodule-file=my_shader_app.shaders=m.pcm", "-c", "consumer.cpp", "-o", "consumer.o"]);
+    c(&["-std=c++20", "-c", "m.pcm", "-o", "m.o"]);
+    c(&["-std=c++20", "-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]);
+    c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
+    assert_eq!(run(&mut Command::new(dir.join("consumer"))), expected_sizes(&pkg));
+}
+
+#[test]
+fn the_cpp_module_compiles_and_links_with_gxx_modules_ts() {
+    let pkg = naming_package(true);
+    pkg.compile(&pkg.build());
+    let dir = pkg.out_dir().join("mcpp");
+    let cxx = real_tool("g++");
+    std::fs::write(dir.join("consumer.cpp"), CONSUMER).unwrap();
+    let c = |args: &[&str]| run(Command::new(&cxx).args(args).current_dir(&dir));
+    c(&["-std=c++20", "-fmodules-ts", "-x", "c++", "-c", "my_shader_app.shaders.cppm", "-o", "m.o"]);
+    c(&["-std=c++20", "-fmodules-ts", "-c", "consumer.cpp", "-o", "consumer.o"]);
+    c(&["-std=c++20", "-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]);
+    c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
+    assert_eq!(run(&mut Command::new(dir.join("consumer"))), expected_sizes(&pkg));
+}
+
+#[test]
+fn the_header_surface_serves_c_and_cpp() {
+    let pkg = naming_package(false);
+    pkg.compile(&pkg.build());
+    let dir = pkg.out_dir().join("mcpp");
+    std::fs::write(
+        dir.join("c_consumer.c"),
+        "#include \"my_shader_app.shaders.h\"\n#include <stdio.h>\nint main(void) {\n  const unsigned int* w = mcpp_embed_my_shader_app_shaders_a_scale_comp_data();\n  if (w[0] != 0x07230203u) return 1;\n  printf(\"%lu\\n\", mcpp_embed_my_shader_app_shaders_a_scale_comp_size());\n  return 0;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("cpp_consumer.cpp"),
+        "#include \"my_shader_app.shaders.h\"\n#include <cstdio>\nint main() {\n  auto p = my_shader_app::shaders::default_::x_comp();\n  std::printf(\"%lu\\n\", p.size_bytes);\n  return p.code[0] == 0x07230203u ? 0 : 1;\n}\n",
+    )
+    .unwrap();
+    let gcc = real_tool("gcc");
+    let gxx = real_tool("g++");
+    run(Command::new(&gxx).args(["-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]).current_dir(&dir));
+    run(Command::new(&gcc).args(["-std=c11", "-Wall", "-Werror", "-c", "c_consumer.c", "-o", "c.o"]).current_dir(&dir));
+    run(Command::new(&gxx).args(["c.o", "impl.o", "-o", "c_consumer"]).current_dir(&dir));
+    run(Command::new(&gxx).args(["-std=c++17", "cpp_consumer.cpp", "impl.o", "-o", "cpp_consumer"]).current_dir(&dir));
+    assert_eq!(run(&mut Command::new(dir.join("c_consumer"))), format!("{}\n", pkg.embedded_bytes("shaders/a/scale.comp").len()));
+    assert_eq!(run(&mut Command::new(dir.join("cpp_consumer"))), format!("{}\n", pkg.embedded_bytes("shaders/default/x.comp").len()));
+}
+
+#[test]
+fn the_module_interface_is_std_free() {
+    let pkg = naming_package(true);
+    pkg.compile(&pkg.build());
+    let text = std::fs::read_to_string(pkg.out_dir().join("mcpp/my_shader_app.shaders.cppm")).unwrap();
+    assert!(!text.contains("std::") && !text.contains("#include"), "{text}");
+}
+
+#[test]
+fn the_rust_surface_compiles_and_returns_aligned_words() {
+    // Compile the generated Rust with rustc into a tiny program and run it.
+    let pkg = naming_package(true);
+    pkg.compile(&pkg.build());
+    let main = pkg.out_dir().join("main.rs");
+    std::fs::write(
+        &main,
+        format!(
+            "mod shaders {{ include!({:?}); }}\nfn main() {{\n    let p = shaders::default_::x_comp();\n    assert_eq!(p.code[0], 0x0723_0203);\n    assert_eq!(p.code.as_ptr() as usize % 4, 0);\n    assert_eq!(p.size_bytes, p.code.len() * 4);\n    let t = shaders::effects::post::_3d_tone_frag();\n    let m = shaders::type_::mesh_comp();\n    println!(\"{{}} {{}} {{}} {{}}\", shaders::all().len(), p.size_bytes, t.source, m.source);\n}}\n",
+            pkg.out_dir().join("mcpp_shaders.rs").display().to_string()
+        ),
+    )
+    .unwrap();
+    let exe = pkg.out_dir().join("surface-main");
+    run(Command::new("rustc").args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(&main));
+    let printed = run(&mut Command::new(&exe));
+    assert_eq!(printed, format!("6 {} shaders/effects/post/3d-tone.frag shaders/type/mesh.comp\n", pkg.embedded_bytes("shaders/default/x.comp").len()));
+}
