@@ -201,7 +201,7 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
             id = item.identifier,
         );
     }
-    while let Some(_) = open.pop() {
+    while open.pop().is_some() {
         let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
     }
     out
