@@ -216,8 +216,17 @@ impl fmt::Display for AccelError {
             Some(c) => format!("`{c}`"),
             None => "the end of the string".to_string(),
         };
-        write!(f, "malformed accelerator `{}`: expected {} at column {column}, found {found}", self.text, self.expected)?;
-        write!(f, "\n    {}\n    {}^", self.text, " ".repeat(column - 1))
+        // Long inputs are shown as a window of at most 60 characters around the position.
+        let chars: Vec<char> = self.text.chars().collect();
+        let at = column - 1;
+        let from = at.saturating_sub(40);
+        let to = (at + 20).min(chars.len());
+        let window: String = chars[from..to].iter().collect();
+        let (lead, trail) = (if from > 0 { "..." } else { "" }, if to < chars.len() { "..." } else { "" });
+        let shown: String = if chars.len() > 60 { format!("{lead}{window}{trail}") } else { self.text.clone() };
+        write!(f, "malformed accelerator `{shown}`: expected {} at column {column}, found {found}", self.expected)?;
+        let caret = if chars.len() > 60 { lead.len() + at - from } else { at };
+        write!(f, "\n    {shown}\n    {}^", " ".repeat(caret))
     }
 }
 
@@ -255,6 +264,29 @@ impl Parser<'_> {
         &self.text[start..self.pos]
     }
 
+    /// `digits ["." digits]`, each part at most 6 digits (`12.9`, `1.2`, `90`, `2020`).
+    fn number(&mut self, what: &str, allow_minor: bool) -> Result<String, AccelError> {
+        let start = self.pos;
+        let major = self.take_while(|c| c.is_ascii_digit()).len();
+        if major > 6 {
+            self.pos = start;
+            return self.err(format!("{what} as a number of at most 6 digits"));
+        }
+        if allow_minor && self.peek() == Some('.') {
+            self.bump();
+            let minor_start = self.pos;
+            let minor = self.take_while(|c| c.is_ascii_digit()).len();
+            if minor == 0 || minor > 6 {
+                self.pos = minor_start;
+                return self.err(format!("a digit in {what} (`major.minor`)"));
+            }
+            if self.peek() == Some('.') {
+                return self.err(format!("the end of {what}: it is `major.minor`, e.g. `12.9` or `1.2`"));
+            }
+        }
+        Ok(self.text[start..self.pos].to_string())
+    }
+
     fn set(mut self) -> Result<AccelSet, AccelError> {
         let mut set = AccelSet::default();
         self.skip_blanks();
@@ -285,22 +317,18 @@ impl Parser<'_> {
         let start = self.pos;
         let word = self.take_while(|c| c.is_ascii_alphabetic()).to_string();
         let Some(backend) = Backend::from_name(&word) else {
-            self.pos = start;
+            // Point at the first character that stops the word from being a backend:
+            // `vulkanx` -> the `x`, `vülkan` -> the `ü`, `opencl` -> the `o`.
+            if let Some(b) = Backend::ALL.iter().find(|b| word.starts_with(b.name())) {
+                self.pos = start + b.name().len();
+                return self.err(format!("a version, `+{{...}}`, a modifier or `,` after `{b}`"));
+            }
+            let common = |b: &Backend| b.name().bytes().zip(word.bytes()).take_while(|(x, y)| x == y).count();
+            self.pos = start + Backend::ALL.iter().map(common).max().unwrap_or(0);
             return self.err(BACKENDS_EXPECTED);
         };
         let version = match self.peek() {
-            Some(c) if c.is_ascii_digit() => {
-                let vstart = self.pos;
-                let v = self.take_while(|c| c.is_ascii_digit() || c == '.').to_string();
-                if let Some(idx) = v.find("..") {
-                    self.pos = vstart + idx + 1;
-                    return self.err("a digit in the version");
-                }
-                if v.ends_with('.') {
-                    return self.err("a digit in the version");
-                }
-                Some(v)
-            }
+            Some(c) if c.is_ascii_digit() => Some(self.number("the version", true)?),
             _ => None,
         };
         let mut archs = Vec::new();
@@ -354,15 +382,19 @@ impl Parser<'_> {
             if !self.text[self.pos..].starts_with(">=") {
                 return self.err(format!("`>=` after `{word}`"));
             }
-            self.pos += 2;
-            let value = self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_')).to_string();
-            if value.is_empty() {
-                return self.err(format!("a value after `{word}>=`"));
+            if which == FloorWord::Ptx && backend != Backend::Cuda {
+                self.pos = mstart;
+                return self.err(format!("`floor>=N` (`ptx>=` is CUDA's word; this entry is `{backend}`)"));
             }
             if floor.is_some() {
                 self.pos = mstart;
-                return self.err("one floor per entry");
+                return self.err("a single floor: `ptx>=` and `floor>=` are two spellings of one portable-form floor, given once per entry");
             }
+            self.pos += 2;
+            if !self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                return self.err(format!("a number after `{word}>=` (e.g. `{word}>=90`)"));
+            }
+            let value = self.number(&format!("the `{word}>=` value"), true)?;
             floor = Some(value);
             floor_word = Some(which);
         }
@@ -414,7 +446,14 @@ mod tests {
     fn malformed_strings_name_position_and_expectation() {
         let cases = [
             ("cuda12.9+{sm_90", 15, "`,` or `}`"),
-            ("vulcan1.2", 0, "a backend"),
+            ("vulcan1.2", 3, "a backend"),
+            ("vulkanx", 6, "a version, `+{...}`"),
+            ("vulkan1.2.3", 9, "the end of the version"),
+            ("vulkan99999999999", 6, "at most 6 digits"),
+            ("cuda12.9 ptx>=abc", 14, "a number after `ptx>=`"),
+            ("vulkan ptx>=89", 7, "`floor>=N` (`ptx>=` is CUDA's word"),
+            ("cuda12.9+{sm_80} ptx>=80 floor>=70", 25, "a single floor"),
+            ("opencl", 0, "a backend"),
             ("cuda12.9+sm_90", 9, "`{` opening"),
             ("cuda12.9+{}", 10, "an architecture name"),
             ("cuda, cuda12.9", 6, "each backend once"),
@@ -422,6 +461,7 @@ mod tests {
             ("cuda12.9+{sm_90} ptx89", 20, "`>=` after `ptx`"),
             ("cuda12.9+{sm_90} fast", 17, "a modifier"),
             ("vulkan1..2", 8, "a digit"),
+            ("v\u{fc}lkan", 1, "a backend"),
             ("cuda12.9+{sm_90}x", 16, "`,` between entries"),
         ];
         for (text, pos, expected) in cases {

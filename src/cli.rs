@@ -59,8 +59,8 @@ pub struct BuildArgs {
     #[arg(long, value_name = "DIR")]
     pub target_dir: Option<PathBuf>,
     /// Parallel compilers (passed to cargo too).
-    #[arg(long, short = 'j', value_name = "N")]
-    pub jobs: Option<usize>,
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
     /// Further `cargo build` arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
     pub cargo_args: Vec<String>,
@@ -150,16 +150,15 @@ fn build(args: &BuildArgs) -> Result<i32> {
             work_dir: profile_path.join("mcpp").join(pkg.name.as_str()),
             out_dir: None,
             release,
-            jobs: args.jobs.unwrap_or_else(crate::default_jobs),
+            jobs: args.jobs.map(|j| j as usize).unwrap_or_else(crate::default_jobs),
             env: crate::env::Env::process(),
             builder_tools: Default::default(),
         };
         let outcome = pipeline::run(&config, &progress, None);
         progress.finish();
+        // Its warnings are not printed here: the build script prints the same ones, and cargo
+        // shows them once.
         let outcome = outcome?;
-        for w in outcome.cargo.warnings() {
-            eprintln!("warning: {w}");
-        }
         eprintln!(
             "      Device {} [{}]: {} compiled, {} fresh",
             pkg.name,
@@ -199,5 +198,5 @@ fn build(args: &BuildArgs) -> Result<i32> {
         AccelChoice::Manifest => {}
     }
     let status = cargo.status().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
-    Ok(status.code().unwrap_or(exit_code::BUILD_FAILED))
+    Ok(if status.success() { exit_code::SUCCESS } else { exit_code::CARGO_FAILED })
 }

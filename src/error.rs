@@ -114,7 +114,7 @@ impl std::error::Error for Error {}
 pub mod exit_code {
     /// Everything built.
     pub const SUCCESS: i32 = 0;
-    /// A device compiler failed (its output is printed), or `cargo build` failed with code 1.
+    /// A device compiler failed (its output and command line are printed).
     pub const BUILD_FAILED: i32 = 1;
     /// The command line was not understood (clap's own usage errors).
     pub const USAGE: i32 = 2;
@@ -123,4 +123,7 @@ pub mod exit_code {
     pub const REFUSED: i32 = 3;
     /// Reading or writing a file failed.
     pub const IO: i32 = 4;
+    /// The device phase succeeded and `cargo build` then failed (its own output says why),
+    /// whatever code cargo exited with (cargo's own convention for a failed build).
+    pub const CARGO_FAILED: i32 = 101;
 }

@@ -49,6 +49,10 @@ pub struct ActionState {
     pub discovered: Vec<(PathBuf, String)>,
     /// Outputs with their hashes.
     pub outputs: Vec<(PathBuf, String)>,
+    /// Paths that did not exist when the action ran and that would change what an include
+    /// resolves to if created (the same relative include under an earlier search directory).
+    #[serde(default)]
+    pub absent: Vec<PathBuf>,
 }
 
 impl ActionState {
@@ -61,7 +65,29 @@ impl ActionState {
         self.key == key
             && self.discovered.iter().all(|(p, h)| hash_file(p).as_deref() == Some(h))
             && self.outputs.iter().all(|(p, h)| hash_file(p).as_deref() == Some(h))
+            && self.absent.iter().all(|p| !p.exists())
     }
+}
+
+/// The paths that would shadow an included file if created: for each file `found` an action
+/// read through its include search path, the same relative include name under every search
+/// directory, minus `found` itself, that does not exist now. `search` is the search path (the
+/// includer directories and the `-I` directories, in any order: over-approximating only ever
+/// costs a rebuild, never a stale byte).
+pub fn shadow_candidates(found: &[PathBuf], search: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for f in found {
+        for dir in search {
+            let Ok(rel) = f.strip_prefix(dir) else { continue };
+            for other in search {
+                let candidate = normalize(&other.join(rel));
+                if &candidate != f && !candidate.exists() && !out.contains(&candidate) {
+                    out.push(candidate);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The files a Makefile-style depfile lists as prerequisites (all rules, all targets),

@@ -43,6 +43,9 @@ pub struct Action {
     pub outputs: Vec<PathBuf>,
     /// The depfile the tool writes, listing what it read.
     pub depfile: Option<PathBuf>,
+    /// The include search directories given to the tool (`-I`), so that a file created later
+    /// that would shadow an included one makes the action stale.
+    pub include_dirs: Vec<PathBuf>,
     /// Indices (in the same list) of actions that must finish first.
     pub deps: Vec<usize>,
 }
@@ -222,7 +225,10 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
 fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>> {
     let state_path = state_file(state_dir, &action.id);
     let _ = std::fs::remove_file(&state_path);
-    for out in &action.outputs {
+    // Outputs and depfile go first: a tool that exits 0 without writing them must not leave
+    // the previous run's bytes looking current.
+    for out in action.outputs.iter().chain(action.depfile.as_ref()) {
+        let _ = std::fs::remove_file(out);
         if let Some(dir) = out.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
@@ -262,7 +268,11 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>>
         }
     }
     let read: Vec<PathBuf> = discovered.iter().map(|(p, _)| p.clone()).collect();
-    let state = ActionState { key: key.to_string(), discovered, outputs };
+    let mut search: Vec<PathBuf> = action.inputs.iter().chain(&read).filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
+    search.extend(action.include_dirs.iter().cloned());
+    search.dedup();
+    let absent = crate::fingerprint::shadow_candidates(&read, &search);
+    let state = ActionState { key: key.to_string(), discovered, outputs, absent };
     let json = serde_json::to_vec_pretty(&state).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     crate::fingerprint::write_if_changed(&state_path, &json)?;
     Ok(read)

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The whole of `[package.metadata.mcpp]`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of cargo-mcpp keys ([package.metadata.mcpp])")]
 pub struct McppMetadata {
     /// The accelerator set, e.g. `"vulkan1.2"`; see [`crate::accel`]. Absent = no accelerator.
     pub accel: Option<String>,
@@ -52,7 +52,7 @@ impl SourceEntry {
 
 /// `{ glob = "...", accel = "..." }`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\" }`")]
 pub struct ConstrainedGlob {
     /// The pattern (`*`, `**`, `?`, `[...]`), relative to the package root.
     pub glob: String,
@@ -92,7 +92,7 @@ pub enum SpirvCompilerName {
 
 /// `[package.metadata.mcpp.spirv]`; every key has a default.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of SPIR-V rule keys ([package.metadata.mcpp.spirv])")]
 pub struct SpirvOptions {
     /// `"glslang"` (default) or `"glslc"`.
     pub compiler: Option<SpirvCompilerName>,
@@ -166,8 +166,9 @@ impl Manifest {
             let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}"))
                 .file(format!("{}{location}", path.display()))
                 .key(key.clone());
-            if let Some(valid) = message.split_once("expected one of ").map(|(_, v)| v.to_string()) {
-                err = err.help(format!("the keys valid in [{table}] are {valid}; see README.md \"Manifest reference\""));
+            let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
+            if let (true, Some(valid)) = (message.starts_with("unknown field"), valid) {
+                err = err.help(format!("the keys valid in [{table}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
             } else if message.starts_with("unknown variant") {
                 err = err.help(format!("`{key}` takes one of the values listed above"));
             }

@@ -108,10 +108,23 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let env = &config.env;
     let accel = resolve_accel(&config.accel, &manifest, env)?;
     let registry = rules::registry();
+    validate_tools_table(&manifest, &registry)?;
+    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
+    surface::check_module_name(&module_name).map_err(|e| e.file(&manifest.path))?;
     let collected = sources::collect(&manifest, &accel, &registry)?;
     let variant = if accel.is_empty() { "host".to_string() } else { crate::fingerprint::sha256_hex(accel.to_string().as_bytes())[..16].to_string() };
     let variant_dir = config.work_dir.join(&variant);
     let mut cargo = CargoOutput::default();
+    for w in &collected.warnings {
+        cargo.warning(w);
+    }
+    if accel.is_empty() && config.accel == AccelChoice::Manifest && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
+        cargo.warning(&format!(
+            "no accelerator: `accel` in {} is empty or absent, so none of the {} device source(s) is compiled (write e.g. accel = \"vulkan1.2\", or build with --no-accel to say it on purpose)",
+            manifest.path.display(),
+            collected.sources.len()
+        ));
+    }
     let tools = ToolChoices {
         builder: config.builder_tools.clone(),
         manifest: manifest.mcpp.tools.iter().map(|(k, v)| (k.clone(), if v.is_absolute() { v.clone() } else { manifest.dir().join(v) })).collect(),
@@ -120,6 +133,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let mut actions = Vec::new();
     let mut payloads = Vec::new();
     let mut tool_files = Vec::new();
+    let mut path_tools = false;
     for (index, rule) in registry.iter().enumerate() {
         let mine: Vec<&sources::DeviceSource> = collected.sources.iter().filter(|s| s.rule == index && s.selected).collect();
         let Some(entry) = accel.entry(rule.backend()) else {
@@ -151,13 +165,21 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             cargo.warning(w);
         }
         tool_files.extend(plan.tools.iter().map(|t| t.path.clone()));
+        path_tools |= plan.tools.iter().any(|t| t.source == crate::tool::ToolSource::Path);
         actions.extend(plan.actions);
         payloads.extend(plan.payloads);
     }
-    let items = surface::name_payloads(&payloads, "cargo-mcpp")?;
+    let items = surface::name_payloads(&payloads, "cargo-mcpp").map_err(|e| e.file(&manifest.path))?;
+    // The set of sources (and the surface's shape) as a stamp build.rs watches: when
+    // `cargo mcpp build` sees a new source that cargo could not (a new file at the package
+    // root), the stamp changes and cargo reruns the build script, which regenerates the surface.
+    let stamp = variant_dir.join("sources.stamp");
+    let stamp_text: String = std::iter::once(format!("module {module_name} {:?}\n", manifest.mcpp.modules))
+        .chain(collected.sources.iter().map(|s| format!("{} {}\n", s.rel, s.selected)))
+        .collect();
+    crate::fingerprint::write_if_changed(&stamp, stamp_text.as_bytes())?;
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
     let report = graph::run(&actions, &options, observer)?;
-    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
     let generated = match &config.out_dir {
         Some(out_dir) => Some(surface::generate(
             &items,
@@ -171,7 +193,13 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         )?),
         None => None,
     };
-    directives(&mut cargo, &manifest, &collected, &report, &tool_files, &accel, env);
+    let include_dirs: Vec<PathBuf> = actions.iter().flat_map(|a| a.include_dirs.iter().cloned()).collect();
+    let watched: Vec<PathBuf> = tool_files.into_iter().chain(include_dirs).chain(std::iter::once(stamp)).collect();
+    directives(&mut cargo, &manifest, &collected, &report, &watched, &accel, env);
+    if path_tools {
+        // A tool found on PATH (already warned) depends on PATH.
+        cargo.rerun_if_env_changed("PATH");
+    }
     Ok(Outcome { accel, report, cargo, generated, variant_dir, payloads: items.len() })
 }
 
@@ -180,7 +208,7 @@ fn directives(
     manifest: &Manifest,
     collected: &sources::Collected,
     report: &RunReport,
-    tools: &[PathBuf],
+    watched: &[PathBuf],
     accel: &AccelSet,
     env: &Env,
 ) {
@@ -194,8 +222,8 @@ fn directives(
     for p in &report.read {
         cargo.rerun_if_changed(p);
     }
-    for t in tools {
-        cargo.rerun_if_changed(t);
+    for w in watched {
+        cargo.rerun_if_changed(w);
     }
     for var in [ACCEL_ENV, NO_ACCEL_ENV] {
         cargo.rerun_if_env_changed(var);
@@ -217,6 +245,20 @@ fn directives(
         cargo.rustc_cfg(&format!("mcpp_accel=\"{}\"", e.backend));
     }
     cargo.rustc_env("MCPP_BUILD_ACCEL", &accel.to_string());
+}
+
+/// Refuse keys of `[package.metadata.mcpp.tools]` that name no tool of any rule.
+fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>]) -> Result<()> {
+    let known: Vec<&str> = registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    for name in manifest.mcpp.tools.keys() {
+        if !known.contains(&name.as_str()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("unknown tool `{name}` in [package.metadata.mcpp.tools]"))
+                .file(&manifest.path)
+                .key(format!("package.metadata.mcpp.tools.{name}"))
+                .help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))));
+        }
+    }
+    Ok(())
 }
 
 /// The device cache of a package for a build script: `<profile dir>/mcpp/<package>`, where the

@@ -26,6 +26,8 @@ pub struct DeviceSource {
     pub ext: String,
     /// The index of the rule (in the registry) that claims it.
     pub rule: usize,
+    /// The index of the `sources` entry that listed it (for `sources[i]` in messages).
+    pub entry: usize,
     /// Whether this build compiles it: its constraint (if any) is covered and its rule's
     /// backend is in the accelerator set.
     pub selected: bool,
@@ -38,6 +40,8 @@ pub struct Collected {
     pub sources: Vec<DeviceSource>,
     /// Directories to watch for added files (the fixed prefix of each glob), existing only.
     pub watch_dirs: Vec<PathBuf>,
+    /// Warnings (e.g. a glob at the package root, which cargo cannot watch for new files).
+    pub warnings: Vec<String>,
 }
 
 /// The extension of a file name (after the last `.` of the name), lowercase as written.
@@ -62,6 +66,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
         let key = format!("package.metadata.mcpp.sources[{index}]");
         let pattern = entry.glob();
+        let mut constraint_backends = None;
         let constrained_in = match entry {
             SourceEntry::Glob(_) => true,
             SourceEntry::Constrained(c) => {
@@ -77,6 +82,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -
                         .key(format!("{key}.accel"))
                         .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
                 }
+                constraint_backends = Some((c.accel.clone(), constraint.entries.iter().map(|e| e.backend).collect::<Vec<_>>()));
                 if !accel.names_backends_of(&constraint) {
                     false
                 } else if accel.covers(&constraint) {
@@ -127,14 +133,27 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -
                     let shown = if ext.is_empty() { "no extension".to_string() } else { format!("the extension '.{ext}'") };
                     Error::new(ErrorKind::Sources, format!("'{rel}' is listed in sources, and cargo-mcpp has no role for {shown}"))
                         .file(&path)
-                        .detail("Its output would be compiled and then used by nothing, so this is refused rather than built.")
-                        .help(format!("device extensions are: .{}", DEVICE_EXTENSIONS.join(" .")))
+                        .detail("No rule would compile it, so listing it would build nothing; this is refused rather than ignored.")
+                        .help(format!("the extensions this cargo-mcpp compiles: {}", rule_list(rules)))
                         .help("host C/C++ files are compiled by build.rs (the cc crate), not listed in [package.metadata.mcpp] sources")
                 };
                 return Err(err.key(key));
             };
+            if let Some((text, backends)) = &constraint_backends {
+                let backend = rules[rule].backend();
+                if !backends.contains(&backend) {
+                    return Err(Error::new(
+                        ErrorKind::Sources,
+                        format!("sources entry '{pattern}' constrains {rel} to accel \"{text}\", but a `.{ext}` file is compiled only for {backend}"),
+                    )
+                    .file(&manifest.path)
+                    .key(format!("{key}.accel"))
+                    .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
+                    .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
+                }
+            }
             let selected = constrained_in && accel.entry(rules[rule].backend()).is_some();
-            out.sources.push(DeviceSource { path, rel, ext, rule, selected });
+            out.sources.push(DeviceSource { path, rel, ext, rule, entry: index, selected });
         }
         if matched == 0 {
             return Err(Error::new(ErrorKind::Sources, format!("sources entry '{pattern}' matches no file"))
@@ -147,7 +166,11 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -
         // The package root itself is never watched: it holds `target/`, which changes on
         // every build and would rerun the build script forever.
         let dir = root.join(fixed.join("/"));
-        if !fixed.is_empty() && dir.is_dir() && !out.watch_dirs.contains(&dir) {
+        if fixed.is_empty() {
+            out.warnings.push(format!(
+                "sources entry '{pattern}' matches files at the package root; cargo cannot watch the root for new files (it holds target/), so plain `cargo build` notices a new one only after Cargo.toml changes (`cargo mcpp build` always does); keep device sources in a directory"
+            ));
+        } else if dir.is_dir() && !out.watch_dirs.contains(&dir) {
             out.watch_dirs.push(dir);
         }
     }

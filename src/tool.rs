@@ -26,6 +26,8 @@ pub struct ToolSpec {
     pub env_vars: &'static [&'static str],
     /// Arguments that make it print its version.
     pub version_args: &'static [&'static str],
+    /// How to install it, for the refusal (e.g. `apt install glslang-tools`).
+    pub install_hint: &'static str,
 }
 
 /// Where a resolved tool came from.
@@ -119,8 +121,11 @@ pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache_dir: &Pa
     } else {
         path
     };
-    if !path.is_file() {
+    if !path.exists() {
         return Err(not_found(spec, Some(format!("{} names `{}`, which does not exist", source, path.display()))));
+    }
+    if !is_executable(&path) {
+        return Err(not_found(spec, Some(format!("{} names `{}`, which is not an executable file", source, path.display()))));
     }
     let path = std::fs::canonicalize(&path).unwrap_or(path);
     let version = version_of(spec, &path, cache_dir)?;
@@ -136,11 +141,10 @@ fn not_found(spec: &ToolSpec, why: Option<String>) -> Error {
         .detail("cargo-mcpp looks for it in this order; name it in any one of these ways:")
         .detail(format!("  1. in build.rs: cargo_mcpp::Build::new().tool(\"{}\", \"/path/to/{}\")", spec.name, spec.programs[0]))
         .detail(format!("  2. in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{}\"", spec.name, spec.programs[0]));
-    for var in spec.env_vars {
-        e = e.detail(format!("  3. the environment: {var}=/path/to/{}", spec.programs[0]));
-    }
+    let vars: Vec<String> = spec.env_vars.iter().map(|v| format!("{v}=/path/to/{}", spec.programs[0])).collect();
+    e = e.detail(format!("  3. the environment: {}", vars.join(" or ")));
     e.detail(format!("  4. on PATH as {} (a warning asks you to declare it)", spec.programs.join(" or ")))
-        .help("README.md \"Setup\" installs the compilers this project tests with (glslang-tools, glslc)")
+        .help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
 }
 
 /// The first `program` on the PATH of `env`.

@@ -21,7 +21,7 @@ fn malformed_accel_names_position_and_expectation() {
     assert!(e.contains("expected `,` or `}` closing the architecture list at column 27"), "{e}");
     let e = pkg.refuse(pkg.build().accel("vulcan"));
     assert!(e.contains("malformed accelerator set from --accel"), "{e}");
-    assert!(e.contains("expected a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`) at column 1"), "{e}");
+    assert!(e.contains("expected a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`) at column 4"), "{e}");
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn a_file_whose_extension_has_no_role_is_refused_by_name() {
     let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*\"]", &[("s/orphan.zzz", "x"), ("s/x.comp", COMP)]);
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("'s/orphan.zzz' is listed in sources, and cargo-mcpp has no role for the extension '.zzz'"), "{e}");
-    assert!(e.contains("refused rather than built"), "{e}");
+    assert!(e.contains("refused rather than ignored"), "{e}");
     let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.cpp\"]", &[("s/host.cpp", "int x;")]);
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("no role for the extension '.cpp'") && e.contains("cc crate"), "{e}");
@@ -142,4 +142,78 @@ fn a_bad_module_name_is_refused_with_a_working_spelling() {
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("`my-app.shaders` is not a usable module name: the segment `my-app` is not an identifier"), "{e}");
     assert!(e.contains("`my_app` would work"), "{e}");
+}
+
+#[test]
+fn an_unknown_tool_key_is_refused_with_the_valid_names() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ntools = { glslangvalidator = \"/usr/bin/true\" }", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("unknown tool `glslangvalidator` in [package.metadata.mcpp.tools]"), "{e}");
+    assert!(e.contains("glslangValidator, glslc"), "{e}");
+}
+
+#[test]
+fn a_directory_named_as_a_tool_is_not_an_executable_file() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(pkg.build().tool("glslangValidator", "/tmp"));
+    assert!(e.contains("names `/tmp`, which is not an executable file"), "{e}");
+}
+
+#[test]
+fn a_constraint_of_another_backend_on_shaders_is_refused() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [{ glob = \"s/*.comp\", accel = \"cuda12.9+{sm_90}\" }]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("constrains s/x.comp to accel \"cuda12.9+{sm_90}\", but a `.comp` file is compiled only for vulkan"), "{e}");
+}
+
+#[test]
+fn directories_that_become_one_identifier_are_refused_as_such() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"c/**/*.comp\"]", &[("c/default/x.comp", COMP), ("c/default_/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("both would be `default_::x_comp`"), "{e}");
+    assert!(e.contains("Their directories differ only where a name becomes an identifier"), "{e}");
+}
+
+#[test]
+fn a_define_name_that_is_no_identifier_is_refused() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ndefines = { \"A B\" = \"1\" }", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("`A B` is not a preprocessor macro name"), "{e}");
+    assert!(e.contains("package.metadata.mcpp.spirv.defines.A B"), "{e}");
+    assert_eq!(pkg.starts("glslangValidator"), 1, "only the version probe ran");
+}
+
+#[test]
+fn a_vulkan_version_no_compiler_targets_is_refused() {
+    let pkg = package_with("accel = \"vulkan1.9\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("the accelerator names vulkan1.9, which is no Vulkan version a GLSL compiler targets"), "{e}");
+}
+
+#[test]
+fn a_bad_module_name_is_refused_before_anything_compiles() {
+    for name in ["fn", "1abc", "a..b", "std.shaders"] {
+        let pkg = package_with(&format!("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nmodule-name = \"{name}\""), &[("s/x.comp", COMP)]);
+        let e = pkg.refuse(&pkg.build());
+        assert!(e.contains("is not a usable module name"), "{name}: {e}");
+        assert_eq!(pkg.starts("glslangValidator"), 0, "{name}: nothing may compile before the refusal");
+    }
+}
+
+#[test]
+fn a_compiler_that_writes_no_output_is_a_failure_not_stale_bytes() {
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    pkg.compile(&pkg.build());
+    pkg.write("s/x.comp", &COMP.replace("void main() {}", "void main() { }"));
+    let e = pkg.refuse(pkg.build().tool("glslangValidator", "/bin/true"));
+    assert!(e.contains("exited 0 but did not write"), "{e}");
+}
+
+#[test]
+fn an_empty_accel_with_sources_warns() {
+    let pkg = package_with("accel = \"\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let outcome = pkg.compile(&pkg.build());
+    assert!(outcome.cargo.warnings().any(|w| w.contains("no accelerator: `accel`")), "{:?}", outcome.cargo.lines());
+    let quiet = pkg.compile(pkg.build().no_accel());
+    assert!(!quiet.cargo.warnings().any(|w| w.contains("no accelerator")));
 }

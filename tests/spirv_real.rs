@@ -194,3 +194,76 @@ fn constrained_globs_are_included_excluded_or_refused() {
     let none = pkg.compile(pkg.build().no_accel());
     assert_eq!(none.payloads, 0);
 }
+
+#[test]
+fn a_new_file_shadowing_an_include_rebuilds_the_includer() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        pkg.compile(&pkg.build());
+        let before = pkg.embedded_bytes("shaders/a/scale.comp");
+        // `#include "common.glsl"` resolves next to the includer before the -I directory.
+        pkg.write("shaders/a/common.glsl", &COMMON_GLSL.replace("3.0", "7.0"));
+        let outcome = pkg.compile(&pkg.build());
+        assert_eq!(outcome.report.ran, ["spirv:shaders/a/scale.comp"], "{compiler}");
+        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), before, "{compiler}: stale bytes after a shadowing include appeared");
+        // And the include directories are watched by cargo.
+        assert!(outcome.cargo.lines().iter().any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("shaders/include")));
+    }
+}
+
+#[test]
+fn a_deleted_source_leaves_no_data_behind() {
+    let pkg = shader_package("glslang");
+    pkg.compile(&pkg.build());
+    assert!(pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    std::fs::remove_file(pkg.path("shaders/b/scale.comp")).unwrap();
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.payloads, 1);
+    assert!(!pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    assert!(!pkg.rust_surface().contains("shaders/b/scale.comp"));
+}
+
+#[test]
+fn a_new_source_at_the_root_changes_the_stamp_build_rs_watches_and_warns() {
+    let pkg = Package::new(&[
+        ("Cargo.toml", &manifest("rooted", "accel = \"vulkan\"\nsources = [\"*.comp\"]")),
+        ("one.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"),
+    ]);
+    let first = pkg.compile(&pkg.build());
+    assert!(first.cargo.warnings().any(|w| w.contains("cargo cannot watch the root for new files")));
+    let stamp = first.variant_dir.join("sources.stamp");
+    assert!(first.cargo.lines().contains(&format!("cargo::rerun-if-changed={}", stamp.display())));
+    let before = std::fs::read_to_string(&stamp).unwrap();
+    pkg.write("two.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n");
+    pkg.compile(&pkg.build());
+    assert_ne!(std::fs::read_to_string(&stamp).unwrap(), before);
+}
+
+#[test]
+fn a_tool_found_on_path_declares_path() {
+    let pkg = shader_package("glslc");
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg.path("")).out_dir(pkg.out_dir()).work_dir(pkg.work_dir());
+    for v in ["GLSLC", "MCPP_GLSLC", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
+        b.env_remove(v);
+    }
+    let outcome = pkg.compile(&b);
+    assert!(outcome.cargo.warnings().any(|w| w.contains("glslc was found on PATH")));
+    assert!(outcome.cargo.lines().contains(&"cargo::rerun-if-env-changed=PATH".to_string()));
+}
+
+#[test]
+fn names_that_meet_at_an_underscore_get_distinct_c_symbols() {
+    let pkg = Package::new(&[
+        ("Cargo.toml", &manifest("meet", "accel = \"vulkan\"\nsources = [\"c/**/*.comp\"]")),
+        ("c/a_b/c.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"),
+        ("c/a/b_c.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n"),
+    ]);
+    pkg.compile(&pkg.build());
+    let out = std::process::Command::new(real_tool("g++"))
+        .args(["-c", "meet.shaders.impl.cpp", "-o", "impl.o"])
+        .current_dir(pkg.out_dir().join("mcpp"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -151,7 +151,7 @@ fn the_header_surface_serves_c_and_cpp() {
     let dir = pkg.out_dir().join("mcpp");
     std::fs::write(
         dir.join("c_consumer.c"),
-        "#include \"my_shader_app.shaders.h\"\n#include <stdio.h>\nint main(void) {\n  const unsigned int* w = mcpp_embed_my_shader_app_shaders_a_scale_comp_data();\n  if (w[0] != 0x07230203u) return 1;\n  printf(\"%lu\\n\", mcpp_embed_my_shader_app_shaders_a_scale_comp_size());\n  return 0;\n}\n",
+        "#include \"my_shader_app.shaders.h\"\n#include <stdio.h>\nint main(void) {\n  const unsigned int* w = mcpp_embed_13my_shader_app7shaders1a10scale_comp_data();\n  if (w[0] != 0x07230203u) return 1;\n  printf(\"%lu\\n\", mcpp_embed_13my_shader_app7shaders1a10scale_comp_size());\n  return 0;\n}\n",
     )
     .unwrap();
     std::fs::write(

@@ -53,6 +53,9 @@ pub trait Rule: Send + Sync {
     fn backend(&self) -> Backend;
     /// The extensions (without dot) this rule claims.
     fn extensions(&self) -> &'static [&'static str];
+    /// The tools this rule may run (their names are the valid keys of
+    /// `[package.metadata.mcpp.tools]`).
+    fn tools(&self) -> &'static [crate::tool::ToolSpec];
     /// Whether this rule claims files with extension `ext`.
     fn claims(&self, ext: &str) -> bool {
         self.extensions().contains(&ext)

@@ -21,13 +21,23 @@ pub const GLSLANG: ToolSpec = ToolSpec {
     programs: &["glslangValidator", "glslang"],
     env_vars: &["GLSLANG_VALIDATOR", "MCPP_GLSLANG"],
     version_args: &["--version"],
+    install_hint: "apt install glslang-tools",
 };
 
 /// glslc: `GLSLC`, `MCPP_GLSLC`, then PATH.
-pub const GLSLC: ToolSpec = ToolSpec { name: "glslc", programs: &["glslc"], env_vars: &["GLSLC", "MCPP_GLSLC"], version_args: &["--version"] };
+pub const GLSLC: ToolSpec = ToolSpec {
+    name: "glslc",
+    programs: &["glslc"],
+    env_vars: &["GLSLC", "MCPP_GLSLC"],
+    version_args: &["--version"],
+    install_hint: "apt install glslc",
+};
 
 /// The SPIR-V rule.
 pub struct SpirvRule;
+
+/// The Vulkan versions whose target environment the GLSL compilers know.
+const KNOWN_VULKAN: &[&str] = &["1.0", "1.1", "1.2", "1.3", "1.4"];
 
 const CLAIMED: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall", "glsl", "hlsl"];
 
@@ -41,12 +51,16 @@ impl Rule for SpirvRule {
     fn extensions(&self) -> &'static [&'static str] {
         CLAIMED
     }
+    fn tools(&self) -> &'static [ToolSpec] {
+        &[GLSLANG, GLSLC]
+    }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         for s in sources {
             if !STAGES.contains(&s.ext.as_str()) {
                 return Err(Error::new(ErrorKind::Sources, format!("{} has no shader stage", s.rel))
-                    .file(&s.path)
+                    .file(&ctx.manifest.path)
+                    .key(format!("package.metadata.mcpp.sources[{}]", s.entry))
                     .detail("Both compilers derive the stage from the extension, and a `.glsl`/`.hlsl` file is for `#include`.")
                     .help(format!("rename it to one of .{}, or leave it out of `sources` and `#include` it", STAGES.join(" ."))));
             }
@@ -58,10 +72,27 @@ impl Rule for SpirvRule {
             SpirvCompilerName::Glslc => GLSLC,
         };
         let (tool, warning) = tool::resolve(&spec, ctx.tools, ctx.env, ctx.tool_cache)?;
-        let target_env = opts.target_env.clone().unwrap_or_else(|| match &ctx.accel.version {
-            Some(v) => format!("vulkan{v}"),
-            None => "vulkan1.0".to_string(),
-        });
+        let target_env = match (&opts.target_env, &ctx.accel.version) {
+            (Some(t), _) => t.clone(),
+            (None, Some(v)) if KNOWN_VULKAN.contains(&v.as_str()) => format!("vulkan{v}"),
+            (None, Some(v)) => {
+                return Err(Error::new(ErrorKind::Accel, format!("the accelerator names vulkan{v}, which is no Vulkan version a GLSL compiler targets"))
+                    .file(&ctx.manifest.path)
+                    .key("package.metadata.mcpp.accel")
+                    .detail(format!("known: vulkan{}", KNOWN_VULKAN.join(", vulkan")))
+                    .help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly"))
+            }
+            (None, None) => "vulkan1.0".to_string(),
+        };
+        for name in opts.defines.keys() {
+            let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a preprocessor macro name"))
+                    .file(&ctx.manifest.path)
+                    .key(format!("package.metadata.mcpp.spirv.defines.{name}"))
+                    .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""));
+            }
+        }
         let optimize = opts.optimize.unwrap_or(ctx.release);
         let root = ctx.manifest.dir();
         let mut includes = Vec::new();
@@ -92,6 +123,7 @@ impl Rule for SpirvRule {
                 inputs: vec![s.path.clone()],
                 outputs: vec![out.clone()],
                 depfile: Some(depfile),
+                include_dirs: includes.clone(),
                 deps: Vec::new(),
             });
             plan.payloads.push((s.rel.clone(), format!("{stem}_{}", s.ext), out));

@@ -51,10 +51,21 @@ pub fn name_payloads(entries: &[(String, String, PathBuf)], produced_by: &str) -
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item.namespace.iter().chain(std::iter::once(&item.identifier)).cloned().collect::<Vec<_>>().join("::");
-            return Err(Error::new(ErrorKind::Sources, format!("{produced_by}: two device sources map to one payload name")).detail(first.source.clone()).detail(item.source.clone()).detail(format!(
-                "both would be `{key}`. The directory below `{}` is part of the name, so this is two",
-                if base.is_empty() { "the package root".to_string() } else { base.join("/") }
-            )).detail("sources with one name in one directory rather than two directories sharing a stem.").help("rename one of them, or compile only one"));
+            let parent = |s: &str| s.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+            let why = if parent(&first.source) == parent(&item.source) {
+                format!(
+                    "The directory below `{}` is part of the name, so this is two sources with one name in one directory rather than two directories sharing a stem.",
+                    if base.is_empty() { "the package root".to_string() } else { base.join("/") }
+                )
+            } else {
+                "Their directories differ only where a name becomes an identifier (a keyword gets a trailing `_`, other characters become `_`).".to_string()
+            };
+            return Err(Error::new(ErrorKind::Sources, format!("{produced_by}: two device sources map to one payload name"))
+                .detail(first.source.clone())
+                .detail(item.source.clone())
+                .detail(format!("both would be `{key}`."))
+                .detail(why)
+                .help("rename one of them, or compile only one"));
         }
         items.push(item);
     }
@@ -90,14 +101,35 @@ pub struct Generated {
     pub written: Vec<PathBuf>,
 }
 
-/// The `extern "C"` accessor base: `mcpp_embed` + `_`-joined module, namespace and identifier.
+/// The `extern "C"` accessor base: `mcpp_embed_` then every module segment, namespace segment
+/// and the identifier, each prefixed by its length (`mcpp_embed_6my_app7shaders1a10scale_comp`).
+/// Length prefixes keep `a_b/c` and `a/b_c` apart, which a plain `_` join would merge into one
+/// C symbol (upstream's join has that collision).
 pub fn accessor_base(module: &[String], item: &PayloadItem) -> String {
-    let mut s = String::from("mcpp_embed");
+    let mut s = String::from("mcpp_embed_");
     for seg in module.iter().chain(&item.namespace).chain(std::iter::once(&item.identifier)) {
-        s.push('_');
-        s.push_str(&names::identifier(seg, "x"));
+        s.push_str(&format!("{}{seg}", seg.len()));
     }
     s
+}
+
+/// Check a module name before anything compiles: every segment an identifier, and not `std`
+/// (a namespace the C++ standard reserves).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the key and a spelling that would work.
+pub fn check_module_name(name: &str) -> Result<Vec<String>> {
+    let key = "package.metadata.mcpp.module-name";
+    match names::module_segments(name) {
+        Err((seg, fix)) => Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a usable module name: the segment `{seg}` is not an identifier"))
+            .key(key)
+            .detail("Each segment becomes a C++ namespace and a part of the Rust path, so it has to be an identifier of both.")
+            .help(format!("`{fix}` would work"))),
+        Ok(segs) if segs[0] == "std" => Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a usable module name: `std` is the C++ standard library's namespace"))
+            .key(key)
+            .help("name it after the package, e.g. `my_app.shaders`")),
+        Ok(segs) => Ok(segs),
+    }
 }
 
 /// Write the Rust, C++ interface, C++ implementation and data files for `items`.
@@ -106,12 +138,7 @@ pub fn accessor_base(module: &[String], item: &PayloadItem) -> String {
 /// [`ErrorKind::Manifest`] when the module name is not usable; [`ErrorKind::ToolFailed`] when
 /// a payload is not a whole number of 32-bit words; [`ErrorKind::Io`] for writes.
 pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generated> {
-    let module = names::module_segments(&opts.module_name).map_err(|(seg, fix)| {
-        Error::new(ErrorKind::Manifest, format!("`{}` is not a usable module name: the segment `{seg}` is not an identifier", opts.module_name))
-            .key("package.metadata.mcpp.module-name")
-            .detail("Each segment becomes a C++ namespace, so it has to be one.")
-            .help(format!("`{fix}` would work"))
-    })?;
+    let module = check_module_name(&opts.module_name)?;
     let mut written = Vec::new();
     let mut write = |path: &Path, text: &[u8]| -> Result<()> {
         if write_if_changed(path, text)? {
@@ -140,6 +167,7 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         write(&opts.cpp_dir.join(&rel), text.as_bytes())?;
         data_headers.push((rel, sym));
     }
+    remove_stale_data(&opts.cpp_dir.join("data"), &data_headers.iter().map(|(rel, _)| opts.cpp_dir.join(rel)).collect::<Vec<_>>());
     let rust = rust_surface(items, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
@@ -161,6 +189,21 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     }
     write(&impl_file, body.as_bytes())?;
     Ok(Generated { rust_file: opts.rust_file.clone(), interface_file, impl_file, written })
+}
+
+/// Remove data headers of payloads that are gone (a deleted source), so no stale bytes stay
+/// in OUT_DIR for a hand-written include to pick up.
+fn remove_stale_data(dir: &Path, keep: &[PathBuf]) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            remove_stale_data(&p, keep);
+            let _ = std::fs::remove_dir(&p);
+        } else if !keep.contains(&p) {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
 }
 
 fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
