@@ -32,9 +32,12 @@ pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod env;
+pub mod cxx;
 pub mod error;
 pub mod fingerprint;
 pub mod graph;
+pub mod host;
+pub mod island;
 pub mod manifest;
 pub mod pipeline;
 #[cfg(feature = "cli")]
