@@ -117,6 +117,16 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
         .out_dir(&probe_dir)
         .cargo_metadata(false)
         .cargo_warnings(false);
+    // cc reads the process environment; a compiler named in this build's [`Env`] view (e.g.
+    // `Build::env("CXX", ...)`) is handed to it explicitly so both agree.
+    let t = target.replace('-', "_");
+    let named = |base: &str| [format!("{base}_{target}"), format!("{base}_{t}"), format!("TARGET_{base}"), base.to_string()].into_iter().find_map(|v| env.get_nonempty(&v));
+    if let Some(cxx) = named("CXX") {
+        b.compiler(cxx);
+    }
+    if let Some(ar) = named("AR") {
+        b.archiver(ar);
+    }
     let tool = b.try_get_compiler().map_err(|e| {
         Error::new(ErrorKind::ToolNotFound, "the cc crate found no C++ compiler for the host code")
             .detail(e.to_string())
