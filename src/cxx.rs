@@ -118,7 +118,7 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
             provider.insert(name.clone(), i);
         }
     }
-    let modules = provider.len() > 0 || lines.iter().any(|m| !m.requires.is_empty());
+    let modules = !provider.is_empty() || lines.iter().any(|m| !m.requires.is_empty());
     if modules && input.host.family == Family::Msvc {
         return Err(Error::new(ErrorKind::ToolNotFound, "C++20 modules in the host sources need gcc or clang; the cc crate chose MSVC")
             .help("set CXX to clang++ or g++, or use headers instead of modules"));

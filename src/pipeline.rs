@@ -262,12 +262,15 @@ fn append_actions(all: &mut Vec<graph::Action>, mut more: Vec<graph::Action>) {
     all.extend(more);
 }
 
+/// Files (absolute, package-relative name) and directories to watch, from [`expand_globs`].
+pub type Expanded = (Vec<(PathBuf, String)>, Vec<PathBuf>);
+
 /// Expand package-relative globs (`key` names the manifest list for messages), sorted, without
 /// duplicates; each file with its package-relative name.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a glob that is invalid, leaves the package, or matches nothing.
-pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<(Vec<(PathBuf, String)>, Vec<PathBuf>)> {
+pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<Expanded> {
     let root = manifest.dir();
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let mut watch = Vec::new();

@@ -281,9 +281,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.cu");
         std::fs::write(&a, "int MCPP_EXPORT_C f(int n) {}").unwrap();
-        assert!(scan(&[a.clone()], DEFAULT_MARKER).unwrap_err().to_string().contains("after its return type"));
+        assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("after its return type"));
         std::fs::write(&a, "MCPP_EXPORT_C int f(int n) {}\nMCPP_EXPORT_C int f(int n) {}").unwrap();
-        assert!(scan(&[a.clone()], DEFAULT_MARKER).unwrap_err().to_string().contains("declared twice"));
+        assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("declared twice"));
         std::fs::write(&a, "int f(int n) {}").unwrap();
         assert!(scan(&[a], DEFAULT_MARKER).unwrap_err().to_string().contains("no entry point marked `MCPP_EXPORT_C`"));
     }
