@@ -183,7 +183,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     if let (Some(out_dir), Some(island)) = (&config.out_dir, &island) {
         publish_island(island, out_dir)?;
     }
-    directives(&mut cargo, &manifest, &collected, &report, &tool_files, &accel, env);
+    // Files under the device cache (objects, BMIs, the generated boundary) derive from watched
+    // inputs; watching them too would only give cargo more mtimes to compare.
+    let mut watched = report.clone();
+    watched.read.retain(|p| !p.starts_with(&config.work_dir));
+    directives(&mut cargo, &manifest, &collected, &watched, &tool_files, &accel, env);
     if let Some(island) = &island {
         for f in island.scanned.iter().chain(&island.watch_dirs) {
             cargo.rerun_if_changed(f);
