@@ -63,7 +63,7 @@ impl ActionState {
     /// Whether the recorded state says the action is fresh under `key`.
     pub fn is_fresh(&self, key: &str) -> bool {
         self.key == key
-            && self.discovered.iter().all(|(p, h)| hash_file(p).as_deref() == Some(h))
+            && self.discovered.iter().all(|(p, h)| hash_file(p).as_deref().unwrap_or("missing") == h)
             && self.outputs.iter().all(|(p, h)| hash_file(p).as_deref() == Some(h))
             && self.absent.iter().all(|p| !p.exists())
     }

@@ -21,7 +21,10 @@
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
 //! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `PATH` (last
 //! resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`, `CARGO_PKG_NAME`, `PROFILE`,
-//! `NUM_JOBS`. See ARCHITECTURE.md for the pipeline.
+//! `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`, `NVCC_CCBIN`, `CUDAHOSTCXX`,
+//! `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for the host compiler (`CXX`,
+//! `CXXFLAGS`, `AR`, with their target-prefixed forms), `TARGET`, `HOST`. See ARCHITECTURE.md
+//! for the pipeline.
 
 #![warn(missing_docs)]
 // Errors are rare and carry the whole refusal text (file, key, help); their size is not a cost.
@@ -33,9 +36,12 @@ pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod env;
+pub mod cxx;
 pub mod error;
 pub mod fingerprint;
 pub mod graph;
+pub mod host;
+pub mod island;
 pub mod manifest;
 pub mod pipeline;
 #[cfg(feature = "cli")]

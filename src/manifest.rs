@@ -28,6 +28,18 @@ pub struct McppMetadata {
     pub tools: BTreeMap<String, PathBuf>,
     /// `[package.metadata.mcpp.spirv]`: options of the SPIR-V rule.
     pub spirv: Option<SpirvOptions>,
+    /// `[package.metadata.mcpp.cuda]`: options of the CUDA rule (`.cu`).
+    pub cuda: Option<CudaOptions>,
+    /// `[package.metadata.mcpp.island]`: the `extern "C"` boundary between a device island and
+    /// its host fallback (header, Rust bindings, C++ module).
+    pub island: Option<IslandOptions>,
+    /// The crate's own C++ host sources (globs relative to the package root): `.cpp`/`.cc`/`.cxx`
+    /// units and `.cppm`/`.ixx` C++20 module interfaces, compiled with the `cc` crate's compiler
+    /// choice, interfaces before their importers, and linked into the crate.
+    #[serde(default)]
+    pub cxx_sources: Vec<String>,
+    /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources.
+    pub cxx: Option<CxxOptions>,
 }
 
 /// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
@@ -107,6 +119,99 @@ pub struct SpirvOptions {
     pub target_env: Option<String>,
     /// Override of optimisation (default: on in release profiles, off in debug).
     pub optimize: Option<bool>,
+    /// Extra arguments appended last, passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+/// Which CUDA compiler the CUDA rule drives (upstream-facts 3.1); chosen by declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaCompilerName {
+    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (default).
+    #[default]
+    Nvcc,
+    /// clang++ in CUDA mode (`-x cuda --cuda-path=<toolkit>`).
+    Clang,
+}
+
+/// How the CUDA runtime is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cudart {
+    /// `libcudart_static.a` plus the system libraries it needs (`dl`, `rt`, `pthread`, the C++ runtime); default.
+    #[default]
+    Static,
+    /// `libcudart.so` (the program then needs it at run time).
+    Shared,
+    /// Nothing: the crate links the runtime itself, or uses only the driver API.
+    None,
+}
+
+/// `[package.metadata.mcpp.cuda]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CudaOptions {
+    /// `"nvcc"` (default) or `"clang"`.
+    pub compiler: Option<CudaCompilerName>,
+    /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
+    /// package root or absolute; first in the discovery order (then `NVCC`, `CUDA_PATH`,
+    /// `CUDA_HOME`, PATH). For the clang route it is the `--cuda-path`.
+    pub toolkit: Option<PathBuf>,
+    /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
+    /// `cc` crate's C++ compiler.
+    pub ccbin: Option<PathBuf>,
+    /// `"static"` (default), `"shared"` or `"none"`.
+    pub cudart: Option<Cudart>,
+    /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
+    pub rdc: Option<bool>,
+    /// Include directories, relative to the package root (or absolute).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Override of optimisation (default: on in release profiles, off with `-lineinfo` in debug).
+    pub optimize: Option<bool>,
+    /// Extra arguments appended last, passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+/// `[package.metadata.mcpp.island]` (upstream-facts 5; seed 000 "tools-island").
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct IslandOptions {
+    /// The files scanned for marked entry points: the device half (e.g. `kernels/saxpy.cu`)
+    /// and its host fallback, as globs relative to the package root. Both halves are scanned
+    /// in every build, so the generated boundary is the same with and without an accelerator.
+    pub sources: Vec<String>,
+    /// The host fallback: C++ files (globs) compiled with the `cc` crate's compiler in builds
+    /// whose accelerator set leaves the island's device half out (e.g. `--no-accel`).
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// The marker preceding each exported definition; default `MCPP_EXPORT_C`.
+    pub marker: Option<String>,
+    /// The module (and header) name; default `<package identifier>.kernels`.
+    pub module_name: Option<String>,
+    /// Headers the generated header includes before the declarations, for the types the
+    /// signatures use, e.g. `["<stddef.h>", "<stdint.h>"]`.
+    #[serde(default)]
+    pub header_includes: Vec<String>,
+}
+
+/// `[package.metadata.mcpp.cxx]`: options of the host C++ sources (and the island fallback).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CxxOptions {
+    /// The C++ standard (`-std=`); default `c++20` (modules need it).
+    pub std: Option<String>,
+    /// Include directories, relative to the package root (or absolute).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"`.
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
     /// Extra arguments appended last, passed unexamined.
     #[serde(default)]
     pub flags: Vec<String>,

@@ -130,10 +130,12 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         manifest: manifest.mcpp.tools.iter().map(|(k, v)| (k.clone(), if v.is_absolute() { v.clone() } else { manifest.dir().join(v) })).collect(),
         manifest_path: manifest.path.clone(),
     };
-    let mut actions = Vec::new();
+    let island = prepare_island(&manifest, &collected, &registry, &config.work_dir)?;
+    let mut actions: Vec<graph::Action> = Vec::new();
     let mut payloads = Vec::new();
     let mut tool_files = Vec::new();
     let mut path_tools = false;
+    let mut link = Vec::new();
     for (index, rule) in registry.iter().enumerate() {
         let mine: Vec<&sources::DeviceSource> = collected.sources.iter().filter(|s| s.rule == index && s.selected).collect();
         let Some(entry) = accel.entry(rule.backend()) else {
@@ -159,6 +161,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             env,
             tools: &tools,
             release: config.release,
+            island: island.as_ref().map(|i| &i.boundary),
         };
         let plan = rule.plan(&ctx, &mine)?;
         for w in &plan.warnings {
@@ -166,8 +169,14 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         }
         tool_files.extend(plan.tools.iter().map(|t| t.path.clone()));
         path_tools |= plan.tools.iter().any(|t| t.source == crate::tool::ToolSource::Path);
-        actions.extend(plan.actions);
+        append_actions(&mut actions, plan.actions);
         payloads.extend(plan.payloads);
+        link.extend(plan.link);
+    }
+    if let Some((cxx_actions, cxx_link, cxx_tools)) = plan_cxx(&manifest, island.as_ref(), config, &variant_dir)? {
+        append_actions(&mut actions, cxx_actions);
+        link.extend(cxx_link);
+        tool_files.extend(cxx_tools);
     }
     let items = surface::name_payloads(&payloads, "cargo-mcpp").map_err(|e| e.file(&manifest.path))?;
     // The set of sources (and the surface's shape) as a stamp build.rs watches: when
@@ -193,12 +202,31 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         )?),
         None => None,
     };
-    let include_dirs: Vec<PathBuf> = actions.iter().flat_map(|a| a.include_dirs.iter().cloned()).collect();
+    if let (Some(out_dir), Some(island)) = (&config.out_dir, &island) {
+        publish_island(island, out_dir)?;
+    }
+    // Files under the device cache (objects, BMIs, the generated boundary) derive from watched
+    // inputs; watching them too would only give cargo more mtimes to compare. The sources
+    // stamp is the one exception: it is how `cargo mcpp build` tells cargo of a new source.
+    let mut read = report.clone();
+    read.read.retain(|p| !p.starts_with(&config.work_dir));
+    let include_dirs: Vec<PathBuf> = actions.iter().flat_map(|a| a.include_dirs.iter().cloned()).filter(|d| !d.starts_with(&config.work_dir)).collect();
     let watched: Vec<PathBuf> = tool_files.into_iter().chain(include_dirs).chain(std::iter::once(stamp)).collect();
-    directives(&mut cargo, &manifest, &collected, &report, &watched, &accel, env);
+    directives(&mut cargo, &manifest, &collected, &read, &watched, &accel, env);
     if path_tools {
         // A tool found on PATH (already warned) depends on PATH.
         cargo.rerun_if_env_changed("PATH");
+    }
+    if let Some(island) = &island {
+        for f in island.scanned.iter().chain(&island.watch_dirs) {
+            cargo.rerun_if_changed(f);
+        }
+    }
+    for l in &link {
+        match l {
+            rules::LinkDirective::Search(dir) => cargo.link_search(dir),
+            rules::LinkDirective::Lib(spec) => cargo.link_lib(spec),
+        }
     }
     Ok(Outcome { accel, report, cargo, generated, variant_dir, payloads: items.len() })
 }
@@ -271,4 +299,201 @@ pub fn work_dir_from_out_dir(out_dir: &Path, package: &str) -> PathBuf {
         Some(p) => p.join("mcpp").join(package),
         None => out_dir.join("mcpp-work"),
     }
+}
+
+/// Append a rule's actions, shifting their dependency indices past the actions already planned.
+fn append_actions(all: &mut Vec<graph::Action>, mut more: Vec<graph::Action>) {
+    let base = all.len();
+    for a in &mut more {
+        for d in &mut a.deps {
+            *d += base;
+        }
+    }
+    all.extend(more);
+}
+
+/// Files (absolute, package-relative name) and directories to watch, from [`expand_globs`].
+pub type Expanded = (Vec<(PathBuf, String)>, Vec<PathBuf>);
+
+/// Expand package-relative globs (`key` names the manifest list for messages), sorted, without
+/// duplicates; each file with its package-relative name.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a glob that is invalid, leaves the package, or matches nothing.
+pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<Expanded> {
+    let root = manifest.dir();
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut watch = Vec::new();
+    for (i, pattern) in globs.iter().enumerate() {
+        let k = format!("{key}[{i}]");
+        if Path::new(pattern).is_absolute() || pattern.split(['/', '\\']).any(|c| c == "..") {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{pattern}` leaves the package")).file(&manifest.path).key(k).help("write globs relative to the package root, without `..`"));
+        }
+        let full = format!("{}/{}", glob::Pattern::escape(&root.to_string_lossy()), pattern);
+        let paths = glob::glob(&full).map_err(|e| Error::new(ErrorKind::Manifest, format!("`{pattern}` is not a valid glob: {}", e.msg)).file(&manifest.path).key(k.clone()))?;
+        let mut matched: Vec<PathBuf> = paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect();
+        matched.sort();
+        if matched.is_empty() {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{pattern}` matches no file"))
+                .file(&manifest.path)
+                .key(k)
+                .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
+        }
+        for p in matched {
+            if !files.iter().any(|(f, _)| *f == p) {
+                let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+                files.push((p, rel));
+            }
+        }
+        let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+        if fixed.len() < pattern.split('/').count() && !fixed.is_empty() {
+            let dir = root.join(fixed.join("/"));
+            if dir.is_dir() && !watch.contains(&dir) {
+                watch.push(dir);
+            }
+        }
+    }
+    Ok((files, watch))
+}
+
+/// The island of a package, scanned and emitted.
+#[derive(Debug, Clone)]
+pub struct IslandState {
+    /// What the device rules need (header, device half).
+    pub boundary: crate::island::Boundary,
+    /// The entry points.
+    pub entries: Vec<crate::island::Entry>,
+    /// The emitted header and module (in the device cache, `<work_dir>/island/`).
+    pub emitted: crate::island::emit::Emitted,
+    /// Every scanned file.
+    pub scanned: Vec<PathBuf>,
+    /// Directories whose globs may gain files.
+    pub watch_dirs: Vec<PathBuf>,
+    /// The host fallback files to compile in this build (empty when the device half compiles).
+    pub fallback: Vec<(PathBuf, String)>,
+}
+
+/// Scan and emit the island declared in `[package.metadata.mcpp.island]`, if any. The header
+/// and module are written into the device cache (`work_dir/island`, shared by `cargo mcpp
+/// build` and build.rs, so both plan one argv) and mirrored into OUT_DIR by [`publish_island`].
+///
+/// # Errors
+/// As [`crate::island::scan`] and [`crate::island::emit::emit`]; a glob matching nothing.
+pub fn prepare_island(manifest: &Manifest, collected: &sources::Collected, registry: &[Box<dyn rules::Rule>], work_dir: &Path) -> Result<Option<IslandState>> {
+    let Some(opts) = &manifest.mcpp.island else { return Ok(None) };
+    let key = "package.metadata.mcpp.island";
+    if opts.sources.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, "the island lists no sources to scan")
+            .file(&manifest.path)
+            .key(format!("{key}.sources"))
+            .help("list the device half and its host fallback, e.g. sources = [\"kernels/saxpy.cu\", \"host/saxpy.cpp\"]"));
+    }
+    let (scanned, mut watch_dirs) = expand_globs(manifest, &format!("{key}.sources"), &opts.sources)?;
+    let (fallback, w2) = expand_globs(manifest, &format!("{key}.fallback"), &opts.fallback)?;
+    watch_dirs.extend(w2);
+    let marker = opts.marker.clone().unwrap_or_else(|| crate::island::DEFAULT_MARKER.to_string());
+    if marker.is_empty() || !marker.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || marker.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the island marker `{marker}` is not an identifier"))
+            .file(&manifest.path)
+            .key(format!("{key}.marker"))
+            .help("the marker is a macro name, e.g. MCPP_EXPORT_C"));
+    }
+    let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
+    let entries = crate::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{key}.sources")) } else { e })?;
+    let module_name = opts.module_name.clone().unwrap_or_else(|| format!("{}.kernels", surface::names::module_root(&manifest.package_name)));
+    let produced_by = format!("the package `{}`", manifest.package_name);
+    let emitted = crate::island::emit::emit(&entries, &module_name, &marker, &opts.header_includes, &work_dir.join("island"), &produced_by, &format!("{key}.module-name"))
+        .map_err(|e| e.file(&manifest.path))?;
+    let device_sources: Vec<PathBuf> = files.iter().filter(|f| sources::extension(f).is_some_and(|ext| registry.iter().any(|r| r.claims(&ext)))).cloned().collect();
+    let device_compiled = collected.sources.iter().any(|s| s.selected && device_sources.contains(&s.path));
+    let fallback = if device_compiled { Vec::new() } else { fallback };
+    Ok(Some(IslandState { boundary: crate::island::Boundary { header: emitted.header.clone(), device_sources }, entries, emitted, scanned: files, watch_dirs, fallback }))
+}
+
+/// Mirror the island's header and module into `OUT_DIR/mcpp/` and write its Rust bindings to
+/// `OUT_DIR/mcpp_kernels.rs` (for `include!`).
+///
+/// # Errors
+/// As [`crate::island::bindings::generate`]; [`ErrorKind::Io`] for writes.
+pub fn publish_island(island: &IslandState, out_dir: &Path) -> Result<()> {
+    for f in [&island.emitted.header, &island.emitted.interface] {
+        let bytes = std::fs::read(f).map_err(|e| Error::io("cannot read", f, e))?;
+        let name = f.file_name().unwrap_or_default();
+        crate::fingerprint::write_if_changed(&out_dir.join("mcpp").join(name), &bytes)?;
+    }
+    let bindings = island.emitted.dir.join(format!("{}.rs", island.emitted.module_name));
+    crate::island::bindings::generate(&island.emitted.header, &island.entries, &bindings)?;
+    let bytes = std::fs::read(&bindings).map_err(|e| Error::io("cannot read", &bindings, e))?;
+    crate::fingerprint::write_if_changed(&out_dir.join("mcpp_kernels.rs"), &bytes)?;
+    Ok(())
+}
+
+/// Plan the host C++ lane: `cxx-sources`, the island's fallback when its device half is not
+/// compiled, and the island's generated module when a unit imports it. `None` when there is
+/// nothing to compile. Returns the actions, the link directives and the tool files.
+///
+/// # Errors
+/// A glob matching nothing, a missing include directory, a module problem ([`crate::cxx::plan`]),
+/// no host compiler.
+#[allow(clippy::type_complexity)]
+pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Config, variant_dir: &Path) -> Result<Option<(Vec<graph::Action>, Vec<rules::LinkDirective>, Vec<PathBuf>)>> {
+    let key = "package.metadata.mcpp.cxx-sources";
+    let (listed, _) = expand_globs(manifest, key, &manifest.mcpp.cxx_sources)?;
+    let mut units: Vec<crate::cxx::Unit> = listed.into_iter().map(|(path, rel)| crate::cxx::Unit { path, rel }).collect();
+    if let Some(i) = island {
+        for (path, rel) in &i.fallback {
+            if !units.iter().any(|u| u.path == *path) {
+                units.push(crate::cxx::Unit { path: path.clone(), rel: rel.clone() });
+            }
+        }
+    }
+    if units.is_empty() {
+        return Ok(None);
+    }
+    for u in &units {
+        let ext = sources::extension(&u.path).unwrap_or_default();
+        if !["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp"].contains(&ext.as_str()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ source", u.rel))
+                .file(&u.path)
+                .key(key)
+                .help("the host C++ lane compiles .cpp .cc .cxx .c++ units and .cppm .ixx .mpp module interfaces"));
+        }
+    }
+    if let Some(i) = island {
+        let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| crate::cxx::module_lines(&t).requires.contains(&i.emitted.module_name)));
+        if imported {
+            units.push(crate::cxx::Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name) });
+        }
+    }
+    let opts = manifest.mcpp.cxx.clone().unwrap_or_default();
+    let mut includes = Vec::new();
+    if let Some(i) = island {
+        includes.push(i.emitted.dir.clone());
+    }
+    includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
+    let host = crate::host::toolchain(&config.env, config.release, &config.work_dir)?;
+    let tool_at = |spec: &crate::tool::ToolSpec, path: &Path| {
+        let mut choices = crate::tool::ToolChoices { manifest_path: manifest.path.clone(), ..Default::default() };
+        choices.builder.insert(spec.name.to_string(), path.to_path_buf());
+        crate::tool::resolve(spec, &choices, &config.env, &config.work_dir).map(|(t, _)| t)
+    };
+    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++" };
+    let compiler = tool_at(&CXX, &host.cxx)?;
+    let ar = tool_at(&rules::cuda::AR, &host.ar)?;
+    let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
+    let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
+    let (actions, link) = crate::cxx::plan(&crate::cxx::CxxPlanInput {
+        host: &host,
+        compiler: &compiler,
+        ar: &ar,
+        units: &units,
+        std: &std,
+        includes: &includes,
+        defines: &opts.defines,
+        flags: &opts.flags,
+        dir: &variant_dir.join("cxx"),
+        cwd: manifest.dir(),
+        lib_name: &lib_name,
+    })?;
+    Ok(Some((actions, link, vec![compiler.path, ar.path])))
 }

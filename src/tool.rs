@@ -147,6 +147,14 @@ fn not_found(spec: &ToolSpec, why: Option<String>) -> Error {
         .help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
 }
 
+/// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv and return its
+/// stdout when it exits 0; `None` when it cannot start or fails. Probes are facts, never
+/// refusals by themselves (seed 002 "facts and floors").
+pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The first `program` on the PATH of `env`.
 pub fn find_on_path(program: &str, env: &Env) -> Option<PathBuf> {
     let path = env.get_os("PATH")?;

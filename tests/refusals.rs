@@ -40,10 +40,10 @@ fn unknown_key_names_key_file_and_valid_keys() {
 
 #[test]
 fn a_device_source_no_rule_claims_is_refused_by_name() {
-    let pkg = package_with("accel = \"vulkan\"\nsources = [\"k/*.cu\"]", &[("k/saxpy.cu", "__global__ void k() {}\n")]);
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"k/*.metal\"]", &[("k/saxpy.metal", "kernel void k() {}\n")]);
     let e = pkg.refuse(&pkg.build());
-    assert!(e.contains("device source that no rule compiles: k/saxpy.cu"), "{e}");
-    assert!(e.contains("no rule of this cargo-mcpp claims `.cu`"), "{e}");
+    assert!(e.contains("device source that no rule compiles: k/saxpy.metal"), "{e}");
+    assert!(e.contains("no rule of this cargo-mcpp claims `.metal`"), "{e}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
+pub mod cuda;
 pub mod spirv;
 
 use crate::accel::{AccelEntry, Backend};
@@ -30,6 +31,20 @@ pub struct RuleContext<'a> {
     pub tools: &'a ToolChoices,
     /// Whether this is a release-profile build (optimisation on).
     pub release: bool,
+    /// The island boundary of the package, when `[package.metadata.mcpp.island]` is declared:
+    /// a rule compiling one of its device sources gives the compiler the header as a forced
+    /// include on that rule's own command line.
+    pub island: Option<&'a crate::island::Boundary>,
+}
+
+/// A link directive a plan asks for; the pipeline prints it through
+/// [`crate::cargo_output::CargoOutput`] in plan order (order matters to the linker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkDirective {
+    /// `cargo::rustc-link-search=native=<dir>`.
+    Search(PathBuf),
+    /// `cargo::rustc-link-lib=<spec>`, e.g. `static=mcpp_cuda_app` or `dylib=stdc++`.
+    Lib(String),
 }
 
 /// What a rule planned.
@@ -43,6 +58,8 @@ pub struct RulePlan {
     pub warnings: Vec<String>,
     /// Tools the plan runs (their files are watched for changes).
     pub tools: Vec<crate::tool::Tool>,
+    /// What the crate links (archives the actions produce, runtimes), in order.
+    pub link: Vec<LinkDirective>,
 }
 
 /// One rule.
@@ -69,5 +86,5 @@ pub trait Rule: Send + Sync {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule)]
 }

@@ -1,0 +1,290 @@
+//! The island boundary (seed 000 "tools-island"; upstream-facts 5): a device island (a `.cu`
+//! file) and its host fallback (a `.cpp` file) implement one `extern "C"` boundary, and exactly
+//! one of them is in any link. Each entry point is marked where it is defined:
+//!
+//! ```c
+//! MCPP_EXPORT_C int saxpy_run(float a, const float* x, float* y, unsigned n) { ... }
+//! ```
+//!
+//! [`scan`] reads both halves in every build (so the generated boundary is byte-identical with
+//! and without an accelerator), copies each marked signature verbatim from the marker to its
+//! matching `)`, and merges entries by name; [`emit`] writes the `extern "C"` header and the
+//! C++ module; [`bindings`] writes the Rust bindings with bindgen.
+
+pub mod bindings;
+pub mod emit;
+
+use crate::error::{Error, ErrorKind, Result};
+use std::path::{Path, PathBuf};
+
+/// The default marker.
+pub const DEFAULT_MARKER: &str = "MCPP_EXPORT_C";
+
+/// What a device rule needs to know of the island: the header to force-include, and the
+/// device sources (absolute) that get it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Boundary {
+    /// The generated `extern "C"` header.
+    pub header: PathBuf,
+    /// The island's device half (files some rule claims), absolute.
+    pub device_sources: Vec<PathBuf>,
+}
+
+/// One exported entry point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The declaration as written after the marker, whitespace runs collapsed to one space,
+    /// e.g. `int saxpy_run(float a, const float* x, float* y, unsigned n)`.
+    pub decl: String,
+    /// The entry point's name (the identifier before the first `(`).
+    pub name: String,
+    /// The file it was first found in.
+    pub origin: PathBuf,
+}
+
+/// Scan `files` (in order) for definitions marked with `marker`, merged by name and sorted by
+/// name.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] (upstream-facts 5.2 texts): a marker whose parameter list does not
+/// close; a declaration without a name or with the marker after its return type; one name
+/// declared twice in one file; two files declaring one name differently (naming both files
+/// and both signatures); no entry point at all. [`ErrorKind::Io`] for an unreadable file.
+pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
+    let mut entries: Vec<Entry> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|e| Error::io("cannot read the island source", file, e))?;
+        let mut in_file: Vec<String> = Vec::new();
+        for decl in scan_text(&text, marker, file)? {
+            let name = entry_name(&decl).ok_or_else(|| {
+                Error::new(ErrorKind::Sources, format!("cannot find an entry point name in `{decl}`"))
+                    .file(file)
+                    .help(format!("write `{marker} <return type> <name>(<parameters>)` before the definition"))
+            })?;
+            if decl.trim_start().starts_with(&format!("{name}(")) || decl.trim_start().starts_with(&format!("{name} (")) {
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` carries `{marker}` after its return type"))
+                    .file(file)
+                    .detail(format!("read: `{decl}`"))
+                    .detail("The generator copies the declaration from the marker on, so it would lose the return type.")
+                    .help(format!("put the marker first: `{marker} int {name}(...)`")));
+            }
+            if in_file.contains(&name) {
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` is declared twice in `{}`", file.display()))
+                    .file(file)
+                    .detail("C language linkage does not mangle, so these are one symbol and an overload")
+                    .detail("or a namespace would not separate them.")
+                    .help("give one of them another name, or unmark it"));
+            }
+            in_file.push(name.clone());
+            if let Some(first) = entries.iter().find(|e| e.name == name) {
+                if first.decl != decl {
+                    return Err(Error::new(ErrorKind::Sources, format!("two definitions of `{name}` declare it differently"))
+                        .file(file)
+                        .detail(first.origin.display().to_string())
+                        .detail(format!("  {}", first.decl))
+                        .detail(file.display().to_string())
+                        .detail(format!("  {decl}"))
+                        .detail("C language linkage does not mangle, so these never meet at the link:")
+                        .detail("whichever one is in the artifact reads its arguments by its own signature.")
+                        .help("make the two signatures identical (the device half and the host fallback implement one boundary)"));
+                }
+                continue;
+            }
+            entries.push(Entry { decl, name, origin: file.clone() });
+        }
+    }
+    if entries.is_empty() {
+        let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+        return Err(Error::new(ErrorKind::Sources, format!("no entry point marked `{marker}` under {list}"))
+            .detail("A source that yields nothing is a misspelled path or a marker that never arrived,")
+            .detail("and an empty module fails later and less clearly.")
+            .help(format!("mark the host-callable definitions: `{marker} int my_entry(...) {{ ... }}`")));
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries)
+}
+
+/// Which bytes of `text` are code (not inside a comment, string or character literal, and
+/// not on a preprocessor line).
+fn code_mask(text: &[u8]) -> Vec<bool> {
+    let mut mask = vec![true; text.len()];
+    let mut i = 0;
+    let mut line_start = true;
+    while i < text.len() {
+        let c = text[i];
+        if line_start && c == b'#' {
+            // A preprocessor line (with `\` continuations): `#define MCPP_EXPORT_C` is not an entry.
+            while i < text.len() && !(text[i] == b'\n' && (i == 0 || text[i - 1] != b'\\')) {
+                mask[i] = false;
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if !c.is_ascii_whitespace() {
+            line_start = false;
+        }
+        if c == b'/' && text.get(i + 1) == Some(&b'/') {
+            while i < text.len() && text[i] != b'\n' {
+                mask[i] = false;
+                i += 1;
+            }
+        } else if c == b'/' && text.get(i + 1) == Some(&b'*') {
+            let start = i;
+            i += 2;
+            while i < text.len() && !(text[i] == b'*' && text.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            let end = (i + 2).min(text.len());
+            mask[start..end].iter_mut().for_each(|m| *m = false);
+            i = end;
+        } else if c == b'"' || c == b'\'' {
+            let start = i;
+            i += 1;
+            while i < text.len() && text[i] != c && text[i] != b'\n' {
+                if text[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            let end = (i + 1).min(text.len());
+            mask[start..end].iter_mut().for_each(|m| *m = false);
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    mask
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The declarations marked in `text`, in order, whitespace-collapsed (upstream-facts 5.2):
+/// from the end of each marker, `(` opens and `)` closes (nesting-aware, across lines); a `;`
+/// or `{` before the first `(` abandons the occurrence.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] when a parameter list opened after a marker never closes.
+pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<String>> {
+    let bytes = text.as_bytes();
+    let mask = code_mask(bytes);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(marker).map(|p| p + from) {
+        let end = pos + marker.len();
+        from = end;
+        let bounded = (pos == 0 || !is_ident(bytes[pos - 1])) && bytes.get(end).map_or(true, |&c| !is_ident(c));
+        if !bounded || !mask[pos] {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut opened = false;
+        let mut close = None;
+        for (i, &c) in bytes.iter().enumerate().skip(end) {
+            if !mask[i] {
+                continue;
+            }
+            match c {
+                b'(' => {
+                    depth += 1;
+                    opened = true;
+                }
+                b')' if opened => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b';' | b'{' if !opened => break,
+                _ => {}
+            }
+        }
+        match close {
+            Some(c) => {
+                out.push(collapse(&text[end..=c]));
+                from = c + 1;
+            }
+            None if opened => {
+                return Err(Error::new(ErrorKind::Sources, format!("{} carries `{marker}` whose parameter list does not close", file.display()))
+                    .file(file)
+                    .detail("A marked entry point is one declaration, and the generator copies it verbatim.")
+                    .help("close the parameter list, or remove the marker"));
+            }
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The identifier immediately before the first `(` of `decl`.
+pub fn entry_name(decl: &str) -> Option<String> {
+    let before = decl.split('(').next()?.trim_end();
+    let name: String = before.chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        None
+    } else {
+        Some(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_one(text: &str) -> Result<Vec<String>> {
+        scan_text(text, DEFAULT_MARKER, Path::new("k.cu"))
+    }
+
+    #[test]
+    fn copies_multiline_nested_signatures_verbatim() {
+        let t = "#define MCPP_EXPORT_C\n// MCPP_EXPORT_C in a comment (no)\nstatic int helper(int);\nMCPP_EXPORT_C int run(float a,\n   void (*cb)(int),\n   const float* __restrict__ x) {\n  return 0;\n}\nconst char* s = \"MCPP_EXPORT_C int no(\";\nMCPP_EXPORT_C\nvoid two(DIM(3) y) { }\n";
+        let d = scan_one(t).unwrap();
+        assert_eq!(d, ["int run(float a, void (*cb)(int), const float* __restrict__ x)", "void two(DIM(3) y)"]);
+        assert_eq!(entry_name(&d[0]).as_deref(), Some("run"));
+    }
+
+    #[test]
+    fn unclosed_parameter_list_is_refused() {
+        let e = scan_one("MCPP_EXPORT_C int f(int a,\n").unwrap_err();
+        assert!(e.to_string().contains("whose parameter list does not close"), "{e}");
+    }
+
+    #[test]
+    fn merges_identical_and_refuses_different_halves() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.cu");
+        let b = dir.path().join("b.cpp");
+        std::fs::write(&a, "MCPP_EXPORT_C int f(int  n) {}\nMCPP_EXPORT_C void g() {}").unwrap();
+        std::fs::write(&b, "MCPP_EXPORT_C int f(int n)\n{ return n; }").unwrap();
+        let e = scan(&[a.clone(), b.clone()], DEFAULT_MARKER).unwrap();
+        assert_eq!(e.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["f", "g"]);
+        std::fs::write(&b, "MCPP_EXPORT_C int f(unsigned n) { return 0; }").unwrap();
+        let err = scan(&[a, b], DEFAULT_MARKER).unwrap_err().to_string();
+        assert!(err.contains("two definitions of `f` declare it differently"), "{err}");
+        assert!(err.contains("int f(int n)") && err.contains("int f(unsigned n)"), "{err}");
+        assert!(err.contains("never meet at the link"), "{err}");
+    }
+
+    #[test]
+    fn marker_after_return_type_and_twice_in_one_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.cu");
+        std::fs::write(&a, "int MCPP_EXPORT_C f(int n) {}").unwrap();
+        assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("after its return type"));
+        std::fs::write(&a, "MCPP_EXPORT_C int f(int n) {}\nMCPP_EXPORT_C int f(int n) {}").unwrap();
+        assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("declared twice"));
+        std::fs::write(&a, "int f(int n) {}").unwrap();
+        assert!(scan(&[a], DEFAULT_MARKER).unwrap_err().to_string().contains("no entry point marked `MCPP_EXPORT_C`"));
+    }
+}

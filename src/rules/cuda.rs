@@ -1,0 +1,597 @@
+//! CUDA (`.cu`) to objects, archived into one static library linked into the crate
+//! (upstream-facts 3.1; issue 3). Two routes, chosen by declaration
+//! (`[package.metadata.mcpp.cuda] compiler = "nvcc" | "clang"`), never by what is installed:
+//!
+//! - nvcc: `-ccbin <host c++> -gencode arch=compute_XX,code=sm_XX` per architecture, plus
+//!   `-gencode arch=compute_P,code=compute_P` for the portable floor (`ptx>=`/`floor>=`, default
+//!   the highest architecture), so the binary runs without JIT on the listed GPUs and JITs on
+//!   newer ones; `-Xcompiler -fPIC`; `-O3` (release) or `-O0 -lineinfo` (debug); `-MMD -MF`.
+//! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, `-fPIC`,
+//!   `-O3`/`-O0`, `-MD -MF`.
+//!
+//! Both: the island header as a forced include (`-include`) for the island's device half,
+//! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
+//!
+//! The toolkit (headers, `libcudart_static.a` in `lib`/`lib64`/`targets/*/lib`) comes from
+//! `cuda.toolkit`, then `NVCC`/the `nvcc` tool choice, `CUDA_PATH`, `CUDA_HOME`, then PATH
+//! (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
+//! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
+//! can be probed (libcuda's `cuDriverGetVersion`), a toolkit whose major version is newer than
+//! the driver's is refused before anything compiles (CUDA minor-version compatibility makes
+//! the major the floor); where no probe answers, nothing is stated or refused.
+
+use super::{LinkDirective, Rule, RuleContext, RulePlan};
+use crate::accel::{arch_number, Backend};
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{Action, Role};
+use crate::manifest::{CudaCompilerName, CudaOptions, Cudart};
+use crate::sources::DeviceSource;
+use crate::tool::{self, Tool, ToolChoices, ToolSpec};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// nvcc: `NVCC`, then PATH.
+pub const NVCC: ToolSpec = ToolSpec {
+    name: "nvcc",
+    programs: &["nvcc"],
+    env_vars: &["NVCC"],
+    version_args: &["--version"],
+    install_hint: "pip install nvidia-cuda-nvcc, or scripts/setup-toolchains.sh",
+};
+/// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
+pub const CLANG: ToolSpec = ToolSpec {
+    name: "clang++",
+    programs: &["clang++-19", "clang++"],
+    env_vars: &["MCPP_CUDA_CLANG"],
+    version_args: &["--version"],
+    install_hint: "apt install clang-19",
+};
+/// The archiver the cc crate chose (`ar`).
+pub const AR: ToolSpec = ToolSpec { name: "ar", programs: &["ar"], env_vars: &["AR"], version_args: &["--version"], install_hint: "apt install binutils" };
+/// nvcc's host compiler (`-ccbin`).
+pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++" };
+
+const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
+
+/// The CUDA rule.
+pub struct CudaRule;
+
+/// A resolved CUDA toolkit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolkit {
+    /// The root (`<root>/include/cuda.h`).
+    pub root: PathBuf,
+    /// Where `libcudart_static.a` is (`lib64`, `lib`, `targets/*/lib`), if anywhere.
+    pub lib_dir: Option<PathBuf>,
+    /// `CUDA_VERSION` of `include/cuda.h` as (major, minor), e.g. (13, 0).
+    pub version: Option<(u32, u32)>,
+    /// How it was found (for messages).
+    pub found_by: String,
+}
+
+impl Toolkit {
+    /// Read the toolkit at `root`; `None` when it has no `include/cuda_runtime.h`.
+    pub fn at(root: &Path, found_by: impl Into<String>) -> Option<Toolkit> {
+        if !root.join("include").join("cuda_runtime.h").is_file() {
+            return None;
+        }
+        let mut candidates = vec![root.join("lib64"), root.join("lib")];
+        if let Ok(rd) = std::fs::read_dir(root.join("targets")) {
+            let mut t: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path().join("lib")).collect();
+            t.sort();
+            candidates.extend(t);
+        }
+        let lib_dir = candidates.into_iter().find(|d| d.join("libcudart_static.a").is_file() || d.join("libcudart.so").is_file());
+        let version = std::fs::read_to_string(root.join("include").join("cuda.h")).ok().and_then(|t| {
+            t.lines().find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION").and_then(|v| v.trim().parse::<u32>().ok())).map(|v| (v / 1000, (v % 1000) / 10))
+        });
+        Some(Toolkit { root: root.to_path_buf(), lib_dir, version, found_by: found_by.into() })
+    }
+}
+
+/// Find the toolkit: `cuda.toolkit`, then the `nvcc` tool choice or `NVCC`, then `CUDA_PATH`,
+/// then `CUDA_HOME`, then `nvcc` on PATH (with a warning).
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] naming every way to provide it, in order.
+pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices, env: &Env) -> Result<(Toolkit, Option<String>)> {
+    let mut tried = Vec::new();
+    if let Some(t) = &opts.toolkit {
+        let root = if t.is_absolute() { t.clone() } else { manifest_dir.join(t) };
+        return Toolkit::at(&root, format!("{MANIFEST_KEY}.toolkit")).map(|t| (t, None)).ok_or_else(|| {
+            not_found(vec![format!("{MANIFEST_KEY}.toolkit names `{}`, which has no include/cuda_runtime.h", root.display())]).key(format!("{MANIFEST_KEY}.toolkit"))
+        });
+    }
+    let explicit_nvcc = tools.builder.get("nvcc").or_else(|| tools.manifest.get("nvcc")).cloned().or_else(|| env.get_nonempty("NVCC").map(PathBuf::from));
+    if let Some(nvcc) = explicit_nvcc {
+        let nvcc = if nvcc.components().count() == 1 { tool::find_on_path(&nvcc.to_string_lossy(), env).unwrap_or(nvcc) } else { nvcc };
+        let nvcc = std::fs::canonicalize(&nvcc).unwrap_or(nvcc);
+        match nvcc.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "the nvcc tool choice (NVCC)")) {
+            Some(t) => return Ok((t, None)),
+            None => tried.push(format!("nvcc `{}` (from NVCC or the tools table) is not inside a toolkit root with include/cuda_runtime.h", nvcc.display())),
+        }
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(v) = env.get_nonempty(var) {
+            match Toolkit::at(Path::new(&v), var) {
+                Some(t) => return Ok((t, None)),
+                None => tried.push(format!("{var}=`{v}` has no include/cuda_runtime.h")),
+            }
+        }
+    }
+    if let Some(nvcc) = tool::find_on_path("nvcc", env) {
+        let nvcc = std::fs::canonicalize(&nvcc).unwrap_or(nvcc);
+        if let Some(t) = nvcc.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "PATH")) {
+            let w = format!(
+                "the CUDA toolkit was found through nvcc on PATH ({}); declare it instead: [package.metadata.mcpp.cuda] toolkit = \"{}\" or CUDA_PATH={}",
+                nvcc.display(),
+                t.root.display(),
+                t.root.display()
+            );
+            return Ok((t, Some(w)));
+        }
+        tried.push(format!("nvcc on PATH (`{}`) is not inside a toolkit root", nvcc.display()));
+    }
+    Err(not_found(tried))
+}
+
+fn not_found(tried: Vec<String>) -> Error {
+    let mut e = Error::new(ErrorKind::ToolNotFound, "no CUDA toolkit found");
+    for t in tried {
+        e = e.detail(t);
+    }
+    e.detail("cargo-mcpp looks for it in this order; provide it in any one of these ways:")
+        .detail(format!("  1. in Cargo.toml: [{}] toolkit = \"/path/to/cuda\"", MANIFEST_KEY))
+        .detail("  2. nvcc named explicitly: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/cuda/bin/nvcc\"), [package.metadata.mcpp.tools] nvcc = \"...\", or NVCC=/path/to/cuda/bin/nvcc")
+        .detail("  3. the environment: CUDA_PATH=/path/to/cuda")
+        .detail("  4. the environment: CUDA_HOME=/path/to/cuda")
+        .detail("  5. nvcc on PATH (a warning asks you to declare it)")
+        .help("scripts/setup-toolchains.sh installs nvcc from the PyPI wheels into /opt/mcpp-toolchains/cuda-13; or build with `--no-accel` for the host fallback")
+}
+
+/// The architectures to compile for: the entry's list, with `native` (or an absent list)
+/// replaced by the compute capabilities `nvidia-smi` reports on this machine.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] when `native`/no list meets a machine without an NVIDIA GPU (naming the
+/// key to set), or an architecture is not a CUDA one (`sm_XX`, `sm_XXa`, `sm_XXf`).
+pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Vec<String>> {
+    let wants_native = archs.is_empty() || archs.iter().any(|a| a == "native");
+    let mut out: Vec<String> = archs.iter().filter(|a| *a != "native").cloned().collect();
+    if wants_native {
+        let probed = probe_gpu_archs(env);
+        if probed.is_empty() {
+            return Err(Error::new(ErrorKind::Accel, format!("the accelerator entry `{accel_text}` asks for the GPUs of this machine, and it has no NVIDIA GPU"))
+                .key("package.metadata.mcpp.accel")
+                .detail("`{native}` (or no architecture list) means \"the compute capabilities nvidia-smi reports here\";")
+                .detail("nvidia-smi found none, and compiling for no architecture would give an empty or garbage -arch.")
+                .help("name the architectures: accel = \"cuda13.0+{sm_90}\" in [package.metadata.mcpp], or --accel \"cuda13.0+{sm_80,sm_90}\"")
+                .help("or build with --no-accel for the host fallback"));
+        }
+        for a in probed {
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    for a in &out {
+        if !is_cuda_arch(a) {
+            return Err(Error::new(ErrorKind::Accel, format!("`{a}` in `{accel_text}` is not a CUDA architecture"))
+                .key("package.metadata.mcpp.accel")
+                .help("CUDA architectures are compute capabilities: sm_80, sm_89, sm_90, sm_90a, sm_100f, ..."));
+        }
+    }
+    Ok(out)
+}
+
+/// `sm_<digits>` with an optional `a`/`f` suffix.
+pub fn is_cuda_arch(a: &str) -> bool {
+    let Some(rest) = a.strip_prefix("sm_") else { return false };
+    let digits = rest.trim_end_matches(['a', 'f']);
+    !digits.is_empty() && digits.len() + 1 >= rest.len() && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+/// The compute capabilities of this machine's GPUs as `sm_XX`, from
+/// `nvidia-smi --query-gpu=compute_cap --format=csv,noheader`; empty when nvidia-smi is absent,
+/// fails, or lists nothing.
+pub fn probe_gpu_archs(env: &Env) -> Vec<String> {
+    let Some(smi) = tool::find_on_path("nvidia-smi", env) else { return Vec::new() };
+    let Some(stdout) = tool::probe(&smi, &["--query-gpu=compute_cap", "--format=csv,noheader"]) else { return Vec::new() };
+    let mut archs = Vec::new();
+    for line in stdout.lines() {
+        let digits: String = line.trim().chars().filter(|c| c.is_ascii_digit()).collect();
+        if !digits.is_empty() && line.trim().contains('.') {
+            let a = format!("sm_{digits}");
+            if !archs.contains(&a) {
+                archs.push(a);
+            }
+        }
+    }
+    archs
+}
+
+/// The portable (PTX) architecture number: the floor (`ptx>=90`, `floor>=sm_90`) when given,
+/// else the highest architecture's number.
+pub fn ptx_arch(archs: &[String], floor: Option<&str>) -> Option<u64> {
+    floor.and_then(arch_number).or_else(|| archs.iter().filter_map(|a| arch_number(a)).max())
+}
+
+/// The CUDA version of the installed driver as (major, minor), through libcuda's
+/// `cuDriverGetVersion`; `None` where no driver library loads (no fact is stated then).
+pub fn probe_driver_version() -> Option<(u32, u32)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::{c_char, c_int, c_void};
+        extern "C" {
+            fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+            fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        }
+        const RTLD_NOW: c_int = 2;
+        // SAFETY: dlopen/dlsym are called with NUL-terminated literals; the symbol, when found,
+        // is libcuda's `CUresult cuDriverGetVersion(int*)`, called with a valid pointer. The
+        // library stays loaded (no dlclose), so the function pointer never dangles.
+        unsafe {
+            let handle = dlopen(c"libcuda.so.1".as_ptr(), RTLD_NOW);
+            if handle.is_null() {
+                return None;
+            }
+            let sym = dlsym(handle, c"cuDriverGetVersion".as_ptr());
+            if sym.is_null() {
+                return None;
+            }
+            let f: extern "C" fn(*mut c_int) -> c_int = std::mem::transmute(sym);
+            let mut v: c_int = 0;
+            if f(&mut v) != 0 || v <= 0 {
+                return None;
+            }
+            Some(((v / 1000) as u32, ((v % 1000) / 10) as u32))
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The driver floor (seed 002 "facts and floors"): a toolkit whose major version is newer than
+/// the driver's cannot run on it (minor versions within one major are compatible).
+///
+/// # Errors
+/// [`ErrorKind::Accel`] naming both versions.
+pub fn check_driver_floor(toolkit: Option<(u32, u32)>, driver: Option<(u32, u32)>, toolkit_root: &Path) -> Result<()> {
+    if let (Some(t), Some(d)) = (toolkit, driver) {
+        if t.0 > d.0 {
+            return Err(Error::new(ErrorKind::Accel, format!("the CUDA toolkit is {}.{} and this machine's driver supports CUDA {}.{}", t.0, t.1, d.0, d.1))
+                .file(toolkit_root)
+                .detail("A runtime of a newer major version than the driver's fails at its first call")
+                .detail("(cudaErrorInsufficientDriver), so this is refused before compiling.")
+                .help(format!("use a CUDA {}.x toolkit ([package.metadata.mcpp.cuda] toolkit or CUDA_PATH), or update the driver", d.0)));
+        }
+    }
+    Ok(())
+}
+
+/// Everything the argv of one translation unit depends on.
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// The route.
+    pub route: CudaCompilerName,
+    /// The toolkit root (the clang route's `--cuda-path`).
+    pub toolkit: &'a Path,
+    /// nvcc's host compiler (nvcc route).
+    pub ccbin: Option<&'a Path>,
+    /// The architectures, e.g. `["sm_80", "sm_90"]`.
+    pub archs: &'a [String],
+    /// The PTX architecture number (nvcc route).
+    pub ptx: Option<u64>,
+    /// Optimise (release) or not (debug, with `-lineinfo` on nvcc).
+    pub optimize: bool,
+    /// Relocatable device code.
+    pub rdc: bool,
+    /// The forced include (the island header), for the island's device half.
+    pub force_include: Option<&'a Path>,
+    /// Include directories (absolute).
+    pub includes: &'a [PathBuf],
+    /// Definitions.
+    pub defines: &'a BTreeMap<String, String>,
+    /// Extra flags, appended last.
+    pub flags: &'a [String],
+}
+
+/// The gencode arguments (nvcc): one `-gencode arch=compute_N,code=sm_N` per architecture,
+/// then the PTX one.
+pub fn gencode_args(archs: &[String], ptx: Option<u64>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    for arch in archs {
+        let suffix = arch.strip_prefix("sm_").unwrap_or(arch);
+        a.push("-gencode".into());
+        a.push(format!("arch=compute_{suffix},code=sm_{suffix}").into());
+    }
+    if let Some(p) = ptx {
+        a.push("-gencode".into());
+        a.push(format!("arch=compute_{p},code=compute_{p}").into());
+    }
+    a
+}
+
+/// The arguments (after the program) that compile `src` to `obj` writing `depfile`.
+pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    match inv.route {
+        CudaCompilerName::Nvcc => {
+            if let Some(cc) = inv.ccbin {
+                a.extend(["-ccbin".into(), cc.into()]);
+            }
+            a.extend(gencode_args(inv.archs, inv.ptx));
+            a.extend(["-Xcompiler".into(), "-fPIC".into()]);
+            if inv.optimize {
+                a.push("-O3".into());
+            } else {
+                a.extend(["-O0".into(), "-lineinfo".into()]);
+            }
+            if inv.rdc {
+                a.push("-rdc=true".into());
+            }
+        }
+        CudaCompilerName::Clang => {
+            a.extend(["-x".into(), "cuda".into()]);
+            let mut p = OsString::from("--cuda-path=");
+            p.push(inv.toolkit);
+            a.push(p);
+            for arch in inv.archs {
+                a.push(format!("--cuda-gpu-arch={arch}").into());
+            }
+            a.extend(["-Wno-unknown-cuda-version".into(), "-fPIC".into()]);
+            a.push(if inv.optimize { "-O3" } else { "-O0" }.into());
+        }
+    }
+    if let Some(h) = inv.force_include {
+        a.extend(crate::island::emit::force_include_args(h, false));
+    }
+    a.extend(crate::host::include_define_args(inv.includes, inv.defines));
+    a.extend(inv.flags.iter().map(OsString::from));
+    match inv.route {
+        CudaCompilerName::Nvcc => a.extend(["-MMD".into(), "-MF".into(), depfile.into()]),
+        CudaCompilerName::Clang => a.extend(["-MD".into(), "-MF".into(), depfile.into()]),
+    }
+    a.extend(["-c".into(), src.into(), "-o".into(), obj.into()]);
+    a
+}
+
+/// A tool at a known path, with its version cached like every other tool's.
+fn tool_at(spec: &ToolSpec, path: &Path, ctx: &RuleContext) -> Result<Tool> {
+    let mut choices = ToolChoices { manifest_path: ctx.manifest.path.clone(), ..Default::default() };
+    choices.builder.insert(spec.name.to_string(), path.to_path_buf());
+    tool::resolve(spec, &choices, ctx.env, ctx.tool_cache).map(|(t, _)| t)
+}
+
+/// A file name for an object of `rel`: readable, and unique per path (`a/b.cu` and `a_b.cu`
+/// differ by the hash suffix), so archive members never collide.
+pub fn object_name(rel: &str, ext: &str) -> String {
+    let flat: String = rel.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+    format!("{flat}.{}.{ext}", &crate::fingerprint::sha256_hex(rel.as_bytes())[..8])
+}
+
+/// Plan the archive of `objects` (indices `deps` in the caller's action list) as
+/// `<dir>/lib-<hash of the member list>/lib<name>.a`: a new member list gets a new archive,
+/// so `ar r` never keeps a member that is gone. Returns the action and the link directives.
+pub fn archive(ar: &Tool, name: &str, dir: &Path, objects: &[PathBuf], deps: Vec<usize>, cwd: &Path) -> (Action, Vec<LinkDirective>) {
+    let list: String = objects.iter().map(|o| o.to_string_lossy().into_owned()).collect::<Vec<_>>().join("\n");
+    let lib_dir = dir.join(format!("lib-{}", &crate::fingerprint::sha256_hex(list.as_bytes())[..12]));
+    let lib = lib_dir.join(format!("lib{name}.a"));
+    let mut args: Vec<OsString> = vec!["crsD".into(), lib.clone().into()];
+    args.extend(objects.iter().map(|o| o.clone().into_os_string()));
+    let action = Action {
+        id: format!("archive:{name}"),
+        description: format!("ar lib{name}.a ({} objects)", objects.len()),
+        role: Role::Object,
+        tool: ar.clone(),
+        args,
+        cwd: cwd.to_path_buf(),
+        inputs: objects.to_vec(),
+        outputs: vec![lib],
+        depfile: None,
+        include_dirs: Vec::new(),
+        deps,
+    };
+    (action, vec![LinkDirective::Search(lib_dir), LinkDirective::Lib(format!("static={name}"))])
+}
+
+impl Rule for CudaRule {
+    fn tools(&self) -> &'static [ToolSpec] {
+        &[NVCC, CLANG, AR]
+    }
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &["cu"]
+    }
+
+    fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
+        let opts = ctx.manifest.mcpp.cuda.clone().unwrap_or_default();
+        let route = opts.compiler.unwrap_or_default();
+        let rdc = opts.rdc.unwrap_or(false);
+        if rdc && route == CudaCompilerName::Clang {
+            return Err(Error::new(ErrorKind::Manifest, "relocatable device code (`rdc = true`) is planned for the nvcc route only")
+                .file(&ctx.manifest.path)
+                .key(format!("{MANIFEST_KEY}.rdc"))
+                .help("use compiler = \"nvcc\", or drop `rdc`"));
+        }
+        let mut plan = RulePlan::default();
+        let accel_text = ctx.accel.to_string();
+        let archs = resolve_archs(&ctx.accel.archs, &accel_text, ctx.env)?;
+        let ptx = match route {
+            CudaCompilerName::Nvcc => ptx_arch(&archs, ctx.accel.floor.as_deref()),
+            CudaCompilerName::Clang => None,
+        };
+        let (toolkit, warning) = find_toolkit(&opts, ctx.manifest.dir(), ctx.tools, ctx.env)?;
+        plan.warnings.extend(warning);
+        check_driver_floor(toolkit.version, probe_driver_version(), &toolkit.root)?;
+        let host = crate::host::toolchain(ctx.env, ctx.release, ctx.tool_cache)?;
+        let (compiler, ccbin) = match route {
+            CudaCompilerName::Nvcc => {
+                let nvcc = tool_at(&NVCC, &toolkit.root.join("bin").join("nvcc"), ctx)?;
+                let ccbin_path = opts
+                    .ccbin
+                    .as_ref()
+                    .map(|p| if p.components().count() > 1 && p.is_relative() { ctx.manifest.dir().join(p) } else { p.clone() })
+                    .or_else(|| CCBIN.env_vars.iter().find_map(|v| ctx.env.get_nonempty(v)).map(PathBuf::from))
+                    .unwrap_or_else(|| host.cxx.clone());
+                let ccbin = tool_at(&CCBIN, &ccbin_path, ctx)?;
+                (nvcc, Some(ccbin))
+            }
+            CudaCompilerName::Clang => {
+                let (clang, w) = tool::resolve(&CLANG, ctx.tools, ctx.env, ctx.tool_cache)?;
+                plan.warnings.extend(w);
+                (clang, None)
+            }
+        };
+        let ar = tool_at(&AR, &host.ar, ctx)?;
+        let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
+        let optimize = opts.optimize.unwrap_or(ctx.release);
+        let root = ctx.manifest.dir();
+        let out_dir = ctx.work_dir.join("cuda");
+        let mut objects = Vec::new();
+        for s in sources {
+            let obj = out_dir.join("obj").join(object_name(&s.rel, "o"));
+            let depfile = obj.with_extension("d");
+            let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
+            let inv = Invocation {
+                route,
+                toolkit: &toolkit.root,
+                ccbin: ccbin.as_ref().map(|t| t.path.as_path()),
+                archs: &archs,
+                ptx,
+                optimize,
+                rdc,
+                force_include: island_half,
+                includes: &includes,
+                defines: &opts.defines,
+                flags: &opts.flags,
+            };
+            let mut inputs = vec![s.path.clone()];
+            inputs.extend(island_half.map(Path::to_path_buf));
+            plan.actions.push(Action {
+                id: format!("cuda:{}", s.rel),
+                description: format!("{} {}", compiler.name, s.rel),
+                role: Role::Object,
+                tool: compiler.clone(),
+                args: argv(&inv, &s.path, &obj, &depfile),
+                cwd: root.to_path_buf(),
+                inputs,
+                outputs: vec![obj.clone()],
+                depfile: Some(depfile),
+                include_dirs: includes.clone(),
+                deps: Vec::new(),
+            });
+            objects.push(obj);
+        }
+        let compiled: Vec<usize> = (0..plan.actions.len()).collect();
+        if rdc {
+            let dlink = out_dir.join("obj").join("device-link.o");
+            let mut args: Vec<OsString> = Vec::new();
+            if let Some(cc) = &ccbin {
+                args.extend(["-ccbin".into(), cc.path.clone().into()]);
+            }
+            args.push("-dlink".into());
+            args.extend(gencode_args(&archs, ptx));
+            args.extend(["-Xcompiler".into(), "-fPIC".into()]);
+            args.extend(objects.iter().map(|o| o.clone().into_os_string()));
+            args.extend(["-o".into(), dlink.clone().into()]);
+            plan.actions.push(Action {
+                id: "cuda:device-link".into(),
+                description: format!("nvcc -dlink ({} objects)", objects.len()),
+                role: Role::Object,
+                tool: compiler.clone(),
+                args,
+                cwd: root.to_path_buf(),
+                inputs: objects.clone(),
+                outputs: vec![dlink.clone()],
+                depfile: None,
+                include_dirs: Vec::new(),
+                deps: compiled.clone(),
+            });
+            objects.push(dlink);
+        }
+        let lib_name = format!("mcpp_cuda_{}", crate::surface::names::identifier(&ctx.manifest.package_name, "package"));
+        let deps: Vec<usize> = (0..plan.actions.len()).collect();
+        let (action, link) = archive(&ar, &lib_name, &out_dir, &objects, deps, root);
+        plan.actions.push(action);
+        plan.link.extend(link);
+        let cudart = opts.cudart.unwrap_or_default();
+        if cudart != Cudart::None || rdc {
+            match &toolkit.lib_dir {
+                Some(d) => plan.link.push(LinkDirective::Search(d.clone())),
+                None => {
+                    return Err(Error::new(ErrorKind::ToolNotFound, format!("the CUDA toolkit at {} has no libcudart_static.a", toolkit.root.display()))
+                        .file(&toolkit.root)
+                        .detail("looked in lib64/, lib/ and targets/*/lib/")
+                        .help(format!("install the runtime (PyPI nvidia-cuda-runtime) into the toolkit, or set {MANIFEST_KEY}.cudart = \"none\" and link it yourself")))
+                }
+            }
+        }
+        if rdc {
+            plan.link.push(LinkDirective::Lib("static=cudadevrt".into()));
+        }
+        match cudart {
+            Cudart::Static => {
+                plan.link.push(LinkDirective::Lib("static=cudart_static".into()));
+                for l in ["dl", "rt", "pthread"] {
+                    plan.link.push(LinkDirective::Lib(format!("dylib={l}")));
+                }
+            }
+            Cudart::Shared => plan.link.push(LinkDirective::Lib("dylib=cudart".into())),
+            Cudart::None => {}
+        }
+        // nvcc's host stub uses the C++ runtime (`__cxa_guard_acquire`), so it is linked on every route.
+        if let Some(std) = &host.cpp_stdlib {
+            plan.link.push(LinkDirective::Lib(format!("dylib={std}")));
+        }
+        plan.tools.push(compiler);
+        plan.tools.extend(ccbin);
+        plan.tools.push(ar);
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_architectures_and_ptx() {
+        assert!(is_cuda_arch("sm_90") && is_cuda_arch("sm_90a") && is_cuda_arch("sm_100f"));
+        assert!(!is_cuda_arch("gfx942") && !is_cuda_arch("sm_") && !is_cuda_arch("sm_9x0") && !is_cuda_arch("native"));
+        let archs = vec!["sm_80".to_string(), "sm_90".to_string()];
+        assert_eq!(ptx_arch(&archs, None), Some(90));
+        assert_eq!(ptx_arch(&archs, Some("80")), Some(80));
+        let g: Vec<String> = gencode_args(&archs, Some(90)).iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(g, ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_90,code=compute_90"]);
+    }
+
+    #[test]
+    fn driver_floor_refuses_a_newer_major_only() {
+        let root = Path::new("/cuda");
+        assert!(check_driver_floor(Some((13, 5)), Some((13, 0)), root).is_ok());
+        assert!(check_driver_floor(Some((13, 0)), None, root).is_ok());
+        let e = check_driver_floor(Some((13, 0)), Some((12, 8)), root).unwrap_err().to_string();
+        assert!(e.contains("toolkit is 13.0") && e.contains("supports CUDA 12.8"), "{e}");
+    }
+
+    #[test]
+    fn native_without_a_gpu_is_refused_naming_the_key() {
+        let mut env = Env::empty();
+        env.set("PATH", "/nonexistent");
+        let e = resolve_archs(&["native".to_string()], "cuda13.0+{native}", &env).unwrap_err().to_string();
+        assert!(e.contains("has no NVIDIA GPU") && e.contains("package.metadata.mcpp.accel"), "{e}");
+        let e = resolve_archs(&[], "cuda13.0", &env).unwrap_err().to_string();
+        assert!(e.contains("has no NVIDIA GPU"), "{e}");
+        assert_eq!(resolve_archs(&["sm_90".to_string()], "cuda13.0+{sm_90}", &env).unwrap(), ["sm_90"]);
+    }
+}

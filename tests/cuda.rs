@@ -1,0 +1,281 @@
+//! The CUDA lane through the library API (`cargo_mcpp::Build`) on temp copies of
+//! `tests/fixtures/cuda-island`: exact argv of both routes (recording shim), real nvcc
+//! compiles (stale bytes, no-op, architecture switch), and the refusals with their texts.
+
+mod common;
+
+use cargo_mcpp::{Build, ErrorKind};
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn build(tmp: &Path, pkg: &Path) -> Build {
+    let mut b = Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2);
+    for v in ["NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+        b.env_remove(v);
+    }
+    b
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The argv of the one compile of `scale.cu`, with the object and depfile it names.
+fn compile_call(shim: &Path) -> (Vec<String>, String, String) {
+    let calls = recorded(shim);
+    let call = calls.iter().find(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))).expect("scale.cu compiled").clone();
+    let after = |flag: &str| call[call.iter().position(|a| a == flag).unwrap() + 1].clone();
+    let (obj, dep) = (after("-o"), after("-MF"));
+    (call, obj, dep)
+}
+
+#[test]
+fn nvcc_route_argv_is_exact_and_links_the_archive_and_cudart() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    let shim = std::fs::canonicalize(&shim).unwrap();
+    let outcome = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    let (call, obj, dep) = compile_call(&shim);
+    let header = tmp.path().join("work/island/fix_island.kernels.h");
+    let expected: Vec<String> = [
+        "-ccbin", &s(&shim),
+        "-gencode", "arch=compute_80,code=sm_80",
+        "-gencode", "arch=compute_90,code=sm_90",
+        "-gencode", "arch=compute_90,code=compute_90",
+        "-Xcompiler", "-fPIC", "-O0", "-lineinfo",
+        "-include", &s(&header),
+        "-DWIDTH=4", &format!("-I{}", s(&pkg.join("include"))),
+        "--extra-flag",
+        "-MMD", "-MF", &dep,
+        "-c", &s(&pkg.join("kernels/scale.cu")), "-o", &obj,
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    assert_eq!(call, expected);
+    assert!(obj.starts_with(&s(&tmp.path().join("work"))) && obj.ends_with(".o") && dep.ends_with(".d"), "{obj} {dep}");
+    // The header the forced include names exists, with the verbatim (collapsed) signature.
+    let h = std::fs::read_to_string(&header).unwrap();
+    assert!(h.contains("int scale_run(float* y, unsigned n);"), "{h}");
+    // The Rust bindings and the mirrored header are in OUT_DIR.
+    let rs = std::fs::read_to_string(tmp.path().join("out/mcpp_kernels.rs")).unwrap();
+    assert!(rs.contains("pub fn scale_run("), "{rs}");
+    assert!(!rs.contains("scale_kernel"), "only marked entry points are bound: {rs}");
+    assert!(tmp.path().join("out/mcpp/fix_island.kernels.h").is_file());
+    // The archive was made (real ar) and is linked first, then the runtime and what it needs.
+    let lines = outcome.cargo.lines().to_vec();
+    let libs: Vec<&String> = lines.iter().filter(|l| l.starts_with("cargo::rustc-link-lib=")).collect();
+    assert_eq!(
+        libs,
+        [
+            "cargo::rustc-link-lib=static=mcpp_cuda_fix_island",
+            "cargo::rustc-link-lib=static=cudart_static",
+            "cargo::rustc-link-lib=dylib=dl",
+            "cargo::rustc-link-lib=dylib=rt",
+            "cargo::rustc-link-lib=dylib=pthread",
+            "cargo::rustc-link-lib=dylib=stdc++",
+        ]
+    );
+    assert!(lines.contains(&format!("cargo::rustc-link-search=native={}", s(&root.join("lib")))), "{lines:#?}");
+    let search = lines.iter().find_map(|l| l.strip_prefix("cargo::rustc-link-search=native=").filter(|d| d.contains("lib-"))).unwrap();
+    assert!(Path::new(search).join("libmcpp_cuda_fix_island.a").is_file());
+    assert!(lines.contains(&"cargo::rustc-cfg=mcpp_accel=\"cuda\"".to_string()));
+    // The fallback is not compiled in a CUDA build.
+    assert!(!outcome.report.ran.iter().any(|id| id.contains("host/scale.cpp")), "{:?}", outcome.report.ran);
+}
+
+#[test]
+fn ptx_floor_release_and_flags_order() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).release(true).accel("cuda13.0+{sm_80,sm_90} ptx>=80").try_compile().unwrap();
+    let (call, _, _) = compile_call(&shim);
+    let gencodes: Vec<&String> = call.iter().filter(|a| a.starts_with("arch=")).collect();
+    assert_eq!(gencodes, ["arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90", "arch=compute_80,code=compute_80"]);
+    assert!(call.contains(&"-O3".to_string()) && !call.contains(&"-lineinfo".to_string()), "{call:?}");
+    let flag = call.iter().position(|a| a == "--extra-flag").unwrap();
+    assert_eq!(call[flag + 1], "-MMD", "flags come after every generated argument: {call:?}");
+}
+
+#[test]
+fn clang_route_argv_is_exact() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    let clang = tmp.path().join("clang-shim");
+    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &clang).unwrap();
+    let clang = std::fs::canonicalize(&clang).unwrap();
+    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n", s(&root)));
+    build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda12.9+{sm_80,sm_90}").try_compile().unwrap();
+    let (call, obj, dep) = compile_call(&clang);
+    let header = tmp.path().join("work/island/fix_island.kernels.h");
+    let expected: Vec<String> = [
+        "-x", "cuda", &format!("--cuda-path={}", s(&root)),
+        "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90",
+        "-Wno-unknown-cuda-version", "-fPIC", "-O0",
+        "-include", &s(&header),
+        "-DWIDTH=4", &format!("-I{}", s(&pkg.join("include"))),
+        "--extra-flag",
+        "-MD", "-MF", &dep,
+        "-c", &s(&pkg.join("kernels/scale.cu")), "-o", &obj,
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    assert_eq!(call, expected);
+}
+
+#[test]
+fn no_toolkit_is_refused_naming_every_way() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let e = build(tmp.path(), &pkg).env_remove("CUDA_PATH").env("PATH", "/nonexistent").try_compile().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::ToolNotFound);
+    let t = e.to_string();
+    for way in ["no CUDA toolkit found", "[package.metadata.mcpp.cuda] toolkit", "NVCC=", "CUDA_PATH=", "CUDA_HOME=", "nvcc on PATH", "--no-accel"] {
+        assert!(t.contains(way), "`{way}` missing from:\n{t}");
+    }
+}
+
+#[test]
+fn native_without_a_gpu_is_refused_naming_the_key() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    // No nvidia-smi on this PATH (and no GPU on CI): `{native}` cannot be answered.
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").accel("cuda13.0+{native}").try_compile().unwrap_err();
+    let t = e.to_string();
+    assert!(t.contains("asks for the GPUs of this machine, and it has no NVIDIA GPU"), "{t}");
+    assert!(t.contains("package.metadata.mcpp.accel") && t.contains("cuda13.0+{sm_90}"), "{t}");
+    assert!(recorded(&shim).is_empty(), "nothing may compile");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").accel("cuda13.0").try_compile().unwrap_err();
+    assert!(e.to_string().contains("has no NVIDIA GPU"), "{e}");
+}
+
+#[test]
+fn empty_architecture_list_is_refused() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let e = build(tmp.path(), &pkg).accel("cuda13.0+{}").try_compile().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Accel);
+    let t = e.to_string();
+    assert!(t.contains("expected an architecture name") && t.contains("cuda13.0+{}"), "{t}");
+    let e = build(tmp.path(), &pkg).accel("cuda13.0+{gfx942}").env("CUDA_PATH", "/nonexistent").try_compile().unwrap_err();
+    assert!(e.to_string().contains("`gfx942` in `cuda13.0+{gfx942}` is not a CUDA architecture"), "{e}");
+}
+
+#[test]
+fn mismatched_island_halves_are_refused_with_both_signatures() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("host/scale.cpp"), "int scale_run(float* y, unsigned n)", "int scale_run(float* y, int n)");
+    for accel in [None, Some("cuda13.0+{sm_90}")] {
+        let mut b = build(tmp.path(), &pkg);
+        if accel.is_none() {
+            b.no_accel();
+        }
+        let t = b.try_compile().unwrap_err().to_string();
+        assert!(t.contains("two definitions of `scale_run` declare it differently"), "{t}");
+        assert!(t.contains("int scale_run(float* y, unsigned n)") && t.contains("int scale_run(float* y, int n)"), "{t}");
+        assert!(t.contains("kernels/scale.cu") && t.contains("host/scale.cpp"), "{t}");
+        assert!(t.contains("never meet at the link"), "{t}");
+    }
+}
+
+#[test]
+fn no_accel_compiles_the_fallback_and_the_same_boundary() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap();
+    let cuda_header = std::fs::read(tmp.path().join("out/mcpp/fix_island.kernels.h")).unwrap();
+    let cuda_rs = std::fs::read(tmp.path().join("out/mcpp_kernels.rs")).unwrap();
+    let out = build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    assert!(out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp"), "{:?}", out.report.ran);
+    assert!(!out.report.ran.iter().any(|id| id.starts_with("cuda:")));
+    assert_eq!(std::fs::read(tmp.path().join("out/mcpp/fix_island.kernels.h")).unwrap(), cuda_header);
+    assert_eq!(std::fs::read(tmp.path().join("out/mcpp_kernels.rs")).unwrap(), cuda_rs);
+    let lines = out.cargo.lines();
+    assert!(lines.contains(&"cargo::rustc-link-lib=static=mcpp_cxx_fix_island".to_string()), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.contains("cudart")), "{lines:#?}");
+}
+
+/// A toolkit root whose `bin/nvcc` is a counting wrapper around the real nvcc.
+fn counted_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
+    let real = cuda13();
+    let root = dir.join("counted-cuda");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    for d in ["include", "lib"] {
+        std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
+    }
+    let nvcc = root.join("bin/nvcc");
+    counting_wrapper(&nvcc, &real.join("bin/nvcc"));
+    (root, nvcc)
+}
+
+fn object_of(outcome_dir: &Path) -> Vec<u8> {
+    let mut found = Vec::new();
+    for e in walk(outcome_dir) {
+        if e.to_string_lossy().contains("/cuda/obj/kernels_scale.cu") && e.extension().is_some_and(|x| x == "o") {
+            found.push(e);
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::read(&found[0]).unwrap()
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn real_nvcc_header_edit_changes_bytes_noop_starts_nothing_arch_switch_rebuilds() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    let (root, nvcc) = counted_toolkit(tmp.path());
+    let run = |accel: &str| build(tmp.path(), &pkg).env("CUDA_PATH", &root).accel(accel).try_compile().unwrap();
+    let first = run("cuda13.0+{sm_80}");
+    assert!(first.report.ran.contains(&"cuda:kernels/scale.cu".to_string()), "{:?}", first.report.ran);
+    let bytes1 = object_of(&first.variant_dir);
+    let after_first = starts(&nvcc);
+    assert!(after_first >= 1);
+
+    // No change: every action fresh, no nvcc process at all (not even --version).
+    let again = run("cuda13.0+{sm_80}");
+    assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
+    assert_eq!(starts(&nvcc), after_first);
+
+    // Editing only the .cuh the kernel includes rebuilds it, with different bytes.
+    edit(&pkg.join("kernels/params.cuh"), "3.0f", "5.0f");
+    let edited = run("cuda13.0+{sm_80}");
+    assert!(edited.report.ran.contains(&"cuda:kernels/scale.cu".to_string()), "{:?}", edited.report.ran);
+    assert!(edited.report.ran.contains(&"archive:mcpp_cuda_fix_island".to_string()));
+    assert_ne!(object_of(&edited.variant_dir), bytes1, "the object must change when the header does");
+    assert_eq!(starts(&nvcc), after_first + 1);
+
+    // sm_80 -> sm_90 rebuilds.
+    let switched = run("cuda13.0+{sm_90}");
+    assert!(switched.report.ran.contains(&"cuda:kernels/scale.cu".to_string()));
+    let sm90 = object_of(&switched.variant_dir);
+    assert!(sm90.windows(5).any(|w| w == b"sm_90"), "the object names sm_90");
+    assert_eq!(starts(&nvcc), after_first + 2);
+}
+
+#[test]
+fn real_clang19_compiles_cuda_with_the_12_9_layout() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let layout = cuda12_clang();
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n", s(&layout)));
+    let out = build(tmp.path(), &pkg).tool("clang++", "/usr/bin/clang++-19").accel("cuda12.9+{sm_90}").try_compile().unwrap();
+    assert!(out.report.ran.contains(&"cuda:kernels/scale.cu".to_string()));
+    let bytes = object_of(&out.variant_dir);
+    assert!(bytes.starts_with(b"\x7fELF") && bytes.windows(10).any(|w| w == b".nv_fatbin"), "an object with embedded device code");
+    assert!(out.cargo.lines().contains(&format!("cargo::rustc-link-search=native={}", s(&layout.join("lib64")))));
+}
