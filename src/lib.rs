@@ -20,8 +20,9 @@
 //!
 //! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
-//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `PATH` (last
-//! resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`, `CARGO_PKG_NAME`, `PROFILE`,
+//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `MCPP_TOOL_<NAME>` (the global
+//! override of any tool), `MCPP_HOME`/`CARGO_HOME`/`HOME` (the payload cache; see
+//! [`payload::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`, `CARGO_PKG_NAME`, `PROFILE`,
 //! `NUM_JOBS`. See ARCHITECTURE.md for the pipeline.
 
 #![warn(missing_docs)]
@@ -33,9 +34,11 @@ pub mod cargo_output;
 pub mod cli;
 pub mod env;
 pub mod error;
+pub mod fetch;
 pub mod fingerprint;
 pub mod graph;
 pub mod manifest;
+pub mod payload;
 pub mod pipeline;
 #[cfg(feature = "cli")]
 pub mod progress;
