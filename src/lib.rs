@@ -34,6 +34,7 @@ pub mod cargo_output;
 pub mod cli;
 pub mod env;
 pub mod error;
+#[cfg(feature = "fetch")]
 pub mod fetch;
 pub mod fingerprint;
 pub mod graph;
