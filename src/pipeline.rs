@@ -125,7 +125,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         let lock_path = manifest.dir().join(payload::LOCKFILE);
         let lock = Lockfile::read(&lock_path)?;
         availability = payload::availability(&catalog, &home, &selected, &lock, &lock_path, &fetch_command);
+        // A new fetch rewrites the lockfile or reinstalls (a new marker): rerun the build script.
         cargo.rerun_if_changed(&lock_path);
+        for s in &selected {
+            cargo.rerun_if_changed(&home.install_dir(&s.name, &s.version).join(payload::MARKER));
+        }
         for s in &selected {
             for r in &s.reports {
                 cargo.warning(r);
