@@ -354,19 +354,20 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice,
         }
         v
     };
-    let selected = crate::payload::select(&catalog, &requirements, &manifest.payload_pins(&catalog)?, &manifest.path)?;
+    let lock_path = manifest.dir().join(crate::payload::LOCKFILE);
+    let pins = manifest.payload_pins(&catalog)?;
     let mut report = FetchReport::default();
-    if selected.is_empty() {
+    if crate::payload::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty() {
         return Ok(report);
     }
     let home = Home::from_env(env)?;
-    let lock_path = manifest.dir().join(crate::payload::LOCKFILE);
     let command = crate::pipeline::fetch_command(&manifest, &accel_set);
     let offline = offline || env.get("CARGO_NET_OFFLINE").is_some_and(|v| v == "true" || v == "1");
     // One writer of this package's mcpp.lock at a time.
     let key = &crate::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
     let _project = FileLock::acquire(&home.lock_dir().join(format!("project-{key}.lock")))?;
     let mut lock = Lockfile::read(&lock_path)?;
+    let selected = crate::payload::select_locked(&catalog, &requirements, &pins, &manifest.path, Some((&lock, &lock_path)))?;
     let opts = FetchOptions { offline, command: &command, lock_path: &lock_path };
     for s in &selected {
         let (inst, what) = fetch(&catalog, &home, s, &mut lock, env, &opts)?;

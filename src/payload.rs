@@ -238,6 +238,16 @@ pub struct Selected {
 /// different exact versions, an unknown payload, a version the descriptor does not know, or a
 /// project floor no known version meets.
 pub fn select(catalog: &Catalog, requirements: &[Requirement], pins: &BTreeMap<String, ProjectPin>, manifest: &Path) -> Result<Vec<Selected>> {
+    select_locked(catalog, requirements, pins, manifest, None)
+}
+
+/// [`select`], preferring the version `lock` records for a payload that neither the project
+/// pins nor a rule names exactly, when that version meets every floor (so a newer default in a
+/// newer cargo-mcpp does not move a locked project).
+///
+/// # Errors
+/// As [`select`].
+pub fn select_locked(catalog: &Catalog, requirements: &[Requirement], pins: &BTreeMap<String, ProjectPin>, manifest: &Path, lock: Option<(&Lockfile, &Path)>) -> Result<Vec<Selected>> {
     let mut reqs: Vec<Requirement> = requirements.to_vec();
     let mut i = 0;
     while i < reqs.len() {
@@ -308,7 +318,13 @@ pub fn select(catalog: &Catalog, requirements: &[Requirement], pins: &BTreeMap<S
                     }
                     None => {
                         let rule = mine.iter().find_map(|r| r.req.as_ref().map(|q| format!("{} ({q})", r.by))).unwrap_or_else(|| mine[0].by.clone());
-                        (d.default.clone(), format!("payloads.toml default for {rule}"))
+                        let locked = lock.and_then(|(l, at)| l.get(&name).map(|e| (e.version.clone(), at))).filter(|(v, _)| {
+                            floors.iter().all(|(_, f)| compare_versions(v, f) != Ordering::Less) && (d.any_version || d.versions.contains_key(v))
+                        });
+                        match locked {
+                            Some((v, at)) => (v, format!("locked in {} for {rule}", at.display())),
+                            None => (d.default.clone(), format!("payloads.toml default for {rule}")),
+                        }
                     }
                 };
                 for (by, floor) in &floors {
@@ -661,6 +677,22 @@ mod tests {
         assert_eq!(s[0].reports, ["cuda-nvcc 13.5.37 (pinned at Cargo.toml:12) overrides the default 13.0.88 of the cuda rule"]);
         let s = select(&c, &[req("cuda-nvcc", Some("13.0.88"), "the cuda rule")], &BTreeMap::new(), Path::new("Cargo.toml")).unwrap();
         assert_eq!((s[0].version.as_str(), s[0].reports.len()), ("13.0.88", 0));
+    }
+
+    #[test]
+    fn a_locked_version_meeting_the_floors_is_kept() {
+        let c = Catalog::builtin().unwrap();
+        let mut lock = Lockfile { version: 1, payloads: Vec::new() };
+        lock.set(LockedPayload { name: "glslang".into(), version: "12.0.0".into(), archives: Vec::new() });
+        let at = Path::new("/p/mcpp.lock");
+        let r = [req("glslang", Some(">=11.0"), "the spirv rule")];
+        let s = select_locked(&c, &r, &BTreeMap::new(), Path::new("Cargo.toml"), Some((&lock, at))).unwrap();
+        assert_eq!((s[0].version.as_str(), s[0].why.as_str()), ("12.0.0", "locked in /p/mcpp.lock for the spirv rule (>=11.0)"));
+        // Below a floor, or when the project pins, the lock does not decide.
+        let s = select_locked(&c, &[req("glslang", Some(">=12.5"), "the spirv rule")], &BTreeMap::new(), Path::new("Cargo.toml"), Some((&lock, at))).unwrap();
+        assert_eq!(s[0].version, "13.1.1");
+        let s = select_locked(&c, &r, &pin("13.1.1"), Path::new("Cargo.toml"), Some((&lock, at))).unwrap();
+        assert_eq!(s[0].version, "13.1.1");
     }
 
     #[test]

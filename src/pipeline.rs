@@ -117,13 +117,13 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let mut cargo = CargoOutput::default();
     let catalog = Catalog::builtin()?;
     let requirements = payload_requirements(&manifest, &accel, &collected, &registry, env, &config.builder_tools)?;
-    let selected = payload::select(&catalog, &requirements, &manifest.payload_pins(&catalog)?, &manifest.path)?;
+    let lock_path = manifest.dir().join(payload::LOCKFILE);
+    let lock = if requirements.is_empty() { Lockfile::default() } else { Lockfile::read(&lock_path)? };
+    let selected = payload::select_locked(&catalog, &requirements, &manifest.payload_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;
     let fetch_command = fetch_command(&manifest, &accel);
     let mut availability = BTreeMap::new();
     if !selected.is_empty() {
         let home = Home::from_env(env)?;
-        let lock_path = manifest.dir().join(payload::LOCKFILE);
-        let lock = Lockfile::read(&lock_path)?;
         availability = payload::availability(&catalog, &home, &selected, &lock, &lock_path, &fetch_command);
         // A new fetch rewrites the lockfile or reinstalls (a new marker): rerun the build script.
         cargo.rerun_if_changed(&lock_path);

@@ -156,6 +156,16 @@ fn fetched_glslang_and_spirv_tools_build_the_vulkan_shaders_with_no_glslang_on_p
     // A second build is a no-op.
     let again = fx.builder().try_compile().unwrap();
     assert_eq!((again.report.ran.len(), again.report.fresh.len()), (0, 2));
+    // Another glslang (the system's, named by the global override) is another identity: both
+    // shaders rebuild, and so they do again when the payload answers once more.
+    let system = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("glslangValidator")).find(|p| p.is_file()).expect("glslang-tools is installed by scripts/setup-toolchains.sh");
+    let mut other = fx.builder();
+    other.env("MCPP_TOOL_GLSLANGVALIDATOR", &system);
+    let switched = other.try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(switched.report.ran.len(), 2, "a different glslang rebuilds what it compiled");
+    assert!(assert_ok(&fx.why("glslangValidator")).contains("source:  override"));
+    let back = fx.builder().try_compile().unwrap();
+    assert_eq!(back.report.ran.len(), 2);
 
     // A project pin of the installed version is reported as where the version came from.
     let manifest = std::fs::read_to_string(fx.manifest()).unwrap();
