@@ -18,6 +18,10 @@
 //! let spirv: &'static [u32] = shaders::a::scale_comp().code;
 //! ```
 //!
+//! `cargo mcpp fetch` (never build.rs) also reads `MCPP_PYTHON` (the interpreter that runs
+//! `pip download`, default `python3` on PATH) and `CARGO_NET_OFFLINE`, and gives pip the
+//! environment (its own index configuration applies).
+//!
 //! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
 //! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `MCPP_TOOL_<NAME>` (the global
