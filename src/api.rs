@@ -24,6 +24,7 @@ pub struct Build {
     jobs: Option<usize>,
     env: Env,
     tools: BTreeMap<String, PathBuf>,
+    tool_lines: BTreeMap<String, String>,
 }
 
 impl Default for Build {
@@ -44,6 +45,7 @@ impl Build {
             jobs: None,
             env: Env::process(),
             tools: BTreeMap::new(),
+            tool_lines: BTreeMap::new(),
         }
     }
     /// The package directory (default `CARGO_MANIFEST_DIR`).
@@ -82,8 +84,12 @@ impl Build {
         self
     }
     /// Name a tool's program explicitly (first in the resolver's order), e.g.
-    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`.
+    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`. The calling line is recorded with the
+    /// decision (`cargo mcpp why tool glslc` prints it), and the tool's payload is not needed.
+    #[track_caller]
     pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
+        let at = std::panic::Location::caller();
+        self.tool_lines.insert(name.to_string(), format!("{}:{}", at.file(), at.line()));
         self.tools.insert(name.to_string(), path.into());
         self
     }
@@ -137,6 +143,7 @@ impl Build {
             jobs,
             env: self.env.clone(),
             builder_tools: self.tools.clone(),
+            builder_tool_lines: self.tool_lines.clone(),
         })
     }
 

@@ -1,6 +1,8 @@
-//! `cargo mcpp ...`: argument parsing (clap derive, `bin_name = "cargo"`), and the `build`
-//! command: validate and run the device phase with progress, then `cargo build` with the
-//! arguments passed through, whose build.rs step finds everything fresh.
+//! `cargo mcpp ...`: argument parsing (clap derive, `bin_name = "cargo"`) and the commands:
+//! `build` (fetch the payloads, run the device phase with progress, then `cargo build` with
+//! the arguments passed through, whose build.rs step finds everything fresh), `fetch` (install
+//! the payloads the package's build needs and record their hashes in `mcpp.lock`), and
+//! `why tool <name>` (print the resolver's recorded decision).
 
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::manifest::Manifest;
@@ -30,8 +32,69 @@ pub struct McppCli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command_ {
-    /// Compile the device sources (with progress), then run `cargo build` with the same arguments.
+    /// Fetch the payloads, compile the device sources (with progress), then run `cargo build` with the same arguments.
     Build(BuildArgs),
+    /// Install the payloads (toolchains) this package's build needs, and record their hashes in mcpp.lock.
+    Fetch(FetchArgs),
+    /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
+    Why(WhyArgs),
+}
+
+/// `cargo mcpp fetch` options.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// Payloads to fetch (NAME or NAME@VERSION), regardless of the gates; default: those the build needs.
+    #[arg(value_name = "PAYLOAD")]
+    pub payloads: Vec<String>,
+    /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
+    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    pub accel: Option<String>,
+    /// Fetch for a build with no accelerator (fetches nothing).
+    #[arg(long)]
+    pub no_accel: bool,
+    /// Use only the cache; refuse when a payload is not in it (also CARGO_NET_OFFLINE=true).
+    #[arg(long)]
+    pub offline: bool,
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+}
+
+/// `cargo mcpp why` options.
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// What to explain.
+    #[command(subcommand)]
+    pub what: WhyWhat,
+}
+
+/// What `cargo mcpp why` explains.
+#[derive(Debug, Subcommand)]
+pub enum WhyWhat {
+    /// Which program the last build used for a tool, where it came from, and the line that decided it.
+    Tool(WhyToolArgs),
+}
+
+/// `cargo mcpp why tool` options.
+#[derive(Debug, Args)]
+pub struct WhyToolArgs {
+    /// The tool name (`glslangValidator`, `glslc`, `nvcc`, ...).
+    pub name: String,
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Look at the release profile's build.
+    #[arg(long, short = 'r')]
+    pub release: bool,
+    /// Look at this profile's build.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Target triple of the build.
+    #[arg(long, value_name = "TRIPLE")]
+    pub target: Option<String>,
+    /// Target directory of the build.
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
 }
 
 /// `cargo mcpp build` options; anything else is passed to `cargo build` unchanged.
@@ -61,6 +124,9 @@ pub struct BuildArgs {
     /// Parallel compilers (passed to cargo too).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
+    /// Fetch nothing: use the payload cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
+    #[arg(long)]
+    pub offline: bool,
     /// Further `cargo build` arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
     pub cargo_args: Vec<String>,
@@ -82,6 +148,8 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
     let CargoCli::Mcpp(mcpp) = cli;
     let result = match mcpp.command {
         Command_::Build(b) => build(&b),
+        Command_::Fetch(f) => fetch(&f),
+        Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why_tool(&w),
     };
     match result {
         Ok(code) => code,
@@ -96,10 +164,17 @@ fn cargo_program() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-fn build(args: &BuildArgs) -> Result<i32> {
+/// The packages a command works on and the profile directory of their build.
+struct Located {
+    packages: Vec<(String, PathBuf)>,
+    profile_path: PathBuf,
+    release: bool,
+}
+
+fn locate(manifest_path: Option<&PathBuf>, profile: Option<&String>, release: bool, target: Option<&String>, target_dir: Option<&PathBuf>) -> Result<Located> {
     let mut meta = cargo_metadata::MetadataCommand::new();
     meta.cargo_path(cargo_program()).no_deps();
-    if let Some(p) = &args.manifest_path {
+    if let Some(p) = manifest_path {
         meta.manifest_path(p);
     }
     let metadata = meta.exec().map_err(|e| {
@@ -107,7 +182,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
             .detail(e.to_string())
             .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
     })?;
-    let packages: Vec<&cargo_metadata::Package> = match (&args.manifest_path, metadata.root_package()) {
+    let packages: Vec<&cargo_metadata::Package> = match (manifest_path, metadata.root_package()) {
         (Some(p), _) => {
             let wanted = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
             metadata.workspace_packages().into_iter().filter(|pkg| std::fs::canonicalize(&pkg.manifest_path).ok().as_ref() == Some(&wanted)).collect()
@@ -115,7 +190,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
         (None, Some(root)) => vec![root],
         (None, None) => metadata.workspace_packages(),
     };
-    let profile = match (&args.profile, args.release) {
+    let profile = match (profile, release) {
         (Some(p), _) => p.clone(),
         (None, true) => "release".to_string(),
         (None, false) => "dev".to_string(),
@@ -126,33 +201,125 @@ fn build(args: &BuildArgs) -> Result<i32> {
         other => other.to_string(),
     };
     let release = matches!(profile.as_str(), "release" | "bench");
-    let target_dir = args.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
-    let mut profile_path = target_dir.clone();
-    if let Some(t) = &args.target {
+    let target_dir = target_dir.cloned().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
+    let mut profile_path = target_dir;
+    if let Some(t) = target {
         profile_path.push(t);
     }
     profile_path.push(&profile_dir);
+    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, release })
+}
+
+fn fetch(args: &FetchArgs) -> Result<i32> {
+    let located = locate(args.manifest_path.as_ref(), None, false, None, None)?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
         (None, false) => AccelChoice::Manifest,
     };
-    for pkg in &packages {
-        let manifest_path = pkg.manifest_path.clone().into_std_path_buf();
+    for (name, manifest_path) in &located.packages {
+        let manifest = Manifest::read(manifest_path)?;
+        if !manifest.has_mcpp_table && args.payloads.is_empty() {
+            continue;
+        }
+        fetch_one(name, manifest_path, &accel, args.offline, &args.payloads, true)?;
+    }
+    Ok(exit_code::SUCCESS)
+}
+
+/// Fetch for one package and say what happened; `verbose` (the `fetch` command) also says
+/// when nothing was needed and which payloads were already installed.
+fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice, offline: bool, names: &[String], verbose: bool) -> Result<()> {
+    let env = crate::env::Env::process();
+    let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names)?;
+    for r in &report.reports {
+        eprintln!("    Override {r}");
+    }
+    if report.payloads.is_empty() && verbose {
+        eprintln!("     Nothing to fetch for {package}: no rule in use here drives a payload for this accelerator set, or its tool is named explicitly");
+    }
+    for (inst, what, why) in &report.payloads {
+        let verb = match what {
+            crate::fetch::Fetched::Installed => "Installed",
+            crate::fetch::Fetched::Fresh if verbose => "Fresh",
+            crate::fetch::Fetched::Fresh => continue,
+        };
+        eprintln!("{verb:>12} payload {} {} ({why}) in {}", inst.name, inst.version, inst.dir.display());
+    }
+    if report.lock_written {
+        eprintln!("      Locked {}", manifest_path.parent().unwrap_or(std::path::Path::new(".")).join(crate::payload::LOCKFILE).display());
+    }
+    Ok(())
+}
+
+fn why_tool(args: &WhyToolArgs) -> Result<i32> {
+    let located = locate(args.manifest_path.as_ref(), args.profile.as_ref(), args.release, args.target.as_ref(), args.target_dir.as_ref())?;
+    let mut looked = Vec::new();
+    for (package, _) in &located.packages {
+        let dir = located.profile_path.join("mcpp").join(package);
+        let all = crate::tool::read_decisions(&dir);
+        let file = dir.join(crate::tool::DECISIONS_FILE);
+        let Some(d) = all.get(&args.name) else {
+            looked.push(format!("{} (recorded: {})", file.display(), if all.is_empty() { "nothing".to_string() } else { all.keys().cloned().collect::<Vec<_>>().join(", ") }));
+            continue;
+        };
+        println!("{} for package {package} (recorded in {})", d.tool, file.display());
+        match &d.answer {
+            Some(a) => println!("  answer:  {}", a.display()),
+            None => println!("  answer:  none"),
+        }
+        if let Some(v) = &d.version {
+            println!("  version: {v}");
+        }
+        println!("  source:  {}", d.source);
+        println!("  from:    {}", d.origin);
+        if !d.considered.is_empty() {
+            println!("  considered before it:");
+            for c in &d.considered {
+                println!("    {c}");
+            }
+        }
+        if let Some(w) = &d.warning {
+            println!("  warning: {w}");
+        }
+        if let Some(r) = &d.refusal {
+            println!("  refused:");
+            for line in r.lines() {
+                println!("    {line}");
+            }
+        }
+        return Ok(exit_code::SUCCESS);
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", args.name))
+        .detail(format!("looked in: {}", looked.join("; ")))
+        .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
+}
+
+fn build(args: &BuildArgs) -> Result<i32> {
+    let Located { packages, profile_path, release } = locate(args.manifest_path.as_ref(), args.profile.as_ref(), args.release, args.target.as_ref(), args.target_dir.as_ref())?;
+    let accel = match (&args.accel, args.no_accel) {
+        (_, true) => AccelChoice::NoAccel,
+        (Some(s), _) => AccelChoice::Spec(s.clone()),
+        (None, false) => AccelChoice::Manifest,
+    };
+    for (pkg_name, manifest_path) in &packages {
+        let manifest_path = manifest_path.clone();
         let manifest = Manifest::read(&manifest_path)?;
         if !manifest.has_mcpp_table {
             continue;
         }
-        let progress = Progress::new(&pkg.name);
+        fetch_one(pkg_name, &manifest_path, &accel, args.offline, &[], false)?;
+        let progress = Progress::new(pkg_name);
         let config = Config {
             manifest_path,
             accel: accel.clone(),
-            work_dir: profile_path.join("mcpp").join(pkg.name.as_str()),
+            work_dir: profile_path.join("mcpp").join(pkg_name.as_str()),
             out_dir: None,
             release,
             jobs: args.jobs.map(|j| j as usize).unwrap_or_else(crate::default_jobs),
             env: crate::env::Env::process(),
             builder_tools: Default::default(),
+            builder_tool_lines: Default::default(),
         };
         let outcome = pipeline::run(&config, &progress, None);
         progress.finish();
@@ -161,7 +328,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
         let outcome = outcome?;
         eprintln!(
             "      Device {} [{}]: {} compiled, {} fresh",
-            pkg.name,
+            pkg_name,
             if outcome.accel.is_empty() { "no accelerator".to_string() } else { outcome.accel.to_string() },
             outcome.report.ran.len(),
             outcome.report.fresh.len()
@@ -186,6 +353,9 @@ fn build(args: &BuildArgs) -> Result<i32> {
     }
     if let Some(j) = args.jobs {
         cargo.arg(format!("-j{j}"));
+    }
+    if args.offline {
+        cargo.arg("--offline");
     }
     cargo.args(&args.cargo_args);
     match &accel {

@@ -74,3 +74,21 @@ impl Env {
         self.inherit
     }
 }
+
+/// Give `cmd` the environment of the view `env`: cleared first for [`Env::empty`], then the
+/// overrides set or removed (the process environment itself is untouched).
+pub fn apply_to(cmd: &mut std::process::Command, env: &Env) {
+    if !env.inherits() {
+        cmd.env_clear();
+    }
+    for (k, v) in env.child_overrides() {
+        match v {
+            Some(v) => {
+                cmd.env(k, v);
+            }
+            None => {
+                cmd.env_remove(k);
+            }
+        }
+    }
+}

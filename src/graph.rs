@@ -233,7 +233,10 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>>
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
     }
-    let output = Command::new(&action.tool.path).args(&action.args).current_dir(&action.cwd).output().map_err(|e| {
+    let mut cmd = Command::new(&action.tool.path);
+    cmd.args(&action.args).current_dir(&action.cwd);
+    action.tool.apply_env(&mut cmd);
+    let output = cmd.output().map_err(|e| {
         Error::new(ErrorKind::ToolFailed, format!("{} could not be started: {e}", action.tool.name)).detail(action.command_line())
     })?;
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));

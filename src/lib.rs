@@ -17,14 +17,19 @@
 //! let spirv: &'static [u32] = shaders::a::scale_comp().code;
 //! ```
 //!
+//! `cargo mcpp fetch` (never build.rs) also reads `MCPP_PYTHON` (the interpreter that runs
+//! `pip download`, default `python3` on PATH) and `CARGO_NET_OFFLINE`, and gives pip the
+//! environment (its own index configuration applies).
+//!
 //! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
-//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `PATH` (last
-//! resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`, `CARGO_PKG_NAME`, `PROFILE`,
-//! `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`, `NVCC_CCBIN`, `CUDAHOSTCXX`,
-//! `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for the host compiler (`CXX`,
-//! `CXXFLAGS`, `AR`, with their target-prefixed forms), `TARGET`, `HOST`. See ARCHITECTURE.md
-//! for the pipeline.
+//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `MCPP_TOOL_<NAME>`
+//! (the global override of any tool), `MCPP_HOME`/`CARGO_HOME`/`HOME` (the payload cache; see
+//! [`payload::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`,
+//! `CARGO_PKG_NAME`, `PROFILE`, `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`,
+//! `NVCC_CCBIN`, `CUDAHOSTCXX`, `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for
+//! the host compiler (`CXX`, `CXXFLAGS`, `AR`, with their target-prefixed forms), `TARGET`,
+//! `HOST`. See ARCHITECTURE.md for the pipeline.
 
 #![warn(missing_docs)]
 // Errors are rare and carry the whole refusal text (file, key, help); their size is not a cost.
@@ -38,11 +43,14 @@ pub mod cli;
 pub mod env;
 pub mod cxx;
 pub mod error;
+#[cfg(feature = "fetch")]
+pub mod fetch;
 pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
 pub mod manifest;
+pub mod payload;
 pub mod pipeline;
 #[cfg(feature = "cli")]
 pub mod progress;

@@ -40,6 +40,11 @@ pub struct McppMetadata {
     pub cxx_sources: Vec<String>,
     /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources.
     pub cxx: Option<CxxOptions>,
+    /// `[package.metadata.mcpp.payloads]`: the project's version of a payload, by payload name
+    /// (`glslang = "13.1.1"`, a choice; `glslang = ">=13.1"`, a requirement); see
+    /// [`crate::payload`] and README.md "Declared toolchains".
+    #[serde(default)]
+    pub payloads: BTreeMap<String, String>,
 }
 
 /// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
@@ -228,6 +233,42 @@ pub struct Manifest {
     pub mcpp: McppMetadata,
     /// Whether `[package.metadata.mcpp]` was present at all.
     pub has_mcpp_table: bool,
+    /// The line (1-based) of each key of `[package.metadata.mcpp.tools]` and
+    /// `[package.metadata.mcpp.payloads]`, keyed `tools.<name>` / `payloads.<name>`: the line a
+    /// decision names (`cargo mcpp why tool`).
+    pub lines: BTreeMap<String, usize>,
+}
+
+#[derive(Deserialize)]
+struct SpanDoc {
+    package: Option<SpanPackage>,
+}
+#[derive(Deserialize)]
+struct SpanPackage {
+    metadata: Option<SpanMetadata>,
+}
+#[derive(Deserialize)]
+struct SpanMetadata {
+    mcpp: Option<SpanMcpp>,
+}
+#[derive(Deserialize)]
+struct SpanMcpp {
+    #[serde(default)]
+    tools: BTreeMap<String, toml::Spanned<toml::Value>>,
+    #[serde(default)]
+    payloads: BTreeMap<String, toml::Spanned<toml::Value>>,
+}
+
+fn key_lines(text: &str) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    let Ok(doc) = toml::from_str::<SpanDoc>(text) else { return out };
+    let Some(m) = doc.package.and_then(|p| p.metadata).and_then(|m| m.mcpp) else { return out };
+    for (table, entries) in [("tools", m.tools), ("payloads", m.payloads)] {
+        for (k, v) in entries {
+            out.insert(format!("{table}.{k}"), line_col(text, v.span().start).0);
+        }
+    }
+    out
 }
 
 #[derive(Deserialize)]
@@ -286,7 +327,38 @@ impl Manifest {
         })?;
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
-        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default() })
+        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), lines: key_lines(text) })
+    }
+
+    /// `path:line` of a key (`tools.glslc`, `payloads.glslang`), or the path alone.
+    pub fn at(&self, key: &str) -> String {
+        match self.lines.get(key) {
+            Some(l) => format!("{}:{l}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    /// The project's payload versions from `[package.metadata.mcpp.payloads]`, each checked
+    /// against the payload names of `catalog` and parsed as a version rule.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming the file:line, the key and the valid payload names or
+    /// the two valid spellings.
+    pub fn payload_pins(&self, catalog: &crate::payload::Catalog) -> Result<BTreeMap<String, crate::payload::ProjectPin>> {
+        let mut out = BTreeMap::new();
+        for (name, text) in &self.mcpp.payloads {
+            let key = format!("package.metadata.mcpp.payloads.{name}");
+            let at = self.at(&format!("payloads.{name}"));
+            if !catalog.payloads.contains_key(name) {
+                return Err(Error::new(ErrorKind::Manifest, format!("unknown payload `{name}`"))
+                    .file(&at)
+                    .key(key)
+                    .help(format!("the payloads cargo-mcpp knows are {}; see README.md \"Declared toolchains\"", catalog.names().join(", "))));
+            }
+            let req = crate::payload::VersionReq::parse(text).map_err(|m| Error::new(ErrorKind::Manifest, m).file(&at).key(key.clone()).help("e.g. glslang = \"13.1.1\" or glslang = \">=13.1\""))?;
+            out.insert(name.clone(), crate::payload::ProjectPin { req, at });
+        }
+        Ok(out)
     }
 
     /// The package root (the manifest's directory).
@@ -351,6 +423,21 @@ flags = ["-g"]
     fn unknown_key_in_constrained_glob_is_refused() {
         let e = parse("[package.metadata.mcpp]\nsources = [{ glob = \"a/*.comp\", acel = \"vulkan\" }]\n").unwrap_err();
         assert!(e.to_string().contains("unknown field `acel`"), "{e}");
+    }
+
+    #[test]
+    fn tool_and_payload_keys_have_lines_and_pins_are_checked() {
+        let m = parse("[package.metadata.mcpp]\ntools = { glslc = \"/x/glslc\" }\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\nspirv-tools = \">=2025.1\"\n").unwrap();
+        assert_eq!(m.at("tools.glslc"), "/p/Cargo.toml:6");
+        assert_eq!(m.at("payloads.glslang"), "/p/Cargo.toml:8");
+        let c = crate::payload::Catalog::builtin().unwrap();
+        let pins = m.payload_pins(&c).unwrap();
+        assert_eq!(pins["spirv-tools"].req, crate::payload::VersionReq::AtLeast("2025.1".into()));
+        assert_eq!(pins["glslang"].at, "/p/Cargo.toml:8");
+        let e = parse("[package.metadata.mcpp.payloads]\nglslangg = \"1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
+        assert!(e.contains("unknown payload `glslangg`") && e.contains("Cargo.toml:6") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        let e = parse("[package.metadata.mcpp.payloads]\nglslang = \"~1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
+        assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.payloads.glslang"), "{e}");
     }
 
     #[test]

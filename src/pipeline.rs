@@ -11,6 +11,7 @@ use crate::manifest::Manifest;
 use crate::rules::{self, RuleContext};
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
+use crate::payload::{self, Catalog, Home, Lockfile, Requirement, VersionReq};
 use crate::tool::ToolChoices;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,8 @@ pub struct Config {
     pub env: Env,
     /// Explicit tool paths from the builder.
     pub builder_tools: BTreeMap<String, PathBuf>,
+    /// Where each builder tool was named (`build.rs:7`), for the recorded decision.
+    pub builder_tool_lines: BTreeMap<String, String>,
 }
 
 /// What one device phase did.
@@ -125,10 +128,35 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             collected.sources.len()
         ));
     }
+    let catalog = Catalog::builtin()?;
+    let requirements = payload_requirements(&manifest, &accel, &collected, &registry, env, &config.builder_tools)?;
+    let lock_path = manifest.dir().join(payload::LOCKFILE);
+    let lock = if requirements.is_empty() { Lockfile::default() } else { Lockfile::read(&lock_path)? };
+    let selected = payload::select_locked(&catalog, &requirements, &manifest.payload_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;
+    let fetch_command = fetch_command(&manifest, &accel);
+    let mut availability = BTreeMap::new();
+    if !selected.is_empty() {
+        let home = Home::from_env(env)?;
+        availability = payload::availability(&catalog, &home, &selected, &lock, &lock_path, &fetch_command);
+        // A new fetch rewrites the lockfile or reinstalls (a new marker): rerun the build script.
+        cargo.rerun_if_changed(&lock_path);
+        for s in &selected {
+            cargo.rerun_if_changed(&home.install_dir(&s.name, &s.version).join(payload::MARKER));
+        }
+        for s in &selected {
+            for r in &s.reports {
+                cargo.warning(r);
+            }
+        }
+    }
     let tools = ToolChoices {
         builder: config.builder_tools.clone(),
+        builder_lines: config.builder_tool_lines.clone(),
         manifest: manifest.mcpp.tools.iter().map(|(k, v)| (k.clone(), if v.is_absolute() { v.clone() } else { manifest.dir().join(v) })).collect(),
+        manifest_lines: manifest.mcpp.tools.keys().filter_map(|k| manifest.lines.get(&format!("tools.{k}")).map(|l| (k.clone(), *l))).collect(),
         manifest_path: manifest.path.clone(),
+        payloads: availability,
+        fetch_command,
     };
     let island = prepare_island(&manifest, &collected, &registry, &config.work_dir)?;
     let mut actions: Vec<graph::Action> = Vec::new();
@@ -229,6 +257,56 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         }
     }
     Ok(Outcome { accel, report, cargo, generated, variant_dir, payloads: items.len() })
+}
+
+/// The payload requirements of a build, after the two gates (issue 4; seed 000): a rule's
+/// payloads count only when the package has sources of that rule selected for this build AND
+/// the accelerator set names the rule's backend. A payload whose tool the project names
+/// explicitly (the builder, manifest `tools`, the rule's variables, `MCPP_TOOL_<NAME>`) is not
+/// required: a choice never causes the payload to be fetched.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
+pub fn payload_requirements(
+    manifest: &Manifest,
+    accel: &AccelSet,
+    collected: &sources::Collected,
+    registry: &[Box<dyn rules::Rule>],
+    env: &Env,
+    builder_tools: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<Requirement>> {
+    let mut out = Vec::new();
+    for (index, rule) in registry.iter().enumerate() {
+        if accel.entry(rule.backend()).is_none() || !collected.sources.iter().any(|s| s.rule == index && s.selected) {
+            continue;
+        }
+        for req in rule.payloads(manifest) {
+            let t = &req.tool;
+            let chosen = builder_tools.contains_key(t.name)
+                || manifest.mcpp.tools.contains_key(t.name)
+                || t.env_vars.iter().chain(req.named_by_env).any(|v| env.get_nonempty(v).is_some())
+                || env.get_nonempty(&crate::tool::override_var(t.name)).is_some();
+            if chosen {
+                continue;
+            }
+            let version = VersionReq::parse(req.version)
+                .map_err(|m| Error::new(ErrorKind::Manifest, format!("the {} rule declares payload {} with a bad version rule: {m}", rule.name(), req.payload)).help("this is a defect of cargo-mcpp; report it"))?;
+            out.push(Requirement { payload: req.payload.to_string(), req: Some(version), by: format!("the {} rule", rule.name()) });
+        }
+    }
+    Ok(out)
+}
+
+/// The exact command that installs the payloads of this build:
+/// `cargo mcpp fetch --manifest-path <path>`, with `--accel "<set>"` when the set is not the
+/// manifest's.
+pub fn fetch_command(manifest: &Manifest, accel: &AccelSet) -> String {
+    let mut c = format!("cargo mcpp fetch --manifest-path {}", manifest.path.display());
+    let from_manifest = manifest.mcpp.accel.as_deref().and_then(|a| AccelSet::parse(a).ok());
+    if from_manifest.as_ref() != Some(accel) {
+        c.push_str(&format!(" --accel \"{accel}\""));
+    }
+    c
 }
 
 fn directives(
@@ -477,7 +555,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         choices.builder.insert(spec.name.to_string(), path.to_path_buf());
         crate::tool::resolve(spec, &choices, &config.env, &config.work_dir).map(|(t, _)| t)
     };
-    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++" };
+    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
     let compiler = tool_at(&CXX, &host.cxx)?;
     let ar = tool_at(&rules::cuda::AR, &host.ar)?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));

@@ -32,13 +32,18 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// The exact `cuda-nvcc` payload version the nvcc route declares (CUDA 13.0: the H200
+/// machines' driver 580 supports it).
+pub const CUDA_NVCC_PAYLOAD: &str = "13.0.88";
+
 /// nvcc: `NVCC`, then PATH.
 pub const NVCC: ToolSpec = ToolSpec {
     name: "nvcc",
     programs: &["nvcc"],
     env_vars: &["NVCC"],
     version_args: &["--version"],
-    install_hint: "pip install nvidia-cuda-nvcc, or scripts/setup-toolchains.sh",
+    install_hint: "pip install nvidia-cuda-nvcc, or cargo mcpp fetch (the cuda-nvcc payload)",
+    payload: Some("cuda-nvcc"),
 };
 /// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
 pub const CLANG: ToolSpec = ToolSpec {
@@ -47,11 +52,12 @@ pub const CLANG: ToolSpec = ToolSpec {
     env_vars: &["MCPP_CUDA_CLANG"],
     version_args: &["--version"],
     install_hint: "apt install clang-19",
+    payload: None,
 };
 /// The archiver the cc crate chose (`ar`).
-pub const AR: ToolSpec = ToolSpec { name: "ar", programs: &["ar"], env_vars: &["AR"], version_args: &["--version"], install_hint: "apt install binutils" };
+pub const AR: ToolSpec = ToolSpec { name: "ar", programs: &["ar"], env_vars: &["AR"], version_args: &["--version"], install_hint: "apt install binutils", payload: None };
 /// nvcc's host compiler (`-ccbin`).
-pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++" };
+pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
 
 const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
 
@@ -121,6 +127,25 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
             }
         }
     }
+    match tools.payloads.get("cuda-nvcc") {
+        Some(crate::payload::Availability::Ready { installed, why, .. }) => {
+            let by = format!("payload cuda-nvcc {} ({why})", installed.version);
+            match Toolkit::at(&installed.root, by) {
+                Some(t) => return Ok((t, None)),
+                None => tried.push(format!("the payload cuda-nvcc {} at `{}` has no include/cuda_runtime.h", installed.version, installed.root.display())),
+            }
+        }
+        Some(crate::payload::Availability::Missing { version, declared_by: Some(by), .. }) => {
+            return Err(Error::new(ErrorKind::Manifest, format!("the CUDA rule needs the payload cuda-nvcc {version}, which is declared ({by}) but not installed"))
+                .detail("build.rs never downloads; payloads are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
+                .help(format!("run `{}`", tools.fetch_command)));
+        }
+        Some(crate::payload::Availability::Missing { version, .. }) => {
+            tried.push(format!("payload cuda-nvcc {version} (not installed; `{}` installs it)", tools.fetch_command));
+        }
+        Some(crate::payload::Availability::Refused(e)) => return Err(e.clone()),
+        None => {}
+    }
     if let Some(nvcc) = tool::find_on_path("nvcc", env) {
         let nvcc = std::fs::canonicalize(&nvcc).unwrap_or(nvcc);
         if let Some(t) = nvcc.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "PATH")) {
@@ -147,7 +172,8 @@ fn not_found(tried: Vec<String>) -> Error {
         .detail("  2. nvcc named explicitly: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/cuda/bin/nvcc\"), [package.metadata.mcpp.tools] nvcc = \"...\", or NVCC=/path/to/cuda/bin/nvcc")
         .detail("  3. the environment: CUDA_PATH=/path/to/cuda")
         .detail("  4. the environment: CUDA_HOME=/path/to/cuda")
-        .detail("  5. nvcc on PATH (a warning asks you to declare it)")
+        .detail("  5. the payload cuda-nvcc: `cargo mcpp fetch` installs it")
+        .detail("  6. nvcc on PATH (a warning asks you to declare it)")
         .help("scripts/setup-toolchains.sh installs nvcc from the PyPI wheels into /opt/mcpp-toolchains/cuda-13; or build with `--no-accel` for the host fallback")
 }
 
@@ -402,6 +428,17 @@ pub fn archive(ar: &Tool, name: &str, dir: &Path, objects: &[PathBuf], deps: Vec
 impl Rule for CudaRule {
     fn tools(&self) -> &'static [ToolSpec] {
         &[NVCC, CLANG, AR]
+    }
+    /// The nvcc route drives the `cuda-nvcc` payload at an exact version (the runtime must not
+    /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
+    /// unless the project names a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
+    /// The clang route needs a CUDA 12.x layout no payload ships yet, so it declares none.
+    fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
+        let opts = manifest.mcpp.cuda.clone().unwrap_or_default();
+        if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
+            return Vec::new();
+        }
+        vec![super::PayloadReq { payload: "cuda-nvcc", version: CUDA_NVCC_PAYLOAD, tool: NVCC, named_by_env: &["CUDA_PATH", "CUDA_HOME"] }]
     }
     fn name(&self) -> &'static str {
         "cuda"

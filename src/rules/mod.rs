@@ -62,6 +62,23 @@ pub struct RulePlan {
     pub link: Vec<LinkDirective>,
 }
 
+/// A payload a rule drives, with its version rule (issue 4; seed 000 "Each rule brings its own
+/// environment"): exact (`"13.0.88"`) where the payload is coupled to something the rule cannot
+/// see (a CUDA runtime must not be newer than the driver), a floor (`">=11.0"`) where not.
+#[derive(Debug, Clone, Copy)]
+pub struct PayloadReq {
+    /// The payload name in `payloads.toml`.
+    pub payload: &'static str,
+    /// `"X.Y.Z"` (exact) or `">=X.Y"` (floor); parsed by [`crate::payload::VersionReq::parse`].
+    pub version: &'static str,
+    /// The tool it provides: when the project names that tool explicitly (manifest `tools`,
+    /// the rule's variables, `MCPP_TOOL_<NAME>`), the payload is not fetched.
+    pub tool: crate::tool::ToolSpec,
+    /// Further environment variables that name the tool's installation (CUDA's `CUDA_PATH`,
+    /// `CUDA_HOME`): when one is set, the payload is not fetched either.
+    pub named_by_env: &'static [&'static str],
+}
+
 /// One rule.
 pub trait Rule: Send + Sync {
     /// Short name used in messages and action ids (`spirv`).
@@ -82,6 +99,12 @@ pub trait Rule: Send + Sync {
     /// # Errors
     /// A refusal specific to the rule (a stage-less shader, a missing compiler, ...).
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan>;
+    /// The payloads this rule drives for `manifest` (its options may choose the compiler).
+    /// Fetched only when the package has sources of this rule and the accelerator set names
+    /// its backend. Default: none.
+    fn payloads(&self, _manifest: &Manifest) -> Vec<PayloadReq> {
+        Vec::new()
+    }
 }
 
 /// Every rule of this cargo-mcpp, in dispatch order.

