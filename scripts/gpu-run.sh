@@ -1,0 +1,18 @@
+#!/bin/sh
+# Run on the GPU machine (carry .gpu and .gl; scripts/gpu-build.sh makes them): the release builds of examples/cuda-saxpy
+# (nvcc 13.0.88 wheels: sm_90 SASS + compute_90 PTX, static cudart; clang-19 with the CUDA 12.9
+# layout: sm_90) and of examples/vulkan-compute (SPIR-V embedded, run with ash on the GPU).
+cd "$(dirname "$0")/../.gpu" || exit 1
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || true
+rc=0
+for b in cuda-saxpy-nvcc cuda-saxpy-clang; do
+  echo "== $b"
+  ./"$b" || { s=$?; echo "$b exited $s"; rc=$s; }
+done
+echo "== vulkan-compute"
+for f in ../.gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+if [ ! -e /usr/share/vulkan/icd.d/nvidia_icd.json ] && [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+./vulkan-compute || { s=$?; echo "vulkan-compute exited $s"; rc=$s; }
+exit $rc
