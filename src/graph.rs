@@ -216,8 +216,11 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         }
     }
     report.peak_concurrency = peak.load(Ordering::SeqCst);
-    let mut seen = std::collections::BTreeSet::new();
-    report.read.retain(|p| p.exists() && seen.insert(p.clone()));
+    // Sorted: the build script's output must not depend on the order parallel actions finished
+    // in, or cargo would see a changed output and rebuild the crate after a no-op run.
+    report.read.retain(|p| p.exists());
+    report.read.sort();
+    report.read.dedup();
     Ok(report)
 }
 

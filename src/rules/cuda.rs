@@ -473,7 +473,17 @@ impl Rule for CudaRule {
         let host = crate::host::toolchain(ctx.env, ctx.release, ctx.tool_cache)?;
         let (compiler, ccbin) = match route {
             CudaCompilerName::Nvcc => {
-                let nvcc = tool_at(&NVCC, &toolkit.root.join("bin").join("nvcc"), ctx)?;
+                // A program named for nvcc (a wrapper such as ccache or a logging shim) is what
+                // runs; the toolkit (headers, cudart) still comes from `find_toolkit`.
+                let named = ctx
+                    .tools
+                    .builder
+                    .get("nvcc")
+                    .or_else(|| ctx.tools.manifest.get("nvcc"))
+                    .cloned()
+                    .or_else(|| ctx.env.get_nonempty("NVCC").map(PathBuf::from))
+                    .or_else(|| ctx.env.get_nonempty(&tool::override_var("nvcc")).map(PathBuf::from));
+                let nvcc = tool_at(&NVCC, &named.unwrap_or_else(|| toolkit.root.join("bin").join("nvcc")), ctx)?;
                 let ccbin_path = opts
                     .ccbin
                     .as_ref()
