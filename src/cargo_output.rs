@@ -53,6 +53,10 @@ impl CargoOutput {
     pub fn link_lib(&mut self, spec: &str) {
         self.push(format!("cargo::rustc-link-lib={spec}"));
     }
+    /// `cargo::rustc-link-arg=<arg>`.
+    pub fn link_arg(&mut self, arg: &str) {
+        self.push(format!("cargo::rustc-link-arg={arg}"));
+    }
     /// The directives, in order.
     pub fn lines(&self) -> &[String] {
         &self.lines

@@ -36,6 +36,8 @@ pub struct ModuleLines {
     pub provides: Option<String>,
     /// `module X;` and `import X;` / `export import X;`, in order.
     pub requires: Vec<String>,
+    /// The first header unit imported (`import <vector>;`), which the lane refuses.
+    pub header_unit: Option<String>,
 }
 
 /// Read the module lines of a C++ unit (line-based: a declaration at the start of a line).
@@ -50,6 +52,10 @@ pub fn module_lines(text: &str) -> ModuleLines {
         if let Some(rest) = l.strip_prefix("export module ") {
             m.provides = name_of(rest);
         } else if let Some(rest) = l.strip_prefix("export import ").or_else(|| l.strip_prefix("import ")) {
+            let r = rest.trim();
+            if (r.starts_with('<') || r.starts_with('"')) && m.header_unit.is_none() {
+                m.header_unit = Some(r.trim_end_matches(';').trim().to_string());
+            }
             if let Some(n) = name_of(rest) {
                 if !m.requires.contains(&n) {
                     m.requires.push(n);
@@ -124,6 +130,31 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
             .help("set CXX to clang++ or g++, or use headers instead of modules"));
     }
     for (i, m) in lines.iter().enumerate() {
+        let unit = &input.units[i];
+        let unsupported = |what: &str, help: &str| {
+            Err(Error::new(ErrorKind::Sources, format!("{}: {what} is not supported by the host C++ lane", unit.rel))
+                .file(&unit.path)
+                .key("package.metadata.mcpp.cxx-sources")
+                .help(help.to_string()))
+        };
+        if let Some(h) = &m.header_unit {
+            return unsupported(&format!("the header unit `import {h};`"), "include the header instead (`#include <...>`): header units need per-compiler scanning this lane does not do");
+        }
+        if m.provides.as_deref().is_some_and(|p| p.contains(':')) || m.requires.iter().any(|r| r.contains(':')) {
+            return unsupported("a module partition (`module a:part` / `import :part`)", "split the partition into a module of its own (`export module a.part;`) and import that");
+        }
+        for r in &m.requires {
+            if r == "std" || r == "std.compat" {
+                return unsupported(&format!("`import {r};`"), "include the standard headers (`#include <vector>`): the standard library module needs a prebuilt std BMI this lane does not build");
+            }
+            if m.provides.as_ref() == Some(r) {
+                return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}` it is the interface of", unit.rel))
+                    .file(&unit.path)
+                    .help(format!("remove `import {r};` from its own interface")));
+            }
+        }
+    }
+    for (i, m) in lines.iter().enumerate() {
         for r in &m.requires {
             if !provider.contains_key(r) {
                 return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}`, which no C++ source provides", input.units[i].rel))
@@ -136,29 +167,34 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
     // Topological order of units: interfaces before importers.
     let mut order: Vec<usize> = Vec::new();
     let mut state = vec![0u8; lines.len()];
-    fn visit(i: usize, lines: &[ModuleLines], provider: &BTreeMap<String, usize>, state: &mut [u8], order: &mut Vec<usize>, units: &[Unit]) -> Result<()> {
+    fn visit(i: usize, lines: &[ModuleLines], provider: &BTreeMap<String, usize>, state: &mut [u8], order: &mut Vec<usize>, units: &[Unit], stack: &mut Vec<usize>) -> Result<()> {
         match state[i] {
             2 => return Ok(()),
             1 => {
+                let from = stack.iter().position(|&s| s == i).unwrap_or(0);
+                let chain: Vec<&str> = stack[from..].iter().chain(std::iter::once(&i)).map(|&u| units[u].rel.as_str()).collect();
                 return Err(Error::new(ErrorKind::Sources, format!("the module imports of {} form a cycle", units[i].rel))
                     .file(&units[i].path)
-                    .help("C++ modules cannot import each other in a cycle; move the shared part into a third module"))
+                    .detail(chain.join(" imports "))
+                    .help("C++ modules cannot import each other in a cycle; move the shared part into a third module"));
             }
             _ => {}
         }
         state[i] = 1;
+        stack.push(i);
         for r in &lines[i].requires {
             let p = provider[r];
             if p != i {
-                visit(p, lines, provider, state, order, units)?;
+                visit(p, lines, provider, state, order, units, stack)?;
             }
         }
+        stack.pop();
         state[i] = 2;
         order.push(i);
         Ok(())
     }
     for i in 0..lines.len() {
-        visit(i, &lines, &provider, &mut state, &mut order, input.units)?;
+        visit(i, &lines, &provider, &mut state, &mut order, input.units, &mut Vec::new())?;
     }
     let bmi_ext = if input.host.family == Family::Clang { "pcm" } else { "gcm" };
     let bmi = |name: &str| input.dir.join("bmi").join(format!("{name}.{bmi_ext}"));

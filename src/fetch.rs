@@ -120,7 +120,9 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     lock.set(LockedPayload { name: sel.name.clone(), version: sel.version.clone(), archives: records.clone() });
 
     if let Some(inst) = home.installed(catalog, &sel.name, &sel.version) {
-        if crate::payload::same_archives(&inst.archives, &records) {
+        // Fresh only when unpacked from these archives AND every installed file still has the
+        // bytes it was installed with; a damaged install is reinstalled below.
+        if crate::payload::same_archives(&inst.archives, &records) && inst.damage(true).is_none() {
             return Ok((inst, Fetched::Fresh));
         }
     }
@@ -139,7 +141,8 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                 .help("the wheel's layout differs from payloads.toml; pin a listed version or name the tool in [package.metadata.mcpp.tools]"));
         }
     }
-    let marker = Marker { name: sel.name.clone(), version: sel.version.clone(), archives: records };
+    let files = inventory(staging.path())?;
+    let marker = Marker { name: sel.name.clone(), version: sel.version.clone(), archives: records, files };
     let json = serde_json::to_vec_pretty(&marker).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     std::fs::write(staging.path().join(MARKER), json).map_err(|e| Error::io("cannot write", &staging.path().join(MARKER), e))?;
     let dest = home.install_dir(&sel.name, &sel.version);
@@ -193,7 +196,9 @@ fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, op
                 .detail(format!("recorded: {} {}", rec.file, rec.sha256))
                 .detail(format!("found:    {file} {sha256}"));
             e = if in_cache {
-                e.help(format!("the cached archive changed since it was recorded; delete {} and run `{}` to download and check it again", path.display(), opts.command))
+                // Either side may have changed: the lockfile (edited, merged) or the cached archive.
+                e.help(format!("if {} was edited, restore it (e.g. `git checkout {}`)", opts.lock_path.display(), opts.lock_path.display()))
+                    .help(format!("if the cached archive changed, delete {} and run `{}`: the download is checked against the lockfile again", path.display(), opts.command))
             } else {
                 e.help("the package index served other bytes than the lockfile records; if the lockfile is right, check your index or mirror configuration")
                     .help(format!("if you changed the version on purpose, remove the [[payload]] entry from {} and fetch again", opts.lock_path.display()))
@@ -275,6 +280,27 @@ pub fn check_archive(archive: &Path) -> Result<usize> {
         }
     }
     Ok(zip.len())
+}
+
+/// Every file under `dir` (recursively): path relative to `dir` with `/`, size, sha256.
+fn inventory(dir: &Path) -> Result<Vec<(String, u64, String)>> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, u64, String)>) -> Result<()> {
+        for e in std::fs::read_dir(dir).map_err(|e| Error::io("cannot read", dir, e))? {
+            let p = e.map_err(|e| Error::io("cannot read", dir, e))?.path();
+            if p.is_dir() {
+                walk(base, &p, out)?;
+            } else {
+                let bytes = std::fs::read(&p).map_err(|e| Error::io("cannot read", &p, e))?;
+                let rel = p.strip_prefix(base).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+                out.push((rel, bytes.len() as u64, crate::fingerprint::sha256_hex(&bytes)));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out)?;
+    out.sort();
+    Ok(out)
 }
 
 /// Unpack the zip archive at `archive` into `dest` (created), restoring each file's permission

@@ -166,7 +166,8 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
 fn absolute_program(p: &Path, env: &Env) -> PathBuf {
     let found = if p.components().count() == 1 { crate::tool::find_on_path(&p.to_string_lossy(), env) } else { None };
     let p = found.unwrap_or_else(|| p.to_path_buf());
-    std::fs::canonicalize(&p).unwrap_or(p)
+    // Absolute, but symlinks kept: `c++`/`clang++-19` name the driver mode.
+    std::path::absolute(&p).unwrap_or(p)
 }
 
 /// The `-I`/`-D` arguments for `includes` (already absolute) and `defines`.

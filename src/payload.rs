@@ -401,6 +401,7 @@ impl Home {
             root,
             dir,
             archives: marker.archives,
+            files: marker.files,
         })
     }
 }
@@ -415,6 +416,11 @@ pub struct Marker {
     pub version: String,
     /// The archives it was unpacked from.
     pub archives: Vec<ArchiveRecord>,
+    /// Every file of the install: path relative to the install directory, size in bytes,
+    /// sha256. A build checks the sizes (a stat each); `cargo mcpp fetch` checks the hashes
+    /// and reinstalls a damaged install.
+    #[serde(default)]
+    pub files: Vec<(String, u64, String)>,
 }
 
 /// A complete payload install.
@@ -434,6 +440,27 @@ pub struct Installed {
     pub lib_dirs: Vec<PathBuf>,
     /// The archives it came from, with their sha256.
     pub archives: Vec<ArchiveRecord>,
+    /// The inventory recorded at install time (see [`Marker::files`]).
+    pub files: Vec<(String, u64, String)>,
+}
+
+impl Installed {
+    /// The first sign of damage: a recorded file missing, of another size, or (with
+    /// `hashes`) with other bytes. `None` when the install is as it was unpacked.
+    pub fn damage(&self, hashes: bool) -> Option<String> {
+        for (rel, size, sha) in &self.files {
+            let path = self.dir.join(rel);
+            match std::fs::metadata(&path) {
+                Err(_) => return Some(format!("`{rel}` is missing")),
+                Ok(m) if m.len() != *size => return Some(format!("`{rel}` is {} bytes, not the {size} it was installed with", m.len())),
+                Ok(_) if hashes && crate::fingerprint::hash_file(&path).as_deref() != Some(sha.as_str()) => {
+                    return Some(format!("`{rel}` has other bytes than it was installed with"))
+                }
+                Ok(_) => {}
+            }
+        }
+        None
+    }
 }
 
 /// One archive: which distribution, its file name and sha256.
@@ -572,19 +599,45 @@ pub fn availability(catalog: &Catalog, home: &Home, selected: &[Selected], lock:
                             Availability::Refused(
                                 Error::new(ErrorKind::Manifest, format!("the installed {} {} was not unpacked from the archives {} records", s.name, s.version, lock_path.display()))
                                     .file(inst.dir.join(MARKER))
-                                    .help(format!("run `{fetch_command}`: it verifies the archives against the lockfile and reinstalls")),
+                                    .help(format!("run `{fetch_command}`: it checks the archives against the lockfile and reinstalls from them (it refuses archives whose sha256 differs)")),
                             ),
                         );
                         continue;
                     }
                 }
+                if let Some(d) = inst.damage(false) {
+                    out.insert(
+                        s.name.clone(),
+                        Availability::Refused(
+                            Error::new(ErrorKind::Manifest, format!("the installed payload {} {} is damaged: {d}", s.name, s.version))
+                                .file(&inst.dir)
+                                .help(format!("run `{fetch_command}`: it checks every installed file and reinstalls a damaged payload")),
+                        ),
+                    );
+                    continue;
+                }
                 let mut lib_dirs = inst.lib_dirs.clone();
+                let mut missing_need = None;
                 if let Some(d) = catalog.payloads.get(&s.name) {
                     for n in &d.needs {
-                        if let Some(other) = selected.iter().find(|x| &x.name == n).and_then(|x| home.installed(catalog, &x.name, &x.version)) {
-                            lib_dirs.extend(other.lib_dirs);
+                        match selected.iter().find(|x| &x.name == n) {
+                            Some(x) => match home.installed(catalog, &x.name, &x.version) {
+                                Some(other) => lib_dirs.extend(other.lib_dirs),
+                                None => missing_need = Some(format!("{} {}", x.name, x.version)),
+                            },
+                            None => missing_need = Some(n.clone()),
                         }
                     }
+                }
+                if let Some(need) = missing_need {
+                    out.insert(
+                        s.name.clone(),
+                        Availability::Refused(
+                            Error::new(ErrorKind::Manifest, format!("the payload {} {} needs the payload {need} at run time, which is not installed", s.name, s.version))
+                                .help(format!("run `{fetch_command}`: it installs both")),
+                        ),
+                    );
+                    continue;
                 }
                 Availability::Ready { installed: inst, lib_dirs, why: s.why.clone() }
             }

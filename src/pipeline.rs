@@ -254,6 +254,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         match l {
             rules::LinkDirective::Search(dir) => cargo.link_search(dir),
             rules::LinkDirective::Lib(spec) => cargo.link_lib(spec),
+            rules::LinkDirective::Arg(arg) => cargo.link_arg(arg),
         }
     }
     Ok(Outcome { accel, report, cargo, generated, variant_dir, payloads: items.len() })
@@ -484,8 +485,62 @@ pub fn prepare_island(manifest: &Manifest, collected: &sources::Collected, regis
         .map_err(|e| e.file(&manifest.path))?;
     let device_sources: Vec<PathBuf> = files.iter().filter(|f| sources::extension(f).is_some_and(|ext| registry.iter().any(|r| r.claims(&ext)))).cloned().collect();
     let device_compiled = collected.sources.iter().any(|s| s.selected && device_sources.contains(&s.path));
+    check_island_halves(manifest, &entries, &files, &fallback, &device_sources, device_compiled)?;
     let fallback = if device_compiled { Vec::new() } else { fallback };
     Ok(Some(IslandState { boundary: crate::island::Boundary { header: emitted.header.clone(), device_sources }, entries, emitted, scanned: files, watch_dirs, fallback }))
+}
+
+/// Every entry point must be defined by both halves: by a device source (when the island has
+/// one) and by the fallback (when it has one), and a build that compiles no device half needs a
+/// fallback at all; otherwise the bindings name a symbol nothing defines and the link fails.
+fn check_island_halves(
+    manifest: &Manifest,
+    entries: &[crate::island::Entry],
+    scanned: &[PathBuf],
+    fallback: &[(PathBuf, String)],
+    device: &[PathBuf],
+    device_compiled: bool,
+) -> Result<()> {
+    let key = "package.metadata.mcpp.island";
+    let rel = |p: &Path| p.strip_prefix(manifest.dir()).unwrap_or(p).display().to_string();
+    for (path, r) in fallback {
+        if !scanned.contains(path) {
+            return Err(Error::new(ErrorKind::Manifest, format!("the island fallback {r} is not among the island's sources"))
+                .file(&manifest.path)
+                .key(format!("{key}.fallback"))
+                .detail("It would be compiled but never scanned, so its entry points could differ from the boundary unseen.")
+                .help(format!("add it to {key}.sources too")));
+        }
+    }
+    let host: Vec<&PathBuf> = fallback.iter().map(|(p, _)| p).collect();
+    for e in entries {
+        let in_device = e.files.iter().any(|f| device.contains(f));
+        let in_host = e.files.iter().any(|f| host.contains(&f));
+        let lacking = if !device.is_empty() && !in_device {
+            Some(("the device half", device.iter().map(|p| rel(p)).collect::<Vec<_>>(), "a build with the accelerator"))
+        } else if !host.is_empty() && !in_host {
+            Some(("the host fallback", host.iter().map(|p| rel(p)).collect::<Vec<_>>(), "a build without it (`--no-accel`)"))
+        } else {
+            None
+        };
+        if let Some((half, files, build)) = lacking {
+            return Err(Error::new(ErrorKind::Sources, format!("the entry point `{}` is not defined by {half}", e.name))
+                .file(&e.origin)
+                .detail(format!("marked in: {}", e.files.iter().map(|p| rel(p)).collect::<Vec<_>>().join(", ")))
+                .detail(format!("{half}: {}", files.join(", ")))
+                .detail(format!("The boundary (header, bindings, module) declares it in every build, so {build} would fail to link."))
+                .help(format!("define `{}` with the same signature in {half}, or unmark it", e.decl)));
+        }
+    }
+    if host.is_empty() && !device_compiled {
+        if let Some(e) = entries.first() {
+            return Err(Error::new(ErrorKind::Sources, format!("this build compiles no device half of the island, and the island has no fallback, so nothing defines `{}`", e.name))
+                .file(&manifest.path)
+                .key(format!("{key}.fallback"))
+                .help(format!("add a host fallback ({key}.fallback), or build with an accelerator set that names the island's backend")));
+        }
+    }
+    Ok(())
 }
 
 /// Mirror the island's header and module into `OUT_DIR/mcpp/` and write its Rust bindings to
@@ -550,14 +605,14 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     }
     includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
     let host = crate::host::toolchain(&config.env, config.release, &config.work_dir)?;
-    let tool_at = |spec: &crate::tool::ToolSpec, path: &Path| {
-        let mut choices = crate::tool::ToolChoices { manifest_path: manifest.path.clone(), ..Default::default() };
-        choices.builder.insert(spec.name.to_string(), path.to_path_buf());
-        crate::tool::resolve(spec, &choices, &config.env, &config.work_dir).map(|(t, _)| t)
+    // The host tools are the `cc` crate's choice (CXX/AR or its defaults), recorded as such.
+    let tool_at = |spec: &crate::tool::ToolSpec, path: &Path, what: &str| {
+        let source = crate::tool::ToolSource::Derived(format!("the cc crate's {what}"));
+        crate::tool::resolve_at(spec, path, source, "the cc crate", &config.env, &config.work_dir)
     };
     const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
-    let compiler = tool_at(&CXX, &host.cxx)?;
-    let ar = tool_at(&rules::cuda::AR, &host.ar)?;
+    let compiler = tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?;
+    let ar = tool_at(&rules::cuda::AR, &host.ar, "archiver (AR or its default)")?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let (actions, link) = crate::cxx::plan(&crate::cxx::CxxPlanInput {

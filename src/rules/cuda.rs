@@ -6,8 +6,9 @@
 //!   `-gencode arch=compute_P,code=compute_P` for the portable floor (`ptx>=`/`floor>=`, default
 //!   the highest architecture), so the binary runs without JIT on the listed GPUs and JITs on
 //!   newer ones; `-Xcompiler -fPIC`; `-O3` (release) or `-O0 -lineinfo` (debug); `-MMD -MF`.
-//! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, `-fPIC`,
-//!   `-O3`/`-O0`, `-MD -MF`.
+//! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, PTX for
+//!   the same portable floor only (`--no-cuda-include-ptx=all --cuda-include-ptx=sm_P`),
+//!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
 //!
 //! Both: the island header as a forced include (`-include`) for the island's device half,
 //! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
@@ -27,7 +28,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
 use crate::manifest::{CudaCompilerName, CudaOptions, Cudart};
 use crate::sources::DeviceSource;
-use crate::tool::{self, Tool, ToolChoices, ToolSpec};
+use crate::tool::{self, Tool, ToolChoices, ToolSource, ToolSpec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,7 @@ pub const CUDA_NVCC_PAYLOAD: &str = "13.0.88";
 pub const NVCC: ToolSpec = ToolSpec {
     name: "nvcc",
     programs: &["nvcc"],
-    env_vars: &["NVCC"],
+    env_vars: &["NVCC", "MCPP_NVCC"],
     version_args: &["--version"],
     install_hint: "pip install nvidia-cuda-nvcc, or cargo mcpp fetch (the cuda-nvcc payload)",
     payload: Some("cuda-nvcc"),
@@ -89,7 +90,7 @@ impl Toolkit {
             t.sort();
             candidates.extend(t);
         }
-        let lib_dir = candidates.into_iter().find(|d| d.join("libcudart_static.a").is_file() || d.join("libcudart.so").is_file());
+        let lib_dir = candidates.into_iter().find(|d| d.join("libcudart_static.a").is_file() || shared_cudart(d).is_some());
         let version = std::fs::read_to_string(root.join("include").join("cuda.h")).ok().and_then(|t| {
             t.lines().find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION").and_then(|v| v.trim().parse::<u32>().ok())).map(|v| (v / 1000, (v % 1000) / 10))
         });
@@ -97,41 +98,96 @@ impl Toolkit {
     }
 }
 
-/// Find the toolkit: `cuda.toolkit`, then the `nvcc` tool choice or `NVCC`, then `CUDA_PATH`,
-/// then `CUDA_HOME`, then `nvcc` on PATH (with a warning).
+/// The nvcc program a build runs and how it was chosen (for the fingerprint and `why tool`).
+#[derive(Debug, Clone)]
+pub struct NvccChoice {
+    /// The program (a toolkit's `bin/nvcc`, or a named wrapper).
+    pub path: PathBuf,
+    /// Where the choice came from.
+    pub source: ToolSource,
+    /// The line or variable that made it.
+    pub origin: String,
+}
+
+/// Find the toolkit and the nvcc program, each in the resolver's order (seed 001):
+///
+/// - the program (what runs): `Build::tool("nvcc", ..)` / `[package.metadata.mcpp.tools] nvcc`,
+///   then `NVCC`, `MCPP_NVCC`, then `MCPP_TOOL_NVCC`, else the toolkit's own `bin/nvcc`;
+/// - the toolkit (headers, cudart): `cuda.toolkit`, the toolkit the named program sits in,
+///   `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` payload, then nvcc on PATH (warned).
 ///
 /// # Errors
-/// [`ErrorKind::ToolNotFound`] naming every way to provide it, in order.
-pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices, env: &Env) -> Result<(Toolkit, Option<String>)> {
+/// [`ErrorKind::ToolNotFound`] naming every way to provide it, in order, and what was tried;
+/// [`ErrorKind::Manifest`] when the payload is declared (mcpp.lock, a pin) but not installed.
+pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices, env: &Env) -> Result<(Toolkit, NvccChoice, Option<String>)> {
     let mut tried = Vec::new();
+    let named: Option<(PathBuf, ToolSource, String)> = if let Some(p) = tools.builder.get("nvcc") {
+        let at = tools.builder_lines.get("nvcc").cloned().unwrap_or_else(|| "build.rs".into());
+        Some((p.clone(), ToolSource::Builder, format!("{at} Build::tool(\"nvcc\", ..)")))
+    } else if let Some(p) = tools.manifest.get("nvcc") {
+        let line = tools.manifest_lines.get("nvcc").map(|l| format!(":{l}")).unwrap_or_default();
+        Some((p.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{}{line} [package.metadata.mcpp.tools] nvcc", tools.manifest_path.display())))
+    } else {
+        let ovr = tool::override_var("nvcc");
+        NVCC.env_vars.iter().map(|v| v.to_string()).chain(std::iter::once(ovr.clone())).find_map(|var| {
+            env.get_nonempty(&var).map(|v| {
+                let source = if var == ovr { ToolSource::Override(var.clone()) } else { ToolSource::Env(var.clone()) };
+                (PathBuf::from(&v), source, format!("the environment variable {var}={v}"))
+            })
+        })
+    };
+    let named = named.map(|(p, source, origin)| {
+        let p = if p.is_relative() && p.components().count() == 1 {
+            tool::find_on_path(&p.to_string_lossy(), env).unwrap_or(p)
+        } else if p.is_relative() {
+            manifest_dir.join(p)
+        } else {
+            p
+        };
+        NvccChoice { path: p, source, origin }
+    });
+    let with_program = |t: Toolkit, source: ToolSource, origin: String| -> NvccChoice {
+        named.clone().unwrap_or_else(|| NvccChoice { path: t.root.join("bin").join("nvcc"), source, origin })
+    };
     if let Some(t) = &opts.toolkit {
         let root = if t.is_absolute() { t.clone() } else { manifest_dir.join(t) };
-        return Toolkit::at(&root, format!("{MANIFEST_KEY}.toolkit")).map(|t| (t, None)).ok_or_else(|| {
-            not_found(vec![format!("{MANIFEST_KEY}.toolkit names `{}`, which has no include/cuda_runtime.h", root.display())]).key(format!("{MANIFEST_KEY}.toolkit"))
-        });
+        let key = format!("{MANIFEST_KEY}.toolkit");
+        let Some(kit) = Toolkit::at(&root, key.clone()) else {
+            return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())]).key(key));
+        };
+        let choice = with_program(kit.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
+        return Ok((kit, choice, None));
     }
-    let explicit_nvcc = tools.builder.get("nvcc").or_else(|| tools.manifest.get("nvcc")).cloned().or_else(|| env.get_nonempty("NVCC").map(PathBuf::from));
-    if let Some(nvcc) = explicit_nvcc {
-        let nvcc = if nvcc.components().count() == 1 { tool::find_on_path(&nvcc.to_string_lossy(), env).unwrap_or(nvcc) } else { nvcc };
-        let nvcc = std::fs::canonicalize(&nvcc).unwrap_or(nvcc);
-        match nvcc.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "the nvcc tool choice (NVCC)")) {
-            Some(t) => return Ok((t, None)),
-            None => tried.push(format!("nvcc `{}` (from NVCC or the tools table) is not inside a toolkit root with include/cuda_runtime.h", nvcc.display())),
+    if let Some(n) = &named {
+        let real = std::fs::canonicalize(&n.path).unwrap_or_else(|_| n.path.clone());
+        match real.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, n.origin.clone())) {
+            Some(t) => return Ok((t, n.clone(), None)),
+            None => tried.push(format!("nvcc `{}` ({}) is not inside a toolkit root; the toolkit comes from the next ways", n.path.display(), n.origin)),
         }
     }
     for var in ["CUDA_PATH", "CUDA_HOME"] {
         if let Some(v) = env.get_nonempty(var) {
             match Toolkit::at(Path::new(&v), var) {
-                Some(t) => return Ok((t, None)),
-                None => tried.push(format!("{var}=`{v}` has no include/cuda_runtime.h")),
+                Some(t) => {
+                    let c = with_program(t.clone(), ToolSource::Derived(format!("the CUDA toolkit named by {var}")), format!("the environment variable {var}={v}"));
+                    return Ok((t, c, None));
+                }
+                None => {
+                    // A named root that is no toolkit is refused, never replaced by a later way.
+                    tried.push(format!("{var}=`{v}` has no include/cuda_runtime.h"));
+                    return Err(not_found(tried).key(var.to_string()));
+                }
             }
         }
     }
     match tools.payloads.get("cuda-nvcc") {
         Some(crate::payload::Availability::Ready { installed, why, .. }) => {
             let by = format!("payload cuda-nvcc {} ({why})", installed.version);
-            match Toolkit::at(&installed.root, by) {
-                Some(t) => return Ok((t, None)),
+            match Toolkit::at(&installed.root, by.clone()) {
+                Some(t) => {
+                    let c = with_program(t.clone(), ToolSource::Payload { name: "cuda-nvcc".into(), version: installed.version.clone() }, format!("{by}, installed in {}", installed.dir.display()));
+                    return Ok((t, c, None));
+                }
                 None => tried.push(format!("the payload cuda-nvcc {} at `{}` has no include/cuda_runtime.h", installed.version, installed.root.display())),
             }
         }
@@ -147,19 +203,24 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
         None => {}
     }
     if let Some(nvcc) = tool::find_on_path("nvcc", env) {
-        let nvcc = std::fs::canonicalize(&nvcc).unwrap_or(nvcc);
-        if let Some(t) = nvcc.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "PATH")) {
+        let real = std::fs::canonicalize(&nvcc).unwrap_or(nvcc.clone());
+        if let Some(t) = real.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "PATH")) {
             let w = format!(
                 "the CUDA toolkit was found through nvcc on PATH ({}); declare it instead: [package.metadata.mcpp.cuda] toolkit = \"{}\" or CUDA_PATH={}",
                 nvcc.display(),
                 t.root.display(),
                 t.root.display()
             );
-            return Ok((t, Some(w)));
+            let c = with_program(t.clone(), ToolSource::Path, format!("PATH ({})", nvcc.display()));
+            return Ok((t, c, Some(w)));
         }
         tried.push(format!("nvcc on PATH (`{}`) is not inside a toolkit root", nvcc.display()));
     }
-    Err(not_found(tried))
+    let mut e = not_found(tried);
+    if !tools.fetch_command.is_empty() {
+        e = e.help(format!("or install the cuda-nvcc payload: `{}`", tools.fetch_command));
+    }
+    Err(e)
 }
 
 fn not_found(tried: Vec<String>) -> Error {
@@ -169,12 +230,12 @@ fn not_found(tried: Vec<String>) -> Error {
     }
     e.detail("cargo-mcpp looks for it in this order; provide it in any one of these ways:")
         .detail(format!("  1. in Cargo.toml: [{}] toolkit = \"/path/to/cuda\"", MANIFEST_KEY))
-        .detail("  2. nvcc named explicitly: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/cuda/bin/nvcc\"), [package.metadata.mcpp.tools] nvcc = \"...\", or NVCC=/path/to/cuda/bin/nvcc")
-        .detail("  3. the environment: CUDA_PATH=/path/to/cuda")
-        .detail("  4. the environment: CUDA_HOME=/path/to/cuda")
-        .detail("  5. the payload cuda-nvcc: `cargo mcpp fetch` installs it")
-        .detail("  6. nvcc on PATH (a warning asks you to declare it)")
-        .help("scripts/setup-toolchains.sh installs nvcc from the PyPI wheels into /opt/mcpp-toolchains/cuda-13; or build with `--no-accel` for the host fallback")
+        .detail("     or nvcc named: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/cuda/bin/nvcc\") or [package.metadata.mcpp.tools] nvcc = \"...\"")
+        .detail("  2. the environment: NVCC or MCPP_NVCC=/path/to/cuda/bin/nvcc, CUDA_PATH or CUDA_HOME=/path/to/cuda")
+        .detail("  3. the global override: MCPP_TOOL_NVCC=/path/to/cuda/bin/nvcc")
+        .detail("  4. the payload cuda-nvcc: `cargo mcpp fetch --manifest-path <Cargo.toml>` installs it")
+        .detail("  5. nvcc on PATH (a warning asks you to declare it)")
+        .help("install a toolkit (e.g. `pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm`) and name it, or build with `--no-accel` for the host fallback")
 }
 
 /// The architectures to compile for: the entry's list, with `native` (or an absent list)
@@ -236,6 +297,21 @@ pub fn probe_gpu_archs(env: &Env) -> Vec<String> {
         }
     }
     archs
+}
+
+/// The shared CUDA runtime in `dir`: `libcudart.so`, else the highest `libcudart.so.N`.
+fn shared_cudart(dir: &Path) -> Option<String> {
+    if dir.join("libcudart.so").is_file() {
+        return Some("libcudart.so".into());
+    }
+    let mut versioned: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.starts_with("libcudart.so."))
+        .collect();
+    versioned.sort();
+    versioned.pop()
 }
 
 /// The portable (PTX) architecture number: the floor (`ptx>=90`, `floor>=sm_90`) when given,
@@ -369,6 +445,16 @@ pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsS
             for arch in inv.archs {
                 a.push(format!("--cuda-gpu-arch={arch}").into());
             }
+            // PTX for the portable floor only, as on the nvcc route (clang's default embeds
+            // PTX for every architecture).
+            if let Some(p) = inv.ptx {
+                let floor = format!("sm_{p}");
+                if !inv.archs.contains(&floor) {
+                    a.push(format!("--cuda-gpu-arch={floor}").into());
+                }
+                a.push("--no-cuda-include-ptx=all".into());
+                a.push(format!("--cuda-include-ptx={floor}").into());
+            }
             a.extend(["-Wno-unknown-cuda-version".into(), "-fPIC".into()]);
             a.push(if inv.optimize { "-O3" } else { "-O0" }.into());
         }
@@ -384,13 +470,6 @@ pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsS
     }
     a.extend(["-c".into(), src.into(), "-o".into(), obj.into()]);
     a
-}
-
-/// A tool at a known path, with its version cached like every other tool's.
-fn tool_at(spec: &ToolSpec, path: &Path, ctx: &RuleContext) -> Result<Tool> {
-    let mut choices = ToolChoices { manifest_path: ctx.manifest.path.clone(), ..Default::default() };
-    choices.builder.insert(spec.name.to_string(), path.to_path_buf());
-    tool::resolve(spec, &choices, ctx.env, ctx.tool_cache).map(|(t, _)| t)
 }
 
 /// A file name for an object of `rel`: readable, and unique per path (`a/b.cu` and `a_b.cu`
@@ -463,34 +542,41 @@ impl Rule for CudaRule {
         let mut plan = RulePlan::default();
         let accel_text = ctx.accel.to_string();
         let archs = resolve_archs(&ctx.accel.archs, &accel_text, ctx.env)?;
-        let ptx = match route {
-            CudaCompilerName::Nvcc => ptx_arch(&archs, ctx.accel.floor.as_deref()),
-            CudaCompilerName::Clang => None,
+        let ptx = ptx_arch(&archs, ctx.accel.floor.as_deref());
+        let (toolkit, nvcc_choice, warning) = match find_toolkit(&opts, ctx.manifest.dir(), ctx.tools, ctx.env) {
+            Ok(found) => found,
+            Err(e) => {
+                tool::record_refusal(&NVCC, &e, ctx.tool_cache);
+                return Err(e);
+            }
         };
-        let (toolkit, warning) = find_toolkit(&opts, ctx.manifest.dir(), ctx.tools, ctx.env)?;
         plan.warnings.extend(warning);
+        if let (Some(want), Some((major, minor))) = (&ctx.accel.version, toolkit.version) {
+            let nums = ctx.accel.version_numbers();
+            if nums.first() != Some(&(major as u64)) || nums.get(1).copied().unwrap_or(0) != minor as u64 {
+                return Err(Error::new(ErrorKind::Accel, format!("the accelerator names cuda{want}, but the CUDA toolkit found is CUDA {major}.{minor}"))
+                    .detail(format!("toolkit: {} (found through {})", toolkit.root.display(), toolkit.found_by))
+                    .detail("The version in the accelerator entry is the CUDA the build compiles with; a different toolkit would make the build lie about it.")
+                    .help(format!("write the entry as cuda{major}.{minor}+{{...}} (in `accel` or `--accel`), or point the toolkit at a CUDA {want} installation ([{MANIFEST_KEY}] toolkit, CUDA_PATH)")));
+            }
+        }
         check_driver_floor(toolkit.version, probe_driver_version(), &toolkit.root)?;
         let host = crate::host::toolchain(ctx.env, ctx.release, ctx.tool_cache)?;
         let (compiler, ccbin) = match route {
             CudaCompilerName::Nvcc => {
-                // A program named for nvcc (a wrapper such as ccache or a logging shim) is what
-                // runs; the toolkit (headers, cudart) still comes from `find_toolkit`.
-                let named = ctx
-                    .tools
-                    .builder
-                    .get("nvcc")
-                    .or_else(|| ctx.tools.manifest.get("nvcc"))
-                    .cloned()
-                    .or_else(|| ctx.env.get_nonempty("NVCC").map(PathBuf::from))
-                    .or_else(|| ctx.env.get_nonempty(&tool::override_var("nvcc")).map(PathBuf::from));
-                let nvcc = tool_at(&NVCC, &named.unwrap_or_else(|| toolkit.root.join("bin").join("nvcc")), ctx)?;
+                let nvcc = tool::resolve_at(&NVCC, &nvcc_choice.path, nvcc_choice.source.clone(), &nvcc_choice.origin, ctx.env, ctx.tool_cache)?;
                 let ccbin_path = opts
                     .ccbin
                     .as_ref()
                     .map(|p| if p.components().count() > 1 && p.is_relative() { ctx.manifest.dir().join(p) } else { p.clone() })
                     .or_else(|| CCBIN.env_vars.iter().find_map(|v| ctx.env.get_nonempty(v)).map(PathBuf::from))
                     .unwrap_or_else(|| host.cxx.clone());
-                let ccbin = tool_at(&CCBIN, &ccbin_path, ctx)?;
+                let (ccbin_source, ccbin_origin) = match (&opts.ccbin, CCBIN.env_vars.iter().find(|v| ctx.env.get_nonempty(v).is_some())) {
+                    (Some(_), _) => (ToolSource::Manifest(ctx.manifest.path.clone()), format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
+                    (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
+                    (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
+                };
+                let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)?;
                 (nvcc, Some(ccbin))
             }
             CudaCompilerName::Clang => {
@@ -499,7 +585,7 @@ impl Rule for CudaRule {
                 (clang, None)
             }
         };
-        let ar = tool_at(&AR, &host.ar, ctx)?;
+        let ar = tool::resolve_at(&AR, &host.ar, ToolSource::Derived("the cc crate's archiver (AR or its default)".into()), "the cc crate", ctx.env, ctx.tool_cache)?;
         let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
         let optimize = opts.optimize.unwrap_or(ctx.release);
         let root = ctx.manifest.dir();
@@ -593,8 +679,26 @@ impl Rule for CudaRule {
                     plan.link.push(LinkDirective::Lib(format!("dylib={l}")));
                 }
             }
-            Cudart::Shared => plan.link.push(LinkDirective::Lib("dylib=cudart".into())),
-            Cudart::None => {}
+            Cudart::Shared => {
+                let dir = toolkit.lib_dir.clone().unwrap_or_default();
+                let Some(file) = shared_cudart(&dir) else {
+                    return Err(Error::new(ErrorKind::ToolNotFound, format!("{MANIFEST_KEY}.cudart = \"shared\", and the CUDA toolkit at {} has no libcudart.so", toolkit.root.display()))
+                        .key(format!("{MANIFEST_KEY}.cudart"))
+                        .help("use cudart = \"static\" (the default), or a toolkit with the shared runtime"));
+                };
+                // `libcudart.so` when the toolkit has the development link, else the versioned
+                // file itself (the PyPI runtime ships only `libcudart.so.13`); an rpath so the
+                // program finds it where it was linked.
+                if file == "libcudart.so" {
+                    plan.link.push(LinkDirective::Lib("dylib=cudart".into()));
+                } else {
+                    plan.link.push(LinkDirective::Lib(format!("dylib:+verbatim={file}")));
+                }
+                plan.link.push(LinkDirective::Arg(format!("-Wl,-rpath,{}", dir.display())));
+            }
+            Cudart::None => plan.warnings.push(format!(
+                "{MANIFEST_KEY}.cudart = \"none\": link a CUDA runtime yourself (e.g. cargo::rustc-link-lib=static=cudart_static), or the link fails with undefined __cudaRegisterFatBinary"
+            )),
         }
         // nvcc's host stub uses the C++ runtime (`__cxa_guard_acquire`), so it is linked on every route.
         if let Some(std) = &host.cpp_stdlib {

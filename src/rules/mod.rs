@@ -45,6 +45,8 @@ pub enum LinkDirective {
     Search(PathBuf),
     /// `cargo::rustc-link-lib=<spec>`, e.g. `static=mcpp_cuda_app` or `dylib=stdc++`.
     Lib(String),
+    /// `cargo::rustc-link-arg=<arg>`, e.g. `-Wl,-rpath,<dir>` for a shared runtime.
+    Arg(String),
 }
 
 /// What a rule planned.

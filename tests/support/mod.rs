@@ -79,6 +79,7 @@ impl Package {
             .out_dir(self.out_dir())
             .work_dir(self.work_dir())
             .env("CARGO_PKG_NAME", "test-package")
+            .env("MCPP_HOME", self.dir.path().join("mcpp-home"))
             .env_remove("MCPP_ACCEL")
             .env_remove("MCPP_NO_ACCEL")
             .env_remove("GLSLANG_VALIDATOR")
