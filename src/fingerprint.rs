@@ -19,8 +19,81 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The hex sha256 of the file at `path`, or `None` if it cannot be read.
+///
+/// The criterion is the content; the file's stat data (size, mtime, ctime, inode) only lets an
+/// unchanged file skip being read again: any write to a file changes its ctime, which no tool
+/// can set back. Hashes are remembered for the life of the process and, through
+/// [`load_hash_cache`]/[`save_hash_cache`], between runs (a no-op build reads no header).
 pub fn hash_file(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|b| sha256_hex(&b))
+    let key = stat_key(path);
+    if let Some(k) = &key {
+        if let Some((cached_key, hash)) = hash_cache().lock().ok()?.get(path) {
+            if cached_key == k {
+                return Some(hash.clone());
+            }
+        }
+    }
+    let hash = sha256_hex(&std::fs::read(path).ok()?);
+    if let (Some(k), Ok(mut cache)) = (key, hash_cache().lock()) {
+        // Only a key taken after the read may be cached: a write during the read changes it.
+        if stat_key(path).as_ref() == Some(&k) {
+            cache.insert(path.to_path_buf(), (k, hash.clone()));
+        }
+    }
+    Some(hash)
+}
+
+/// (size, mtime ns, ctime ns, inode) on Unix; `None` elsewhere (every hash reads the file).
+type StatKey = (u64, i64, i64, u64);
+
+fn stat_key(path: &Path) -> Option<StatKey> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        if !m.is_file() {
+            return None;
+        }
+        Some((m.len(), m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()), m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+type HashCache = std::collections::HashMap<PathBuf, (StatKey, String)>;
+
+fn hash_cache() -> &'static std::sync::Mutex<HashCache> {
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<HashCache>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Merge the hash cache saved in `file` (see [`hash_file`]) into this process's.
+pub fn load_hash_cache(file: &Path) {
+    let Some(saved) = std::fs::read(file).ok().and_then(|b| serde_json::from_slice::<Vec<(PathBuf, StatKey, String)>>(&b).ok()) else { return };
+    if let Ok(mut cache) = hash_cache().lock() {
+        for (p, k, h) in saved {
+            cache.entry(p).or_insert((k, h));
+        }
+    }
+}
+
+/// Save the entries of this process's hash cache for `paths` into `file` (written only when
+/// its content changes).
+pub fn save_hash_cache(file: &Path, paths: &[PathBuf]) -> Result<()> {
+    let entries: Vec<(PathBuf, StatKey, String)> = match hash_cache().lock() {
+        Ok(cache) => {
+            let mut v: Vec<_> = paths.iter().filter_map(|p| cache.get(p).map(|(k, h)| (p.clone(), *k, h.clone()))).collect();
+            v.sort();
+            v.dedup();
+            v
+        }
+        Err(_) => return Ok(()),
+    };
+    let json = serde_json::to_vec(&entries).map_err(|e| Error::new(crate::error::ErrorKind::Io, e.to_string()))?;
+    write_if_changed(file, &json).map(|_| ())
 }
 
 /// Write `bytes` to `path` only if the file's content differs (keeping its mtime otherwise),

@@ -128,6 +128,8 @@ fn state_file(dir: &Path, id: &str) -> PathBuf {
 /// actions. [`ErrorKind::Io`] for state files.
 pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) -> Result<RunReport> {
     std::fs::create_dir_all(options.state_dir).map_err(|e| Error::io("cannot create", options.state_dir, e))?;
+    let hash_cache = options.state_dir.join("file-hashes.json");
+    crate::fingerprint::load_hash_cache(&hash_cache);
     let mut report = RunReport::default();
     let mut stale = vec![false; actions.len()];
     let mut keys = vec![String::new(); actions.len()];
@@ -221,6 +223,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     report.read.retain(|p| p.exists());
     report.read.sort();
     report.read.dedup();
+    crate::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
     Ok(report)
 }
 

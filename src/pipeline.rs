@@ -214,7 +214,15 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let stamp_text: String = std::iter::once(format!("module {module_name} {:?}\n", manifest.mcpp.modules))
         .chain(collected.sources.iter().map(|s| format!("{} {}\n", s.rel, s.selected)))
         .collect();
-    crate::fingerprint::write_if_changed(&stamp, stamp_text.as_bytes())?;
+    let stamp_written = crate::fingerprint::write_if_changed(&stamp, stamp_text.as_bytes())?;
+    if stamp_written && config.out_dir.is_some() {
+        // Written by the build script itself, which already generates the surface for it: an
+        // old mtime, so cargo (comparing with this run's start) does not run the script again.
+        // Written by `cargo mcpp build`, the new mtime is what makes cargo rerun the script.
+        if let Ok(f) = std::fs::File::options().write(true).open(&stamp) {
+            let _ = f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1));
+        }
+    }
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
     let report = graph::run(&actions, &options, observer)?;
     let generated = match &config.out_dir {
