@@ -80,19 +80,28 @@ pub enum WhyWhat {
 pub struct WhyToolArgs {
     /// The tool name (`glslangValidator`, `glslc`, `nvcc`, ...).
     pub name: String,
+    /// Which build to look at.
+    #[command(flatten)]
+    pub location: BuildLocation,
+}
+
+/// Where a build is: the package, profile, target and target directory (for `build`, they are
+/// passed to `cargo build` too).
+#[derive(Debug, Args)]
+pub struct BuildLocation {
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,
-    /// Look at the release profile's build.
+    /// The release profile (optimises device code).
     #[arg(long, short = 'r')]
     pub release: bool,
-    /// Look at this profile's build.
+    /// The build profile.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// Target triple of the build.
+    /// The target triple.
     #[arg(long, value_name = "TRIPLE")]
     pub target: Option<String>,
-    /// Target directory of the build.
+    /// The target directory.
     #[arg(long, value_name = "DIR")]
     pub target_dir: Option<PathBuf>,
 }
@@ -106,21 +115,9 @@ pub struct BuildArgs {
     /// Build with no accelerator: no device source compiles (the CPU-only variant).
     #[arg(long)]
     pub no_accel: bool,
-    /// Path to Cargo.toml (passed to cargo too).
-    #[arg(long, value_name = "PATH")]
-    pub manifest_path: Option<PathBuf>,
-    /// Release profile (passed to cargo too; optimises device code).
-    #[arg(long, short = 'r')]
-    pub release: bool,
-    /// Build profile (passed to cargo too).
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-    /// Target triple (passed to cargo too).
-    #[arg(long, value_name = "TRIPLE")]
-    pub target: Option<String>,
-    /// Target directory (passed to cargo too).
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
+    /// The package, profile, target and target directory (passed to cargo too).
+    #[command(flatten)]
+    pub location: BuildLocation,
     /// Parallel compilers (passed to cargo too).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
@@ -171,7 +168,9 @@ struct Located {
     release: bool,
 }
 
-fn locate(manifest_path: Option<&PathBuf>, profile: Option<&String>, release: bool, target: Option<&String>, target_dir: Option<&PathBuf>) -> Result<Located> {
+fn locate(location: &BuildLocation) -> Result<Located> {
+    let (manifest_path, profile, release, target, target_dir) =
+        (location.manifest_path.as_ref(), location.profile.as_ref(), location.release, location.target.as_ref(), location.target_dir.as_ref());
     let mut meta = cargo_metadata::MetadataCommand::new();
     meta.cargo_path(cargo_program()).no_deps();
     if let Some(p) = manifest_path {
@@ -211,7 +210,8 @@ fn locate(manifest_path: Option<&PathBuf>, profile: Option<&String>, release: bo
 }
 
 fn fetch(args: &FetchArgs) -> Result<i32> {
-    let located = locate(args.manifest_path.as_ref(), None, false, None, None)?;
+    let location = BuildLocation { manifest_path: args.manifest_path.clone(), release: false, profile: None, target: None, target_dir: None };
+    let located = locate(&location)?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
@@ -253,7 +253,7 @@ fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice
 }
 
 fn why_tool(args: &WhyToolArgs) -> Result<i32> {
-    let located = locate(args.manifest_path.as_ref(), args.profile.as_ref(), args.release, args.target.as_ref(), args.target_dir.as_ref())?;
+    let located = locate(&args.location)?;
     let mut looked = Vec::new();
     for (package, _) in &located.packages {
         let dir = located.profile_path.join("mcpp").join(package);
@@ -296,7 +296,7 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
 }
 
 fn build(args: &BuildArgs) -> Result<i32> {
-    let Located { packages, profile_path, release } = locate(args.manifest_path.as_ref(), args.profile.as_ref(), args.release, args.target.as_ref(), args.target_dir.as_ref())?;
+    let Located { packages, profile_path, release } = locate(&args.location)?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
@@ -336,19 +336,19 @@ fn build(args: &BuildArgs) -> Result<i32> {
     }
     let mut cargo = Command::new(cargo_program());
     cargo.arg("build");
-    if let Some(p) = &args.manifest_path {
+    if let Some(p) = &args.location.manifest_path {
         cargo.arg("--manifest-path").arg(p);
     }
-    if args.release {
+    if args.location.release {
         cargo.arg("--release");
     }
-    if let Some(p) = &args.profile {
+    if let Some(p) = &args.location.profile {
         cargo.args(["--profile", p]);
     }
-    if let Some(t) = &args.target {
+    if let Some(t) = &args.location.target {
         cargo.args(["--target", t]);
     }
-    if let Some(d) = &args.target_dir {
+    if let Some(d) = &args.location.target_dir {
         cargo.arg("--target-dir").arg(d);
     }
     if let Some(j) = args.jobs {

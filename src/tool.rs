@@ -244,19 +244,7 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
     })();
     match found {
         Ok(tool) => {
-            record(
-                cache_dir,
-                Decision {
-                    tool: spec.name.to_string(),
-                    answer: Some(tool.path.clone()),
-                    version: Some(tool.version_line().to_string()),
-                    source: source.class().to_string(),
-                    origin: origin.to_string(),
-                    considered: Vec::new(),
-                    warning: None,
-                    refusal: None,
-                },
-            )?;
+            record_answer(&tool, origin.to_string(), Vec::new(), None, cache_dir)?;
             Ok(tool)
         }
         Err(e) => {
@@ -269,6 +257,10 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
 /// Record that `spec` could not be resolved (`error`), so `cargo mcpp why tool` never shows an
 /// earlier build's answer after a refusal.
 pub fn record_refusal(spec: &ToolSpec, error: &Error, cache_dir: &Path) {
+    record_refusal_after(spec, error, Vec::new(), cache_dir);
+}
+
+fn record_refusal_after(spec: &ToolSpec, error: &Error, considered: Vec<String>, cache_dir: &Path) {
     let _ = record(
         cache_dir,
         Decision {
@@ -277,11 +269,28 @@ pub fn record_refusal(spec: &ToolSpec, error: &Error, cache_dir: &Path) {
             version: None,
             source: "none".into(),
             origin: "nothing answered".into(),
-            considered: Vec::new(),
+            considered,
             warning: None,
             refusal: Some(error.to_string()),
         },
     );
+}
+
+/// Record the answer `tool` (decided by `origin`, after `considered`) for `cargo mcpp why tool`.
+fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: Option<String>, cache_dir: &Path) -> Result<()> {
+    record(
+        cache_dir,
+        Decision {
+            tool: tool.name.clone(),
+            answer: Some(tool.path.clone()),
+            version: Some(tool.version_line().to_string()),
+            source: tool.source.class().to_string(),
+            origin,
+            considered,
+            warning,
+            refusal: None,
+        },
+    )
 }
 
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
@@ -303,35 +312,11 @@ pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache_dir: &Pa
     match result {
         Ok((found, version)) => {
             let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, payload_root: found.payload_root };
-            record(
-                cache_dir,
-                Decision {
-                    tool: spec.name.to_string(),
-                    answer: Some(tool.path.clone()),
-                    version: Some(tool.version_line().to_string()),
-                    source: tool.source.class().to_string(),
-                    origin: found.origin,
-                    considered,
-                    warning: found.warning.clone(),
-                    refusal: None,
-                },
-            )?;
+            record_answer(&tool, found.origin, considered, found.warning.clone(), cache_dir)?;
             Ok((tool, found.warning))
         }
         Err(e) => {
-            let _ = record(
-                cache_dir,
-                Decision {
-                    tool: spec.name.to_string(),
-                    answer: None,
-                    version: None,
-                    source: "none".into(),
-                    origin: "nothing answered".into(),
-                    considered,
-                    warning: None,
-                    refusal: Some(e.to_string()),
-                },
-            );
+            record_refusal_after(spec, &e, considered, cache_dir);
             Err(e)
         }
     }

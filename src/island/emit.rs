@@ -38,6 +38,19 @@ pub fn header_text(entries: &[Entry], module_name: &str, marker: &str, includes:
     out.push_str("// The extern \"C\" boundary of the island: every definition marked with the marker below,\n");
     out.push_str("// copied verbatim from the device half and its host fallback (which declare them identically).\n");
     let _ = writeln!(out, "#ifndef {g}\n#define {g}");
+    out.push_str(&include_lines(includes));
+    let _ = writeln!(out, "// The marker expands to nothing: it only selects what is exported.\n#ifndef {marker}\n#define {marker}\n#endif");
+    out.push_str("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    for e in entries {
+        let _ = writeln!(out, "{};", e.decl);
+    }
+    out.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    out
+}
+
+/// `#include` lines for `header-includes` entries: `<x>`/`"x"` as written, a bare `x` as `<x>`.
+fn include_lines(includes: &[String]) -> String {
+    let mut out = String::new();
     for inc in includes {
         let inc = inc.trim();
         if inc.starts_with('<') || inc.starts_with('"') {
@@ -46,12 +59,6 @@ pub fn header_text(entries: &[Entry], module_name: &str, marker: &str, includes:
             let _ = writeln!(out, "#include <{inc}>");
         }
     }
-    let _ = writeln!(out, "// The marker expands to nothing: it only selects what is exported.\n#ifndef {marker}\n#define {marker}\n#endif");
-    out.push_str("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-    for e in entries {
-        let _ = writeln!(out, "{};", e.decl);
-    }
-    out.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
     out
 }
 
@@ -65,14 +72,7 @@ pub fn module_text(entries: &[Entry], module_name: &str, segments: &[String], in
     out.push_str("// Import it instead of including the header; the names live in the namespace below.\n");
     if !includes.is_empty() {
         out.push_str("module;\n");
-        for inc in includes {
-            let inc = inc.trim();
-            if inc.starts_with('<') || inc.starts_with('"') {
-                let _ = writeln!(out, "#include {inc}");
-            } else {
-                let _ = writeln!(out, "#include <{inc}>");
-            }
-        }
+        out.push_str(&include_lines(includes));
     }
     let _ = writeln!(out, "export module {module_name};\n\nexport extern \"C\" {{");
     for e in entries {
