@@ -101,6 +101,16 @@ pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Re
     })
 }
 
+/// Where the accelerator set came from when not from the manifest: `--accel` / the builder, or
+/// the environment variable `cargo mcpp build` sets; `None` for the manifest (and `--no-accel`).
+fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
+    match choice {
+        AccelChoice::Spec(s) => Some(format!("--accel \"{s}\"")),
+        AccelChoice::NoAccel => None,
+        AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{v}\" (`cargo mcpp build --accel`)")),
+    }
+}
+
 /// Run the device phase.
 ///
 /// # Errors
@@ -191,7 +201,17 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             release: config.release,
             island: island.as_ref().map(|i| &i.boundary),
         };
-        let plan = rule.plan(&ctx, &mine)?;
+        let plan = rule.plan(&ctx, &mine).map_err(|mut e| {
+            // A rule names the manifest key; when the set came from elsewhere, say where.
+            if e.key.as_deref() == Some("package.metadata.mcpp.accel") {
+                if let Some(origin) = accel_origin(&config.accel, env) {
+                    e.key = None;
+                    e.file = None;
+                    e = e.detail(format!("(the accelerator set came from {origin})"));
+                }
+            }
+            e
+        })?;
         for w in &plan.warnings {
             cargo.warning(w);
         }

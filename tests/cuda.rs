@@ -355,3 +355,13 @@ fn an_import_cycle_shows_the_chain() {
     let e = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
     assert!(e.contains("form a cycle") && e.contains("cpp/a.cppm imports cpp/b.cppm imports cpp/a.cppm"), "{e}");
 }
+
+#[test]
+fn an_accel_refusal_names_where_the_set_came_from() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let e = build(tmp.path(), &pkg).accel("cuda13.0+{gfx90a}").try_compile().unwrap_err();
+    assert_eq!(e.key, None, "{e}");
+    assert!(e.to_string().contains("(the accelerator set came from --accel \"cuda13.0+{gfx90a}\")"), "{e}");
+    let e = build(tmp.path(), &pkg).env("MCPP_ACCEL", "cuda13.0+{gfx90a}").try_compile().unwrap_err();
+    assert!(e.to_string().contains("MCPP_ACCEL=\"cuda13.0+{gfx90a}\""), "{e}");
+}
