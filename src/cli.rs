@@ -135,7 +135,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
     if args.get(1).map(|a| a != "mcpp").unwrap_or(true) {
         args.insert(1, "mcpp".into());
     }
-    let cli = match CargoCli::try_parse_from(args) {
+    let cli = match CargoCli::try_parse_from(split_attached_jobs(args)) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -155,6 +155,17 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// `-j1` as `-j 1`: with cargo's arguments passed through after ours, clap would otherwise
+/// take an attached `-jN` for the start of cargo's arguments, and our options after it with it.
+pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.into_iter()
+        .flat_map(|a| match a.to_str().and_then(|t| t.strip_prefix("-j")).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+            Some(n) => vec!["-j".into(), n.into()],
+            None => vec![a],
+        })
+        .collect()
 }
 
 fn cargo_program() -> std::ffi::OsString {
@@ -369,4 +380,19 @@ fn build(args: &BuildArgs) -> Result<i32> {
     }
     let status = cargo.status().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
     Ok(if status.success() { exit_code::SUCCESS } else { exit_code::CARGO_FAILED })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attached_jobs_value_leaves_the_options_after_it_ours() {
+        let args: Vec<std::ffi::OsString> = ["cargo-mcpp", "mcpp", "build", "-j1", "--no-accel", "--features", "x"].iter().map(Into::into).collect();
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(split_attached_jobs(args)).unwrap();
+        let Command_::Build(b) = m.command else { panic!("not build") };
+        assert_eq!(b.jobs, Some(1));
+        assert!(b.no_accel);
+        assert_eq!(b.cargo_args, ["--features", "x"]);
+    }
 }

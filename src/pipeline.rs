@@ -591,7 +591,8 @@ pub fn publish_island(island: &IslandState, out_dir: &Path) -> Result<()> {
 
 /// Plan the host C++ lane: `cxx-sources`, the island's fallback when its device half is not
 /// compiled, and the island's generated module when a unit imports it. `None` when there is
-/// nothing to compile. Returns the actions, the link directives and the tool files.
+/// nothing to compile. Returns the actions, the link directives and the paths to watch (the
+/// `cxx-sources` glob directories and the tool files).
 ///
 /// # Errors
 /// A glob matching nothing, a missing include directory, a module problem ([`crate::cxx::plan`]),
@@ -599,7 +600,7 @@ pub fn publish_island(island: &IslandState, out_dir: &Path) -> Result<()> {
 #[allow(clippy::type_complexity)]
 pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Config, variant_dir: &Path) -> Result<Option<(Vec<graph::Action>, Vec<rules::LinkDirective>, Vec<PathBuf>)>> {
     let key = "package.metadata.mcpp.cxx-sources";
-    let (listed, _) = expand_globs(manifest, key, &manifest.mcpp.cxx_sources)?;
+    let (listed, watch_dirs) = expand_globs(manifest, key, &manifest.mcpp.cxx_sources)?;
     let mut units: Vec<crate::cxx::Unit> = listed.into_iter().map(|(path, rel)| crate::cxx::Unit { path, rel }).collect();
     if let Some(i) = island {
         for (path, rel) in &i.fallback {
@@ -656,5 +657,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         cwd: manifest.dir(),
         lib_name: &lib_name,
     })?;
-    Ok(Some((actions, link, vec![compiler.path, ar.path])))
+    // The glob directories are watched like the device sources', so a new C++ file there
+    // reruns the build script; the tools are watched too.
+    Ok(Some((actions, link, watch_dirs.into_iter().chain([compiler.path, ar.path]).collect())))
 }

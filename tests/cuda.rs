@@ -365,3 +365,12 @@ fn an_accel_refusal_names_where_the_set_came_from() {
     let e = build(tmp.path(), &pkg).env("MCPP_ACCEL", "cuda13.0+{gfx90a}").try_compile().unwrap_err();
     assert!(e.to_string().contains("MCPP_ACCEL=\"cuda13.0+{gfx90a}\""), "{e}");
 }
+
+#[test]
+fn the_cxx_sources_directories_are_watched_for_new_files() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/*.cppm\", \"cpp/*.cpp\"]\n");
+    let out = build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    let dir = pkg.join("cpp");
+    assert!(out.cargo.lines().contains(&format!("cargo::rerun-if-changed={}", dir.display())), "{:#?}", out.cargo.lines());
+}
