@@ -146,8 +146,12 @@ fn native_without_a_gpu_is_refused_naming_the_key() {
     let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").accel("cuda13.0+{native}").try_compile().unwrap_err();
     let t = e.to_string();
     assert!(t.contains("asks for the GPUs of this machine, and it has no NVIDIA GPU"), "{t}");
-    assert!(t.contains("package.metadata.mcpp.accel") && t.contains("cuda13.0+{sm_90}"), "{t}");
+    assert!(t.contains("(the accelerator set came from --accel \"cuda13.0+{native}\")") && t.contains("cuda13.0+{sm_90}"), "{t}");
     assert!(recorded(&shim).is_empty(), "nothing may compile");
+    // From the manifest, the refusal names the key.
+    edit(&pkg.join("Cargo.toml"), "accel = \"cuda13.0+{sm_80}\"", "accel = \"cuda13.0+{native}\"");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").try_compile().unwrap_err().to_string();
+    assert!(e.contains("key `package.metadata.mcpp.accel`"), "{e}");
     let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").accel("cuda13.0").try_compile().unwrap_err();
     assert!(e.to_string().contains("has no NVIDIA GPU"), "{e}");
 }
