@@ -155,7 +155,11 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     let running = AtomicUsize::new(0);
     let peak = AtomicUsize::new(0);
     while done.iter().any(|d| !d) {
-        let wave: Vec<usize> = todo.iter().copied().filter(|&i| !done[i] && actions[i].deps.iter().all(|&d| done[d])).collect();
+        let mut wave: Vec<usize> = todo.iter().copied().filter(|&i| !done[i] && actions[i].deps.iter().all(|&d| done[d])).collect();
+        // Longest first (input bytes stand in for compile time): the last compiler to finish
+        // is then a short one, so the wave's tail, where one worker idles, is short.
+        let weight = |i: usize| -> u64 { actions[i].inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum() };
+        wave.sort_by_key(|&i| std::cmp::Reverse(weight(i)));
         if wave.is_empty() {
             return Err(Error::new(ErrorKind::Io, "the action graph has a cycle"));
         }
