@@ -225,20 +225,6 @@ fn object_of(outcome_dir: &Path) -> Vec<u8> {
     std::fs::read(&found[0]).unwrap()
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
 
 #[test]
 fn real_nvcc_header_edit_changes_bytes_noop_starts_nothing_arch_switch_rebuilds() {

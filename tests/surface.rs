@@ -2,8 +2,9 @@
 //! starting with a digit, dashes in the package name) and the C++ module / C header compiled
 //! and linked by real compilers (clang++-19 `--precompile`, g++ `-fmodules-ts`, gcc for C).
 
+mod common;
 mod support;
-use std::path::Path;
+use common::walk;
 use std::process::Command;
 use support::*;
 
@@ -56,18 +57,6 @@ fn regex_variant(text: &str) -> String {
     out
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
 
 #[test]
 fn naming_snapshot_module_surface() {

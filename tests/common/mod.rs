@@ -90,3 +90,19 @@ pub fn counting_wrapper(path: &Path, real: &Path) {
 pub fn starts(path: &Path) -> usize {
     std::fs::read_to_string(format!("{}.count", path.display())).map(|t| t.lines().count()).unwrap_or(0)
 }
+
+/// Every file below `dir`, recursively (empty when `dir` does not exist).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
