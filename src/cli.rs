@@ -7,6 +7,9 @@
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::manifest::Manifest;
 use crate::pipeline::{self, AccelChoice, Config, ACCEL_ENV, NO_ACCEL_ENV};
+
+/// The variable naming the engine `mcpp_build` runs (`mcpp_build::ENGINE_ENV`, the same name).
+pub const ENGINE_ENV: &str = "CARGO_MCPP";
 use crate::progress::Progress;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -38,6 +41,24 @@ pub enum Command_ {
     Fetch(FetchArgs),
     /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
     Why(WhyArgs),
+    /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
+    /// dependency-free client); not for hand use.
+    #[command(hide = true)]
+    BuildScript(BuildScriptArgs),
+}
+
+/// `cargo mcpp build-script` options, as `mcpp_build` passes them.
+#[derive(Debug, Args)]
+pub struct BuildScriptArgs {
+    /// The version of the `mcpp-build` crate that started this engine.
+    #[arg(long, value_name = "VERSION")]
+    pub client_version: String,
+    /// The accelerator set (`mcpp_build::Build::accel`).
+    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    pub accel: Option<String>,
+    /// No accelerator (`mcpp_build::Build::no_accel`).
+    #[arg(long)]
+    pub no_accel: bool,
 }
 
 /// `cargo mcpp fetch` options.
@@ -147,6 +168,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         Command_::Build(b) => build(&b),
         Command_::Fetch(f) => fetch(&f),
         Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why_tool(&w),
+        Command_::BuildScript(b) => build_script(&b),
     };
     match result {
         Ok(code) => code,
@@ -306,6 +328,33 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
 }
 
+/// The engine of `mcpp_build::build()`: this process runs with the build script's environment
+/// and standard output, so it is `cargo_mcpp::build()` run in a child process; a client of
+/// another version is refused (its arguments and expectations may differ).
+fn build_script(args: &BuildScriptArgs) -> Result<i32> {
+    let engine_version = env!("CARGO_PKG_VERSION");
+    if args.client_version != engine_version {
+        let message = format!(
+            "mcpp-build {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",
+            args.client_version,
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
+        );
+        println!("cargo::warning={message}");
+        return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
+            "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency mcpp-build = \"{engine_version}\"",
+            args.client_version
+        )));
+    }
+    let mut b = crate::Build::new();
+    if args.no_accel {
+        b.no_accel();
+    } else if let Some(spec) = &args.accel {
+        b.accel(spec);
+    }
+    b.compile();
+    Ok(exit_code::SUCCESS)
+}
+
 fn build(args: &BuildArgs) -> Result<i32> {
     let Located { packages, profile_path, release } = locate(&args.location)?;
     let accel = match (&args.accel, args.no_accel) {
@@ -369,6 +418,12 @@ fn build(args: &BuildArgs) -> Result<i32> {
         cargo.arg("--offline");
     }
     cargo.args(&args.cargo_args);
+    // A build.rs calling `mcpp_build::build()` runs this same engine (unless one is named).
+    if std::env::var_os(ENGINE_ENV).is_none() {
+        if let Ok(me) = std::env::current_exe() {
+            cargo.env(ENGINE_ENV, me);
+        }
+    }
     match &accel {
         AccelChoice::NoAccel => {
             cargo.env(NO_ACCEL_ENV, "1").env_remove(ACCEL_ENV);

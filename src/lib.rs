@@ -1,4 +1,4 @@
-//! cargo-mcpp: device code (SPIR-V shaders now; CUDA kernels next) in Rust/C++ mixed crates.
+//! cargo-mcpp: device code (SPIR-V shaders, CUDA kernels with their island boundary) in Rust/C++ mixed crates.
 //!
 //! Three uses: `cargo mcpp build` (the CLI, feature `cli`), a crate's `build.rs`, and (later)
 //! `cargo mcpp pack`. The whole `build.rs` is:
@@ -8,7 +8,9 @@
 //! cargo_mcpp::build();
 //! ```
 //!
-//! and the crate includes the generated surface:
+//! (or, with no build dependencies but `mcpp-build`, `mcpp_build::build();`, which runs the
+//! installed `cargo-mcpp` as the engine of this same code: see the `mcpp-build` crate) and the
+//! crate includes the generated surface:
 //!
 //! ```ignore
 //! mod shaders {

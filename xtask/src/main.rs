@@ -33,8 +33,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
     collect(&root.join("src"), &mut files);
     for f in files {
         let rel = f.strip_prefix(root).unwrap_or(&f).display().to_string();
-        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-        let shown = if stem == "mod" { rel.trim_start_matches("src/").replace("/mod.rs", "/mod.rs") } else { rel.trim_start_matches("src/").to_string() };
+        let shown = rel.trim_start_matches("src/").to_string();
         if !architecture.contains(&format!("`{shown}`")) {
             problems.push(format!("{rel} is not named in ARCHITECTURE.md (as `{shown}`)"));
         }
@@ -48,6 +47,18 @@ pub fn tidy(root: &Path) -> Vec<String> {
         }
         if text.contains("\"sh\"") || text.contains("\"-c\"") && text.contains("bash") {
             problems.push(format!("{rel} seems to run a shell"));
+        }
+    }
+    // The build.rs client: no todo!, and its one process is the engine (argv).
+    let mut client = Vec::new();
+    collect(&root.join("mcpp-build/src"), &mut client);
+    for f in client {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        if text.contains("todo!(") || text.contains("unimplemented!(") {
+            problems.push(format!("{} has a todo!/unimplemented! in shipped code", f.display()));
+        }
+        if text.contains("\"sh\"") {
+            problems.push(format!("{} seems to run a shell", f.display()));
         }
     }
     problems

@@ -1,0 +1,220 @@
+//! `mcpp-build`: the device phase of a crate's `build.rs`, with no dependencies.
+//!
+//! The whole `build.rs` is
+//!
+//! ```no_run
+//! // build.rs (Cargo.toml: [build-dependencies] mcpp-build = "0.1")
+//! mcpp_build::build();
+//! ```
+//!
+//! It does what `cargo_mcpp::build()` does (read `[package.metadata.mcpp]`, compile the device
+//! sources, generate the surface into `OUT_DIR`, print the cargo directives) by running the
+//! installed `cargo-mcpp` executable (the *engine*) as `cargo-mcpp mcpp build-script`, with this
+//! build script's environment, standard output (the directives reach cargo) and jobserver.
+//!
+//! Why two ways: `cargo_mcpp` as a build-dependency brings ~40 packages (serde, toml, sha2, cc,
+//! ...) that cargo resolves and fingerprints on every `cargo build`, even one with nothing to
+//! do; this crate brings none, so a no-op build costs what it costs a crate without build
+//! dependencies. The price is that the engine must be installed (`cargo install cargo-mcpp`),
+//! as it already is for `cargo mcpp build` and `cargo mcpp fetch`.
+//!
+//! The engine is found, in this order (never on PATH: a program found by accident is the
+//! defect this project exists to avoid):
+//! 1. [`Build::engine`] in build.rs;
+//! 2. `CARGO_MCPP`, the path of a `cargo-mcpp` executable (`cargo mcpp build` sets it to itself
+//!    when it is unset, so the build script runs the same engine as the command);
+//! 3. where `cargo install` puts it: `$CARGO_HOME/bin/cargo-mcpp` (`CARGO_HOME` defaults to
+//!    `$HOME/.cargo`, `%USERPROFILE%\.cargo` on Windows).
+//!
+//! Nothing found is a refusal naming the three ways. The engine refuses a client of another
+//! version ([`VERSION`] against its own), naming both: install the matching one.
+//! The build script reruns when `CARGO_MCPP` or `CARGO_HOME` changes or the engine file does.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The environment variable naming the engine (a `cargo-mcpp` executable), an absolute path.
+pub const ENGINE_ENV: &str = "CARGO_MCPP";
+
+/// This client's version; the engine runs only for its own version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where the accelerator set comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+enum Accel {
+    #[default]
+    Manifest,
+    Spec(String),
+    None,
+}
+
+/// The device phase of a build script, configured: which engine, which accelerator set.
+#[derive(Debug, Clone, Default)]
+pub struct Build {
+    engine: Option<PathBuf>,
+    accel: Accel,
+}
+
+/// Why the device phase did not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// What went wrong (one line); empty when the engine already printed its error.
+    pub message: String,
+    /// The way out (one line), or empty.
+    pub help: String,
+    /// The exit status to leave with: the engine's own when it failed (1 compiler failed or
+    /// refused in build.rs, 3 version refused), 1 when it could not be found or started.
+    pub code: i32,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if !self.help.is_empty() {
+            write!(f, "\n  help: {}", self.help)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Build {
+    /// A builder with every default: the engine from `CARGO_MCPP` or the `cargo install`
+    /// location, the manifest's accelerator set.
+    pub fn new() -> Build {
+        Build::default()
+    }
+    /// Run this `cargo-mcpp` executable (first in the order, before `CARGO_MCPP`).
+    pub fn engine(&mut self, path: impl Into<PathBuf>) -> &mut Build {
+        self.engine = Some(path.into());
+        self
+    }
+    /// Override the accelerator set (as `cargo mcpp build --accel SPEC`), e.g. `"vulkan1.3"`.
+    pub fn accel(&mut self, spec: &str) -> &mut Build {
+        self.accel = Accel::Spec(spec.to_string());
+        self
+    }
+    /// Build with no accelerator (as `--no-accel`): no device source compiles.
+    pub fn no_accel(&mut self) -> &mut Build {
+        self.accel = Accel::None;
+        self
+    }
+
+    /// The engine this build would run and where it came from (`"Build::engine"`,
+    /// `"CARGO_MCPP"` or `"cargo install location"`).
+    ///
+    /// # Errors
+    /// A named engine that is not a file; no engine where `cargo install` puts it.
+    pub fn locate_engine(&self) -> Result<(PathBuf, &'static str), Error> {
+        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let named = |path: PathBuf, how: &'static str| -> Result<(PathBuf, &'static str), Error> {
+            if path.is_file() {
+                Ok((path, how))
+            } else {
+                Err(Error {
+                    message: format!("{how} names `{}` as the cargo-mcpp executable, and it is not a file", path.display()),
+                    help: "name an existing cargo-mcpp executable, or unset it to use the one `cargo install cargo-mcpp` put in $CARGO_HOME/bin".into(),
+                    code: 1,
+                })
+            }
+        };
+        if let Some(p) = &self.engine {
+            return named(p.clone(), "Build::engine");
+        }
+        if let Some(p) = env(ENGINE_ENV) {
+            return named(PathBuf::from(p), "CARGO_MCPP");
+        }
+        let cargo_home = env("CARGO_HOME").map(PathBuf::from).or_else(|| env(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).map(|h| Path::new(&h).join(".cargo")));
+        let installed = cargo_home.map(|h| h.join("bin").join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX)));
+        match installed {
+            Some(p) if p.is_file() => Ok((p, "cargo install location")),
+            other => Err(Error {
+                message: format!(
+                    "mcpp-build needs the cargo-mcpp executable and found none: CARGO_MCPP is unset and {}",
+                    match other {
+                        Some(p) => format!("`{}` does not exist", p.display()),
+                        None => "neither CARGO_HOME nor HOME is set".into(),
+                    }
+                ),
+                help: format!("install it (`cargo install cargo-mcpp --version {VERSION}`), build with `cargo mcpp build`, or set CARGO_MCPP=/path/to/cargo-mcpp"),
+                code: 1,
+            }),
+        }
+    }
+
+    /// The engine's arguments for this build (after the program name).
+    pub fn engine_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = ["mcpp", "build-script", "--client-version", VERSION].iter().map(OsString::from).collect();
+        match &self.accel {
+            Accel::Manifest => {}
+            Accel::Spec(s) => args.extend([OsString::from("--accel"), OsString::from(s)]),
+            Accel::None => args.push("--no-accel".into()),
+        }
+        args
+    }
+
+    /// Run the device phase: print the rerun directives of the engine choice, then run the
+    /// engine, whose directives and messages go straight to cargo.
+    ///
+    /// # Errors
+    /// No engine (see [`Build::locate_engine`]), an engine that cannot be started, or one that
+    /// exits non-zero (it has printed why; [`Error::message`] is then empty).
+    pub fn try_compile(&self) -> Result<(), Error> {
+        println!("cargo:rerun-if-env-changed={ENGINE_ENV}");
+        println!("cargo:rerun-if-env-changed=CARGO_HOME");
+        let (engine, _how) = self.locate_engine()?;
+        println!("cargo:rerun-if-changed={}", engine.display());
+        // argv only; stdout, stderr and the jobserver's descriptors are inherited.
+        let status = Command::new(&engine).args(self.engine_args()).status().map_err(|e| Error {
+            message: format!("cannot start the cargo-mcpp engine `{}`: {e}", engine.display()),
+            help: "check that it is an executable for this machine, or set CARGO_MCPP to one that is".into(),
+            code: 1,
+        })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error { message: String::new(), help: String::new(), code: status.code().unwrap_or(1) })
+        }
+    }
+
+    /// Run the device phase; on failure print the error (cargo shows a failed build script's
+    /// output) and exit with the engine's status, without a panic backtrace.
+    pub fn compile(&self) {
+        if let Err(e) = self.try_compile() {
+            if !e.message.is_empty() {
+                eprintln!("\nerror: {e}\n");
+                println!("cargo::warning=mcpp-build: {}", e.message);
+            }
+            std::process::exit(e.code);
+        }
+    }
+}
+
+/// The whole `build.rs`: `fn main() { mcpp_build::build(); }` (see the crate docs).
+pub fn build() {
+    Build::new().compile();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_arguments_carry_the_version_and_the_accelerator_choice() {
+        let mut b = Build::new();
+        assert_eq!(b.engine_args(), ["mcpp", "build-script", "--client-version", VERSION]);
+        b.accel("vulkan1.3");
+        assert_eq!(b.engine_args()[4..], ["--accel", "vulkan1.3"]);
+        b.no_accel();
+        assert_eq!(b.engine_args()[4..], ["--no-accel"]);
+    }
+
+    #[test]
+    fn a_named_engine_that_is_not_a_file_is_refused_by_its_name() {
+        let e = Build::new().engine("/nonexistent/cargo-mcpp").locate_engine().unwrap_err();
+        assert!(e.message.contains("Build::engine names `/nonexistent/cargo-mcpp`"), "{e}");
+        assert_eq!(e.code, 1);
+    }
+}

@@ -1,0 +1,133 @@
+//! `mcpp_build::build()`, the dependency-free build.rs client, end to end: a real package whose
+//! build.rs runs this repository's `cargo-mcpp` as its engine (named by `CARGO_MCPP`) under a
+//! plain `cargo build`, with the real glslangValidator behind a counting wrapper.
+
+mod support;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A SPIR-V package whose build.rs is `mcpp_build::build()`; its program prints the length and
+/// a checksum of the embedded SPIR-V words of `shaders/a/scale.comp`.
+fn client_package(extra_mcpp: &str) -> support::Package {
+    let client = repo().join("mcpp-build");
+    support::Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"client-pkg\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{extra_mcpp}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"64\" }}\n\n[workspace]\n",
+                client.display().to_string()
+            ),
+        ),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        (
+            "src/main.rs",
+            "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let code = shaders::a::scale_comp().code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, checksum {sum}\", code.len());\n}\n",
+        ),
+        ("shaders/include/common.glsl", support::COMMON_GLSL),
+        ("shaders/a/scale.comp", support::SCALE_COMP),
+        ("shaders/b/scale.comp", support::SQUARE_COMP),
+    ])
+}
+
+/// `cargo build` of `pkg` with the given engine variable (None: unset) and CARGO_HOME.
+fn cargo_build(pkg: &support::Package, engine: Option<&Path>, cargo_home: Option<&Path>) -> Output {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg("build").arg("--manifest-path").arg(pkg.path("Cargo.toml"));
+    // One target dir for these tests, so mcpp-build is compiled once; the device cache of
+    // each package is its own (a fresh temp package name would collide otherwise).
+    cmd.arg("--target-dir").arg(pkg.dir.path().join("target"));
+    cmd.env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
+        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL");
+    match engine {
+        Some(e) => cmd.env("CARGO_MCPP", e),
+        None => cmd.env_remove("CARGO_MCPP"),
+    };
+    if let Some(h) = cargo_home {
+        cmd.env("CARGO_HOME", h);
+    }
+    cmd.output().unwrap()
+}
+
+fn run(pkg: &support::Package) -> String {
+    let out = Command::new(pkg.dir.path().join("target/debug/client-pkg")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn compiles(pkg: &support::Package) -> usize {
+    std::fs::read_to_string(pkg.tools.join("glslangValidator.log")).map(|t| t.lines().filter(|l| !l.contains("--version")).count()).unwrap_or(0)
+}
+
+#[test]
+fn the_client_and_this_engine_agree_on_the_variable_and_the_version() {
+    assert_eq!(mcpp_build::ENGINE_ENV, cargo_mcpp::cli::ENGINE_ENV);
+    assert_eq!(mcpp_build::VERSION, env!("CARGO_PKG_VERSION"), "mcpp-build's version must follow cargo-mcpp's");
+}
+
+#[test]
+fn a_plain_cargo_build_through_the_client_embeds_fresh_spirv_and_a_no_op_starts_no_compiler() {
+    let pkg = client_package("");
+    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    let out = cargo_build(&pkg, Some(&engine), None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(compiles(&pkg), 2);
+    let first = run(&pkg);
+    assert!(first.contains(" words, checksum "), "{first}");
+
+    // A no-op: no compiler.
+    let out = cargo_build(&pkg, Some(&engine), None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(compiles(&pkg), 2, "{}", text(&out));
+
+    // Edit only the included file (in place): one shader recompiles, the embedded words change.
+    let glsl = pkg.path("shaders/include/common.glsl");
+    std::fs::write(&glsl, std::fs::read_to_string(&glsl).unwrap().replace("SCALE = 3.0", "SCALE = 5.0")).unwrap();
+    let out = cargo_build(&pkg, Some(&engine), None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(compiles(&pkg), 3, "{}", text(&out));
+    assert_ne!(run(&pkg), first, "stale SPIR-V after an include edit");
+
+    // Refusals pass through with the engine's text and fail the build.
+    std::fs::write(pkg.path("Cargo.toml"), std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap().replace("sources = [", "bogus = 1\nsources = [")).unwrap();
+    let out = cargo_build(&pkg, Some(&engine), None);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("unknown field `bogus`"), "{}", text(&out));
+}
+
+#[test]
+fn without_an_engine_the_build_is_refused_naming_the_ways_to_provide_one() {
+    let pkg = client_package("");
+    let empty_home = pkg.dir.path().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_home).unwrap();
+    // The cargo-install location is looked up in CARGO_HOME; cargo itself still needs its
+    // registry, which a path-only package does not use.
+    let out = cargo_build(&pkg, None, Some(&empty_home));
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("mcpp-build needs the cargo-mcpp executable and found none: CARGO_MCPP is unset"), "{t}");
+    assert!(t.contains(&format!("{}", empty_home.join("bin/cargo-mcpp").display())), "{t}");
+    assert!(t.contains("cargo install cargo-mcpp --version") && t.contains("set CARGO_MCPP="), "{t}");
+
+    let out = cargo_build(&pkg, Some(&pkg.dir.path().join("no-such-engine")), None);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("CARGO_MCPP names `") && text(&out).contains("it is not a file"), "{}", text(&out));
+}
+
+#[test]
+fn the_engine_refuses_a_client_of_another_version() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "build-script", "--client-version", "0.0.0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains(&format!("mcpp-build 0.0.0 (this package's build-dependency) started cargo-mcpp {}", env!("CARGO_PKG_VERSION"))), "{t}");
+    assert!(t.contains("cargo::warning=") && t.contains("cargo install cargo-mcpp --version 0.0.0"), "{t}");
+}
