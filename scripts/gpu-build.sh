@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the binaries scripts/gpu-run.sh runs on the GPU machine, into .gpu/ (git-ignored), and
 # download the Vulkan loader packages into .gl/. Then: the `device` tool's run with
-# command "bash scripts/gpu-run.sh" and carry [".gpu", ".gl"].
+# command "bash scripts/gpu-run.sh" (and "sh scripts/gpu-probe.sh") and carry [".gpu", ".gl"].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-toolchains.sh
@@ -15,6 +15,7 @@ cp -r examples/cuda-saxpy "$tmp/saxpy-clang"; rm -rf "$tmp/saxpy-clang/target"
 sed -i "s|path = \"../..\"|path = \"$PWD\"|; s|compiler = \"nvcc\"|compiler = \"clang\"\ntoolkit = \"${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/cuda-12.9-clang\"|" "$tmp/saxpy-clang/Cargo.toml"
 (cd "$tmp/saxpy-clang" && "$MCPP" mcpp build --release --accel "cuda12.9+{sm_90}" && cp target/release/cuda-saxpy "$OLDPWD/.gpu/cuda-saxpy-clang")
 (cd examples/vulkan-compute && "$MCPP" mcpp build --release && cp target/release/vulkan-compute ../../.gpu/)
+cp "$MCPP" .gpu/   # the engine, for scripts/gpu-probe.sh
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 mkdir -p /tmp/amd64/partial
 apt-get $o update -qq && (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
