@@ -328,6 +328,27 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
 }
 
+/// The engine `cargo mcpp build` names to the build scripts of its `cargo build`: this
+/// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
+/// anyway (`$CARGO_HOME/bin/cargo-mcpp`, where `cargo install` puts it). Setting the variable
+/// only when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning
+/// each other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
+fn engine_to_name() -> Option<PathBuf> {
+    if std::env::var_os(ENGINE_ENV).is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let me = std::env::current_exe().ok()?;
+    let home = std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
+        std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cargo"))
+    });
+    let installed = home.map(|h| h.join("bin").join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX)));
+    let same = |a: &std::path::Path, b: &std::path::Path| std::fs::canonicalize(a).ok().is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a));
+    match installed {
+        Some(i) if same(&me, &i) => None,
+        _ => Some(me),
+    }
+}
+
 /// The engine of `mcpp_build::build()`: this process runs with the build script's environment
 /// and standard output, so it is `cargo_mcpp::build()` run in a child process; a client of
 /// another version is refused (its arguments and expectations may differ).
@@ -419,10 +440,8 @@ fn build(args: &BuildArgs) -> Result<i32> {
     }
     cargo.args(&args.cargo_args);
     // A build.rs calling `mcpp_build::build()` runs this same engine (unless one is named).
-    if std::env::var_os(ENGINE_ENV).is_none() {
-        if let Ok(me) = std::env::current_exe() {
-            cargo.env(ENGINE_ENV, me);
-        }
+    if let Some(me) = engine_to_name() {
+        cargo.env(ENGINE_ENV, me);
     }
     match &accel {
         AccelChoice::NoAccel => {

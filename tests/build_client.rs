@@ -2,17 +2,11 @@
 //! build.rs runs this repository's `cargo-mcpp` as its engine (named by `CARGO_MCPP`) under a
 //! plain `cargo build`, with the real glslangValidator behind a counting wrapper.
 
+mod common;
 mod support;
+use common::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// A SPIR-V package whose build.rs is `mcpp_build::build()`; its program prints the length and
 /// a checksum of the embedded SPIR-V words of `shaders/a/scale.comp`.

@@ -2,30 +2,11 @@
 //! its process count, build.rs finding it fresh, the program run on the first Vulkan device
 //! (lavapipe on CI), an include edit reaching the printed result, `--no-accel`, exit codes.
 
+mod common;
 mod support;
-use std::path::{Path, PathBuf};
+use common::{copy_dir, repo, text};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        if name == "target" || name == "Cargo.lock" {
-            continue;
-        }
-        let (src, dst) = (e.path(), to.join(&name));
-        if src.is_dir() {
-            copy_dir(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
 
 struct Example {
     _tmp: tempfile::TempDir,
@@ -68,10 +49,6 @@ impl Example {
     fn run(&self) -> Output {
         Command::new(self.target.join("debug/vulkan-compute")).output().unwrap()
     }
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 #[test]

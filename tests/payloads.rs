@@ -3,20 +3,14 @@
 //! the builder's environment view; the test process's environment is never changed), then
 //! used with no system compiler on PATH.
 
+mod common;
+use common::{repo, text};
 use cargo_mcpp::payload::{self, Catalog, Home, Lockfile, Requirement};
 use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// Variables of the developer's environment that would answer before a payload.
 const HIDDEN: &[&str] = &["MCPP_ACCEL", "MCPP_NO_ACCEL", "GLSLANG_VALIDATOR", "MCPP_GLSLANG", "MCPP_TOOL_GLSLANGVALIDATOR", "GLSLC", "MCPP_GLSLC", "CARGO_NET_OFFLINE", "NVCC", "MCPP_TOOL_NVCC"];

@@ -2,6 +2,8 @@
 //! it are absent, every decision is recorded and `cargo mcpp why tool` prints it, PATH warns,
 //! and the refusal lists every way. Then the two gates before a byte is fetched.
 
+mod common;
+use common::text;
 use cargo_mcpp::accel::{AccelSet, Backend};
 use cargo_mcpp::env::Env;
 use cargo_mcpp::manifest::Manifest;
@@ -16,10 +18,6 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
 
 const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", payload: Some("glslang") };
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
 
 /// An executable script printing `fakecc <label>` (run by the kernel from its `#!` line).
 fn fake(dir: &Path, label: &str) -> PathBuf {

@@ -22,13 +22,20 @@
 //! defect this project exists to avoid):
 //! 1. [`Build::engine`] in build.rs;
 //! 2. `CARGO_MCPP`, the path of a `cargo-mcpp` executable (`cargo mcpp build` sets it to itself
-//!    when it is unset, so the build script runs the same engine as the command);
+//!    when it is unset and the command is not the installed one of step 3, so the build script
+//!    runs the same engine as the command);
 //! 3. where `cargo install` puts it: `$CARGO_HOME/bin/cargo-mcpp` (`CARGO_HOME` defaults to
 //!    `$HOME/.cargo`, `%USERPROFILE%\.cargo` on Windows).
 //!
 //! Nothing found is a refusal naming the three ways. The engine refuses a client of another
 //! version ([`VERSION`] against its own), naming both: install the matching one.
 //! The build script reruns when `CARGO_MCPP` or `CARGO_HOME` changes or the engine file does.
+//!
+//! What the engine reads is what `cargo_mcpp::build()` reads: the manifest (including
+//! `[package.metadata.mcpp.tools]`) and the environment (`MCPP_TOOL_<NAME>`, `NVCC`,
+//! `CUDA_PATH`, `MCPP_ACCEL`, ...; see the cargo-mcpp README). The library's finer builder
+//! controls (`tool`, `env`, `jobs`, `release`) have no counterpart here: name tools in the
+//! manifest or the environment, or use the library.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

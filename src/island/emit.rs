@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn header_and_module_have_the_documented_shape() {
-        let e = vec![Entry { decl: "int island_scale(float a, float* out, unsigned n)".into(), name: "island_scale".into(), origin: "k.cu".into(), files: vec!["k.cu".into()] }];
+        let e = vec![Entry { decl: "int island_scale(float a, float* out, unsigned n)".into(), name: "island_scale".into(), origin: "k.cu".into(), line: 1, files: vec!["k.cu".into()] }];
         let h = header_text(&e, "island_interface.kernels", "MCPP_EXPORT_C", &["<stdint.h>".into()], "the package `p`");
         assert!(h.contains("#ifndef MCPP_ISLAND_ISLAND_INTERFACE_KERNELS_H\n"), "{h}");
         assert!(h.contains("\n#define MCPP_EXPORT_C\n"), "{h}");

@@ -40,6 +40,8 @@ pub struct Entry {
     pub name: String,
     /// The file it was first found in.
     pub origin: PathBuf,
+    /// The 1-based line of its marker in `origin`.
+    pub line: usize,
     /// Every file that defines it (the device half and the fallback, in scan order).
     pub files: Vec<PathBuf>,
 }
@@ -48,30 +50,40 @@ pub struct Entry {
 /// name.
 ///
 /// # Errors
-/// [`ErrorKind::Sources`] (upstream-facts 5.2 texts): a marker whose parameter list does not
-/// close; a declaration without a name or with the marker after its return type; one name
-/// declared twice in one file; two files declaring one name differently (naming both files
-/// and both signatures); no entry point at all. [`ErrorKind::Io`] for an unreadable file.
+/// [`ErrorKind::Sources`] (upstream-facts 5.2 texts), each naming `file:line`: a marker whose
+/// parameter list does not close; a marked declaration without a body (the marker goes on the
+/// definition); a declaration without a name or with the marker after its return type; one
+/// name declared twice in one file; two files declaring one name differently (naming both
+/// files and both signatures); no entry point at all. [`ErrorKind::Io`] for an unreadable file.
 pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
     let mut entries: Vec<Entry> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io("cannot read the island source", file, e))?;
         let mut in_file: Vec<String> = Vec::new();
-        for decl in scan_text(&text, marker, file)? {
+        for Marked { decl, line, has_body } in scan_text(&text, marker, file)? {
+            let at = format!("{}:{line}", file.display());
             let name = entry_name(&decl).ok_or_else(|| {
-                Error::new(ErrorKind::Sources, format!("cannot find an entry point name in `{decl}`"))
+                Error::new(ErrorKind::Sources, format!("cannot find an entry point name in `{decl}` ({at})"))
                     .file(file)
                     .help(format!("write `{marker} <return type> <name>(<parameters>)` before the definition"))
             })?;
             if decl.trim_start().starts_with(&format!("{name}(")) || decl.trim_start().starts_with(&format!("{name} (")) {
-                return Err(Error::new(ErrorKind::Sources, format!("`{name}` carries `{marker}` after its return type"))
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` carries `{marker}` after its return type ({at})"))
                     .file(file)
                     .detail(format!("read: `{decl}`"))
                     .detail("The generator copies the declaration from the marker on, so it would lose the return type.")
                     .help(format!("put the marker first: `{marker} int {name}(...)`")));
             }
+            if !has_body {
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` is marked `{marker}` at {at} without a body"))
+                    .file(file)
+                    .detail(format!("read: `{decl};`"))
+                    .detail("The marker goes on the definition: the generated header declares what this half defines,")
+                    .detail("and a marked prototype would export a name this half may never define.")
+                    .help(format!("move the marker to the definition of `{name}`, or remove it from the prototype")));
+            }
             if in_file.contains(&name) {
-                return Err(Error::new(ErrorKind::Sources, format!("`{name}` is declared twice in `{}`", file.display()))
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` is declared twice in `{}` (again at line {line})", file.display()))
                     .file(file)
                     .detail("C language linkage does not mangle, so these are one symbol and an overload")
                     .detail("or a namespace would not separate them.")
@@ -83,9 +95,9 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
                 if signature_key(&first.decl) != signature_key(&decl) {
                     return Err(Error::new(ErrorKind::Sources, format!("two definitions of `{name}` declare it differently"))
                         .file(file)
-                        .detail(first.origin.display().to_string())
+                        .detail(format!("{}:{}", first.origin.display(), first.line))
                         .detail(format!("  {}", first.decl))
-                        .detail(file.display().to_string())
+                        .detail(at.clone())
                         .detail(format!("  {decl}"))
                         .detail("C language linkage does not mangle, so these never meet at the link:")
                         .detail("whichever one is in the artifact reads its arguments by its own signature.")
@@ -94,7 +106,7 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
                 first.files.push(file.clone());
                 continue;
             }
-            entries.push(Entry { decl, name, origin: file.clone(), files: vec![file.clone()] });
+            entries.push(Entry { decl, name, origin: file.clone(), line, files: vec![file.clone()] });
         }
     }
     if entries.is_empty() {
@@ -169,13 +181,24 @@ fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// One marked declaration found by [`scan_text`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marked {
+    /// The declaration, whitespace-collapsed, from after the marker to its closing `)`.
+    pub decl: String,
+    /// The 1-based line of the marker.
+    pub line: usize,
+    /// Whether a body (`{`) follows before any `;` (a definition, not a prototype).
+    pub has_body: bool,
+}
+
 /// The declarations marked in `text`, in order, whitespace-collapsed (upstream-facts 5.2):
 /// from the end of each marker, `(` opens and `)` closes (nesting-aware, across lines); a `;`
 /// or `{` before the first `(` abandons the occurrence.
 ///
 /// # Errors
 /// [`ErrorKind::Sources`] when a parameter list opened after a marker never closes.
-pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<String>> {
+pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
     let bytes = text.as_bytes();
     let mask = code_mask(bytes);
     let mut out = Vec::new();
@@ -210,13 +233,29 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<String>> {
                 _ => {}
             }
         }
+        let line = 1 + bytes[..pos].iter().filter(|&&b| b == b'\n').count();
         match close {
             Some(c) => {
-                out.push(collapse(&text[end..=c]));
+                // After the `)`: `noexcept`, attributes (their parentheses skipped), then `{` or `;`.
+                let mut depth = 0usize;
+                let has_body = bytes.iter().enumerate().skip(c + 1).filter(|&(i, _)| mask[i]).find_map(|(_, &b)| match b {
+                    b'(' => {
+                        depth += 1;
+                        None
+                    }
+                    b')' => {
+                        depth = depth.saturating_sub(1);
+                        None
+                    }
+                    b'{' if depth == 0 => Some(true),
+                    b';' if depth == 0 => Some(false),
+                    _ => None,
+                });
+                out.push(Marked { decl: collapse(&text[end..=c]), line, has_body: has_body.unwrap_or(false) });
                 from = c + 1;
             }
             None if opened => {
-                return Err(Error::new(ErrorKind::Sources, format!("{} carries `{marker}` whose parameter list does not close", file.display()))
+                return Err(Error::new(ErrorKind::Sources, format!("{}:{line} carries `{marker}` whose parameter list does not close", file.display()))
                     .file(file)
                     .detail("A marked entry point is one declaration, and the generator copies it verbatim.")
                     .help("close the parameter list, or remove the marker"));
@@ -261,7 +300,7 @@ mod tests {
     use super::*;
 
     fn scan_one(text: &str) -> Result<Vec<String>> {
-        scan_text(text, DEFAULT_MARKER, Path::new("k.cu"))
+        scan_text(text, DEFAULT_MARKER, Path::new("k.cu")).map(|v| v.into_iter().map(|m| m.decl).collect())
     }
 
     #[test]
@@ -288,8 +327,9 @@ mod tests {
         let e = scan(&[a.clone(), b.clone()], DEFAULT_MARKER).unwrap();
         assert_eq!(e.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["f", "g"]);
         std::fs::write(&b, "MCPP_EXPORT_C int f(unsigned n) { return 0; }").unwrap();
-        let err = scan(&[a, b], DEFAULT_MARKER).unwrap_err().to_string();
+        let err = scan(&[a.clone(), b.clone()], DEFAULT_MARKER).unwrap_err().to_string();
         assert!(err.contains("two definitions of `f` declare it differently"), "{err}");
+        assert!(err.contains(&format!("{}:1", a.display())) && err.contains(&format!("{}:1", b.display())), "both places with lines: {err}");
         assert!(err.contains("int f(int n)") && err.contains("int f(unsigned n)"), "{err}");
         assert!(err.contains("never meet at the link"), "{err}");
     }
@@ -303,6 +343,11 @@ mod tests {
         std::fs::write(&a, "MCPP_EXPORT_C int f(int n) {}\nMCPP_EXPORT_C int f(int n) {}").unwrap();
         assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("declared twice"));
         std::fs::write(&a, "int f(int n) {}").unwrap();
-        assert!(scan(&[a], DEFAULT_MARKER).unwrap_err().to_string().contains("no entry point marked `MCPP_EXPORT_C`"));
+        assert!(scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string().contains("no entry point marked `MCPP_EXPORT_C`"));
+        std::fs::write(&a, "// the boundary\n\nMCPP_EXPORT_C int f(int n) noexcept;\nint f(int n) noexcept { return n; }\n").unwrap();
+        let e = scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string();
+        assert!(e.contains(&format!("`f` is marked `MCPP_EXPORT_C` at {}:3 without a body", a.display())), "{e}");
+        std::fs::write(&a, "MCPP_EXPORT_C int f(int n) __attribute__((noinline)) { return n; }\n").unwrap();
+        assert_eq!(scan(&[a], DEFAULT_MARKER).unwrap()[0].line, 1, "an attribute between ) and the body is still a definition");
     }
 }

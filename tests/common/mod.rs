@@ -4,6 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// A process's stdout then stderr, as text (for assertions and their messages).
+pub fn text(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -17,10 +22,15 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, pkg)
 }
 
+/// Copy the tree `from` to `to`, leaving out build output (`target`) and `Cargo.lock` (a copy
+/// resolves afresh, its path dependencies rewritten).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
+        if e.file_name() == "target" || e.file_name() == "Cargo.lock" {
+            continue;
+        }
         let dest = to.join(e.file_name());
         if e.file_type().unwrap().is_dir() {
             copy_dir(&e.path(), &dest);
