@@ -79,8 +79,6 @@ pub struct CxxPlanInput<'a> {
     pub host: &'a HostToolchain,
     /// The compiler as a resolved tool (identity for fingerprints).
     pub compiler: &'a Tool,
-    /// The archiver as a resolved tool.
-    pub ar: &'a Tool,
     /// The units, in the order given.
     pub units: &'a [Unit],
     /// `-std=` value.
@@ -270,6 +268,7 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
                     depfile: Some(depfile),
                     include_dirs: input.includes.to_vec(),
                     deps: deps.clone(),
+                    builtin: None,
                 });
                 let pre_index = actions.len() - 1;
                 bmi_action.insert(name.clone(), pre_index);
@@ -294,6 +293,7 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
                     depfile: None,
                     include_dirs: Vec::new(),
                     deps: d,
+                    builtin: None,
                 });
             }
             _ => {
@@ -318,6 +318,7 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
                     depfile: Some(depfile),
                     include_dirs: input.includes.to_vec(),
                     deps,
+                    builtin: None,
                 });
                 if let Some(name) = provides {
                     bmi_action.insert(name, actions.len() - 1);
@@ -327,7 +328,7 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         objects.push(obj);
     }
     let all: Vec<usize> = (0..actions.len()).collect();
-    let (archive, mut link) = crate::rules::cuda::archive(input.ar, input.lib_name, input.dir, &objects, all, input.cwd);
+    let (archive, mut link) = crate::rules::cuda::archive(input.host.archive_format, input.lib_name, input.dir, &objects, all, input.cwd);
     actions.push(archive);
     if let Some(std) = &input.host.cpp_stdlib {
         link.push(LinkDirective::Lib(format!("dylib={std}")));

@@ -48,6 +48,16 @@ pub struct Action {
     pub include_dirs: Vec<PathBuf>,
     /// Indices (in the same list) of actions that must finish first.
     pub deps: Vec<usize>,
+    /// Work done in process instead of starting `tool` (which then only names it for
+    /// fingerprints and messages).
+    pub builtin: Option<Builtin>,
+}
+
+/// Work an action does in process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// The static archive of the action's inputs, in order, at its one output ([`crate::archive`]).
+    Archive(crate::archive::ArchiveFormat),
 }
 
 impl Action {
@@ -231,6 +241,26 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     Ok(report)
 }
 
+/// Start the action's tool and wait for it; a non-zero exit is an error carrying its output.
+fn spawn(action: &Action) -> Result<()> {
+    let mut cmd = Command::new(&action.tool.path);
+    cmd.args(&action.args).current_dir(&action.cwd);
+    action.tool.apply_env(&mut cmd);
+    let output = cmd.output().map_err(|e| {
+        Error::new(ErrorKind::ToolFailed, format!("{} could not be started: {e}", action.tool.name)).detail(action.command_line())
+    })?;
+    if !output.status.success() {
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("{} failed ({})", action.description, output.status))
+            .detail(format!("command: {}", action.command_line()));
+        for line in text.lines() {
+            e = e.detail(line.to_string());
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// Run one action, check its outputs, record its state; returns the files it read.
 fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>> {
     let state_path = state_file(state_dir, &action.id);
@@ -243,20 +273,12 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>>
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
     }
-    let mut cmd = Command::new(&action.tool.path);
-    cmd.args(&action.args).current_dir(&action.cwd);
-    action.tool.apply_env(&mut cmd);
-    let output = cmd.output().map_err(|e| {
-        Error::new(ErrorKind::ToolFailed, format!("{} could not be started: {e}", action.tool.name)).detail(action.command_line())
-    })?;
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    if !output.status.success() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("{} failed ({})", action.description, output.status))
-            .detail(format!("command: {}", action.command_line()));
-        for line in text.lines() {
-            e = e.detail(line.to_string());
-        }
-        return Err(e);
+    match action.builtin {
+        Some(Builtin::Archive(format)) => match action.outputs.as_slice() {
+            [lib] => crate::archive::write(format, &action.inputs, lib)?,
+            _ => return Err(Error::new(ErrorKind::ToolFailed, format!("{}: an archive action has exactly one output", action.description))),
+        },
+        None => spawn(action)?,
     }
     let mut outputs = Vec::new();
     for out in &action.outputs {

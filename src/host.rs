@@ -1,7 +1,7 @@
 //! The host toolchain as the `cc` crate chooses it: the C++ compiler (with its default
-//! arguments and family) and the archiver. The CUDA rule passes the compiler to nvcc as
-//! `-ccbin` and archives its objects with the archiver; the host C++ lane ([`crate::cxx`])
-//! compiles with both. Asking `cc` runs the compiler once (family detection), so the answer
+//! arguments and family), plus the archive format of the target. The CUDA rule passes the
+//! compiler to nvcc as `-ccbin`; the host C++ lane ([`crate::cxx`]) compiles with it; both
+//! archive their objects in process ([`crate::archive`]). Asking `cc` runs the compiler once (family detection), so the answer
 //! is cached in the tool cache, keyed by the target, the profile and every environment
 //! variable `cc` reads for them, so that a no-op build starts no process.
 
@@ -31,19 +31,19 @@ pub struct HostToolchain {
     pub cxx_args: Vec<String>,
     /// Its family.
     pub family: Family,
-    /// The archiver (`ar`), absolute.
-    pub ar: PathBuf,
+    /// The archive format the target's linker reads.
+    pub archive_format: crate::archive::ArchiveFormat,
     /// The C++ runtime library to link (`stdc++`, `c++`), `None` for MSVC.
     pub cpp_stdlib: Option<String>,
 }
 
-/// The environment variables `cc` reads when choosing the C++ compiler and archiver for
+/// The environment variables `cc` reads when choosing the C++ compiler for
 /// `target` (cc-rs `Build::getenv_with_target_prefixes`), read here through [`Env`] so that
 /// cargo reruns the build script when one changes.
 fn cc_env_vars(target: &str) -> Vec<String> {
     let t = target.replace('-', "_");
     let mut v = Vec::new();
-    for base in ["CXX", "CXXFLAGS", "AR", "ARFLAGS"] {
+    for base in ["CXX", "CXXFLAGS"] {
         v.push(format!("{base}_{target}"));
         v.push(format!("{base}_{t}"));
         v.push(format!("TARGET_{base}"));
@@ -92,7 +92,7 @@ fn stamp(p: &Path) -> String {
 /// changed, else asked of the `cc` crate (which runs the compiler once to learn its family).
 ///
 /// # Errors
-/// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler or archiver.
+/// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler.
 pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolchain> {
     let target = target_triple(env);
     let host = env.get_nonempty("HOST").unwrap_or_else(host_triple);
@@ -102,7 +102,7 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
     }
     let cache_file = cache_dir.join("host-toolchain.json");
     if let Some(c) = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice::<Cached>(&b).ok()) {
-        if c.key == key && c.stamp == stamp(&c.toolchain.cxx) && c.toolchain.ar.is_file() {
+        if c.key == key && c.stamp == stamp(&c.toolchain.cxx) {
             return Ok(c.toolchain);
         }
     }
@@ -124,9 +124,6 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
     if let Some(cxx) = named("CXX") {
         b.compiler(cxx);
     }
-    if let Some(ar) = named("AR") {
-        b.archiver(ar);
-    }
     let tool = b.try_get_compiler().map_err(|e| {
         Error::new(ErrorKind::ToolNotFound, "the cc crate found no C++ compiler for the host code")
             .detail(e.to_string())
@@ -140,10 +137,6 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
         Family::Gnu
     };
     let cxx = absolute_program(tool.path(), env);
-    let ar = b.try_get_archiver().map(|c| PathBuf::from(c.get_program())).map_err(|e| {
-        Error::new(ErrorKind::ToolNotFound, "the cc crate found no archiver").detail(e.to_string()).help("install binutils (`ar`), or name one with AR=/path/to/ar")
-    })?;
-    let ar = absolute_program(&ar, env);
     let cpp_stdlib = match family {
         Family::Msvc => None,
         _ if target.contains("apple") || target.contains("freebsd") || target.contains("openbsd") => Some("c++".to_string()),
@@ -153,7 +146,7 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
         cxx_args: tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         cxx,
         family,
-        ar,
+        archive_format: crate::archive::ArchiveFormat::for_target(&target),
         cpp_stdlib,
     };
     let cached = Cached { key, stamp: stamp(&toolchain.cxx), toolchain: toolchain.clone() };

@@ -30,7 +30,7 @@
 //! [`payload::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`,
 //! `CARGO_PKG_NAME`, `PROFILE`, `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`,
 //! `NVCC_CCBIN`, `CUDAHOSTCXX`, `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for
-//! the host compiler (`CXX`, `CXXFLAGS`, `AR`, with their target-prefixed forms), `TARGET`,
+//! the host compiler (`CXX`, `CXXFLAGS`, with their target-prefixed forms; archives are written in process, so `AR` is not read), `TARGET`,
 //! `HOST`. See ARCHITECTURE.md for the pipeline.
 
 #![warn(missing_docs)]
@@ -39,6 +39,7 @@
 
 pub mod accel;
 mod api;
+pub mod archive;
 pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;

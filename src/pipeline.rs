@@ -634,14 +634,13 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     }
     includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
     let host = crate::host::toolchain(&config.env, config.release, &config.work_dir)?;
-    // The host tools are the `cc` crate's choice (CXX/AR or its defaults), recorded as such.
+    // The host compiler is the `cc` crate's choice (CXX or its default), recorded as such.
     let tool_at = |spec: &crate::tool::ToolSpec, path: &Path, what: &str| {
         let source = crate::tool::ToolSource::Derived(format!("the cc crate's {what}"));
         crate::tool::resolve_at(spec, path, source, "the cc crate", &config.env, &config.work_dir)
     };
     const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
     let compiler = tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?;
-    let ar = tool_at(&rules::cuda::AR, &host.ar, "archiver (AR or its default)")?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let has_modules = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
@@ -652,7 +651,6 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     let (actions, link) = crate::cxx::plan(&crate::cxx::CxxPlanInput {
         host: &host,
         compiler: &compiler,
-        ar: &ar,
         units: &units,
         std: &std,
         includes: &includes,
@@ -664,7 +662,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     })?;
     // The glob directories are watched like the device sources', so a new C++ file there
     // reruns the build script; the tools are watched too.
-    Ok(Some((actions, link, watch_dirs.into_iter().chain([compiler.path, ar.path]).collect())))
+    Ok(Some((actions, link, watch_dirs.into_iter().chain([compiler.path]).collect())))
 }
 
 /// `[package.metadata.mcpp.cxx] std`: `c++NN` or `gnu++NN` (NN one of 11 14 17 20 23 26, or

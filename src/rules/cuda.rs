@@ -25,7 +25,8 @@ use super::{LinkDirective, Rule, RuleContext, RulePlan};
 use crate::accel::{arch_number, Backend};
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Role};
+use crate::archive::ArchiveFormat;
+use crate::graph::{Action, Builtin, Role};
 use crate::manifest::{CudaCompilerName, CudaOptions, Cudart};
 use crate::sources::DeviceSource;
 use crate::tool::{self, Tool, ToolChoices, ToolSource, ToolSpec};
@@ -55,8 +56,6 @@ pub const CLANG: ToolSpec = ToolSpec {
     install_hint: "apt install clang-19",
     payload: None,
 };
-/// The archiver the cc crate chose (`ar`).
-pub const AR: ToolSpec = ToolSpec { name: "ar", programs: &["ar"], env_vars: &["AR"], version_args: &["--version"], install_hint: "apt install binutils", payload: None };
 /// nvcc's host compiler (`-ccbin`).
 pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
 
@@ -480,19 +479,27 @@ pub fn object_name(rel: &str, ext: &str) -> String {
 }
 
 /// Plan the archive of `objects` (indices `deps` in the caller's action list) as
-/// `<dir>/lib-<hash of the member list>/lib<name>.a`: a new member list gets a new archive,
-/// so `ar r` never keeps a member that is gone. Returns the action and the link directives.
-pub fn archive(ar: &Tool, name: &str, dir: &Path, objects: &[PathBuf], deps: Vec<usize>, cwd: &Path) -> (Action, Vec<LinkDirective>) {
+/// `<dir>/lib-<hash of the member list>/lib<name>.a`, written in process ([`crate::archive`]):
+/// a new member list gets a new archive directory. Returns the action and the link directives.
+pub fn archive(format: ArchiveFormat, name: &str, dir: &Path, objects: &[PathBuf], deps: Vec<usize>, cwd: &Path) -> (Action, Vec<LinkDirective>) {
     let list: String = objects.iter().map(|o| o.to_string_lossy().into_owned()).collect::<Vec<_>>().join("\n");
     let lib_dir = dir.join(format!("lib-{}", &crate::fingerprint::sha256_hex(list.as_bytes())[..12]));
     let lib = lib_dir.join(format!("lib{name}.a"));
-    let mut args: Vec<OsString> = vec!["crsD".into(), lib.clone().into()];
+    let writer = Tool {
+        name: "archive writer".into(),
+        path: PathBuf::from("(built into cargo-mcpp)"),
+        version: crate::archive::writer_identity(format),
+        source: ToolSource::Derived("built into cargo-mcpp".into()),
+        env: Vec::new(),
+        payload_root: None,
+    };
+    let mut args: Vec<OsString> = vec![lib.clone().into()];
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));
     let action = Action {
         id: format!("archive:{name}"),
-        description: format!("ar lib{name}.a ({} objects)", objects.len()),
+        description: format!("archive lib{name}.a ({} objects)", objects.len()),
         role: Role::Object,
-        tool: ar.clone(),
+        tool: writer,
         args,
         cwd: cwd.to_path_buf(),
         inputs: objects.to_vec(),
@@ -500,13 +507,14 @@ pub fn archive(ar: &Tool, name: &str, dir: &Path, objects: &[PathBuf], deps: Vec
         depfile: None,
         include_dirs: Vec::new(),
         deps,
+        builtin: Some(Builtin::Archive(format)),
     };
     (action, vec![LinkDirective::Search(lib_dir), LinkDirective::Lib(format!("static={name}"))])
 }
 
 impl Rule for CudaRule {
     fn tools(&self) -> &'static [ToolSpec] {
-        &[NVCC, CLANG, AR]
+        &[NVCC, CLANG]
     }
     /// The nvcc route drives the `cuda-nvcc` payload at an exact version (the runtime must not
     /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
@@ -585,7 +593,6 @@ impl Rule for CudaRule {
                 (clang, None)
             }
         };
-        let ar = tool::resolve_at(&AR, &host.ar, ToolSource::Derived("the cc crate's archiver (AR or its default)".into()), "the cc crate", ctx.env, ctx.tool_cache)?;
         let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
         let optimize = opts.optimize.unwrap_or(ctx.release);
         let root = ctx.manifest.dir();
@@ -622,6 +629,7 @@ impl Rule for CudaRule {
                 depfile: Some(depfile),
                 include_dirs: includes.clone(),
                 deps: Vec::new(),
+                builtin: None,
             });
             objects.push(obj);
         }
@@ -649,12 +657,13 @@ impl Rule for CudaRule {
                 depfile: None,
                 include_dirs: Vec::new(),
                 deps: compiled.clone(),
+                builtin: None,
             });
             objects.push(dlink);
         }
         let lib_name = format!("mcpp_cuda_{}", crate::surface::names::identifier(&ctx.manifest.package_name, "package"));
         let deps: Vec<usize> = (0..plan.actions.len()).collect();
-        let (action, link) = archive(&ar, &lib_name, &out_dir, &objects, deps, root);
+        let (action, link) = archive(host.archive_format, &lib_name, &out_dir, &objects, deps, root);
         plan.actions.push(action);
         plan.link.extend(link);
         let cudart = opts.cudart.unwrap_or_default();
@@ -706,7 +715,6 @@ impl Rule for CudaRule {
         }
         plan.tools.push(compiler);
         plan.tools.extend(ccbin);
-        plan.tools.push(ar);
         Ok(plan)
     }
 }

@@ -138,6 +138,7 @@ impl Rule for SpirvRule {
                 depfile: Some(depfile),
                 include_dirs: includes.clone(),
                 deps: Vec::new(),
+                builtin: None,
             });
             plan.payloads.push((s.rel.clone(), format!("{stem}_{}", s.ext), out));
         }
