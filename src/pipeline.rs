@@ -131,10 +131,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &collected.warnings {
         cargo.warning(w);
     }
-    if accel.is_empty() && config.accel == AccelChoice::Manifest && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
+    if accel.is_empty() && config.accel != AccelChoice::NoAccel && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
+        // Name where the empty set came from: an empty --accel / MCPP_ACCEL, or the manifest.
+        let origin = accel_origin(&config.accel, env).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
         cargo.warning(&format!(
-            "no accelerator: `accel` in {} is empty or absent, so none of the {} device source(s) is compiled (write e.g. accel = \"vulkan1.2\", or build with --no-accel to say it on purpose)",
-            manifest.path.display(),
+            "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with --no-accel to say it on purpose)",
             collected.sources.len()
         ));
     }
@@ -674,7 +675,7 @@ pub fn check_cxx_std(std: &str, has_modules: bool, manifest_path: &Path) -> Resu
     let key = "package.metadata.mcpp.cxx.std";
     let year = std.strip_prefix("c++").or_else(|| std.strip_prefix("gnu++"));
     let Some(year) = year.filter(|y| ["11", "14", "17", "20", "23", "26", "2a", "2b", "2c"].contains(y)) else {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` is not a C++ standard this lane passes as -std="))
+        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` is not a C++ standard this lane accepts (c++11 through c++26, or gnu++)"))
             .file(manifest_path)
             .key(key)
             .help("write c++20 (the default), c++23, c++26, c++17, ... or their gnu++ forms"));

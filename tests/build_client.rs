@@ -65,6 +65,7 @@ fn compiles(pkg: &support::Package) -> usize {
 #[test]
 fn the_client_and_this_engine_agree_on_the_variable_and_the_version() {
     assert_eq!(mcpp_build::ENGINE_ENV, cargo_mcpp::cli::ENGINE_ENV);
+    assert_eq!(mcpp_build::ENGINE_HANDSHAKE, cargo_mcpp::cli::ENGINE_HANDSHAKE);
     assert_eq!(mcpp_build::VERSION, env!("CARGO_PKG_VERSION"), "mcpp-build's version must follow cargo-mcpp's");
 }
 
@@ -108,13 +109,18 @@ fn without_an_engine_the_build_is_refused_naming_the_ways_to_provide_one() {
     let out = cargo_build(&pkg, None, Some(&empty_home));
     assert!(!out.status.success());
     let t = text(&out);
-    assert!(t.contains("mcpp-build needs the cargo-mcpp executable and found none: CARGO_MCPP is unset"), "{t}");
+    assert!(t.contains("no cargo-mcpp engine: build.rs names none (Build::engine), CARGO_MCPP is unset"), "{t}");
     assert!(t.contains(&format!("{}", empty_home.join("bin/cargo-mcpp").display())), "{t}");
     assert!(t.contains("cargo install cargo-mcpp --version") && t.contains("set CARGO_MCPP="), "{t}");
 
     let out = cargo_build(&pkg, Some(&pkg.dir.path().join("no-such-engine")), None);
     assert!(!out.status.success());
     assert!(text(&out).contains("CARGO_MCPP names `") && text(&out).contains("it is not a file"), "{}", text(&out));
+
+    // A program that exits 0 without the handshake is not taken for an engine.
+    let out = cargo_build(&pkg, Some(Path::new("/bin/true")), None);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("`/bin/true` (CARGO_MCPP) is not a cargo-mcpp engine this client can use"), "{}", text(&out));
 }
 
 #[test]

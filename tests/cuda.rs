@@ -100,14 +100,32 @@ fn ptx_floor_release_and_flags_order() {
 }
 
 #[test]
+fn a_cuda_version_without_minor_and_a_ptx_floor_above_every_arch_are_refused_before_compiling() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).accel("cuda13+{sm_90}").try_compile().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Accel);
+    assert!(e.to_string().contains("`cuda13+{sm_90}` names CUDA 13 without a minor version") && e.to_string().contains("cuda13.0"), "{e}");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).accel("cuda13.0+{sm_90} ptx>=95").try_compile().unwrap_err();
+    assert!(e.to_string().contains("(compute_95) is above every listed architecture (highest sm_90)"), "{e}");
+    assert_eq!(compile_calls(&shim), 0, "nothing compiled");
+}
+
+fn compile_calls(shim: &Path) -> usize {
+    recorded(shim).iter().filter(|c| c.iter().any(|a| a == "-c")).count()
+}
+
+#[test]
 fn clang_route_argv_is_exact() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, _) = fake_toolkit(tmp.path());
     let clang = tmp.path().join("clang-shim");
     std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &clang).unwrap();
     let clang = std::fs::canonicalize(&clang).unwrap();
-    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n", s(&root)));
-    build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\nccbin = \"/usr/bin/g++\"\n", s(&root)));
+    let outcome = build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    let directives = outcome.cargo.lines().join("\n");
+    assert!(directives.contains("ccbin is nvcc's host compiler and is not used with compiler = \"clang\""), "{directives}");
     let (call, obj, dep) = compile_call(&clang);
     let header = tmp.path().join("work/island/fix_island.kernels.h");
     let expected: Vec<String> = [

@@ -217,3 +217,14 @@ fn an_empty_accel_with_sources_warns() {
     let quiet = pkg.compile(pkg.build().no_accel());
     assert!(!quiet.cargo.warnings().any(|w| w.contains("no accelerator")));
 }
+
+#[test]
+fn an_empty_accel_override_is_named_as_the_origin_of_the_empty_set() {
+    let pkg = shader_package("glslang");
+    let mut b = pkg.build();
+    b.accel("");
+    let outcome = pkg.compile(&b);
+    let directives = outcome.cargo.lines().join("\n");
+    assert!(directives.contains("no accelerator: --accel \"\" is empty or absent, so none of the 2 device source(s) is compiled"), "{directives}");
+    assert_eq!(pkg.starts("glslangValidator"), 0);
+}

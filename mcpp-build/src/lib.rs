@@ -39,10 +39,15 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 
 /// The environment variable naming the engine (a `cargo-mcpp` executable), an absolute path.
 pub const ENGINE_ENV: &str = "CARGO_MCPP";
+
+/// The first line an engine prints, followed by its version; a program that does not print it
+/// is not a cargo-mcpp engine (or one older than this client), and the build is refused.
+pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
 
 /// This client's version; the engine runs only for its own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -139,13 +144,13 @@ impl Build {
             Some(p) if p.is_file() => Ok((p, "cargo install location")),
             other => Err(Error {
                 message: format!(
-                    "mcpp-build needs the cargo-mcpp executable and found none: CARGO_MCPP is unset and {}",
+                    "no cargo-mcpp engine: build.rs names none (Build::engine), CARGO_MCPP is unset, and {}",
                     match other {
-                        Some(p) => format!("`{}` does not exist", p.display()),
-                        None => "neither CARGO_HOME nor HOME is set".into(),
+                        Some(p) => format!("`{}` (the `cargo install` location, $CARGO_HOME/bin) does not exist", p.display()),
+                        None => "neither CARGO_HOME nor HOME is set (the `cargo install` location)".into(),
                     }
                 ),
-                help: format!("install it (`cargo install cargo-mcpp --version {VERSION}`), build with `cargo mcpp build`, or set CARGO_MCPP=/path/to/cargo-mcpp"),
+                help: format!("install it (`cargo install cargo-mcpp --version {VERSION}`), build with `cargo mcpp build`, set CARGO_MCPP=/path/to/cargo-mcpp, or call Build::engine(path) in build.rs"),
                 code: 1,
             }),
         }
@@ -171,18 +176,36 @@ impl Build {
     pub fn try_compile(&self) -> Result<(), Error> {
         println!("cargo:rerun-if-env-changed={ENGINE_ENV}");
         println!("cargo:rerun-if-env-changed=CARGO_HOME");
-        let (engine, _how) = self.locate_engine()?;
+        let (engine, how) = self.locate_engine()?;
         println!("cargo:rerun-if-changed={}", engine.display());
-        // argv only; stdout, stderr and the jobserver's descriptors are inherited.
-        let status = Command::new(&engine).args(self.engine_args()).status().map_err(|e| Error {
-            message: format!("cannot start the cargo-mcpp engine `{}`: {e}", engine.display()),
+        // argv only; stderr and the jobserver's descriptors are inherited, stdout is passed on
+        // line by line (the directives reach cargo) after the handshake line is taken out.
+        let mut child = Command::new(&engine).args(self.engine_args()).stdout(Stdio::piped()).spawn().map_err(|e| Error {
+            message: format!("cannot start the cargo-mcpp engine `{}` ({how}): {e}", engine.display()),
             help: "check that it is an executable for this machine, or set CARGO_MCPP to one that is".into(),
             code: 1,
         })?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(Error { message: String::new(), help: String::new(), code: status.code().unwrap_or(1) })
+        let mut answered = None;
+        if let Some(out) = child.stdout.take() {
+            for line in BufReader::new(out).lines().map_while(std::result::Result::ok) {
+                match line.strip_prefix(ENGINE_HANDSHAKE) {
+                    Some(v) if answered.is_none() => answered = Some(v.to_string()),
+                    _ => println!("{line}"),
+                }
+            }
+        }
+        let status = child.wait().map_err(|e| Error { message: format!("lost the cargo-mcpp engine `{}`: {e}", engine.display()), help: String::new(), code: 1 })?;
+        match (answered, status.success()) {
+            (Some(_), true) => Ok(()),
+            (Some(_), false) => Err(Error { message: String::new(), help: String::new(), code: status.code().unwrap_or(1) }),
+            (None, _) => Err(Error {
+                message: format!(
+                    "`{}` ({how}) is not a cargo-mcpp engine this client can use: it ran `mcpp build-script` and did not answer ({status})",
+                    engine.display()
+                ),
+                help: format!("name cargo-mcpp {VERSION} (`cargo install cargo-mcpp --version {VERSION}`) with CARGO_MCPP or Build::engine"),
+                code: status.code().filter(|&c| c != 0).unwrap_or(1),
+            }),
         }
     }
 
@@ -192,7 +215,7 @@ impl Build {
         if let Err(e) = self.try_compile() {
             if !e.message.is_empty() {
                 eprintln!("\nerror: {e}\n");
-                println!("cargo::warning=mcpp-build: {}", e.message);
+                println!("cargo::warning={}", e.message);
             }
             std::process::exit(e.code);
         }

@@ -8,7 +8,8 @@
 //!
 //! [`scan`] reads both halves in every build (so the generated boundary is byte-identical with
 //! and without an accelerator), copies each marked signature verbatim from the marker to its
-//! matching `)`, and merges entries by name; [`emit`] writes the `extern "C"` header and the
+//! matching `)` (comments dropped, macros untouched; `#if` is not evaluated, so a marked
+//! definition under `#if 0` is still an entry), and merges entries by name; [`emit`] writes the `extern "C"` header and the
 //! C++ module; [`bindings`] writes the Rust bindings with bindgen.
 
 pub mod bindings;
@@ -251,7 +252,10 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
                     b';' if depth == 0 => Some(false),
                     _ => None,
                 });
-                out.push(Marked { decl: collapse(&text[end..=c]), line, has_body: has_body.unwrap_or(false) });
+                // Comments are not part of the declaration: a `//` comment would swallow the
+                // rest of the collapsed line in the header, and two halves may comment differently.
+                let code: Vec<u8> = (end..=c).map(|i| if mask[i] { bytes[i] } else { b' ' }).collect();
+                out.push(Marked { decl: collapse(&String::from_utf8_lossy(&code)), line, has_body: has_body.unwrap_or(false) });
                 from = c + 1;
             }
             None if opened => {
@@ -309,6 +313,13 @@ mod tests {
         let d = scan_one(t).unwrap();
         assert_eq!(d, ["int run(float a, void (*cb)(int), const float* __restrict__ x)", "void two(DIM(3) y)"]);
         assert_eq!(entry_name(&d[0]).as_deref(), Some("run"));
+    }
+
+    #[test]
+    fn comments_inside_a_signature_are_dropped() {
+        let d = scan_one("MCPP_EXPORT_C int f(int a, // the count\n  const int v[4] /* (x) */, unsigned n) { return 0; }\n").unwrap();
+        assert_eq!(d, ["int f(int a, const int v[4] , unsigned n)"]);
+        assert_eq!(signature_key(&d[0]), signature_key("int f(int a, const int v[4], unsigned n)"));
     }
 
     #[test]

@@ -549,8 +549,27 @@ impl Rule for CudaRule {
         }
         let mut plan = RulePlan::default();
         let accel_text = ctx.accel.to_string();
+        if let Some(v) = ctx.accel.version.as_deref().filter(|v| !v.contains('.')) {
+            return Err(Error::new(ErrorKind::Accel, format!("`{accel_text}` names CUDA {v} without a minor version"))
+                .key("package.metadata.mcpp.accel")
+                .detail("A CUDA version is major.minor: the entry is checked against the toolkit's, and 13 alone would match any 13.x.")
+                .help(format!("write cuda{v}.0 (or the minor of your toolkit), in `accel` or `--accel`")));
+        }
         let archs = resolve_archs(&ctx.accel.archs, &accel_text, ctx.env)?;
         let ptx = ptx_arch(&archs, ctx.accel.floor.as_deref());
+        let highest = archs.iter().filter_map(|a| arch_number(a)).max();
+        if let (Some(f), Some(h)) = (ctx.accel.floor.as_deref().and_then(arch_number), highest) {
+            if f > h {
+                return Err(Error::new(ErrorKind::Accel, format!("the PTX floor of `{accel_text}` (compute_{f}) is above every listed architecture (highest sm_{h})"))
+                    .key("package.metadata.mcpp.accel")
+                    .detail("The floor names the architecture the portable PTX is generated for; it must be one the entry compiles for or an older one,")
+                    .detail("or GPUs between the listed ones and the floor would get neither SASS nor PTX they can run.")
+                    .help(format!("lower the floor (e.g. ptx>={h}), or list sm_{f} among the architectures")));
+            }
+        }
+        if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
+            plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
+        }
         let (toolkit, nvcc_choice, warning) = match find_toolkit(&opts, ctx.manifest.dir(), ctx.tools, ctx.env) {
             Ok(found) => found,
             Err(e) => {
