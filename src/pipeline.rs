@@ -508,6 +508,21 @@ pub fn prepare_island(manifest: &Manifest, collected: &sources::Collected, regis
     }
     let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
     let entries = crate::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{key}.sources")) } else { e })?;
+    if opts.header_includes.is_empty() {
+        // The generated header includes only `header-includes`; a standard typedef in a
+        // signature would fail later, in the generated module or in bindgen, less clearly.
+        const STD_TYPES: &[&str] = &["int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t"];
+        for e in &entries {
+            let used = e.decl.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).find(|w| STD_TYPES.contains(w));
+            if let Some(t) = used {
+                return Err(Error::new(ErrorKind::Manifest, format!("the entry point `{}` ({}:{}) uses `{t}`, and the generated header includes no header that declares it", e.name, e.origin.display(), e.line))
+                    .file(&manifest.path)
+                    .key(format!("{key}.header-includes"))
+                    .detail(format!("  {}", e.decl))
+                    .help("name the headers the signatures need: header-includes = [\"<stdint.h>\"] (or <stddef.h> for size_t)"));
+            }
+        }
+    }
     let module_name = opts.module_name.clone().unwrap_or_else(|| format!("{}.kernels", surface::names::module_root(&manifest.package_name)));
     let produced_by = format!("the package `{}`", manifest.package_name);
     let emitted = crate::island::emit::emit(&entries, &module_name, &marker, &opts.header_includes, &work_dir.join("island"), &produced_by, &format!("{key}.module-name"))

@@ -382,3 +382,17 @@ fn the_cxx_sources_directories_are_watched_for_new_files() {
     let dir = pkg.join("cpp");
     assert!(out.cargo.lines().contains(&format!("cargo::rerun-if-changed={}", dir.display())), "{:#?}", out.cargo.lines());
 }
+
+#[test]
+fn a_standard_typedef_in_a_signature_without_header_includes_is_refused_naming_the_key() {
+    let (tmp, pkg) = fixture("cuda-island");
+    for half in ["kernels/scale.cu", "host/scale.cpp"] {
+        let text = std::fs::read_to_string(pkg.join(half)).unwrap();
+        std::fs::write(pkg.join(half), text.replace("unsigned n", "uint32_t n")).unwrap();
+    }
+    let mut b = build(tmp.path(), &pkg);
+    b.no_accel();
+    let t = b.try_compile().unwrap_err().to_string();
+    assert!(t.contains("the entry point `scale_run` (") && t.contains("uses `uint32_t`"), "{t}");
+    assert!(t.contains("package.metadata.mcpp.island.header-includes") && t.contains("<stdint.h>"), "{t}");
+}
