@@ -52,7 +52,7 @@ fn cuda_build_reports_no_device_and_no_accel_builds_run_the_fallback() {
     let out = Command::new(&bin).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("saxpy on host (CPU)") && stdout.contains("y[12345]=24691") && stdout.contains("OK:"), "{stdout}");
+    assert!(stdout.contains("saxpy on host (CPU), accel `none (--no-accel)`") && stdout.contains("y[12345]=24691") && stdout.contains("OK:"), "{stdout}");
 
     let bin = cargo_build(&[("MCPP_NO_ACCEL", "1"), ("CXX", "clang++-19")]);
     let out = Command::new(&bin).output().unwrap();

@@ -38,7 +38,11 @@ fn main() {
         (std::ffi::CStr::from_ptr(b).to_string_lossy().into_owned(), std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned())
     };
     let bad = y.iter().enumerate().filter(|(i, v)| **v != 2.0 * *i as f32 + 1.0).count();
-    println!("saxpy on {backend} ({device}), accel `{}`: y[12345]={}", env!("MCPP_BUILD_ACCEL"), y[12345]);
+    let accel = match env!("MCPP_BUILD_ACCEL") {
+        "" => "none (--no-accel)",
+        set => set,
+    };
+    println!("saxpy on {backend} ({device}), accel `{accel}`: y[12345]={}", y[12345]);
     if bad != 0 {
         eprintln!("cuda-saxpy: {bad} of {n} results are wrong");
         std::process::exit(1);
