@@ -570,7 +570,7 @@ fn check_island_halves(
         if let Some((half, files, build)) = lacking {
             return Err(Error::new(ErrorKind::Sources, format!("the entry point `{}` is not defined by {half}", e.name))
                 .file(&e.origin)
-                .detail(format!("marked in: {}", e.files.iter().map(|p| rel(p)).collect::<Vec<_>>().join(", ")))
+                .detail(format!("marked at {}:{} (defined in: {})", rel(&e.origin), e.line, e.files.iter().map(|p| rel(p)).collect::<Vec<_>>().join(", ")))
                 .detail(format!("{half}: {}", files.join(", ")))
                 .detail(format!("The boundary (header, bindings, module) declares it in every build, so {build} would fail to link."))
                 .help(format!("define `{}` with the same signature in {half}, or unmark it", e.decl)));
@@ -659,11 +659,11 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     let compiler = tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
-    let has_modules = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
+    let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
         let m = crate::cxx::module_lines(&t);
         m.provides.is_some() || !m.requires.is_empty()
     }));
-    check_cxx_std(&std, has_modules, &manifest.path)?;
+    check_cxx_std(&std, module_unit.map(|u| u.rel.as_str()), &manifest.path)?;
     let (actions, link) = crate::cxx::plan(&crate::cxx::CxxPlanInput {
         host: &host,
         compiler: &compiler,
@@ -682,21 +682,22 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
 }
 
 /// `[package.metadata.mcpp.cxx] std`: `c++NN` or `gnu++NN` (NN one of 11 14 17 20 23 26, or
-/// the draft names 2a 2b 2c), and C++20 or later when a unit declares or imports a module.
+/// the draft names 2a 2b 2c), and C++20 or later when a unit (`module_unit`, its path relative
+/// to the package) declares or imports a module.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming the key and the accepted values.
-pub fn check_cxx_std(std: &str, has_modules: bool, manifest_path: &Path) -> Result<()> {
+pub fn check_cxx_std(std: &str, module_unit: Option<&str>, manifest_path: &Path) -> Result<()> {
     let key = "package.metadata.mcpp.cxx.std";
     let year = std.strip_prefix("c++").or_else(|| std.strip_prefix("gnu++"));
     let Some(year) = year.filter(|y| ["11", "14", "17", "20", "23", "26", "2a", "2b", "2c"].contains(y)) else {
         return Err(Error::new(ErrorKind::Manifest, format!("`{std}` is not a C++ standard this lane accepts (c++11 through c++26, or gnu++)"))
             .file(manifest_path)
             .key(key)
-            .help("write c++20 (the default), c++23, c++26, c++17, ... or their gnu++ forms"));
+            .help("write c++20 (the default), c++23, c++26, c++17, ... (or 2a/2b/2c), or their gnu++ forms"));
     };
-    if has_modules && ["11", "14", "17"].contains(&year) {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` has no modules, and a C++ unit of this package declares or imports one"))
+    if let Some(unit) = module_unit.filter(|_| ["11", "14", "17"].contains(&year)) {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` has no modules, and `{unit}` declares or imports one"))
             .file(manifest_path)
             .key(key)
             .help("use c++20 or later (the default is c++20), or drop the module declarations"));
@@ -713,12 +714,12 @@ mod cxx_std_tests {
     fn the_cxx_standard_is_checked_against_the_known_ones_and_modules() {
         let m = Path::new("Cargo.toml");
         for ok in ["c++20", "gnu++23", "c++2c", "c++17"] {
-            assert!(check_cxx_std(ok, false, m).is_ok(), "{ok}");
+            assert!(check_cxx_std(ok, None, m).is_ok(), "{ok}");
         }
-        let e = check_cxx_std("c++20x", false, m).unwrap_err().to_string();
+        let e = check_cxx_std("c++20x", None, m).unwrap_err().to_string();
         assert!(e.contains("`c++20x` is not a C++ standard") && e.contains("package.metadata.mcpp.cxx.std"), "{e}");
-        assert!(check_cxx_std("20", false, m).is_err());
-        let e = check_cxx_std("c++17", true, m).unwrap_err().to_string();
-        assert!(e.contains("`c++17` has no modules"), "{e}");
+        assert!(check_cxx_std("20", None, m).is_err());
+        let e = check_cxx_std("c++17", Some("cpp/seam.cppm"), m).unwrap_err().to_string();
+        assert!(e.contains("`c++17` has no modules, and `cpp/seam.cppm` declares or imports one"), "{e}");
     }
 }

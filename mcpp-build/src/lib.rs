@@ -121,13 +121,20 @@ impl Build {
     /// A named engine that is not a file; no engine where `cargo install` puts it.
     pub fn locate_engine(&self) -> Result<(PathBuf, &'static str), Error> {
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        // A relative name is a file of the package (a build script runs in its directory), made
+        // absolute so that the program that runs is the file that was checked, never one on PATH.
+        let base = env("CARGO_MANIFEST_DIR").map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
         let named = |path: PathBuf, how: &'static str| -> Result<(PathBuf, &'static str), Error> {
+            let path = if path.is_relative() { base.join(path) } else { path };
             if path.is_file() {
                 Ok((path, how))
             } else {
                 Err(Error {
                     message: format!("{how} names `{}` as the cargo-mcpp executable, and it is not a file", path.display()),
-                    help: "name an existing cargo-mcpp executable, or unset it to use the one `cargo install cargo-mcpp` put in $CARGO_HOME/bin".into(),
+                    help: match how {
+                        "CARGO_MCPP" => "name an existing cargo-mcpp executable (a relative name is taken from the package directory), or unset CARGO_MCPP to use the one `cargo install cargo-mcpp` put in $CARGO_HOME/bin".into(),
+                        _ => "pass Build::engine an existing cargo-mcpp executable (a relative path is taken from the package directory), or drop the call to use CARGO_MCPP or $CARGO_HOME/bin".into(),
+                    },
                     code: 1,
                 })
             }
@@ -239,6 +246,15 @@ mod tests {
         assert_eq!(b.engine_args()[4..], ["--accel", "vulkan1.3"]);
         b.no_accel();
         assert_eq!(b.engine_args()[4..], ["--no-accel"]);
+    }
+
+    #[test]
+    fn a_relative_engine_name_is_a_file_of_the_package_never_a_program_on_path() {
+        // `ls` is on PATH, but not in this package directory: refused, not run from PATH.
+        let e = Build::new().engine("ls").locate_engine().unwrap_err();
+        assert!(e.message.contains(&format!("`{}` as the cargo-mcpp executable, and it is not a file", Path::new(env!("CARGO_MANIFEST_DIR")).join("ls").display())), "{e}");
+        let (p, how) = Build::new().engine("Cargo.toml").locate_engine().unwrap();
+        assert_eq!((p, how), (Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"), "Build::engine"));
     }
 
     #[test]

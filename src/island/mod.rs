@@ -61,7 +61,7 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
     for file in files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io("cannot read the island source", file, e))?;
         let mut in_file: Vec<String> = Vec::new();
-        for Marked { decl, line, has_body } in scan_text(&text, marker, file)? {
+        for Marked { decl, line, has_body, trailing } in scan_text(&text, marker, file)? {
             let at = format!("{}:{line}", file.display());
             let name = entry_name(&decl).ok_or_else(|| {
                 Error::new(ErrorKind::Sources, format!("cannot find an entry point name in `{decl}` ({at})"))
@@ -82,6 +82,14 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
                     .detail("The marker goes on the definition: the generated header declares what this half defines,")
                     .detail("and a marked prototype would export a name this half may never define.")
                     .help(format!("move the marker to the definition of `{name}`, or remove it from the prototype")));
+            }
+            if trailing.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == "noexcept" || w == "throw") {
+                return Err(Error::new(ErrorKind::Sources, format!("`{name}` at {at} has `{trailing}` after its parameter list"))
+                    .file(file)
+                    .detail(format!("read: `{decl} {trailing}`"))
+                    .detail("The boundary declaration is copied up to the `)`, so the generated header would declare it without")
+                    .detail("the exception specification and the compiler would refuse the definition as a redeclaration.")
+                    .help("drop it from the marked definition (an extern \"C\" entry point must not throw across the boundary anyway)"));
             }
             if in_file.contains(&name) {
                 return Err(Error::new(ErrorKind::Sources, format!("`{name}` is declared twice in `{}` (again at line {line})", file.display()))
@@ -191,6 +199,8 @@ pub struct Marked {
     pub line: usize,
     /// Whether a body (`{`) follows before any `;` (a definition, not a prototype).
     pub has_body: bool,
+    /// What stands between the `)` and the body or `;` (`noexcept`, attributes), collapsed.
+    pub trailing: String,
 }
 
 /// The declarations marked in `text`, in order, whitespace-collapsed (upstream-facts 5.2):
@@ -239,7 +249,7 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
             Some(c) => {
                 // After the `)`: `noexcept`, attributes (their parentheses skipped), then `{` or `;`.
                 let mut depth = 0usize;
-                let has_body = bytes.iter().enumerate().skip(c + 1).filter(|&(i, _)| mask[i]).find_map(|(_, &b)| match b {
+                let found = bytes.iter().enumerate().skip(c + 1).filter(|&(i, _)| mask[i]).find_map(|(i, &b)| match b {
                     b'(' => {
                         depth += 1;
                         None
@@ -248,14 +258,18 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
                         depth = depth.saturating_sub(1);
                         None
                     }
-                    b'{' if depth == 0 => Some(true),
-                    b';' if depth == 0 => Some(false),
+                    b'{' if depth == 0 => Some((true, i)),
+                    b';' if depth == 0 => Some((false, i)),
                     _ => None,
                 });
                 // Comments are not part of the declaration: a `//` comment would swallow the
                 // rest of the collapsed line in the header, and two halves may comment differently.
-                let code: Vec<u8> = (end..=c).map(|i| if mask[i] { bytes[i] } else { b' ' }).collect();
-                out.push(Marked { decl: collapse(&String::from_utf8_lossy(&code)), line, has_body: has_body.unwrap_or(false) });
+                let code = |from: usize, to: usize| -> String {
+                    let kept: Vec<u8> = (from..to).map(|i| if mask[i] { bytes[i] } else { b' ' }).collect();
+                    collapse(&String::from_utf8_lossy(&kept))
+                };
+                let trailing = found.map(|(_, at)| code(c + 1, at)).unwrap_or_default();
+                out.push(Marked { decl: tidy(&code(end, c + 1)), line, has_body: found.is_some_and(|(body, _)| body), trailing });
                 from = c + 1;
             }
             None if opened => {
@@ -282,6 +296,12 @@ pub fn signature_key(decl: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// `collapse`d, without the spaces a dropped comment leaves inside parentheses (`( int`,
+/// `n )`, `a ,`).
+fn tidy(decl: &str) -> String {
+    decl.replace("( ", "(").replace(" )", ")").replace(" ,", ",")
 }
 
 fn collapse(s: &str) -> String {
@@ -318,7 +338,7 @@ mod tests {
     #[test]
     fn comments_inside_a_signature_are_dropped() {
         let d = scan_one("MCPP_EXPORT_C int f(int a, // the count\n  const int v[4] /* (x) */, unsigned n) { return 0; }\n").unwrap();
-        assert_eq!(d, ["int f(int a, const int v[4] , unsigned n)"]);
+        assert_eq!(d, ["int f(int a, const int v[4], unsigned n)"]);
         assert_eq!(signature_key(&d[0]), signature_key("int f(int a, const int v[4], unsigned n)"));
     }
 
@@ -358,6 +378,9 @@ mod tests {
         std::fs::write(&a, "// the boundary\n\nMCPP_EXPORT_C int f(int n) noexcept;\nint f(int n) noexcept { return n; }\n").unwrap();
         let e = scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string();
         assert!(e.contains(&format!("`f` is marked `MCPP_EXPORT_C` at {}:3 without a body", a.display())), "{e}");
+        std::fs::write(&a, "MCPP_EXPORT_C int f(int n)\n  noexcept\n{ return n; }\n").unwrap();
+        let e = scan(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap_err().to_string();
+        assert!(e.contains(&format!("`f` at {}:1 has `noexcept` after its parameter list", a.display())), "{e}");
         std::fs::write(&a, "MCPP_EXPORT_C int f(int n) __attribute__((noinline)) { return n; }\n").unwrap();
         assert_eq!(scan(&[a], DEFAULT_MARKER).unwrap()[0].line, 1, "an attribute between ) and the body is still a definition");
     }
