@@ -3,8 +3,9 @@
 //! with its symbol index, deterministic (member times, owners and modes zeroed, like `ar D`).
 //!
 //! Why not the `ar` the `cc` crate would choose: GNU ar loads every linker plugin under
-//! `bfd-plugins` (LLVMgold for each installed LLVM) to index an archive, which costs ~0.5 s per
-//! run on a machine with clang installed, on every build that changes an object; the bytes
+//! `bfd-plugins` (LLVMgold for each installed LLVM) to index an archive: 56-60 ms per run warm,
+//! ~210 ms cold, on a machine with clang installed (measured with 32 CUDA objects), after the
+//! last compile of every build that changes an object, plus a `--version` probe; the bytes
 //! written here are the same kind of archive every linker reads, and no tool has to be found.
 
 use crate::error::{Error, ErrorKind, Result};
