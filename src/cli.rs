@@ -8,12 +8,9 @@ use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::manifest::Manifest;
 use crate::pipeline::{self, AccelChoice, Config, ACCEL_ENV, NO_ACCEL_ENV};
 
-/// The variable naming the engine `mcpp_build` runs (`mcpp_build::ENGINE_ENV`, the same name).
-pub const ENGINE_ENV: &str = "CARGO_MCPP";
-
-/// The first line the engine prints in `build-script` mode, followed by its version
-/// (`mcpp_build::ENGINE_HANDSHAKE`, the same text): how the client knows it ran an engine.
-pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
+/// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
+/// `build-script` mode (followed by its version): the client's own constants.
+pub use mcpp_build::{ENGINE_ENV, ENGINE_HANDSHAKE};
 use crate::progress::Progress;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -334,21 +331,17 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
 
 /// The engine `cargo mcpp build` names to the build scripts of its `cargo build`: this
 /// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
-/// anyway (`$CARGO_HOME/bin/cargo-mcpp`, where `cargo install` puts it). Setting the variable
-/// only when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning
-/// each other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
+/// anyway (its own lookup, [`mcpp_build::Build::locate_engine`]). Setting the variable only
+/// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
+/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
 fn engine_to_name() -> Option<PathBuf> {
     if std::env::var_os(ENGINE_ENV).is_some_and(|v| !v.is_empty()) {
         return None;
     }
     let me = std::env::current_exe().ok()?;
-    let home = std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
-        std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cargo"))
-    });
-    let installed = home.map(|h| h.join("bin").join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX)));
-    let same = |a: &std::path::Path, b: &std::path::Path| std::fs::canonicalize(a).ok().is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a));
-    match installed {
-        Some(i) if same(&me, &i) => None,
+    let found = mcpp_build::Build::new().locate_engine().ok().and_then(|(p, _)| std::fs::canonicalize(p).ok());
+    match found {
+        Some(f) if std::fs::canonicalize(&me).is_ok_and(|m| m == f) => None,
         _ => Some(me),
     }
 }
