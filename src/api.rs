@@ -3,8 +3,8 @@
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::Silent;
 use crate::pipeline::{self, AccelChoice, Config, Outcome};
+use crate::report::{DeviceEvent, Reporter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -12,8 +12,9 @@ use std::path::PathBuf;
 ///
 /// Defaults come from the variables cargo gives a build script: `CARGO_MANIFEST_DIR`
 /// (the manifest), `OUT_DIR` (generated surface; the device cache sits beside the profile
-/// directory, `target/<profile>/mcpp/<package>`), `PROFILE` (`release` turns optimisation on),
-/// `NUM_JOBS` and cargo's jobserver (parallel compilers).
+/// directory, `target/<profile>/mcpp/<package>`), cargo's facts `TARGET`, `HOST`, `PROFILE`,
+/// `OPT_LEVEL`, `DEBUG` ([`crate::cargo_facts::CargoFacts`]: `OPT_LEVEL` decides device
+/// optimisation), `NUM_JOBS` and cargo's jobserver (parallel compilers).
 #[derive(Debug, Clone)]
 pub struct Build {
     manifest_dir: Option<PathBuf>,
@@ -73,7 +74,8 @@ impl Build {
         self.accel = AccelChoice::NoAccel;
         self
     }
-    /// Optimise device code (default: when `PROFILE` is `release`).
+    /// Optimise device code (`true`: as `OPT_LEVEL=3`) or not (`false`: as `OPT_LEVEL=0` with
+    /// debug info). Default: cargo's `OPT_LEVEL` and `DEBUG`.
     pub fn release(&mut self, release: bool) -> &mut Build {
         self.release = Some(release);
         self
@@ -132,14 +134,18 @@ impl Build {
                 pipeline::work_dir_from_out_dir(&out_dir, &package)
             }
         };
-        let release = self.release.unwrap_or_else(|| self.env.get("PROFILE").as_deref() == Some("release"));
+        let facts = crate::cargo_facts::CargoFacts::from_env(&self.env);
+        let facts = match self.release {
+            Some(release) => facts.with_release(release),
+            None => facts,
+        };
         let jobs = self.jobs.or_else(|| self.env.get("NUM_JOBS").and_then(|n| n.parse().ok())).unwrap_or_else(default_jobs);
         Ok(Config {
             manifest_path,
             accel: self.accel.clone(),
             work_dir,
             out_dir: Some(out_dir),
-            release,
+            facts,
             jobs,
             env: self.env.clone(),
             builder_tools: self.tools.clone(),
@@ -152,18 +158,39 @@ impl Build {
     /// # Errors
     /// Any refusal (manifest, accelerator set, sources, missing tool) or compiler failure.
     pub fn try_compile(&self) -> Result<Outcome> {
-        let config = self.config()?;
-        // SAFETY (of the call): cargo's jobserver file descriptors are inherited by this build
-        // script and not used by anything else in it.
-        let client = if self.env.inherits() { unsafe { jobserver::Client::from_env() } } else { None };
-        pipeline::run(&config, &Silent, client.as_ref())
+        self.run(&Reporter::silent())
+    }
+
+    /// Run the device phase, sending its progress to `reporter` (the side channel of `cargo
+    /// mcpp build`, [`crate::report`]), and the outcome: done or failed.
+    fn run(&self, reporter: &Reporter) -> Result<Outcome> {
+        let result = self.config().and_then(|config| {
+            // SAFETY (of the call): cargo's jobserver file descriptors are inherited by this
+            // build script and not used by anything else in it.
+            let client = if self.env.inherits() { unsafe { jobserver::Client::from_env() } } else { None };
+            pipeline::run(&config, reporter, client.as_ref())
+        });
+        let package = reporter.package().to_string();
+        reporter.send(&match &result {
+            Ok(o) => DeviceEvent::Done {
+                package,
+                accel: o.accel.to_string(),
+                compiled: o.report.ran.len(),
+                fresh: o.report.fresh.len(),
+                warnings: o.cargo.warnings().count(),
+            },
+            Err(e) => DeviceEvent::Failed { package, exit_code: e.exit_code(), message: e.message.clone() },
+        });
+        result
     }
 
     /// Run the device phase and print the cargo directives. On a refusal or failure, print the
     /// error (cargo shows a build script's output when it fails) and exit with status 1,
-    /// without a panic backtrace.
+    /// without a panic backtrace. Under `cargo mcpp build`, progress and the outcome also go
+    /// to it ([`crate::report`]).
     pub fn compile(&self) {
-        match self.try_compile() {
+        let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
+        match self.run(&Reporter::from_env(&self.env, &package)) {
             Ok(outcome) => {
                 for line in outcome.cargo.lines() {
                     println!("{line}");

@@ -6,12 +6,11 @@
 
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::manifest::Manifest;
-use crate::pipeline::{self, AccelChoice, Config, ACCEL_ENV, NO_ACCEL_ENV};
+use crate::pipeline::{self, AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
 
 /// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
 /// `build-script` mode (followed by its version): the client's own constants.
 pub use mcpp_build::{ENGINE_ENV, ENGINE_HANDSHAKE};
-use crate::progress::Progress;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::Command;
@@ -102,6 +101,9 @@ pub enum WhyWhat {
 pub struct WhyToolArgs {
     /// The tool name (`glslangValidator`, `glslc`, `nvcc`, ...).
     pub name: String,
+    /// The packages whose decisions to read.
+    #[command(flatten)]
+    pub selection: PackageSelection,
     /// Which build to look at.
     #[command(flatten)]
     pub location: BuildLocation,
@@ -128,6 +130,22 @@ pub struct BuildLocation {
     pub target_dir: Option<PathBuf>,
 }
 
+/// Which packages cargo builds: cargo's own flags, read here with cargo's meaning (and passed
+/// to `cargo build` unchanged), so that a package cargo will not build is not validated,
+/// fetched for or compiled.
+#[derive(Debug, Args, Default, Clone)]
+pub struct PackageSelection {
+    /// Package(s) to build (a name, `name@version`, or a glob such as `app-*`).
+    #[arg(long = "package", short = 'p', value_name = "SPEC")]
+    pub package: Vec<String>,
+    /// Every member of the workspace.
+    #[arg(long, alias = "all")]
+    pub workspace: bool,
+    /// Members to leave out of `--workspace` (names or globs).
+    #[arg(long, value_name = "SPEC", requires = "workspace")]
+    pub exclude: Vec<String>,
+}
+
 /// `cargo mcpp build` options; anything else is passed to `cargo build` unchanged.
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -140,6 +158,9 @@ pub struct BuildArgs {
     /// The package, profile, target and target directory (passed to cargo too).
     #[command(flatten)]
     pub location: BuildLocation,
+    /// The packages (passed to cargo too).
+    #[command(flatten)]
+    pub selection: PackageSelection,
     /// Parallel compilers (passed to cargo too).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
@@ -195,19 +216,17 @@ fn cargo_program() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// The packages a command works on and the profile directory of their build.
+/// The packages a command works on and the profile directory of their build (`why tool`
+/// reads the decisions recorded there).
 struct Located {
     packages: Vec<(String, PathBuf)>,
     profile_path: PathBuf,
-    release: bool,
 }
 
-fn locate(location: &BuildLocation) -> Result<Located> {
-    let (manifest_path, profile, release, target, target_dir) =
-        (location.manifest_path.as_ref(), location.profile.as_ref(), location.release, location.target.as_ref(), location.target_dir.as_ref());
+fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Located> {
     let mut meta = cargo_metadata::MetadataCommand::new();
     meta.cargo_path(cargo_program()).no_deps();
-    if let Some(p) = manifest_path {
+    if let Some(p) = &location.manifest_path {
         meta.manifest_path(p);
     }
     let metadata = meta.exec().map_err(|e| {
@@ -215,15 +234,10 @@ fn locate(location: &BuildLocation) -> Result<Located> {
             .detail(e.to_string())
             .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
     })?;
-    let packages: Vec<&cargo_metadata::Package> = match (manifest_path, metadata.root_package()) {
-        (Some(p), _) => {
-            let wanted = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-            metadata.workspace_packages().into_iter().filter(|pkg| std::fs::canonicalize(&pkg.manifest_path).ok().as_ref() == Some(&wanted)).collect()
-        }
-        (None, Some(root)) => vec![root],
-        (None, None) => metadata.workspace_packages(),
-    };
-    let profile = match (profile, release) {
+    let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
+    // Where cargo puts a profile's output (`why tool` only reads it): `dev`/`test` build into
+    // `debug`, `bench` into `release`, any other profile into its own name.
+    let profile = match (&location.profile, location.release) {
         (Some(p), _) => p.clone(),
         (None, true) => "release".to_string(),
         (None, false) => "dev".to_string(),
@@ -233,19 +247,75 @@ fn locate(location: &BuildLocation) -> Result<Located> {
         "bench" => "release".to_string(),
         other => other.to_string(),
     };
-    let release = matches!(profile.as_str(), "release" | "bench");
-    let target_dir = target_dir.cloned().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
-    let mut profile_path = target_dir;
-    if let Some(t) = target {
+    let mut profile_path = location.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
+    if let Some(t) = &location.target {
         profile_path.push(t);
     }
     profile_path.push(&profile_dir);
-    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, release })
+    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path })
+}
+
+/// The workspace packages cargo builds for these flags, by cargo's rules: `--workspace` (less
+/// `--exclude`), else the `-p` specs, else the package of the manifest (`--manifest-path`, or
+/// the nearest `Cargo.toml` above the current directory), else, for a virtual manifest, the
+/// workspace's `default-members` (all members when it has none). A `-p` naming a package
+/// outside the workspace (a dependency) selects nothing here: cargo builds it, and its own
+/// build script does its device work.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a malformed `-p`/`--exclude` glob.
+pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path: Option<&std::path::Path>, selection: &PackageSelection) -> Result<Vec<&'m cargo_metadata::Package>> {
+    let members = metadata.workspace_packages();
+    let matcher = |specs: &[String]| -> Result<Vec<(String, Option<String>, Option<glob::Pattern>)>> {
+        specs
+            .iter()
+            .map(|spec| {
+                let (name, version) = match spec.split_once('@') {
+                    Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                    None => (spec.clone(), None),
+                };
+                let pattern = if name.contains(['*', '?', '[']) {
+                    Some(glob::Pattern::new(&name).map_err(|e| Error::new(ErrorKind::Manifest, format!("`{spec}` is not a valid package glob: {}", e.msg)).help("write a package name, name@version, or a glob such as `app-*`"))?)
+                } else {
+                    None
+                };
+                Ok((name, version, pattern))
+            })
+            .collect()
+    };
+    let matches = |specs: &[(String, Option<String>, Option<glob::Pattern>)], p: &cargo_metadata::Package| {
+        specs.iter().any(|(name, version, pattern)| {
+            let name_ok = match pattern {
+                Some(g) => g.matches(&p.name),
+                None => *name == *p.name,
+            };
+            name_ok && version.as_ref().is_none_or(|v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
+        })
+    };
+    if selection.workspace {
+        let excluded = matcher(&selection.exclude)?;
+        return Ok(members.into_iter().filter(|p| !matches(&excluded, p)).collect());
+    }
+    if !selection.package.is_empty() {
+        let wanted = matcher(&selection.package)?;
+        return Ok(members.into_iter().filter(|p| matches(&wanted, p)).collect());
+    }
+    let manifest = match manifest_path {
+        Some(p) => Some(p.to_path_buf()),
+        None => std::env::current_dir().ok().and_then(|d| d.ancestors().map(|a| a.join("Cargo.toml")).find(|m| m.is_file())),
+    };
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if let Some(m) = manifest.map(|m| canonical(&m)) {
+        if let Some(p) = members.iter().find(|p| canonical(p.manifest_path.as_std_path()) == m) {
+            return Ok(vec![*p]);
+        }
+    }
+    Ok(metadata.workspace_default_packages())
 }
 
 fn fetch(args: &FetchArgs) -> Result<i32> {
     let location = BuildLocation { manifest_path: args.manifest_path.clone(), release: false, profile: None, target: None, target_dir: None };
-    let located = locate(&location)?;
+    let located = locate(&location, &PackageSelection::default())?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
@@ -287,7 +357,7 @@ fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice
 }
 
 fn why_tool(args: &WhyToolArgs) -> Result<i32> {
-    let located = locate(&args.location)?;
+    let located = locate(&args.location, &args.selection)?;
     let mut looked = Vec::new();
     for (package, _) in &located.packages {
         let dir = located.profile_path.join("mcpp").join(package);
@@ -375,44 +445,58 @@ fn build_script(args: &BuildScriptArgs) -> Result<i32> {
     Ok(exit_code::SUCCESS)
 }
 
+/// `cargo mcpp build`: validate the selected packages' device phases (every problem, before
+/// cargo starts), fetch the toolchain payloads they need, then run `cargo build` with the
+/// user's arguments and show the progress its build scripts report over the side channel
+/// ([`crate::report`]). The device work itself runs only in the build scripts, with cargo's
+/// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.
 fn build(args: &BuildArgs) -> Result<i32> {
-    let Located { packages, profile_path, release } = locate(&args.location)?;
+    let Located { packages, .. } = locate(&args.location, &args.selection)?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
         (None, false) => AccelChoice::Manifest,
     };
-    for (pkg_name, manifest_path) in &packages {
-        let manifest_path = manifest_path.clone();
-        let manifest = Manifest::read(&manifest_path)?;
-        if !manifest.has_mcpp_table {
-            continue;
+    let channel = crate::progress::Channel::open().map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
+    // This process's view: the choice the build scripts will see, and the channel (so a
+    // refusal here names `cargo mcpp build --no-accel`, as the build scripts' will).
+    let mut env = crate::env::Env::process();
+    env.set(crate::report::PROGRESS_ENV, channel.path());
+    match &accel {
+        AccelChoice::NoAccel => {
+            env.set(NO_ACCEL_ENV, "1");
+            env.remove(ACCEL_ENV);
         }
-        fetch_one(pkg_name, &manifest_path, &accel, args.offline, &[], false)?;
-        let progress = Progress::new(pkg_name);
-        let config = Config {
-            manifest_path,
-            accel: accel.clone(),
-            work_dir: profile_path.join("mcpp").join(pkg_name.as_str()),
-            out_dir: None,
-            release,
-            jobs: args.jobs.map(|j| j as usize).unwrap_or_else(crate::default_jobs),
-            env: crate::env::Env::process(),
-            builder_tools: Default::default(),
-            builder_tool_lines: Default::default(),
-        };
-        let outcome = pipeline::run(&config, &progress, None);
-        progress.finish();
-        // Its warnings are not printed here: the build script prints the same ones, and cargo
-        // shows them once.
-        let outcome = outcome?;
-        eprintln!(
-            "      Device {} [{}]: {} compiled, {} fresh",
-            pkg_name,
-            if outcome.accel.is_empty() { "no accelerator".to_string() } else { outcome.accel.to_string() },
-            outcome.report.ran.len(),
-            outcome.report.fresh.len()
-        );
+        AccelChoice::Spec(s) => {
+            env.set(ACCEL_ENV, s);
+            env.remove(NO_ACCEL_ENV);
+        }
+        AccelChoice::Manifest => {}
+    }
+    let mut device_packages = Vec::new();
+    let mut problems = Vec::new();
+    for (name, manifest_path) in &packages {
+        match Manifest::read(manifest_path) {
+            Ok(m) if !m.has_mcpp_table => continue,
+            Ok(_) => {}
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        }
+        match pipeline::validate(manifest_path, &AccelChoice::Manifest, &env) {
+            Ok(_) => device_packages.push((name.clone(), manifest_path.clone())),
+            Err(e) => problems.push(e.detail(format!("(package `{name}`)"))),
+        }
+    }
+    if let Some(last) = problems.pop() {
+        for e in &problems {
+            eprintln!("error: {e}\n");
+        }
+        return Err(last);
+    }
+    for (name, manifest_path) in &device_packages {
+        fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
     let mut cargo = Command::new(cargo_program());
     cargo.arg("build");
@@ -431,6 +515,15 @@ fn build(args: &BuildArgs) -> Result<i32> {
     if let Some(d) = &args.location.target_dir {
         cargo.arg("--target-dir").arg(d);
     }
+    for p in &args.selection.package {
+        cargo.args(["--package", p]);
+    }
+    if args.selection.workspace {
+        cargo.arg("--workspace");
+    }
+    for p in &args.selection.exclude {
+        cargo.args(["--exclude", p]);
+    }
     if let Some(j) = args.jobs {
         cargo.arg(format!("-j{j}"));
     }
@@ -442,17 +535,38 @@ fn build(args: &BuildArgs) -> Result<i32> {
     if let Some(me) = engine_to_name() {
         cargo.env(ENGINE_ENV, me);
     }
-    match &accel {
-        AccelChoice::NoAccel => {
-            cargo.env(NO_ACCEL_ENV, "1").env_remove(ACCEL_ENV);
+    crate::env::apply_to(&mut cargo, &env);
+    let status = if channel.draws_bars() {
+        // cargo's stderr comes through here, printed above the bars; colours kept.
+        if std::env::var_os("CARGO_TERM_COLOR").is_none() && !args.cargo_args.iter().any(|a| a.starts_with("--color")) {
+            cargo.env("CARGO_TERM_COLOR", "always");
         }
-        AccelChoice::Spec(s) => {
-            cargo.env(ACCEL_ENV, s).env_remove(NO_ACCEL_ENV);
+        cargo.stderr(std::process::Stdio::piped());
+        let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
+        if let Some(stderr) = child.stderr.take() {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                channel.print_line(&line);
+            }
         }
-        AccelChoice::Manifest => {}
+        child.wait()
+    } else {
+        cargo.status()
     }
-    let status = cargo.status().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
-    Ok(if status.success() { exit_code::SUCCESS } else { exit_code::CARGO_FAILED })
+    .map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
+    let outcomes = channel.close();
+    if status.success() {
+        for (name, _) in device_packages.iter().filter(|(n, _)| !outcomes.contains_key(n)) {
+            eprintln!("      Device {name}: fresh (cargo did not need to run its build script)");
+        }
+        return Ok(exit_code::SUCCESS);
+    }
+    // A device phase that failed decides the exit code (1 compiler failed, 3 refused, ...).
+    let failed = outcomes.values().find_map(|o| match o {
+        crate::progress::PackageOutcome::Failed { exit_code, .. } => Some(*exit_code),
+        _ => None,
+    });
+    Ok(failed.unwrap_or(exit_code::CARGO_FAILED))
 }
 
 #[cfg(test)]

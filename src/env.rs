@@ -46,6 +46,12 @@ impl Env {
                 reads.push(name.to_string());
             }
         }
+        self.get_os_untracked(name)
+    }
+    /// Read `name` without recording the read: only for variables that are not inputs of the
+    /// build and so must not be declared with `rerun-if-env-changed` (the progress channel of
+    /// `cargo mcpp build`, [`crate::report::PROGRESS_ENV`]).
+    pub fn get_os_untracked(&self, name: &str) -> Option<OsString> {
         match self.overrides.get(name) {
             Some(v) => v.clone(),
             None if self.inherit => std::env::var_os(name),

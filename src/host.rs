@@ -5,6 +5,7 @@
 //! is cached in the tool cache, keyed by the target, the profile and every environment
 //! variable `cc` reads for them, so that a no-op build starts no process.
 
+use crate::cargo_facts::CargoFacts;
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
@@ -54,23 +55,6 @@ fn cc_env_vars(target: &str) -> Vec<String> {
     v
 }
 
-/// The target triple: cargo's `TARGET` in a build script, else this machine's triple.
-pub fn target_triple(env: &Env) -> String {
-    env.get_nonempty("TARGET").unwrap_or_else(host_triple)
-}
-
-/// The triple of the machine cargo-mcpp was compiled for (used by `cargo mcpp build`, which
-/// has no `TARGET`).
-pub fn host_triple() -> String {
-    let arch = std::env::consts::ARCH;
-    match std::env::consts::OS {
-        "linux" => format!("{arch}-unknown-linux-gnu"),
-        "macos" => format!("{arch}-apple-darwin"),
-        "windows" => format!("{arch}-pc-windows-msvc"),
-        os => format!("{arch}-unknown-{os}"),
-    }
-}
-
 #[derive(Serialize, Deserialize)]
 struct Cached {
     key: String,
@@ -93,11 +77,10 @@ fn stamp(p: &Path) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler.
-pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolchain> {
-    let target = target_triple(env);
-    let host = env.get_nonempty("HOST").unwrap_or_else(host_triple);
-    let mut key = format!("{target}|{host}|{release}");
-    for var in cc_env_vars(&target) {
+pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<HostToolchain> {
+    let (target, host) = (&facts.target, &facts.host);
+    let mut key = format!("{target}|{host}|{}|{}", facts.opt_level.as_str(), facts.debug);
+    for var in cc_env_vars(target) {
         key.push_str(&format!("|{var}={}", env.get(&var).unwrap_or_default()));
     }
     let cache_file = cache_dir.join("host-toolchain.json");
@@ -110,10 +93,10 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
     std::fs::create_dir_all(&probe_dir).map_err(|e| Error::io("cannot create", &probe_dir, e))?;
     let mut b = cc::Build::new();
     b.cpp(true)
-        .target(&target)
-        .host(&host)
-        .opt_level(if release { 3 } else { 0 })
-        .debug(!release)
+        .target(target)
+        .host(host)
+        .opt_level_str(facts.opt_level.as_str())
+        .debug(facts.debug)
         .out_dir(&probe_dir)
         .cargo_metadata(false)
         .cargo_warnings(false);
@@ -146,7 +129,7 @@ pub fn toolchain(env: &Env, release: bool, cache_dir: &Path) -> Result<HostToolc
         cxx_args: tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         cxx,
         family,
-        archive_format: crate::archive::ArchiveFormat::for_target(&target),
+        archive_format: crate::archive::ArchiveFormat::for_target(target),
         cpp_stdlib,
     };
     let cached = Cached { key, stamp: stamp(&toolchain.cxx), toolchain: toolchain.clone() };

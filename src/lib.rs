@@ -40,6 +40,7 @@
 pub mod accel;
 mod api;
 pub mod archive;
+pub mod cargo_facts;
 pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -57,6 +58,7 @@ pub mod payload;
 pub mod pipeline;
 #[cfg(feature = "cli")]
 pub mod progress;
+pub mod report;
 pub mod rules;
 pub mod sources;
 pub mod surface;

@@ -44,8 +44,8 @@ pub struct Config {
     pub work_dir: PathBuf,
     /// Where surfaces are generated (build.rs's OUT_DIR); `None` runs the actions only.
     pub out_dir: Option<PathBuf>,
-    /// Release profile (optimisation on).
-    pub release: bool,
+    /// Cargo's facts (target, host, optimisation level, debug info), read once by the caller.
+    pub facts: crate::cargo_facts::CargoFacts,
     /// Parallel compilers when there is no jobserver.
     pub jobs: usize,
     /// The environment view.
@@ -73,12 +73,15 @@ pub struct Outcome {
     pub payloads: usize,
 }
 
-/// Resolve the accelerator set: the explicit choice, else `MCPP_NO_ACCEL` / `MCPP_ACCEL` from
+/// Resolve the accelerator set: the empty set under docs.rs ([`docs_rs`]), else the explicit choice, else `MCPP_NO_ACCEL` / `MCPP_ACCEL` from
 /// the environment (set by `cargo mcpp build`), else the manifest.
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming where the malformed string came from.
 pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
+    if docs_rs(env) {
+        return Ok(AccelSet::none());
+    }
     let (text, origin, key) = match choice {
         AccelChoice::NoAccel => return Ok(AccelSet::none()),
         AccelChoice::Spec(s) => (s.clone(), "--accel".to_string(), None),
@@ -111,32 +114,70 @@ fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
     }
 }
 
+/// A package's device phase, checked before anything runs: the manifest, the accelerator set,
+/// the tools table, the module name and the sources (globs expanded, each file given to a rule).
+#[derive(Debug)]
+pub struct Validated {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The accelerator set of this build.
+    pub accel: AccelSet,
+    /// The device sources, classified.
+    pub collected: sources::Collected,
+    /// The C++ module (and namespace) of the surface.
+    pub module_name: String,
+}
+
+/// Check a package's device phase without running anything: what `cargo mcpp build` does for
+/// every selected package before cargo starts, and the first step of [`run`].
+///
+/// # Errors
+/// Any refusal of the manifest, the accelerator set, the tools table, the module name or the
+/// sources.
+pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
+    let manifest = Manifest::read(manifest_path)?;
+    let accel = resolve_accel(choice, &manifest, env)?;
+    let registry = rules::registry();
+    validate_tools_table(&manifest, &registry)?;
+    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
+    surface::check_module_name(&module_name).map_err(|e| e.file(&manifest.path))?;
+    let collected = sources::collect(&manifest, &accel, &registry)?;
+    Ok(Validated { manifest, accel, collected, module_name })
+}
+
+/// Whether this is a docs.rs build (`DOCS_RS` set): documentation only, so no device compiler
+/// runs; the build has the empty accelerator set and its surface and bindings are generated
+/// as for `MCPP_NO_ACCEL=1`, with nothing compiled or linked.
+pub fn docs_rs(env: &Env) -> bool {
+    env.get_nonempty(DOCS_RS_ENV).is_some()
+}
+
+/// The variable docs.rs sets for the builds it documents.
+pub const DOCS_RS_ENV: &str = "DOCS_RS";
+
 /// Run the device phase.
 ///
 /// # Errors
 /// Any refusal of the manifest, accelerator set, sources or rules, a missing tool, or a
 /// failed compiler.
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
-    let manifest = Manifest::read(&config.manifest_path)?;
     let env = &config.env;
-    let accel = resolve_accel(&config.accel, &manifest, env)?;
+    let Validated { manifest, accel, collected, module_name } = validate(&config.manifest_path, &config.accel, env)?;
     let registry = rules::registry();
-    validate_tools_table(&manifest, &registry)?;
-    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
-    surface::check_module_name(&module_name).map_err(|e| e.file(&manifest.path))?;
-    let collected = sources::collect(&manifest, &accel, &registry)?;
+    let docs_rs = docs_rs(env);
     let variant = if accel.is_empty() { "host".to_string() } else { crate::fingerprint::sha256_hex(accel.to_string().as_bytes())[..16].to_string() };
     let variant_dir = config.work_dir.join(&variant);
     let mut cargo = CargoOutput::default();
     for w in &collected.warnings {
         cargo.warning(w);
     }
-    if accel.is_empty() && config.accel != AccelChoice::NoAccel && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
+    if accel.is_empty() && !docs_rs && config.accel != AccelChoice::NoAccel && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
         // Name where the empty set came from: an empty --accel / MCPP_ACCEL, or the manifest.
         let origin = accel_origin(&config.accel, env).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
         cargo.warning(&format!(
-            "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with --no-accel to say it on purpose)",
-            collected.sources.len()
+            "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with {} to say it on purpose)",
+            collected.sources.len(),
+            crate::report::no_accel_way(env)
         ));
     }
     let catalog = Catalog::builtin()?;
@@ -199,7 +240,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             tool_cache: &config.work_dir,
             env,
             tools: &tools,
-            release: config.release,
+            facts: &config.facts,
             island: island.as_ref().map(|i| &i.boundary),
         };
         let plan = rule.plan(&ctx, &mine).map_err(|mut e| {
@@ -245,7 +286,8 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         }
     }
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
-    let report = graph::run(&actions, &options, observer)?;
+    // docs.rs documents the crate: nothing is compiled, and nothing is linked below.
+    let report = if docs_rs { RunReport::default() } else { graph::run(&actions, &options, observer)? };
     let generated = match &config.out_dir {
         Some(out_dir) => Some(surface::generate(
             &items,
@@ -279,7 +321,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             cargo.rerun_if_changed(f);
         }
     }
-    for l in &link {
+    for l in link.iter().filter(|_| !docs_rs) {
         match l {
             rules::LinkDirective::Search(dir) => cargo.link_search(dir),
             rules::LinkDirective::Lib(spec) => cargo.link_lib(spec),
@@ -649,7 +691,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         includes.push(i.emitted.dir.clone());
     }
     includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
-    let host = crate::host::toolchain(&config.env, config.release, &config.work_dir)?;
+    let host = crate::host::toolchain(&config.env, &config.facts, &config.work_dir)?;
     // The host compiler is the `cc` crate's choice (CXX or its default), recorded as such.
     let tool_at = |spec: &crate::tool::ToolSpec, path: &Path, what: &str| {
         let source = crate::tool::ToolSource::Derived(format!("the cc crate's {what}"));

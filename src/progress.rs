@@ -1,62 +1,219 @@
-//! Progress of the device phase for `cargo mcpp`: an indicatif bar with one tick per action
-//! and the current file when stderr is a terminal, plain lines otherwise. build.rs never
-//! shows progress (cargo captures its output).
+//! `cargo mcpp build`'s view of the device phases that run in the build scripts of its
+//! `cargo build`: it listens on the side channel of [`crate::report`] and shows one indicatif
+//! bar per package when stderr is a terminal (cargo's own stderr lines printed above the bars),
+//! plain lines otherwise. Every line names its package.
 
-use crate::graph::{Action, Observer};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::report::DeviceEvent;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
-/// Progress on stderr.
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    total: AtomicUsize,
-    done: AtomicUsize,
-    package: String,
+/// How one package's device phase ended, as its build script reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackageOutcome {
+    /// It succeeded: the accelerator set as text, actions run, actions fresh.
+    Done {
+        /// The accelerator set (empty for none).
+        accel: String,
+        /// Actions that ran.
+        compiled: usize,
+        /// Actions found fresh.
+        fresh: usize,
+    },
+    /// It failed with this exit code and message.
+    Failed {
+        /// The documented exit code of the error.
+        exit_code: i32,
+        /// The error's first line.
+        message: String,
+    },
 }
 
-impl Progress {
-    /// A progress reporter for `package`; a bar on a terminal, plain lines otherwise.
-    pub fn new(package: &str) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{prefix:>12.cyan.bold} [{bar:25}] {pos}/{len} {wide_msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
-            );
-            bar.set_prefix("Device");
-            bar
-        });
-        Progress { bar, total: AtomicUsize::new(0), done: AtomicUsize::new(0), package: package.to_string() }
+/// The display: bars on a terminal, lines otherwise.
+struct Display {
+    multi: Option<MultiProgress>,
+    bars: Mutex<BTreeMap<String, ProgressBar>>,
+    outcomes: Mutex<BTreeMap<String, PackageOutcome>>,
+}
+
+impl Display {
+    fn line(&self, text: &str) {
+        match &self.multi {
+            Some(m) => {
+                let _ = m.println(text);
+            }
+            None => eprintln!("{text}"),
+        }
     }
-    /// Remove the bar.
-    pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
+    fn bar(&self, package: &str) -> Option<ProgressBar> {
+        let multi = self.multi.as_ref()?;
+        let mut bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
+        Some(
+            bars.entry(package.to_string())
+                .or_insert_with(|| {
+                    let bar = multi.add(ProgressBar::new(0));
+                    bar.set_style(
+                        ProgressStyle::with_template("{prefix:>12.cyan.bold} [{bar:25}] {pos}/{len} {wide_msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_bar())
+                            .progress_chars("=> "),
+                    );
+                    bar.set_prefix("Device");
+                    bar
+                })
+                .clone(),
+        )
+    }
+    fn remove_bar(&self, package: &str) {
+        if let Some(bar) = self.bars.lock().unwrap_or_else(|e| e.into_inner()).remove(package) {
             bar.finish_and_clear();
+            if let Some(m) = &self.multi {
+                m.remove(&bar);
+            }
+        }
+    }
+    fn event(&self, event: DeviceEvent) {
+        match event {
+            DeviceEvent::Planned { package, total } => match self.bar(&package) {
+                Some(bar) => bar.set_length(total as u64),
+                None if total > 0 => self.line(&format!("      Device {package} ({total} action(s) to run)")),
+                None => {}
+            },
+            DeviceEvent::Started { package, description } => match self.bar(&package) {
+                Some(bar) => bar.set_message(format!("{package}: {description}")),
+                None => self.line(&format!("   Compiling {description} ({package})")),
+            },
+            DeviceEvent::Finished { package, .. } => {
+                if let Some(bar) = self.bar(&package) {
+                    bar.inc(1);
+                }
+            }
+            DeviceEvent::Done { package, accel, compiled, fresh, .. } => {
+                self.remove_bar(&package);
+                let set = if accel.is_empty() { "no accelerator".to_string() } else { accel.clone() };
+                self.line(&format!("      Device {package} [{set}]: {compiled} compiled, {fresh} fresh"));
+                self.outcomes.lock().unwrap_or_else(|e| e.into_inner()).insert(package, PackageOutcome::Done { accel, compiled, fresh });
+            }
+            DeviceEvent::Failed { package, exit_code, message } => {
+                self.remove_bar(&package);
+                self.line(&format!("      Device {package} failed: {message}"));
+                self.outcomes.lock().unwrap_or_else(|e| e.into_inner()).insert(package, PackageOutcome::Failed { exit_code, message });
+            }
         }
     }
 }
 
-impl Observer for Progress {
-    fn planned(&self, total: usize) {
-        self.total.store(total, Ordering::SeqCst);
-        match &self.bar {
-            Some(bar) => bar.set_length(total as u64),
-            None if total > 0 => eprintln!("      Device {} ({total} action(s) to run)", self.package),
-            None => {}
-        }
+/// The listening end of the side channel, for the duration of one `cargo build`.
+pub struct Channel {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    display: Arc<Display>,
+    stop: Arc<AtomicBool>,
+    listener: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+}
+
+impl Channel {
+    /// Open a socket in a new temporary directory and start listening.
+    ///
+    /// # Errors
+    /// The temporary directory or the socket cannot be created.
+    #[cfg(unix)]
+    pub fn open() -> std::io::Result<Channel> {
+        let dir = tempfile::Builder::new().prefix("cargo-mcpp-").tempdir()?;
+        let path = dir.path().join("progress.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path)?;
+        let multi = std::io::stderr().is_terminal().then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        let display = Arc::new(Display { multi, bars: Mutex::new(BTreeMap::new()), outcomes: Mutex::new(BTreeMap::new()) });
+        let stop = Arc::new(AtomicBool::new(false));
+        let (d, s) = (display.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let mut readers = Vec::new();
+            let read = |stream: std::os::unix::net::UnixStream, d: Arc<Display>| {
+                let _ = stream.set_nonblocking(false);
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stream).lines() {
+                        let Ok(line) = line else { break };
+                        if let Ok(event) = serde_json::from_str::<DeviceEvent>(&line) {
+                            d.event(event);
+                        }
+                    }
+                })
+            };
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                readers.push(read(stream, d.clone()));
+                if s.load(Ordering::SeqCst) {
+                    // The waking connection of `close` came last: take what is still queued.
+                    if listener.set_nonblocking(true).is_ok() {
+                        while let Ok((stream, _)) = listener.accept() {
+                            readers.push(read(stream, d.clone()));
+                        }
+                    }
+                    break;
+                }
+            }
+            readers
+        });
+        Ok(Channel { _dir: dir, path, display, stop, listener: Some(handle) })
     }
-    fn started(&self, action: &Action) {
-        match &self.bar {
-            Some(bar) => bar.set_message(action.description.clone()),
-            None => eprintln!("   Compiling {}", action.description),
-        }
+
+    /// The socket path to name in [`crate::report::PROGRESS_ENV`].
+    pub fn path(&self) -> &Path {
+        &self.path
     }
-    fn finished(&self, _action: &Action) {
-        self.done.fetch_add(1, Ordering::SeqCst);
-        if let Some(bar) = &self.bar {
-            bar.inc(1);
+
+    /// Whether bars are drawn (stderr is a terminal): then cargo's stderr should come through
+    /// [`Channel::print_line`], so its lines appear above the bars instead of through them.
+    pub fn draws_bars(&self) -> bool {
+        self.display.multi.is_some()
+    }
+
+    /// Print a line (of cargo's stderr) above the bars.
+    pub fn print_line(&self, line: &str) {
+        self.display.line(line);
+    }
+
+    /// Stop listening once `cargo build` has exited (every build script is done, so every
+    /// connection has ended) and return each reporting package's outcome.
+    pub fn close(mut self) -> BTreeMap<String, PackageOutcome> {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the blocking accept with one last connection.
+        #[cfg(unix)]
+        let _ = std::os::unix::net::UnixStream::connect(&self.path);
+        if let Some(h) = self.listener.take() {
+            for reader in h.join().unwrap_or_default() {
+                let _ = reader.join();
+            }
         }
+        for package in self.display.bars.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect::<Vec<_>>() {
+            self.display.remove_bar(&package);
+        }
+        std::mem::take(&mut *self.display.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::env::Env;
+    use crate::report::{Reporter, PROGRESS_ENV};
+
+    #[test]
+    fn a_build_scripts_events_reach_the_channel_and_its_outcome_is_kept() {
+        let channel = Channel::open().unwrap();
+        let mut env = Env::empty();
+        env.set(PROGRESS_ENV, channel.path());
+        let r = Reporter::from_env(&env, "app");
+        r.send(&DeviceEvent::Planned { package: "app".into(), total: 1 });
+        r.send(&DeviceEvent::Done { package: "app".into(), accel: "vulkan1.2".into(), compiled: 1, fresh: 0, warnings: 0 });
+        let f = Reporter::from_env(&env, "lib");
+        f.send(&DeviceEvent::Failed { package: "lib".into(), exit_code: 3, message: "refused".into() });
+        drop((r, f));
+        let outcomes = channel.close();
+        assert_eq!(outcomes.get("app"), Some(&PackageOutcome::Done { accel: "vulkan1.2".into(), compiled: 1, fresh: 0 }));
+        assert_eq!(outcomes.get("lib"), Some(&PackageOutcome::Failed { exit_code: 3, message: "refused".into() }));
     }
 }

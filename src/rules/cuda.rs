@@ -5,7 +5,7 @@
 //! - nvcc: `-ccbin <host c++> -gencode arch=compute_XX,code=sm_XX` per architecture, plus
 //!   `-gencode arch=compute_P,code=compute_P` for the portable floor (`ptx>=`/`floor>=`, default
 //!   the highest architecture), so the binary runs without JIT on the listed GPUs and JITs on
-//!   newer ones; `-Xcompiler -fPIC`; `-O3` (release) or `-O0 -lineinfo` (debug); `-MMD -MF`.
+//!   newer ones; `-Xcompiler -fPIC`; `-O3` (any `OPT_LEVEL` but 0) or `-O0 -lineinfo` (`OPT_LEVEL=0`); `-MMD -MF`.
 //! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, PTX for
 //!   the same portable floor only (`--no-cuda-include-ptx=all --cuda-include-ptx=sm_P`),
 //!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
@@ -588,7 +588,7 @@ impl Rule for CudaRule {
             }
         }
         check_driver_floor(toolkit.version, probe_driver_version(), &toolkit.root)?;
-        let host = crate::host::toolchain(ctx.env, ctx.release, ctx.tool_cache)?;
+        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.tool_cache)?;
         let (compiler, ccbin) = match route {
             CudaCompilerName::Nvcc => {
                 let nvcc = tool::resolve_at(&NVCC, &nvcc_choice.path, nvcc_choice.source.clone(), &nvcc_choice.origin, ctx.env, ctx.tool_cache)?;
@@ -613,7 +613,7 @@ impl Rule for CudaRule {
             }
         };
         let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
-        let optimize = opts.optimize.unwrap_or(ctx.release);
+        let optimize = opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes());
         let root = ctx.manifest.dir();
         let out_dir = ctx.work_dir.join("cuda");
         let mut objects = Vec::new();

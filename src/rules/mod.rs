@@ -29,8 +29,8 @@ pub struct RuleContext<'a> {
     pub env: &'a Env,
     /// Explicit tool choices.
     pub tools: &'a ToolChoices,
-    /// Whether this is a release-profile build (optimisation on).
-    pub release: bool,
+    /// Cargo's facts: target, host, optimisation level, debug info ([`crate::cargo_facts`]).
+    pub facts: &'a crate::cargo_facts::CargoFacts,
     /// The island boundary of the package, when `[package.metadata.mcpp.island]` is declared:
     /// a rule compiling one of its device sources gives the compiler the header as a forced
     /// include on that rule's own command line.

@@ -106,7 +106,12 @@ impl Rule for SpirvRule {
                     .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""));
             }
         }
-        let optimize = opts.optimize.unwrap_or(ctx.release);
+        // `optimize` overrides on/off; the level (speed or size) is cargo's `OPT_LEVEL`.
+        let optimize = match opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes()) {
+            false => Optimization::Off,
+            true if ctx.facts.opt_level.for_size() => Optimization::Size,
+            true => Optimization::Speed,
+        };
         let root = ctx.manifest.dir();
         let mut includes = Vec::new();
         for (i, inc) in opts.includes.iter().enumerate() {
@@ -147,15 +152,27 @@ impl Rule for SpirvRule {
     }
 }
 
+/// How a shader is optimised: from cargo's `OPT_LEVEL` (`0` off, `s`/`z` size, else speed),
+/// switched on or off by `[package.metadata.mcpp.spirv] optimize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Optimization {
+    /// glslangValidator: no `-O` flag; glslc `-O0`.
+    Off,
+    /// glslangValidator `-Os` (its only level); glslc `-O`.
+    Speed,
+    /// `-Os` on both.
+    Size,
+}
+
 /// The compiler arguments (after the program) for one shader, in each compiler's spelling:
 /// glslangValidator `-V --target-env <env> -S <stage> [-Os] -D.. -I.. <flags> --depfile <d> -o <spv> <src>`;
-/// glslc `--target-env=<env> -fshader-stage=<stage> [-O|-O0] -D.. -I.. <flags> -MD -MF <d> -o <spv> <src>`.
+/// glslc `--target-env=<env> -fshader-stage=<stage> [-O|-Os|-O0] -D.. -I.. <flags> -MD -MF <d> -o <spv> <src>`.
 #[allow(clippy::too_many_arguments)]
 pub fn argv(
     which: SpirvCompilerName,
     opts: &SpirvOptions,
     target_env: &str,
-    optimize: bool,
+    optimize: Optimization,
     stage: &str,
     includes: &[std::path::PathBuf],
     depfile: &std::path::Path,
@@ -166,14 +183,18 @@ pub fn argv(
     match which {
         SpirvCompilerName::Glslang => {
             a.extend(["-V".into(), "--target-env".into(), target_env.into(), "-S".into(), stage.into()]);
-            if optimize {
+            if optimize != Optimization::Off {
                 a.push("-Os".into());
             }
         }
         SpirvCompilerName::Glslc => {
             a.push(format!("--target-env={target_env}").into());
             a.push(format!("-fshader-stage={stage}").into());
-            a.push(if optimize { "-O" } else { "-O0" }.into());
+            a.push(match optimize {
+                Optimization::Size => "-Os",
+                Optimization::Speed => "-O",
+                Optimization::Off => "-O0",
+            }.into());
         }
     }
     for (k, v) in &opts.defines {
