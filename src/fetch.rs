@@ -367,7 +367,7 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice,
     let accel_set = crate::pipeline::resolve_accel(accel, &manifest, env)?;
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
-        let collected = crate::sources::collect(&manifest, &accel_set, &registry)?;
+        let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
         crate::pipeline::payload_requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?
     } else {
         let mut v = Vec::new();

@@ -141,7 +141,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     validate_tools_table(&manifest, &registry)?;
     let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
     surface::check_module_name(&module_name).map_err(|e| e.file(&manifest.path))?;
-    let collected = sources::collect(&manifest, &accel, &registry)?;
+    let collected = sources::collect(&manifest, &accel, &registry, env)?;
     Ok(Validated { manifest, accel, collected, module_name })
 }
 

@@ -60,7 +60,7 @@ pub fn extension(path: &Path) -> Option<String> {
 /// [`ErrorKind::Sources`] for: a glob matching no file; a constrained glob whose backend the
 /// build names but whose architectures it does not cover; a file whose extension has no role;
 /// a device source no rule claims. [`ErrorKind::Manifest`] for a malformed constraint.
-pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<Collected> {
+pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::env::Env) -> Result<Collected> {
     let root = manifest.dir();
     let mut out = Collected::default();
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
@@ -95,7 +95,11 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>]) -
                     .file(&manifest.path)
                     .key(format!("{key}.accel"))
                     .detail(format!("this build targets: {accel}"))
-                    .help("build with `--accel` covering it, or `--no-accel` to leave every constrained glob out (the CPU-only variant)"));
+                    .help(format!(
+                        "build with an accelerator set covering it ({}), or with {} to leave every constrained glob out (the CPU-only variant)",
+                        crate::report::accel_way(env, &c.accel),
+                        crate::report::no_accel_way(env)
+                    )));
                 }
             }
         };

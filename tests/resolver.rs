@@ -198,7 +198,7 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     let env = Env::empty();
     let needed = |accel: &str, env: &Env| -> Vec<String> {
         let a = AccelSet::parse(accel).unwrap();
-        let c = cargo_mcpp::sources::collect(&m, &a, &registry).unwrap();
+        let c = cargo_mcpp::sources::collect(&m, &a, &registry, &cargo_mcpp::env::Env::empty()).unwrap();
         cargo_mcpp::pipeline::payload_requirements(&m, &a, &c, &registry, env, &BTreeMap::new()).unwrap().into_iter().map(|r| format!("{} {}", r.payload, r.req.unwrap())).collect()
     };
     assert_eq!(needed("vulkan1.2", &env), ["glslang >=11.0"]);

@@ -152,7 +152,7 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
         let root = if t.is_absolute() { t.clone() } else { manifest_dir.join(t) };
         let key = format!("{MANIFEST_KEY}.toolkit");
         let Some(kit) = Toolkit::at(&root, key.clone()) else {
-            return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())]).key(key));
+            return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())], env).key(key));
         };
         let choice = with_program(kit.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
         return Ok((kit, choice, None));
@@ -174,7 +174,7 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
                 None => {
                     // A named root that is no toolkit is refused, never replaced by a later way.
                     tried.push(format!("{var}=`{v}` has no include/cuda_runtime.h"));
-                    return Err(not_found(tried).key(var.to_string()));
+                    return Err(not_found(tried, env).key(var.to_string()));
                 }
             }
         }
@@ -215,14 +215,14 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
         }
         tried.push(format!("nvcc on PATH (`{}`) is not inside a toolkit root", nvcc.display()));
     }
-    let mut e = not_found(tried);
+    let mut e = not_found(tried, env);
     if !tools.fetch_command.is_empty() {
         e = e.help(format!("or install the cuda-nvcc payload: `{}`", tools.fetch_command));
     }
     Err(e)
 }
 
-fn not_found(tried: Vec<String>) -> Error {
+fn not_found(tried: Vec<String>, env: &Env) -> Error {
     let mut e = Error::new(ErrorKind::ToolNotFound, "no CUDA toolkit found");
     for t in tried {
         e = e.detail(t);
@@ -234,7 +234,10 @@ fn not_found(tried: Vec<String>) -> Error {
         .detail("  3. the global override: MCPP_TOOL_NVCC=/path/to/cuda/bin/nvcc")
         .detail("  4. the payload cuda-nvcc: `cargo mcpp fetch --manifest-path <Cargo.toml>` installs it")
         .detail("  5. nvcc on PATH (a warning asks you to declare it)")
-        .help("install a toolkit (e.g. `pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm`) and name it, or build with `--no-accel` for the host fallback")
+        .help(format!(
+            "install a toolkit (e.g. `pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm`) and name it, or build with {} for the host fallback",
+            crate::report::no_accel_way(env)
+        ))
 }
 
 /// The architectures to compile for: the entry's list, with `native` (or an absent list)
@@ -253,8 +256,8 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
                 .key("package.metadata.mcpp.accel")
                 .detail("`{native}` (or no architecture list) means \"the compute capabilities nvidia-smi reports here\";")
                 .detail("nvidia-smi found none, and compiling for no architecture would give an empty or garbage -arch.")
-                .help("name the architectures: accel = \"cuda13.0+{sm_90}\" in [package.metadata.mcpp], or --accel \"cuda13.0+{sm_80,sm_90}\"")
-                .help("or build with --no-accel for the host fallback"));
+                .help(format!("name the architectures: accel = \"cuda13.0+{{sm_90}}\" in [package.metadata.mcpp], or {}", crate::report::accel_way(env, "cuda13.0+{sm_80,sm_90}")))
+                .help(format!("or build with {} for the host fallback", crate::report::no_accel_way(env))));
         }
         for a in probed {
             if !out.contains(&a) {
