@@ -221,6 +221,8 @@ fn cargo_program() -> std::ffi::OsString {
 struct Located {
     packages: Vec<(String, PathBuf)>,
     profile_path: PathBuf,
+    /// The selected packages without a build script (cargo metadata: no `custom-build` target).
+    without_build_script: Vec<String>,
 }
 
 fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Located> {
@@ -252,7 +254,8 @@ fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Loca
         profile_path.push(t);
     }
     profile_path.push(&profile_dir);
-    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path })
+    let without_build_script = packages.iter().filter(|p| !p.targets.iter().any(|t| t.is_custom_build())).map(|p| p.name.to_string()).collect();
+    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script })
 }
 
 /// The workspace packages cargo builds for these flags, by cargo's rules: `--workspace` (less
@@ -451,7 +454,7 @@ fn build_script(args: &BuildScriptArgs) -> Result<i32> {
 /// ([`crate::report`]). The device work itself runs only in the build scripts, with cargo's
 /// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.
 fn build(args: &BuildArgs) -> Result<i32> {
-    let Located { packages, .. } = locate(&args.location, &args.selection)?;
+    let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;
     let accel = match (&args.accel, args.no_accel) {
         (_, true) => AccelChoice::NoAccel,
         (Some(s), _) => AccelChoice::Spec(s.clone()),
@@ -483,6 +486,17 @@ fn build(args: &BuildArgs) -> Result<i32> {
                 problems.push(e);
                 continue;
             }
+        }
+        if without_build_script.contains(name) {
+            // The device phase runs in the build script only: without one, nothing would
+            // compile the device sources or generate the surface.
+            problems.push(
+                Error::new(ErrorKind::Manifest, format!("the package `{name}` declares [package.metadata.mcpp] but has no build script to run its device phase"))
+                    .file(manifest_path)
+                    .key("package.metadata.mcpp")
+                    .help("add build.rs with `fn main() { cargo_mcpp::build(); }` (build-dependency cargo-mcpp) or `fn main() { mcpp_build::build(); }` (build-dependency mcpp-build)"),
+            );
+            continue;
         }
         match pipeline::validate(manifest_path, &AccelChoice::Manifest, &env) {
             Ok(_) => device_packages.push((name.clone(), manifest_path.clone())),

@@ -219,11 +219,15 @@ fn vulkan_only_and_no_accel_cargo_mcpp_builds_leave_the_cuda_cache_untouched() {
     std::fs::create_dir_all(root.join("k")).unwrap();
     std::fs::write(root.join("k/x.comp"), "#version 450\nlayout(local_size_x=1) in;\nvoid main(){}\n").unwrap();
     std::fs::write(root.join("lib.rs"), "").unwrap();
-    std::fs::write(
-        root.join("Cargo.toml"),
-        "[package]\nname = \"gates\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[lib]\npath = \"lib.rs\"\n[workspace]\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"k/*.comp\"]\n",
-    )
-    .unwrap();
+    // Without a build script the package is refused: the device phase runs only there.
+    let manifest = "[package]\nname = \"gates\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[lib]\npath = \"lib.rs\"\n[workspace]\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"k/*.comp\"]\n";
+    std::fs::write(root.join("Cargo.toml"), manifest).unwrap();
+    let refused = Command::new(BIN).args(["mcpp", "build", "--manifest-path"]).arg(root.join("Cargo.toml")).env("CARGO_TARGET_DIR", tmp.path().join("target")).output().unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    assert!(text(&refused).contains("the package `gates` declares [package.metadata.mcpp] but has no build script"), "{}", text(&refused));
+    let client = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcpp-build");
+    std::fs::write(root.join("build.rs"), "fn main() { mcpp_build::build(); }\n").unwrap();
+    std::fs::write(root.join("Cargo.toml"), format!("{manifest}[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n", client.display().to_string())).unwrap();
     let home = tmp.path().join("home");
     let run = |args: &[&str]| -> Output {
         let mut c = Command::new(BIN);
@@ -248,7 +252,7 @@ fn vulkan_only_and_no_accel_cargo_mcpp_builds_leave_the_cuda_cache_untouched() {
     payloads.sort();
     assert_eq!(payloads, ["glslang", "spirv-tools"]);
     assert!(names("archives").iter().all(|a| !a.starts_with("nvidia")), "{:?}", names("archives"));
-    // The build.rs-less package: the CLI's own device phase used the payload, and recorded it.
+    // The build script's device phase used the payload, and recorded it.
     let why = Command::new(BIN).args(["mcpp", "why", "tool", "glslangValidator", "--manifest-path"]).arg(root.join("Cargo.toml")).arg("--target-dir").arg(tmp.path().join("target")).output().unwrap();
     assert!(text(&why).contains("source:  payload"), "{}", text(&why));
 }
