@@ -228,7 +228,8 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         link.extend(cxx_link);
         tool_files.extend(cxx_tools);
     }
-    let items = surface::name_payloads(&payloads, "cargo-mcpp").map_err(|e| e.file(&manifest.path))?;
+    let base = surface::resolve_base(&manifest, payloads.iter().map(|(s, _, _)| s.as_str()))?;
+    let items = surface::name_payloads(&payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
     // The set of sources (and the surface's shape) as a stamp build.rs watches: when
     // `cargo mcpp build` sees a new source that cargo could not (a new file at the package
     // root), the stamp changes and cargo reruns the build script, which regenerates the surface.
@@ -260,6 +261,13 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         )?),
         None => None,
     };
+    if generated.is_some() {
+        // Recorded by the run that generates the surface (build.rs), so `cargo mcpp build`'s own
+        // device run leaves the warning to the build script it then runs.
+        if let Some(w) = surface::note_base(&variant_dir, &base, &items)? {
+            cargo.warning(&w);
+        }
+    }
     if let (Some(out_dir), Some(island)) = (&config.out_dir, &island) {
         publish_island(island, out_dir)?;
     }
