@@ -201,10 +201,17 @@ impl Build {
     }
 }
 
-/// Print `error` the way a failing build script should and exit with status 1.
+/// Print `error` the way a failing build script should and exit with status 1: the whole
+/// error on stderr (cargo shows it under `--- stderr`) and its headline as one warning, through
+/// [`crate::cargo_output::CargoOutput::warning`], the one place that adds the `cargo-mcpp: `
+/// prefix (so cargo prints `warning: <pkg>@<ver>: cargo-mcpp: <headline>`, the prefix once).
 fn fail(error: &Error) -> ! {
     eprintln!("\nerror: {error}\n");
-    println!("cargo::warning=cargo-mcpp: {}", error.message);
+    let mut out = crate::cargo_output::CargoOutput::default();
+    out.warning(&error.message);
+    for line in out.lines() {
+        println!("{line}");
+    }
     std::process::exit(1)
 }
 

@@ -39,10 +39,12 @@ impl CargoOutput {
     pub fn rustc_env(&mut self, name: &str, value: &str) {
         self.push(format!("cargo::rustc-env={name}={value}"));
     }
-    /// `cargo::warning=<text>` (one directive per line of text).
+    /// `cargo::warning=cargo-mcpp: <line>`, one directive per line of `text`. This is the one
+    /// place the `cargo-mcpp: ` prefix is added (cargo shows `warning: <pkg>@<ver>: cargo-mcpp:
+    /// ...`); a line that already starts with it keeps one, so no warning prints it twice.
     pub fn warning(&mut self, text: &str) {
         for line in text.lines() {
-            self.push(format!("cargo::warning={line}"));
+            self.push(warning_directive(line));
         }
     }
     /// `cargo::rustc-link-search=native=<dir>`.
@@ -61,8 +63,34 @@ impl CargoOutput {
     pub fn lines(&self) -> &[String] {
         &self.lines
     }
-    /// The warnings only (their text).
+    /// The warnings only (their text, without the directive and the `cargo-mcpp: ` prefix).
     pub fn warnings(&self) -> impl Iterator<Item = &str> {
-        self.lines.iter().filter_map(|l| l.strip_prefix("cargo::warning="))
+        self.lines.iter().filter_map(|l| l.strip_prefix("cargo::warning=")).map(|w| w.strip_prefix(WARNING_PREFIX).unwrap_or(w))
+    }
+}
+
+/// What every warning of cargo-mcpp starts with, after cargo's own `warning: <pkg>@<ver>: `.
+pub const WARNING_PREFIX: &str = "cargo-mcpp: ";
+
+/// The directive for one warning line: `cargo::warning=cargo-mcpp: <line>`, the prefix added
+/// once (a `line` that already carries it, or several copies of it, keeps exactly one).
+pub fn warning_directive(line: &str) -> String {
+    let mut text = line;
+    while let Some(rest) = text.strip_prefix(WARNING_PREFIX) {
+        text = rest;
+    }
+    format!("cargo::warning={WARNING_PREFIX}{text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warning_carries_the_prefix_exactly_once() {
+        let mut c = CargoOutput::default();
+        c.warning("no accelerator\ncargo-mcpp: cargo-mcpp: two device sources map to one payload name");
+        assert_eq!(c.lines(), ["cargo::warning=cargo-mcpp: no accelerator", "cargo::warning=cargo-mcpp: two device sources map to one payload name"]);
+        assert_eq!(c.warnings().collect::<Vec<_>>(), ["no accelerator", "two device sources map to one payload name"]);
     }
 }

@@ -432,7 +432,7 @@ fn build_script(args: &BuildScriptArgs) -> Result<i32> {
             args.client_version,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
         );
-        println!("cargo::warning={message}");
+        println!("{}", crate::cargo_output::warning_directive(&message));
         return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
             "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency mcpp-build = \"{engine_version}\"",
             args.client_version

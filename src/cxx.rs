@@ -27,6 +27,10 @@ pub struct Unit {
     pub path: PathBuf,
     /// Package-relative (or generated-file) name used in ids and messages.
     pub rel: String,
+    /// A header the compiler reads before the unit's first line (`-include <header>`, `/FI<header>`
+    /// for MSVC): the island's generated boundary for the island's own C++ files, so a fallback
+    /// needs no `#include` of it. Not given to a module unit (its first line must be `module`).
+    pub force_include: Option<PathBuf>,
 }
 
 /// What a unit's text says about modules.
@@ -38,6 +42,8 @@ pub struct ModuleLines {
     pub requires: Vec<String>,
     /// The first header unit imported (`import <vector>;`), which the lane refuses.
     pub header_unit: Option<String>,
+    /// Whether the unit is a module unit (`module;`, `module X;` or `export module X;`).
+    pub module_unit: bool,
 }
 
 /// Read the module lines of a C++ unit (line-based: a declaration at the start of a line).
@@ -49,6 +55,9 @@ pub fn module_lines(text: &str) -> ModuleLines {
             let n = rest.trim().strip_suffix(';')?.trim();
             (!n.is_empty() && !n.starts_with('<') && !n.starts_with('"')).then(|| n.to_string())
         };
+        if l == "module;" || l.starts_with("module ") || l.starts_with("export module ") {
+            m.module_unit = true;
+        }
         if let Some(rest) = l.strip_prefix("export module ") {
             m.provides = name_of(rest);
         } else if let Some(rest) = l.strip_prefix("export import ").or_else(|| l.strip_prefix("import ")) {
@@ -224,6 +233,8 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         m.push(&mapper);
         common.push(m);
     }
+    // A forced include goes here: after the language options, before -I/-D and the flags.
+    let forced_at = common.len();
     common.extend(crate::host::include_define_args(input.includes, input.defines));
     common.extend(input.flags.iter().map(OsString::from));
     let mut actions: Vec<Action> = Vec::new();
@@ -236,6 +247,11 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         let depfile = obj.with_extension("d");
         let mut args = common.clone();
         let mut inputs = vec![u.path.clone()];
+        if let Some(header) = u.force_include.as_ref().filter(|_| !lines[i].module_unit) {
+            let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
+            args.splice(forced_at..forced_at, forced);
+            inputs.push(header.clone());
+        }
         let mut deps = Vec::new();
         for r in &closure[i] {
             inputs.push(bmi(r));
@@ -345,7 +361,10 @@ mod tests {
         let m = module_lines("module;\n#include \"k.h\"\nexport module app.seam;\nimport app.kernels;\nexport import other;\nimport <vector>;\n");
         assert_eq!(m.provides.as_deref(), Some("app.seam"));
         assert_eq!(m.requires, ["app.kernels", "other"]);
+        assert!(m.module_unit);
         let m = module_lines("module app.seam;\n");
-        assert_eq!((m.provides, m.requires), (None, vec!["app.seam".to_string()]));
+        assert_eq!((m.provides, m.requires, m.module_unit), (None, vec!["app.seam".to_string()], true));
+        let m = module_lines("#include \"k.h\"\nimport app.kernels;\nint f() { return 0; }\n");
+        assert!(!m.module_unit, "an importer is not a module unit");
     }
 }

@@ -23,6 +23,12 @@ pub struct McppMetadata {
     pub module_name: Option<String>,
     /// `true` (default): the C++ surface is a C++20 module interface (`.cppm`); `false`: a header.
     pub modules: Option<bool>,
+    /// The base directory of the surface's names (seed 000 `base_dir`), relative to the package
+    /// root, `/`-separated (`"shaders"`): the directories of a payload below it become its
+    /// modules/namespaces. Default: derived, the shallowest directory all payloads share (which
+    /// moves when a payload is added or removed elsewhere). Checked by
+    /// [`crate::surface::resolve_base`].
+    pub base_dir: Option<String>,
     /// Explicit tool paths by program name (`glslangValidator = "/opt/bin/glslangValidator"`).
     #[serde(default)]
     pub tools: BTreeMap<String, PathBuf>,
@@ -234,8 +240,8 @@ pub struct Manifest {
     /// Whether `[package.metadata.mcpp]` was present at all.
     pub has_mcpp_table: bool,
     /// The line (1-based) of each key of `[package.metadata.mcpp.tools]` and
-    /// `[package.metadata.mcpp.payloads]`, keyed `tools.<name>` / `payloads.<name>`: the line a
-    /// decision names (`cargo mcpp why tool`).
+    /// `[package.metadata.mcpp.payloads]`, keyed `tools.<name>` / `payloads.<name>`, and of
+    /// `base-dir`: the line a decision or a refusal names (`cargo mcpp why tool`).
     pub lines: BTreeMap<String, usize>,
 }
 
@@ -257,12 +263,17 @@ struct SpanMcpp {
     tools: BTreeMap<String, toml::Spanned<toml::Value>>,
     #[serde(default)]
     payloads: BTreeMap<String, toml::Spanned<toml::Value>>,
+    #[serde(rename = "base-dir")]
+    base_dir: Option<toml::Spanned<toml::Value>>,
 }
 
 fn key_lines(text: &str) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     let Ok(doc) = toml::from_str::<SpanDoc>(text) else { return out };
     let Some(m) = doc.package.and_then(|p| p.metadata).and_then(|m| m.mcpp) else { return out };
+    if let Some(v) = &m.base_dir {
+        out.insert("base-dir".to_string(), line_col(text, v.span().start).0);
+    }
     for (table, entries) in [("tools", m.tools), ("payloads", m.payloads)] {
         for (k, v) in entries {
             out.insert(format!("{table}.{k}"), line_col(text, v.span().start).0);
@@ -390,6 +401,7 @@ accel = "vulkan1.2"
 sources = ["shaders/**/*.comp", { glob = "k/*.frag", accel = "vulkan1.2" }]
 modules = false
 module-name = "x.shaders"
+base-dir = "shaders"
 tools = { glslangValidator = "/opt/glslangValidator" }
 [package.metadata.mcpp.spirv]
 compiler = "glslc"
@@ -402,6 +414,7 @@ flags = ["-g"]
         )
         .unwrap();
         assert_eq!(m.package_name, "demo-app");
+        assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
         assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: "vulkan1.2".into() }));
         let s = m.mcpp.spirv.unwrap();
         assert_eq!(s.compiler, Some(SpirvCompilerName::Glslc));

@@ -211,6 +211,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         fetch_command,
     };
     let island = prepare_island(&manifest, &collected, &registry, &config.work_dir)?;
+    crate::island::refuse_marked_outside(&manifest, &collected, island.as_ref().map(|i| i.scanned.as_slice()))?;
     let mut actions: Vec<graph::Action> = Vec::new();
     let mut payloads = Vec::new();
     let mut tool_files = Vec::new();
@@ -268,7 +269,8 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         link.extend(cxx_link);
         tool_files.extend(cxx_tools);
     }
-    let items = surface::name_payloads(&payloads, "cargo-mcpp").map_err(|e| e.file(&manifest.path))?;
+    let base = surface::resolve_base(&manifest, payloads.iter().map(|(s, _, _)| s.as_str()))?;
+    let items = surface::name_payloads(&payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
     // The set of sources (and the surface's shape) as a stamp build.rs watches: when
     // `cargo mcpp build` sees a new source that cargo could not (a new file at the package
     // root), the stamp changes and cargo reruns the build script, which regenerates the surface.
@@ -301,6 +303,13 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         )?),
         None => None,
     };
+    if generated.is_some() {
+        // Recorded by the run that generates the surface (build.rs), so `cargo mcpp build`'s own
+        // device run leaves the warning to the build script it then runs.
+        if let Some(w) = surface::note_base(&variant_dir, &base, &items)? {
+            cargo.warning(&w);
+        }
+    }
     if let (Some(out_dir), Some(island)) = (&config.out_dir, &island) {
         publish_island(island, out_dir)?;
     }
@@ -659,11 +668,14 @@ pub fn publish_island(island: &IslandState, out_dir: &Path) -> Result<()> {
 pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Config, variant_dir: &Path) -> Result<Option<(Vec<graph::Action>, Vec<rules::LinkDirective>, Vec<PathBuf>)>> {
     let key = "package.metadata.mcpp.cxx-sources";
     let (listed, watch_dirs) = expand_globs(manifest, key, &manifest.mcpp.cxx_sources)?;
-    let mut units: Vec<crate::cxx::Unit> = listed.into_iter().map(|(path, rel)| crate::cxx::Unit { path, rel }).collect();
+    // The island's own files (its fallback, or an island source listed in cxx-sources) read the
+    // generated header as a forced include, as its device half does: no `#include` needed.
+    let forced = |path: &Path| island.filter(|i| i.scanned.iter().any(|s| s == path)).map(|i| i.emitted.header.clone());
+    let mut units: Vec<crate::cxx::Unit> = listed.into_iter().map(|(path, rel)| crate::cxx::Unit { force_include: forced(&path), path, rel }).collect();
     if let Some(i) = island {
         for (path, rel) in &i.fallback {
             if !units.iter().any(|u| u.path == *path) {
-                units.push(crate::cxx::Unit { path: path.clone(), rel: rel.clone() });
+                units.push(crate::cxx::Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path) });
             }
         }
     }
@@ -682,7 +694,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
     if let Some(i) = island {
         let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| crate::cxx::module_lines(&t).requires.contains(&i.emitted.module_name)));
         if imported {
-            units.push(crate::cxx::Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name) });
+            units.push(crate::cxx::Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None });
         }
     }
     let opts = manifest.mcpp.cxx.clone().unwrap_or_default();

@@ -131,3 +131,19 @@ fn the_engine_refuses_a_client_of_another_version() {
     assert!(t.contains(&format!("mcpp-build 0.0.0 (this package's build-dependency) started cargo-mcpp {}", env!("CARGO_PKG_VERSION"))), "{t}");
     assert!(t.contains("cargo::warning=") && t.contains("cargo install cargo-mcpp --version 0.0.0"), "{t}");
 }
+
+#[test]
+fn a_refused_build_warns_under_cargo_with_the_prefix_once() {
+    // Two shaders in one directory mapping to one name (`x_y_comp`): refused after the rules
+    // planned, with a headline that once carried the prefix itself.
+    let pkg = client_package("");
+    pkg.write("shaders/a/x-y.comp", support::SQUARE_COMP);
+    pkg.write("shaders/a/x_y.comp", support::SQUARE_COMP);
+    let out = cargo_build(&pkg, Some(Path::new(env!("CARGO_BIN_EXE_cargo-mcpp"))), None);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert_eq!(t.matches("warning: client-pkg@0.1.0: cargo-mcpp: two device sources map to one payload name\n").count(), 1, "{t}");
+    assert_eq!(t.matches("cargo::warning=cargo-mcpp: two device sources map to one payload name\n").count(), 1, "the directive, in cargo's dump of the script's stdout: {t}");
+    assert!(!t.contains("cargo-mcpp: cargo-mcpp:"), "{t}");
+    assert!(t.contains("error: two device sources map to one payload name\n"), "{t}");
+}

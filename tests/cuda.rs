@@ -396,3 +396,77 @@ fn a_standard_typedef_in_a_signature_without_header_includes_is_refused_naming_t
     assert!(t.contains("the entry point `scale_run` (") && t.contains("uses `uint32_t`"), "{t}");
     assert!(t.contains("package.metadata.mcpp.island.header-includes") && t.contains("<stdint.h>"), "{t}");
 }
+
+/// A `CXX` that logs each argv to `<path>.log` and runs the real g++.
+fn logging_gxx(dir: &Path) -> PathBuf {
+    let wrapper = dir.join("logging-g++");
+    let gxx = ["/usr/bin/g++", "/usr/local/bin/g++"].into_iter().find(|p| Path::new(p).is_file()).expect("g++ is installed (scripts/setup-toolchains.sh)");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{}.log'\necho --end-- >> '{}.log'\nexec {gxx} \"$@\"\n", wrapper.display(), wrapper.display())).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn the_fallback_gets_the_boundary_header_forced_with_or_without_its_own_include() {
+    for keep_include in [false, true] {
+        let (tmp, pkg) = fixture("cuda-island");
+        if !keep_include {
+            edit(&pkg.join("host/scale.cpp"), "#include \"fix_island.kernels.h\"\n", "");
+        }
+        let gxx = logging_gxx(tmp.path());
+        let out = build(tmp.path(), &pkg).env("CXX", &gxx).no_accel().try_compile().unwrap_or_else(|e| panic!("include kept: {keep_include}\n{e}"));
+        assert!(out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp"), "{:?}", out.report.ran);
+        let header = tmp.path().join("work/island/fix_island.kernels.h");
+        let call = recorded(&gxx).into_iter().find(|c| c.iter().any(|a| a.ends_with("host/scale.cpp"))).expect("the fallback compiled");
+        let at = call.iter().position(|a| a == "-include").unwrap_or_else(|| panic!("no -include in {call:?}"));
+        assert_eq!(call[at + 1], s(&header), "{call:?}");
+        assert!(at < call.iter().position(|a| a.starts_with("-I")).unwrap(), "the forced include precedes -I: {call:?}");
+        assert!(call[..at].iter().any(|a| a.starts_with("-std=")), "after the language options: {call:?}");
+    }
+}
+
+#[test]
+fn a_marked_cu_without_an_island_is_refused_before_compiling_with_the_lines_to_add() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), &manifest[..manifest.find("[package.metadata.mcpp.island]").unwrap()]).unwrap();
+    let (root, shim) = fake_toolkit(tmp.path());
+    for accel in [true, false] {
+        let mut b = build(tmp.path(), &pkg);
+        b.env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim);
+        if !accel {
+            b.no_accel();
+        }
+        let e = b.try_compile().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Sources);
+        let t = e.to_string();
+        assert!(t.starts_with("`kernels/scale.cu` marks `scale_run` with `MCPP_EXPORT_C` (line 8), and it is not among the island's sources (no [package.metadata.mcpp.island] is declared)"), "{t}");
+        assert!(t.contains(&format!("--> {}:8 (key `package.metadata.mcpp.island`)", s(&pkg.join("kernels/scale.cu")))), "{t}");
+        assert!(t.contains("help:   [package.metadata.mcpp.island]\nhelp:   sources = [\"kernels/scale.cu\", \"host/<fallback>.cpp\"]\nhelp:   fallback = [\"host/<fallback>.cpp\"]"), "{t}");
+    }
+    assert_eq!(compile_calls(&shim), 0, "refused before compiling");
+}
+
+#[test]
+fn a_marked_file_outside_the_declared_island_is_refused_naming_the_lists_to_extend() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/extra.cpp\"]\n");
+    std::fs::write(pkg.join("cpp/extra.cpp"), "// helpers\n\nMCPP_EXPORT_C int extra_run(int n)\n{ return n; }\n").unwrap();
+    let t = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
+    assert!(t.starts_with("`cpp/extra.cpp` marks `extra_run` with `MCPP_EXPORT_C` (line 3), and it is not among the island's sources\n"), "{t}");
+    assert!(t.contains(&format!("--> {}:3 (key `package.metadata.mcpp.island.sources`)", s(&pkg.join("cpp/extra.cpp")))), "{t}");
+    assert!(
+        t.contains("[package.metadata.mcpp.island] sources = [\"kernels/scale.cu\", \"host/scale.cpp\", \"cpp/extra.cpp\"] and fallback = [\"host/scale.cpp\", \"cpp/extra.cpp\"]"),
+        "{t}"
+    );
+    // The island's own marker counts: under `marker = "MY_EXPORT"` the same file is not marked,
+    // and a second .cu marked with it (in `sources`, not the island's) is refused.
+    edit(&pkg.join("Cargo.toml"), "fallback = [\"host/scale.cpp\"]\n", "fallback = [\"host/scale.cpp\"]\nmarker = \"MY_EXPORT\"\n");
+    for half in ["kernels/scale.cu", "host/scale.cpp"] {
+        edit(&pkg.join(half), "MCPP_EXPORT_C int scale_run", "MY_EXPORT int scale_run");
+    }
+    std::fs::write(pkg.join("kernels/other.cu"), "MY_EXPORT void other_run() {}\n").unwrap();
+    let t = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
+    assert!(t.starts_with("`kernels/other.cu` marks `other_run` with `MY_EXPORT` (line 1)"), "{t}");
+    assert!(t.contains("[package.metadata.mcpp.island] sources = [\"kernels/scale.cu\", \"host/scale.cpp\", \"kernels/other.cu\"]"), "{t}");
+}

@@ -185,3 +185,104 @@ fn the_rust_surface_compiles_and_returns_aligned_words() {
     let printed = run(&mut Command::new(&exe));
     assert_eq!(printed, format!("6 {} shaders/effects/post/3d-tone.frag shaders/type/mesh.comp\n", pkg.embedded_bytes("shaders/default/x.comp").len()));
 }
+
+fn base_package(mcpp_extra: &str) -> Package {
+    Package::new(&[
+        ("Cargo.toml", &manifest("base-app", &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{mcpp_extra}"))),
+        ("shaders/a/one.comp", COMP),
+    ])
+}
+
+fn warnings(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<String> {
+    outcome.cargo.warnings().map(str::to_string).collect()
+}
+
+#[test]
+fn a_moved_derived_base_is_warned_with_what_moved_and_the_key_to_pin_it() {
+    let pkg = base_package("");
+    let first = pkg.compile(&pkg.build());
+    assert!(pkg.rust_surface().contains("\npub fn one_comp() -> Payload {"), "{}", pkg.rust_surface());
+    assert_eq!(warnings(&first), Vec::<String>::new());
+    let record = first.variant_dir.join("surface-base");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders/a\n");
+
+    // A new payload elsewhere moves the derived base: `one_comp()` becomes `a::one_comp()`.
+    pkg.write("shaders/b/x.comp", COMP);
+    // `cargo mcpp build` runs the device phase without a surface first; the build script it
+    // then runs must still see the move (only a surface-generating run records the base).
+    let mut config = pkg.build().config().unwrap();
+    config.out_dir = None;
+    cargo_mcpp::pipeline::run(&config, &cargo_mcpp::graph::Silent, None).unwrap();
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders/a\n");
+    let moved = pkg.compile(&pkg.build());
+    assert!(pkg.rust_surface().contains("pub mod a {") && pkg.rust_surface().contains("    pub fn one_comp() -> super::Payload {"), "{}", pkg.rust_surface());
+    assert_eq!(
+        warnings(&moved),
+        [
+            "the surface's base directory moved from `shaders/a` to `shaders` (derived: the shallowest directory all payloads share), so accessors were renamed: `one_comp()` is now `a::one_comp()`",
+            "pin it in [package.metadata.mcpp]: base-dir = \"shaders\" keeps these names from now on (base-dir = \"shaders/a\" would keep the old ones if every payload were under it; `shaders/b/x.comp` is not)",
+        ]
+    );
+    assert!(moved.cargo.lines().iter().any(|l| l == "cargo::warning=cargo-mcpp: pin it in [package.metadata.mcpp]: base-dir = \"shaders\" keeps these names from now on (base-dir = \"shaders/a\" would keep the old ones if every payload were under it; `shaders/b/x.comp` is not)"));
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders\n");
+    // Warned once: the next build names payloads by the recorded base.
+    assert_eq!(warnings(&pkg.compile(&pkg.build())), Vec::<String>::new());
+
+    // Removing it moves the base back; the old base holds every payload, so pinning it restores.
+    std::fs::remove_file(pkg.path("shaders/b/x.comp")).unwrap();
+    let back = pkg.compile(&pkg.build());
+    assert_eq!(
+        warnings(&back),
+        [
+            "the surface's base directory moved from `shaders` to `shaders/a` (derived: the shallowest directory all payloads share), so accessors were renamed: `a::one_comp()` is now `one_comp()`",
+            "pin it in [package.metadata.mcpp]: base-dir = \"shaders\" brings the old names back (base-dir = \"shaders/a\" keeps the new ones)",
+        ]
+    );
+}
+
+#[test]
+fn base_dir_pins_the_names_in_rust_cpp_and_c_without_a_warning() {
+    let pkg = base_package("base-dir = \"shaders\"\nmodules = false");
+    pkg.compile(&pkg.build());
+    assert!(pkg.rust_surface().contains("pub mod a {"), "{}", pkg.rust_surface());
+    pkg.write("shaders/b/x.comp", COMP);
+    pkg.write("shaders/a/deep/y.comp", COMP);
+    let out = pkg.compile(&pkg.build());
+    assert_eq!(warnings(&out), Vec::<String>::new());
+    let rust = pkg.rust_surface();
+    assert!(rust.contains("pub mod a {") && rust.contains("\n    pub mod deep {") && rust.contains("pub mod b {"), "{rust}");
+    let header = std::fs::read_to_string(pkg.out_dir().join("mcpp/base_app.shaders.h")).unwrap();
+    assert!(header.contains("namespace a {\ninline payload one_comp() { return { mcpp_embed_8base_app7shaders1a8one_comp_data(), mcpp_embed_8base_app7shaders1a8one_comp_size() }; }"), "{header}");
+    assert!(header.contains("const unsigned int* mcpp_embed_8base_app7shaders1b6x_comp_data(void);"), "{header}");
+    // The module surface follows the same base.
+    pkg.write("Cargo.toml", &manifest("base-app", "accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\nbase-dir = \"shaders/a\"\nmodules = true"));
+    std::fs::remove_file(pkg.path("shaders/b/x.comp")).unwrap();
+    pkg.compile(&pkg.build());
+    let module = std::fs::read_to_string(pkg.out_dir().join("mcpp/base_app.shaders.cppm")).unwrap();
+    assert!(module.contains("\ninline payload one_comp() {") && module.contains("namespace deep {\ninline payload y_comp() {"), "{module}");
+    assert!(pkg.rust_surface().contains("\npub fn one_comp() -> Payload {"), "{}", pkg.rust_surface());
+}
+
+#[test]
+fn a_bad_base_dir_or_a_payload_outside_it_is_refused_naming_the_key_and_line() {
+    let cases = [
+        ("\"\"", "`base-dir` is empty"),
+        ("\"/abs/shaders\"", "`base-dir = \"/abs/shaders\"` leaves the package"),
+        ("\"shaders/../..\"", "`base-dir = \"shaders/../..\"` leaves the package"),
+        ("\"shaderz\"", "`base-dir = \"shaderz\"` is not a directory of the package"),
+        ("\"shaders/b\"", "the device source `shaders/a/one.comp` is outside `base-dir = \"shaders/b\"`"),
+    ];
+    for (value, expected) in cases {
+        let pkg = base_package(&format!("base-dir = {value}"));
+        std::fs::create_dir_all(pkg.path("shaders/b")).unwrap();
+        let e = pkg.refuse(&pkg.build());
+        assert!(e.starts_with(expected), "{value}: {e}");
+        assert!(e.contains(&format!("--> {}:9 (key `package.metadata.mcpp.base-dir`)", pkg.path("Cargo.toml").display())), "{value}: {e}");
+        assert!(e.contains("help: "), "{e}");
+        let log = std::fs::read_to_string(pkg.tools.join("glslangValidator.log")).unwrap_or_default();
+        assert!(!log.lines().any(|l| !l.contains("--version")), "{value}: refused before compiling: {log}");
+    }
+    let pkg = base_package("base-dir = \"shaders/b\"");
+    std::fs::create_dir_all(pkg.path("shaders/b")).unwrap();
+    assert!(pkg.refuse(&pkg.build()).contains("help: set base-dir to a directory holding every device source (base-dir = \"shaders/a\" does), or move `shaders/a/one.comp` under `shaders/b`"));
+}

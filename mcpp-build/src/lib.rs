@@ -220,6 +220,9 @@ impl Build {
     /// output) and exit with the engine's status, without a panic backtrace.
     pub fn compile(&self) {
         if let Err(e) = self.try_compile() {
+            // Only this client's own failures are printed here, without a prefix (they name the
+            // engine themselves; cargo shows `warning: <pkg>@<ver>: <message>`). The engine's
+            // failures were printed by the engine, whose warnings carry `cargo-mcpp: ` once.
             if !e.message.is_empty() {
                 eprintln!("\nerror: {e}\n");
                 println!("cargo::warning={}", e.message);

@@ -1,7 +1,7 @@
 //! The generated boundary of an island (upstream-facts 5.3): the `extern "C"` header
 //! `<module>.h` and the C++ module interface `<module>.cppm`, written only when their content
-//! changes. The header is what the device compiler reads through a forced include and what the
-//! host fallback `#include`s; the module re-exports the entry points by name
+//! changes. The header is what both halves read through a forced include (the CUDA rule's and the
+//! C++ lane's command lines; a fallback may still `#include` it); the module re-exports the entry points by name
 //! (`using ::name;`) so C++ host code imports it instead of naming the header.
 
 use super::Entry;
@@ -106,8 +106,9 @@ pub fn emit(entries: &[Entry], module_name: &str, marker: &str, includes: &[Stri
 }
 
 /// The forced-include arguments for a compiler: `/FI<header>` for MSVC, `-include <header>` for
-/// gcc, clang and nvcc (upstream-facts 5.3 `force_include_flags`). They go on the device rule's
-/// own command line only, never on project-wide flags.
+/// gcc, clang and nvcc (upstream-facts 5.3 `force_include_flags`). They go on the command line of
+/// the island's own units only (the device rule's, and the C++ lane's for the fallback), never on
+/// project-wide flags.
 pub fn force_include_args(header: &Path, msvc: bool) -> Vec<std::ffi::OsString> {
     if msvc {
         let mut s = std::ffi::OsString::from("/FI");

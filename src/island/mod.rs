@@ -284,6 +284,77 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
     Ok(out)
 }
 
+/// Refuse a marked entry point outside the declared island, before anything compiles: a `.cu`
+/// in `sources` or a file of `cxx-sources` whose text has a definition marked with the island's
+/// marker (`MCPP_EXPORT_C` when no island is declared) while it is not among
+/// `[package.metadata.mcpp.island] sources` (`island_sources`, absolute; `None` when there is no
+/// island). Its marker would be undefined (the generated header is given only to the island's
+/// files) and nothing would declare the entry point to Rust. Each candidate file is read once;
+/// island sources are skipped (the island scan has read them).
+///
+/// # Errors
+/// [`ErrorKind::Sources`] naming `file:line` of the first marked definition, the key, and the
+/// `[package.metadata.mcpp.island]` lines that declare it; [`ErrorKind::Io`] for an unreadable
+/// file; a `cxx-sources` glob matching nothing ([`crate::pipeline::expand_globs`]).
+pub fn refuse_marked_outside(manifest: &crate::manifest::Manifest, collected: &crate::sources::Collected, island_sources: Option<&[PathBuf]>) -> Result<()> {
+    let opts = manifest.mcpp.island.as_ref();
+    let marker = opts.and_then(|o| o.marker.clone()).unwrap_or_else(|| DEFAULT_MARKER.to_string());
+    let cu = collected.sources.iter().filter(|s| s.ext == "cu").map(|s| (s.path.clone(), s.rel.clone()));
+    let (cxx, _) = crate::pipeline::expand_globs(manifest, "package.metadata.mcpp.cxx-sources", &manifest.mcpp.cxx_sources)?;
+    for (path, rel) in cu.chain(cxx) {
+        if island_sources.is_some_and(|s| s.contains(&path)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io("cannot read", &path, e))?;
+        if !text.contains(marker.as_str()) {
+            continue;
+        }
+        let marked = scan_text(&text, &marker, &path)?;
+        let Some(first) = marked.iter().find(|m| m.has_body) else { continue };
+        let name = entry_name(&first.decl).unwrap_or_else(|| first.decl.clone());
+        let device = path.extension().is_some_and(|e| e == "cu");
+        let quoted = |list: &[String], add: &str| -> String {
+            let mut all: Vec<String> = list.iter().map(|g| format!("{g:?}")).collect();
+            all.push(format!("{add:?}"));
+            format!("[{}]", all.join(", "))
+        };
+        let key = "package.metadata.mcpp.island";
+        let mut err = Error::new(
+            ErrorKind::Sources,
+            format!(
+                "`{rel}` marks `{name}` with `{marker}` (line {}), and it is not among the island's sources{}",
+                first.line,
+                if opts.is_none() { " (no [package.metadata.mcpp.island] is declared)" } else { "" }
+            ),
+        )
+        .file(format!("{}:{}", path.display(), first.line))
+        .key(if opts.is_some() { format!("{key}.sources") } else { key.to_string() })
+        .detail(format!("read: `{}`", first.decl))
+        .detail("Only the island's sources get the generated boundary header (where the marker is defined) and are scanned")
+        .detail("for its entry points, so this file would fail to compile and Rust would never see the entry point.");
+        err = match (opts, device) {
+            (Some(o), true) => err.help(format!("add it to the island in Cargo.toml: [package.metadata.mcpp.island] sources = {}", quoted(&o.sources, &rel))),
+            (Some(o), false) => err.help(format!(
+                "add it to the island in Cargo.toml: [package.metadata.mcpp.island] sources = {} and fallback = {}",
+                quoted(&o.sources, &rel),
+                quoted(&o.fallback, &rel)
+            )),
+            (None, true) => err
+                .help("declare the island in Cargo.toml, with the host fallback that defines the same entry points for builds without the accelerator:")
+                .help("  [package.metadata.mcpp.island]")
+                .help(format!("  sources = [{rel:?}, \"host/<fallback>.cpp\"]"))
+                .help("  fallback = [\"host/<fallback>.cpp\"]"),
+            (None, false) => err
+                .help("declare the island in Cargo.toml (this file is then its host fallback):")
+                .help("  [package.metadata.mcpp.island]")
+                .help(format!("  sources = [{rel:?}]"))
+                .help(format!("  fallback = [{rel:?}]")),
+        };
+        return Err(err.help(format!("or remove `{marker}` from `{name}` if it is not an entry point of the boundary")));
+    }
+    Ok(())
+}
+
 /// A declaration with the spaces next to punctuation removed: what two halves must agree on.
 pub fn signature_key(decl: &str) -> String {
     let mut out = String::new();

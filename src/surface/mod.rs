@@ -34,23 +34,91 @@ pub struct PayloadItem {
     pub payload: PathBuf,
 }
 
-/// Name payloads from `(source, raw identifier)` pairs: base directory = the shallowest
-/// directory all sources share; namespace = directories below it; identifier sanitised.
+/// The base directory of the surface's names and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseDir {
+    /// `[package.metadata.mcpp] base-dir`: the directory components, package-relative.
+    Pinned(Vec<String>),
+    /// Derived: the shallowest directory every payload shares ([`names::common_base_dir`]).
+    Derived(Vec<String>),
+}
+
+impl BaseDir {
+    /// The directory components (empty: the package root).
+    pub fn dirs(&self) -> &[String] {
+        match self {
+            BaseDir::Pinned(d) | BaseDir::Derived(d) => d,
+        }
+    }
+    /// The directory as written in a manifest: components joined by `/`, `.` for the root.
+    pub fn display(&self) -> String {
+        show_dir(self.dirs())
+    }
+}
+
+fn show_dir(dirs: &[String]) -> String {
+    if dirs.is_empty() {
+        ".".to_string()
+    } else {
+        dirs.join("/")
+    }
+}
+
+/// The base directory for payloads whose package-relative sources are `sources`: the manifest's
+/// `base-dir` when set, else derived.
 ///
 /// # Errors
-/// [`ErrorKind::Sources`] when two sources in one directory map to one identifier, naming both.
-pub fn name_payloads(entries: &[(String, String, PathBuf)], produced_by: &str) -> Result<Vec<PayloadItem>> {
-    let base = names::common_base_dir(entries.iter().map(|(s, _, _)| s.as_str()));
+/// [`ErrorKind::Manifest`] naming `Cargo.toml:line` and the key `package.metadata.mcpp.base-dir`:
+/// an empty, absolute or `..`-containing value, one that is not a directory of the package, or
+/// a payload source outside it (naming the source).
+pub fn resolve_base<'a>(manifest: &crate::manifest::Manifest, sources: impl IntoIterator<Item = &'a str>) -> Result<BaseDir> {
+    let Some(raw) = &manifest.mcpp.base_dir else {
+        return Ok(BaseDir::Derived(names::common_base_dir(sources)));
+    };
+    let key = "package.metadata.mcpp.base-dir";
+    let refuse = |what: String, help: &str| Err(Error::new(ErrorKind::Manifest, what).file(manifest.at("base-dir")).key(key).help(help.to_string()));
+    if raw.trim().is_empty() {
+        return refuse("`base-dir` is empty".into(), "name a directory relative to the package root, e.g. base-dir = \"shaders\" (or \".\" for the root itself), or remove the key to derive it");
+    }
+    if std::path::Path::new(raw).is_absolute() || raw.starts_with(['/', '\\']) || raw.split(['/', '\\']).any(|c| c == "..") {
+        return refuse(format!("`base-dir = \"{raw}\"` leaves the package"), "write it relative to the package root, without `..`, e.g. base-dir = \"shaders\"");
+    }
+    if !manifest.dir().join(raw).is_dir() {
+        return refuse(format!("`base-dir = \"{raw}\"` is not a directory of the package"), "name an existing directory relative to the package root (the one holding the device sources), or remove the key to derive it");
+    }
+    let base: Vec<String> = names::components(raw).into_iter().map(str::to_string).collect();
+    let sources: Vec<&str> = sources.into_iter().collect();
+    for source in &sources {
+        let comps = names::components(source);
+        let parent = &comps[..comps.len().saturating_sub(1)];
+        if parent.len() < base.len() || parent.iter().zip(&base).any(|(a, b)| a != b) {
+            let fits = show_dir(&names::common_base_dir(sources.iter().copied()));
+            return Err(Error::new(ErrorKind::Manifest, format!("the device source `{source}` is outside `base-dir = \"{raw}\"`"))
+                .file(manifest.at("base-dir"))
+                .key(key)
+                .detail("Payload names are the directories below the base directory, so every payload must be under it.")
+                .help(format!("set base-dir to a directory holding every device source (base-dir = \"{fits}\" does), or move `{source}` under `{raw}`")));
+        }
+    }
+    Ok(BaseDir::Pinned(base))
+}
+
+/// Name payloads from `(source, raw identifier, payload)` triples: namespace = the source's
+/// directories below `base`; identifier sanitised ([`names::identifier`]).
+///
+/// # Errors
+/// [`ErrorKind::Sources`] when two sources map to one name (namespace and identifier), naming both.
+pub fn name_payloads(entries: &[(String, String, PathBuf)], base: &[String]) -> Result<Vec<PayloadItem>> {
     let mut items: Vec<PayloadItem> = Vec::new();
     for (source, raw, payload) in entries {
         let item = PayloadItem {
             source: source.clone(),
-            namespace: names::namespace_of(source, &base),
+            namespace: names::namespace_of(source, base),
             identifier: names::identifier(raw, "payload"),
             payload: payload.clone(),
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
-            let key = item.namespace.iter().chain(std::iter::once(&item.identifier)).cloned().collect::<Vec<_>>().join("::");
+            let key = item_path(&item);
             let parent = |s: &str| s.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
             let why = if parent(&first.source) == parent(&item.source) {
                 format!(
@@ -60,7 +128,7 @@ pub fn name_payloads(entries: &[(String, String, PathBuf)], produced_by: &str) -
             } else {
                 "Their directories differ only where a name becomes an identifier (a keyword gets a trailing `_`, other characters become `_`).".to_string()
             };
-            return Err(Error::new(ErrorKind::Sources, format!("{produced_by}: two device sources map to one payload name"))
+            return Err(Error::new(ErrorKind::Sources, "two device sources map to one payload name")
                 .detail(first.source.clone())
                 .detail(item.source.clone())
                 .detail(format!("both would be `{key}`."))
@@ -71,6 +139,70 @@ pub fn name_payloads(entries: &[(String, String, PathBuf)], produced_by: &str) -
     }
     items.sort_by(|a, b| (&a.namespace, &a.identifier).cmp(&(&b.namespace, &b.identifier)));
     Ok(items)
+}
+
+/// `a::b::x_comp` for an item (its Rust and C++ path below the module).
+fn item_path(item: &PayloadItem) -> String {
+    item.namespace.iter().chain(std::iter::once(&item.identifier)).cloned().collect::<Vec<_>>().join("::")
+}
+
+/// The file in a variant directory of the device cache recording the base directory the last
+/// surface was named by.
+pub const BASE_RECORD: &str = "surface-base";
+
+/// Compare the base directory of this build with the one recorded in `variant_dir` by the last
+/// build that generated a surface, and record this one (only when it changed, atomically).
+/// Returns the warning when a derived base moved, which renames accessors with no change to the
+/// user's code: the old and new base, what moved (`` `one_comp()` is now `a::one_comp()` ``,
+/// up to three) and the `base-dir` line that pins it. Nothing when the base is pinned, nothing
+/// was recorded yet, or there is no payload.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when the record cannot be written.
+pub fn note_base(variant_dir: &Path, base: &BaseDir, items: &[PayloadItem]) -> Result<Option<String>> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let record = variant_dir.join(BASE_RECORD);
+    let now = format!("{}\n", base.display());
+    let before = std::fs::read_to_string(&record).ok();
+    write_if_changed(&record, now.as_bytes())?;
+    let (Some(before), BaseDir::Derived(_)) = (before, base) else { return Ok(None) };
+    let old: Vec<String> = names::components(before.trim()).into_iter().map(str::to_string).collect();
+    if old == base.dirs() {
+        return Ok(None);
+    }
+    let under = |source: &str, b: &[String]| {
+        let comps = names::components(source);
+        comps.len() > b.len() && comps.iter().zip(b).all(|(a, b)| a == b)
+    };
+    let mut moved = Vec::new();
+    for item in items.iter().filter(|i| under(&i.source, &old)) {
+        let was = PayloadItem { namespace: names::namespace_of(&item.source, &old), ..item.clone() };
+        if was.namespace != item.namespace {
+            moved.push(format!("`{}()` is now `{}()`", item_path(&was), item_path(item)));
+        }
+    }
+    if moved.is_empty() {
+        return Ok(None);
+    }
+    let more = if moved.len() > 3 { format!(" (and {} more)", moved.len() - 3) } else { String::new() };
+    moved.truncate(3);
+    let (old_text, new_text) = (show_dir(&old), base.display());
+    let mut text = format!(
+        "the surface's base directory moved from `{old_text}` to `{new_text}` (derived: the shallowest directory all payloads share), so accessors were renamed: {}{more}\n",
+        moved.join(", ")
+    );
+    let all_under_old = items.iter().all(|i| under(&i.source, &old));
+    if all_under_old {
+        text.push_str(&format!("pin it in [package.metadata.mcpp]: base-dir = \"{old_text}\" brings the old names back (base-dir = \"{new_text}\" keeps the new ones)"));
+    } else {
+        let outside = items.iter().find(|i| !under(&i.source, &old)).map(|i| i.source.as_str()).unwrap_or_default();
+        text.push_str(&format!(
+            "pin it in [package.metadata.mcpp]: base-dir = \"{new_text}\" keeps these names from now on (base-dir = \"{old_text}\" would keep the old ones if every payload were under it; `{outside}` is not)"
+        ));
+    }
+    Ok(Some(text))
 }
 
 /// How to generate.
