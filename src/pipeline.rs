@@ -271,22 +271,6 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     }
     let base = surface::resolve_base(&manifest, payloads.iter().map(|(s, _, _)| s.as_str()))?;
     let items = surface::name_payloads(&payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
-    // The set of sources (and the surface's shape) as a stamp build.rs watches: when
-    // `cargo mcpp build` sees a new source that cargo could not (a new file at the package
-    // root), the stamp changes and cargo reruns the build script, which regenerates the surface.
-    let stamp = variant_dir.join("sources.stamp");
-    let stamp_text: String = std::iter::once(format!("module {module_name} {:?}\n", manifest.mcpp.modules))
-        .chain(collected.sources.iter().map(|s| format!("{} {}\n", s.rel, s.selected)))
-        .collect();
-    let stamp_written = crate::fingerprint::write_if_changed(&stamp, stamp_text.as_bytes())?;
-    if stamp_written && config.out_dir.is_some() {
-        // Written by the build script itself, which already generates the surface for it: an
-        // old mtime, so cargo (comparing with this run's start) does not run the script again.
-        // Written by `cargo mcpp build`, the new mtime is what makes cargo rerun the script.
-        if let Ok(f) = std::fs::File::options().write(true).open(&stamp) {
-            let _ = f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1));
-        }
-    }
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
     // docs.rs documents the crate: nothing is compiled, and nothing is linked below.
     let report = if docs_rs { RunReport::default() } else { graph::run(&actions, &options, observer)? };
@@ -314,12 +298,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         publish_island(island, out_dir)?;
     }
     // Files under the device cache (objects, BMIs, the generated boundary) derive from watched
-    // inputs; watching them too would only give cargo more mtimes to compare. The sources
-    // stamp is the one exception: it is how `cargo mcpp build` tells cargo of a new source.
+    // inputs; watching them too would only give cargo more mtimes to compare.
     let mut read = report.clone();
     read.read.retain(|p| !p.starts_with(&config.work_dir));
     let include_dirs: Vec<PathBuf> = actions.iter().flat_map(|a| a.include_dirs.iter().cloned()).filter(|d| !d.starts_with(&config.work_dir)).collect();
-    let watched: Vec<PathBuf> = tool_files.into_iter().chain(include_dirs).chain(std::iter::once(stamp)).collect();
+    let watched: Vec<PathBuf> = tool_files.into_iter().chain(include_dirs).collect();
     directives(&mut cargo, &manifest, &collected, &read, &watched, &accel, env);
     if path_tools {
         // A tool found on PATH (already warned) depends on PATH.

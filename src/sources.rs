@@ -172,7 +172,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
         let dir = root.join(fixed.join("/"));
         if fixed.is_empty() {
             out.warnings.push(format!(
-                "sources entry '{pattern}' matches files at the package root; cargo cannot watch the root for new files (it holds target/), so plain `cargo build` notices a new one only after Cargo.toml changes (`cargo mcpp build` always does); keep device sources in a directory"
+                "sources entry '{pattern}' matches files at the package root; cargo cannot watch the root for new files (it holds target/), so cargo (and `cargo mcpp build`, which runs the same build script) notices a new one only after Cargo.toml changes; keep device sources in a directory"
             ));
         } else if dir.is_dir() && !out.watch_dirs.contains(&dir) {
             out.watch_dirs.push(dir);
