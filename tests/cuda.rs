@@ -438,10 +438,10 @@ fn cxx_with_arguments_reaches_the_cxx_lane_and_nvcc_and_changing_them_recompiles
     }
     let nvcc = root.join("bin/nvcc");
     logging_wrapper(&nvcc, &real.join("bin/nvcc"));
-    let run = |cxx: &str| build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("CXX", cxx).accel("cuda13.0+{sm_90}").try_compile();
+    let run = |cxx: &str| build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("CXX", cxx).accel("cuda13.0+{sm_90}").try_compile().unwrap();
 
     let cxx = format!("{} -DFROM_ENV=1 -DPROBE=7", gxx.display());
-    let first = run(&cxx).unwrap();
+    let first = run(&cxx);
     for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu"] {
         assert!(first.report.ran.contains(&id.to_string()), "{id}: {:?}", first.report.ran);
     }
@@ -457,11 +457,11 @@ fn cxx_with_arguments_reaches_the_cxx_lane_and_nvcc_and_changing_them_recompiles
     let cu1 = object_named(&first.variant_dir, "kernels_from_env.cu");
 
     // The same CXX: nothing reruns.
-    let again = run(&cxx).unwrap();
+    let again = run(&cxx);
     assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
 
     // Another argument in CXX: both compiles rerun, with other bytes.
-    let changed = run(&format!("{} -DFROM_ENV=1 -DPROBE=9", gxx.display())).unwrap();
+    let changed = run(&format!("{} -DFROM_ENV=1 -DPROBE=9", gxx.display()));
     for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu", "cuda:kernels/scale.cu"] {
         assert!(changed.report.ran.contains(&id.to_string()), "{id}: {:?}", changed.report.ran);
     }
