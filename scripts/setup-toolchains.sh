@@ -9,7 +9,7 @@
 # Afterwards `source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"` puts nvcc on PATH.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx bindgen cuda cuda12clang payloads}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang payloads}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -32,6 +32,15 @@ want spirv   && apt_install glslang-tools glslc spirv-tools
 want vulkan  && apt_install mesa-vulkan-drivers libvulkan1 vulkan-tools
 want cxx     && apt_install clang-19 lld-19 g++
 want cuda12clang && apt_install clang-19
+# Cross compilation to aarch64 (tests/cross.rs): the cc crate's aarch64-linux-gnu-g++, its binutils
+# (the linker cargo is pointed at), and Rust's std for the target.
+if want cross; then
+  apt_install g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
+  if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+    echo "setup: rustup target add aarch64-unknown-linux-gnu"
+    rustup target add aarch64-unknown-linux-gnu
+  fi
+fi
 want bindgen && apt_install libclang-dev
 # `cargo mcpp fetch` downloads payloads with `python3 -m pip download` (tests/payloads.rs).
 if want payloads && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi

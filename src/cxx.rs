@@ -225,7 +225,10 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         }
         closure[i] = all;
     }
-    let mut common: Vec<OsString> = input.host.cxx_args.iter().map(OsString::from).collect();
+    // Under a wrapper (`CXX="ccache g++"`) the program run is the wrapper ([`crate::host::lane_tool`]),
+    // and the compiler is its first argument.
+    let mut common: Vec<OsString> = input.host.wrapper.iter().map(|_| input.host.cxx.clone().into_os_string()).collect();
+    common.extend(input.host.cxx_args.iter().map(OsString::from));
     common.push(format!("-std={}", input.std).into());
     if modules && input.host.family == Family::Gnu {
         common.push("-fmodules-ts".into());

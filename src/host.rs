@@ -28,7 +28,15 @@ pub enum Family {
 pub struct HostToolchain {
     /// The C++ compiler, absolute.
     pub cxx: PathBuf,
-    /// The arguments `cc` gives it for this target and profile (`-O`, `-fPIC`, `-g`, `-m64`, ...).
+    /// A compiler wrapper named before it (`CXX="ccache g++"`), absolute: the host C++ lane
+    /// runs the wrapper with the compiler as its first argument; nvcc's `-ccbin` gets the
+    /// compiler alone.
+    pub wrapper: Option<PathBuf>,
+    /// The arguments named with the compiler in its variable (`CXX="g++ -DX=1"` gives
+    /// `["-DX=1"]`), in order; also the first entries of `cxx_args`.
+    pub env_args: Vec<String>,
+    /// The arguments the compiler gets on the host C++ lane: `env_args`, then what `cc` gives it
+    /// for this target and profile (`-O`, `-fPIC`, `-g`, `-m64`, ..., `CXXFLAGS`).
     pub cxx_args: Vec<String>,
     /// Its family.
     pub family: Family,
@@ -42,7 +50,7 @@ pub struct HostToolchain {
 /// `target` (cc-rs `Build::getenv_with_target_prefixes`), read here through [`Env`] so that
 /// cargo reruns the build script when one changes.
 fn cc_env_vars(target: &str) -> Vec<String> {
-    let t = target.replace('-', "_");
+    let t = target.replace(['-', '.'], "_");
     let mut v = Vec::new();
     for base in ["CXX", "CXXFLAGS"] {
         v.push(format!("{base}_{target}"));
@@ -51,8 +59,64 @@ fn cc_env_vars(target: &str) -> Vec<String> {
         v.push(format!("HOST_{base}"));
         v.push(base.to_string());
     }
-    v.extend(["CRATE_CC_NO_DEFAULTS".to_string(), "CC_FORCE_DISABLE".to_string()]);
+    v.extend(["CRATE_CC_NO_DEFAULTS".to_string(), "CC_FORCE_DISABLE".to_string(), "CC_KNOWN_WRAPPER_CUSTOM".to_string()]);
     v
+}
+
+/// The compiler wrappers the `cc` crate recognises as the first word of `CC`/`CXX`
+/// (cc-rs 1.11 `Build::env_tool`); `CC_KNOWN_WRAPPER_CUSTOM` adds one.
+pub const KNOWN_WRAPPERS: &[&str] = &["ccache", "distcc", "sccache", "icecc", "cachepot", "buildcache", "kache"];
+
+/// A compiler named by a variable such as `CXX`: an optional wrapper, the program, and the
+/// arguments given with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompilerCommand {
+    /// The wrapper (`ccache` in `CXX="ccache g++"`), as written.
+    pub wrapper: Option<PathBuf>,
+    /// The compiler, as written (a bare name is looked up on PATH later).
+    pub program: PathBuf,
+    /// The arguments after it, in order.
+    pub args: Vec<String>,
+}
+
+/// Split the value of `CXX` (or `CC`) the way the `cc` crate does (cc-rs 1.11 `env_tool`):
+/// the value trimmed; when the whole value names an existing file (`is_file`), it is the
+/// program, spaces and all; otherwise it splits on whitespace, a first word whose file stem is
+/// a known wrapper ([`KNOWN_WRAPPERS`], or `custom_wrapper` from `CC_KNOWN_WRAPPER_CUSTOM`,
+/// case-insensitive) followed by another word is the wrapper, the next word the compiler and
+/// the rest its arguments. `None` for an empty value.
+pub fn split_compiler_command(value: &str, custom_wrapper: Option<&str>, is_file: impl Fn(&Path) -> bool) -> Option<CompilerCommand> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    if is_file(Path::new(value)) {
+        return Some(CompilerCommand { wrapper: None, program: PathBuf::from(value), args: Vec::new() });
+    }
+    let mut words = value.split_whitespace();
+    let first = words.next()?;
+    let stem = Path::new(first).file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let is_wrapper = KNOWN_WRAPPERS.iter().copied().chain(custom_wrapper).any(|w| w.eq_ignore_ascii_case(stem));
+    let rest: Vec<&str> = words.collect();
+    match rest.split_first() {
+        Some((compiler, args)) if is_wrapper => Some(CompilerCommand {
+            wrapper: Some(PathBuf::from(first)),
+            program: PathBuf::from(compiler),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }),
+        _ => Some(CompilerCommand { wrapper: None, program: PathBuf::from(first), args: rest.iter().map(|a| a.to_string()).collect() }),
+    }
+}
+
+/// The variables naming the C++ compiler for `target`, in the `cc` crate's order
+/// (cc-rs `target_envs`): `CXX_<target>`, `CXX_<target with _>`, `TARGET_CXX` when cross
+/// compiling else `HOST_CXX`, then `CXX`. Returns the first set and non-empty one with its value.
+fn named_compiler(env: &Env, target: &str, host: &str) -> Option<(String, String)> {
+    let kind = if target != host { "TARGET" } else { "HOST" };
+    let t = target.replace(['-', '.'], "_");
+    [format!("CXX_{target}"), format!("CXX_{t}"), format!("{kind}_CXX"), "CXX".to_string()]
+        .into_iter()
+        .find_map(|v| env.get_nonempty(&v).map(|value| (v, value)))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -101,11 +165,23 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
         .cargo_metadata(false)
         .cargo_warnings(false);
     // cc reads the process environment; a compiler named in this build's [`Env`] view (e.g.
-    // `Build::env("CXX", ...)`) is handed to it explicitly so both agree.
-    let t = target.replace('-', "_");
-    let named = |base: &str| [format!("{base}_{target}"), format!("{base}_{t}"), format!("TARGET_{base}"), base.to_string()].into_iter().find_map(|v| env.get_nonempty(&v));
-    if let Some(cxx) = named("CXX") {
-        b.compiler(cxx);
+    // `Build::env("CXX", ...)`) is split here as cc splits it (wrapper, program, arguments) and
+    // its program handed to cc explicitly, so both agree; its arguments come first on the lane.
+    let named = named_compiler(env, &target, &host).and_then(|(var, value)| {
+        let custom = env.get_nonempty("CC_KNOWN_WRAPPER_CUSTOM");
+        split_compiler_command(&value, custom.as_deref(), |p| p.is_file()).map(|c| (var, value, c))
+    });
+    if let Some((var, value, c)) = &named {
+        for (what, p) in c.wrapper.iter().map(|w| ("compiler wrapper", w)).chain([("C++ compiler", &c.program)]) {
+            let found = absolute_program(p, env);
+            if !found.is_file() {
+                return Err(Error::new(ErrorKind::ToolNotFound, format!("{var}=`{value}` names the {what} `{}`, which is not found", p.display()))
+                    .detail(format!("looked for `{}`", found.display()))
+                    .detail("the value is read as the cc crate reads it: an optional wrapper (ccache, sccache, distcc, ...), the compiler, then its arguments, split on whitespace")
+                    .help(format!("set {var} to an installed compiler (e.g. {var}=\"g++ -DNAME=1\" or {var}=/usr/bin/clang++-19), or unset it for the cc crate's default")));
+            }
+        }
+        b.compiler(absolute_program(&c.program, env));
     }
     let tool = b.try_get_compiler().map_err(|e| {
         Error::new(ErrorKind::ToolNotFound, "the cc crate found no C++ compiler for the host code")
@@ -125,8 +201,12 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
         _ if target.contains("apple") || target.contains("freebsd") || target.contains("openbsd") => Some("c++".to_string()),
         _ => Some("stdc++".to_string()),
     };
+    let env_args: Vec<String> = named.as_ref().map(|(_, _, c)| c.args.clone()).unwrap_or_default();
+    let wrapper = named.as_ref().and_then(|(_, _, c)| c.wrapper.as_ref()).map(|w| absolute_program(w, env));
     let toolchain = HostToolchain {
-        cxx_args: tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        cxx_args: env_args.iter().cloned().chain(tool.args().iter().map(|a| a.to_string_lossy().into_owned())).collect(),
+        env_args,
+        wrapper,
         cxx,
         family,
         archive_format: crate::archive::ArchiveFormat::for_target(target),
@@ -137,6 +217,29 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
         crate::fingerprint::write_if_changed(&cache_file, &json)?;
     }
     Ok(toolchain)
+}
+
+/// The compiler wrapper as a tool (`ccache --version` is its identity).
+pub const WRAPPER: crate::tool::ToolSpec =
+    crate::tool::ToolSpec { name: "c++ wrapper", programs: &["ccache"], env_vars: &[], version_args: &["--version"], install_hint: "install the wrapper CXX names, or drop it from CXX", payload: None };
+
+/// The program the host C++ lane runs for `compiler` (the resolved [`HostToolchain::cxx`]):
+/// the compiler itself, or, when `CXX` names a wrapper, the wrapper, whose identity then
+/// carries the compiler's path and version too (so a new compiler behind the same wrapper
+/// recompiles). The lane passes [`HostToolchain::cxx`] as the wrapper's first argument.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when the wrapper does not run.
+pub fn lane_tool(host: &HostToolchain, compiler: crate::tool::Tool, env: &Env, cache_dir: &Path) -> Result<crate::tool::Tool> {
+    let Some(w) = &host.wrapper else { return Ok(compiler) };
+    let source = crate::tool::ToolSource::Derived("the compiler wrapper named in CXX".into());
+    let wrapper = crate::tool::resolve_at(&WRAPPER, w, source, "the cc crate", env, cache_dir)?;
+    Ok(crate::tool::Tool {
+        version: format!("{}\nwrapping {}: {}", wrapper.version, compiler.path.display(), compiler.version),
+        path: wrapper.path,
+        env: wrapper.env,
+        ..compiler
+    })
 }
 
 fn absolute_program(p: &Path, env: &Env) -> PathBuf {
@@ -179,4 +282,33 @@ pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, inclu
         out.push(abs);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(v: &str) -> Option<CompilerCommand> {
+        split_compiler_command(v, None, |_| false)
+    }
+
+    #[test]
+    fn a_compiler_variable_splits_as_the_cc_crate_splits_it() {
+        let c = split("  g++ -DFROM_ENV=1  -O1 ").unwrap();
+        assert_eq!((c.wrapper, c.program, c.args), (None, PathBuf::from("g++"), vec!["-DFROM_ENV=1".to_string(), "-O1".to_string()]));
+        let c = split("clang++-19 -stdlib=libstdc++").unwrap();
+        assert_eq!((c.program, c.args), (PathBuf::from("clang++-19"), vec!["-stdlib=libstdc++".to_string()]));
+        let c = split("/usr/bin/ccache g++ -DX").unwrap();
+        assert_eq!((c.wrapper, c.program, c.args), (Some(PathBuf::from("/usr/bin/ccache")), PathBuf::from("g++"), vec!["-DX".to_string()]));
+        let c = split("SCCACHE clang++").unwrap();
+        assert_eq!((c.wrapper, c.program), (Some(PathBuf::from("SCCACHE")), PathBuf::from("clang++")));
+        // A wrapper alone is the program; a custom wrapper counts.
+        assert_eq!(split("ccache").unwrap(), CompilerCommand { wrapper: None, program: PathBuf::from("ccache"), args: vec![] });
+        let c = split_compiler_command("mywrap g++", Some("mywrap"), |_| false).unwrap();
+        assert_eq!(c.wrapper, Some(PathBuf::from("mywrap")));
+        // An existing file is the program, spaces and all.
+        let c = split_compiler_command("/opt/my tools/g++", None, |p| p == Path::new("/opt/my tools/g++")).unwrap();
+        assert_eq!((c.program, c.args), (PathBuf::from("/opt/my tools/g++"), vec![]));
+        assert_eq!(split("   "), None);
+    }
 }

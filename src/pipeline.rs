@@ -693,7 +693,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         crate::tool::resolve_at(spec, path, source, "the cc crate", &config.env, &config.work_dir)
     };
     const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
-    let compiler = tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?;
+    let compiler = crate::host::lane_tool(&host, tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?, &config.env, &config.work_dir)?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {

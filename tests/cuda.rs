@@ -469,4 +469,158 @@ fn a_marked_file_outside_the_declared_island_is_refused_naming_the_lists_to_exte
     let t = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
     assert!(t.starts_with("`kernels/other.cu` marks `other_run` with `MY_EXPORT` (line 1)"), "{t}");
     assert!(t.contains("[package.metadata.mcpp.island] sources = [\"kernels/scale.cu\", \"host/scale.cpp\", \"kernels/other.cu\"]"), "{t}");
+/// A wrapper at `path` that appends its argv (one line per start) to `<path>.log`, then runs `real`.
+fn logging_wrapper(path: &Path, real: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("#!/bin/sh\necho \"$*\" >> '{}.log'\nexec '{}' \"$@\"\n", path.display(), real.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The argv lines a [`logging_wrapper`] recorded.
+fn logged(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(format!("{}.log", path.display())).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+/// A unit that compiles only when `FROM_ENV` is 1, and whose object carries `PROBE`.
+const FROM_ENV_UNIT: &str = "#if FROM_ENV != 1\n#error FROM_ENV did not arrive\n#endif\nint from_env_probe() { return PROBE * 1000003; }\n";
+
+/// The bytes of the one object below `dir` whose name starts with `stem`.
+fn object_named(dir: &Path, stem: &str) -> Vec<u8> {
+    let found: Vec<PathBuf> = walk(dir).into_iter().filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(stem) && p.extension().is_some_and(|x| x == "o")).collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::read(&found[0]).unwrap()
+}
+
+#[test]
+fn cxx_with_arguments_reaches_the_cxx_lane_and_nvcc_and_changing_them_recompiles() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/from_env.cpp\"]\n");
+    std::fs::write(pkg.join("cpp/from_env.cpp"), FROM_ENV_UNIT).unwrap();
+    std::fs::write(pkg.join("kernels/from_env.cu"), format!("{FROM_ENV_UNIT}__global__ void from_env_kernel(int* p) {{ *p = FROM_ENV; }}\n")).unwrap();
+    // g++ and nvcc behind wrappers that log their argv.
+    let gxx = tmp.path().join("bin/g++");
+    logging_wrapper(&gxx, &support_real("g++"));
+    let real = cuda13();
+    let root = tmp.path().join("logged-cuda");
+    for d in ["include", "lib"] {
+        std::fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
+    }
+    let nvcc = root.join("bin/nvcc");
+    logging_wrapper(&nvcc, &real.join("bin/nvcc"));
+    let run = |cxx: &str| build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("CXX", cxx).accel("cuda13.0+{sm_90}").try_compile().unwrap();
+
+    let cxx = format!("{} -DFROM_ENV=1 -DPROBE=7", gxx.display());
+    let first = run(&cxx);
+    for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu"] {
+        assert!(first.report.ran.contains(&id.to_string()), "{id}: {:?}", first.report.ran);
+    }
+    // The C++ lane: the arguments lead the argv, right after the program.
+    let lane: Vec<String> = logged(&gxx).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
+    assert_eq!(lane.len(), 1, "{lane:?}");
+    assert!(lane[0].starts_with("-DFROM_ENV=1 -DPROBE=7 "), "{}", lane[0]);
+    // nvcc: the program as -ccbin, each argument as -Xcompiler <arg>.
+    let nv: Vec<String> = logged(&nvcc).into_iter().filter(|l| l.contains("kernels/from_env.cu")).collect();
+    assert_eq!(nv.len(), 1, "{nv:?}");
+    assert!(nv[0].starts_with(&format!("-ccbin {} -Xcompiler -DFROM_ENV=1 -Xcompiler -DPROBE=7 -gencode ", gxx.display())), "{}", nv[0]);
+    let cpp1 = object_named(&first.variant_dir, "cpp_from_env.cpp");
+    let cu1 = object_named(&first.variant_dir, "kernels_from_env.cu");
+
+    // The same CXX: nothing reruns.
+    let again = run(&cxx);
+    assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
+
+    // Another argument in CXX: both compiles rerun, with other bytes.
+    let changed = run(&format!("{} -DFROM_ENV=1 -DPROBE=9", gxx.display()));
+    for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu", "cuda:kernels/scale.cu"] {
+        assert!(changed.report.ran.contains(&id.to_string()), "{id}: {:?}", changed.report.ran);
+    }
+    assert_ne!(object_named(&changed.variant_dir, "cpp_from_env.cpp"), cpp1);
+    assert_ne!(object_named(&changed.variant_dir, "kernels_from_env.cu"), cu1);
+    assert_eq!(logged(&nvcc).iter().filter(|l| l.contains("kernels/from_env.cu")).count(), 2, "nvcc compiled from_env.cu twice in three builds");
+}
+
+fn support_real(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| panic!("{name} is not installed; run scripts/setup-toolchains.sh"))
+}
+
+/// A fake toolkit with the aarch64 server runtime (`targets/sbsa-linux/lib`) beside the
+/// build machine's `lib/`.
+fn fake_cross_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
+    let (root, shim) = fake_toolkit(dir);
+    std::fs::create_dir_all(root.join("targets/sbsa-linux/lib")).unwrap();
+    std::fs::create_dir_all(root.join("targets/sbsa-linux/include")).unwrap();
+    std::fs::write(root.join("targets/sbsa-linux/lib/libcudart_static.a"), "!<arch>\n").unwrap();
+    (root, std::fs::canonicalize(shim).unwrap())
+}
+
+#[test]
+fn a_cross_target_gets_its_toolkit_directory_its_runtime_and_its_cxx_as_ccbin() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_cross_toolkit(tmp.path());
+    let target = "aarch64-unknown-linux-gnu";
+    let outcome = build(tmp.path(), &pkg)
+        .env("CUDA_PATH", &root)
+        .env("TARGET", target)
+        .env("HOST", "x86_64-unknown-linux-gnu")
+        .env("CXX_aarch64_unknown_linux_gnu", "aarch64-linux-gnu-g++ -DFROM_ENV=1")
+        .accel("cuda13.0+{sm_90}")
+        .try_compile()
+        .unwrap();
+    let (call, _, _) = compile_call(&shim);
+    let cross_gxx = support_real("aarch64-linux-gnu-g++");
+    assert_eq!(call[..8], ["-ccbin", &s(&cross_gxx), "-target-dir", "sbsa-linux", "-Xcompiler", "-DFROM_ENV=1", "-gencode", "arch=compute_90,code=sm_90"]);
+    let lines = outcome.cargo.lines();
+    assert!(lines.contains(&format!("cargo::rustc-link-search=native={}", s(&root.join("targets/sbsa-linux/lib")))), "{lines:#?}");
+    assert!(!lines.contains(&format!("cargo::rustc-link-search=native={}", s(&root.join("lib")))), "the build machine's lib/ is not the target's: {lines:#?}");
+}
+
+#[test]
+fn a_toolkit_with_no_runtime_for_the_target_is_refused_before_compiling() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let real = cuda13();
+    let target = "aarch64-unknown-linux-gnu";
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &real).env("TARGET", target).env("HOST", "x86_64-unknown-linux-gnu").accel("cuda13.0+{sm_90}").try_compile().unwrap_err();
+    assert_eq!((e.kind, e.exit_code()), (ErrorKind::ToolNotFound, cargo_mcpp::error::exit_code::REFUSED));
+    let t = e.to_string();
+    assert!(t.starts_with(&format!("the CUDA toolkit at {} has no runtime for the target {target}", s(&real))), "{t}");
+    assert!(t.contains(&s(&real.join("targets/sbsa-linux/lib"))) && t.contains(&s(&real.join("targets/aarch64-linux/lib"))), "{t}");
+    assert!(t.contains("key `package.metadata.mcpp.cuda.toolkit`") && t.contains("help: "), "{t}");
+    assert!(walk(&tmp.path().join("work")).iter().all(|p| p.extension().is_none_or(|x| x != "o")), "nothing compiled");
+}
+
+#[test]
+fn an_rdc_flag_without_the_rdc_key_is_refused_naming_the_flag_and_the_key() {
+    for (flags, index, shown) in [("[\"-rdc=true\"]", 0, "-rdc=true"), ("[\"-lineinfo\", \"--relocatable-device-code\", \"true\"]", 1, "--relocatable-device-code"), ("[\"-dc\"]", 0, "-dc")] {
+        let (tmp, pkg) = fixture("cuda-island");
+        let (root, shim) = fake_toolkit(tmp.path());
+        edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", &format!("flags = {flags}"));
+        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Manifest);
+        let t = e.to_string();
+        assert!(t.starts_with(&format!("`{shown}` in the CUDA flags turns on relocatable device code")), "{t}");
+        assert!(t.contains(&format!("(key `package.metadata.mcpp.cuda.flags[{index}]`)")) && t.contains(&s(&pkg.join("Cargo.toml"))), "{t}");
+        assert!(t.contains("help: set `rdc = true` in [package.metadata.mcpp.cuda]"), "{t}");
+        assert_eq!(compile_calls(&shim), 0, "nothing compiled");
+        // With the key, the same flags build.
+        edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", "[package.metadata.mcpp.cuda]\nrdc = true\n");
+        build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap();
+    }
+}
+
+#[test]
+fn cxx_naming_clang_with_a_stdlib_argument_compiles_the_lane_with_it() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/from_env.cpp\"]\n");
+    std::fs::write(pkg.join("cpp/from_env.cpp"), FROM_ENV_UNIT).unwrap();
+    let clang = tmp.path().join("bin/clang++-19");
+    logging_wrapper(&clang, &support_real("clang++-19"));
+    let out = build(tmp.path(), &pkg).no_accel().env("CXX", format!("{} -stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3", clang.display())).try_compile().unwrap();
+    assert!(out.report.ran.contains(&"cxx:cpp/from_env.cpp".to_string()), "{:?}", out.report.ran);
+    let lane: Vec<String> = logged(&clang).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
+    assert_eq!(lane.len(), 1, "{lane:?}");
+    assert!(lane[0].starts_with("-stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3 "), "{}", lane[0]);
 }

@@ -13,7 +13,8 @@
 //! Both: the island header as a forced include (`-include`) for the island's device half,
 //! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
 //!
-//! The toolkit (headers, `libcudart_static.a` in `lib`/`lib64`/`targets/*/lib`) comes from
+//! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
+//! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) comes from
 //! `cuda.toolkit`, then `NVCC`/the `nvcc` tool choice, `CUDA_PATH`, `CUDA_HOME`, then PATH
 //! (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
 //! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
@@ -69,8 +70,6 @@ pub struct CudaRule;
 pub struct Toolkit {
     /// The root (`<root>/include/cuda.h`).
     pub root: PathBuf,
-    /// Where `libcudart_static.a` is (`lib64`, `lib`, `targets/*/lib`), if anywhere.
-    pub lib_dir: Option<PathBuf>,
     /// `CUDA_VERSION` of `include/cuda.h` as (major, minor), e.g. (13, 0).
     pub version: Option<(u32, u32)>,
     /// How it was found (for messages).
@@ -83,18 +82,85 @@ impl Toolkit {
         if !root.join("include").join("cuda_runtime.h").is_file() {
             return None;
         }
-        let mut candidates = vec![root.join("lib64"), root.join("lib")];
-        if let Ok(rd) = std::fs::read_dir(root.join("targets")) {
-            let mut t: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path().join("lib")).collect();
-            t.sort();
-            candidates.extend(t);
-        }
-        let lib_dir = candidates.into_iter().find(|d| d.join("libcudart_static.a").is_file() || shared_cudart(d).is_some());
         let version = std::fs::read_to_string(root.join("include").join("cuda.h")).ok().and_then(|t| {
             t.lines().find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION").and_then(|v| v.trim().parse::<u32>().ok())).map(|v| (v / 1000, (v % 1000) / 10))
         });
-        Some(Toolkit { root: root.to_path_buf(), lib_dir, version, found_by: found_by.into() })
+        Some(Toolkit { root: root.to_path_buf(), version, found_by: found_by.into() })
     }
+
+    /// The directories that may hold the CUDA runtime for `target`, in the order they are
+    /// looked at: for the build machine's own target `lib64/`, `lib/` (the PyPI layout), then
+    /// `targets/<dir>/lib/`; for a cross target only `targets/<dir>/lib/` (`lib64/` and `lib/`
+    /// are the build machine's), `<dir>` from [`CudaTarget::dirs`].
+    pub fn runtime_candidates(&self, target: &CudaTarget) -> Vec<PathBuf> {
+        let mut c = Vec::new();
+        if !target.cross {
+            c.extend([self.root.join("lib64"), self.root.join("lib")]);
+        }
+        c.extend(target.dirs.iter().map(|d| self.root.join("targets").join(d).join("lib")));
+        c
+    }
+
+    /// The first of [`Toolkit::runtime_candidates`] holding `libcudart_static.a` or a shared
+    /// `libcudart.so[.N]`, with the `targets/` directory name when it is one; `None` when none does.
+    pub fn runtime_dir(&self, target: &CudaTarget) -> Option<(PathBuf, Option<&'static str>)> {
+        let found = self.runtime_candidates(target).into_iter().find(|d| d.join("libcudart_static.a").is_file() || shared_cudart(d).is_some())?;
+        let name = target.dirs.iter().copied().find(|d| found == self.root.join("targets").join(d).join("lib"));
+        Some((found, name))
+    }
+}
+
+/// The CUDA side of the build's target: the triple (cargo's `TARGET`), whether
+/// it is another machine than the build's (`TARGET` is not `HOST`), and the names a CUDA
+/// toolkit gives it under `targets/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaTarget {
+    /// The Rust target triple, e.g. `aarch64-unknown-linux-gnu`.
+    pub triple: String,
+    /// The target is not the build machine (nvcc then gets `-target-dir`).
+    pub cross: bool,
+    /// The toolkit's directory names for it, in the order looked at ([`cuda_target_dirs`]).
+    pub dirs: &'static [&'static str],
+}
+
+impl CudaTarget {
+    /// The build's target, from cargo's facts ([`crate::cargo_facts`]).
+    pub fn of_build(facts: &crate::cargo_facts::CargoFacts) -> CudaTarget {
+        CudaTarget { dirs: cuda_target_dirs(&facts.target), cross: facts.is_cross(), triple: facts.target.clone() }
+    }
+}
+
+/// The directory names under a CUDA toolkit's `targets/` for a Rust target triple:
+/// `x86_64-linux` for x86_64 Linux; for aarch64 Linux `sbsa-linux` (servers: Grace, ARM SBSA)
+/// then `aarch64-linux` (Jetson), both of which a triple names as `aarch64-unknown-linux-gnu`.
+/// Empty for a target CUDA has no directory for.
+pub fn cuda_target_dirs(triple: &str) -> &'static [&'static str] {
+    let arch = triple.split('-').next().unwrap_or_default();
+    match (arch, triple.contains("-linux")) {
+        ("x86_64", true) => &["x86_64-linux"],
+        ("aarch64", true) => &["sbsa-linux", "aarch64-linux"],
+        _ => &[],
+    }
+}
+
+/// The index of the first entry of `flags` that turns relocatable device code on, as nvcc
+/// reads it: `-rdc=true`, `--relocatable-device-code=true`, `-rdc true`,
+/// `--relocatable-device-code true`, `-dc`, `--device-c`. nvcc accepts only `true`/`false`
+/// there (`-rdc=1` is nvcc's own error), so only `true` counts. The value of an option that
+/// passes arguments on (`-Xcompiler -dc`) is not nvcc's.
+pub fn rdc_flag(flags: &[String]) -> Option<usize> {
+    const PASS_ON: &[&str] = &["-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-Xfatbin", "--fatbin-options"];
+    let is_rdc = |f: &str| f == "-rdc" || f == "--relocatable-device-code";
+    flags.iter().enumerate().find_map(|(i, f)| {
+        if i > 0 && PASS_ON.contains(&flags[i - 1].as_str()) {
+            return None;
+        }
+        let on = match f.split_once('=') {
+            Some((k, v)) => is_rdc(k) && v == "true",
+            None => (is_rdc(f) && flags.get(i + 1).is_some_and(|v| v == "true")) || f == "-dc" || f == "--device-c",
+        };
+        on.then_some(i)
+    })
 }
 
 /// The nvcc program a build runs and how it was chosen (for the fingerprint and `why tool`).
@@ -386,6 +452,11 @@ pub struct Invocation<'a> {
     pub toolkit: &'a Path,
     /// nvcc's host compiler (nvcc route).
     pub ccbin: Option<&'a Path>,
+    /// Arguments for the host compiler (those named with it in `CXX`), each passed as
+    /// `-Xcompiler <arg>` (nvcc route; `-ccbin` takes a path only).
+    pub ccbin_args: &'a [String],
+    /// The toolkit's `targets/` directory of a cross target (`-target-dir`, nvcc route).
+    pub target_dir: Option<&'a str>,
     /// The architectures, e.g. `["sm_80", "sm_90"]`.
     pub archs: &'a [String],
     /// The PTX architecture number (nvcc route).
@@ -420,14 +491,28 @@ pub fn gencode_args(archs: &[String], ptx: Option<u64>) -> Vec<OsString> {
     a
 }
 
+/// nvcc's host-compiler and target arguments: `-ccbin <path>`, `-target-dir <dir>` for a
+/// cross target, then `-Xcompiler <arg>` for each argument named with the host compiler.
+pub fn host_compiler_args(ccbin: Option<&Path>, ccbin_args: &[String], target_dir: Option<&str>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    if let Some(cc) = ccbin {
+        a.extend(["-ccbin".into(), cc.into()]);
+    }
+    if let Some(d) = target_dir {
+        a.extend(["-target-dir".into(), d.into()]);
+    }
+    for arg in ccbin_args {
+        a.extend(["-Xcompiler".into(), arg.into()]);
+    }
+    a
+}
+
 /// The arguments (after the program) that compile `src` to `obj` writing `depfile`.
 pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     match inv.route {
         CudaCompilerName::Nvcc => {
-            if let Some(cc) = inv.ccbin {
-                a.extend(["-ccbin".into(), cc.into()]);
-            }
+            a.extend(host_compiler_args(inv.ccbin, inv.ccbin_args, inv.target_dir));
             a.extend(gencode_args(inv.archs, inv.ptx));
             a.extend(["-Xcompiler".into(), "-fPIC".into()]);
             if inv.optimize {
@@ -550,6 +635,13 @@ impl Rule for CudaRule {
                 .key(format!("{MANIFEST_KEY}.rdc"))
                 .help("use compiler = \"nvcc\", or drop `rdc`"));
         }
+        if let (false, CudaCompilerName::Nvcc, Some(i)) = (rdc, route, rdc_flag(&opts.flags)) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags turns on relocatable device code, which needs the device-link step `rdc = true` plans", opts.flags[i]))
+                .file(&ctx.manifest.path)
+                .key(format!("{MANIFEST_KEY}.flags[{i}]"))
+                .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
+                .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
+        }
         let mut plan = RulePlan::default();
         let accel_text = ctx.accel.to_string();
         if let Some(v) = ctx.accel.version.as_deref().filter(|v| !v.contains('.')) {
@@ -591,7 +683,28 @@ impl Rule for CudaRule {
             }
         }
         check_driver_floor(toolkit.version, probe_driver_version(), &toolkit.root)?;
+        let target = CudaTarget::of_build(ctx.facts);
+        let runtime = toolkit.runtime_dir(&target);
+        if target.cross && runtime.is_none() {
+            let looked: Vec<String> = toolkit.runtime_candidates(&target).iter().map(|d| d.display().to_string()).collect();
+            let mut e = Error::new(ErrorKind::ToolNotFound, format!("the CUDA toolkit at {} has no runtime for the target {}", toolkit.root.display(), target.triple))
+                .file(&toolkit.root)
+                .key(format!("{MANIFEST_KEY}.toolkit"))
+                .detail(format!("toolkit: {} (found through {})", toolkit.root.display(), toolkit.found_by));
+            e = if looked.is_empty() {
+                e.detail(format!("CUDA has no targets/ directory for {} (known: x86_64 Linux, aarch64 Linux)", target.triple))
+            } else {
+                e.detail(format!("looked for libcudart_static.a or libcudart.so in {}", looked.join(", ")))
+            };
+            return Err(e
+                .detail("A cross build compiles and links against the target's headers and runtime under <toolkit>/targets/<dir>/, never the build machine's lib/.")
+                .help("install the target's CUDA runtime into the toolkit (NVIDIA's cross packages put it in targets/sbsa-linux or targets/aarch64-linux), or name a toolkit that has it ([package.metadata.mcpp.cuda] toolkit, CUDA_PATH)")
+                .help(format!("or build for this machine's target, or with {} for the host fallback", crate::report::no_accel_way(ctx.env))));
+        }
+        let target_dir = if target.cross { runtime.as_ref().and_then(|(_, d)| *d) } else { None };
+        let lib_dir = runtime.map(|(d, _)| d);
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.tool_cache)?;
+        let mut ccbin_args: Vec<String> = Vec::new();
         let (compiler, ccbin) = match route {
             CudaCompilerName::Nvcc => {
                 let nvcc = tool::resolve_at(&NVCC, &nvcc_choice.path, nvcc_choice.source.clone(), &nvcc_choice.origin, ctx.env, ctx.tool_cache)?;
@@ -606,6 +719,17 @@ impl Rule for CudaRule {
                     (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
                     (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
                 };
+                // The arguments named with the cc crate's compiler (`CXX="g++ -DX=1"`) go with it.
+                if matches!(ccbin_source, ToolSource::Derived(_)) {
+                    ccbin_args = host.env_args.clone();
+                    if let Some(w) = &host.wrapper {
+                        plan.warnings.push(format!(
+                            "CXX names the compiler wrapper {}; nvcc's -ccbin takes a compiler path only, so nvcc runs {} without it",
+                            w.display(),
+                            host.cxx.display()
+                        ));
+                    }
+                }
                 let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)?;
                 (nvcc, Some(ccbin))
             }
@@ -628,6 +752,8 @@ impl Rule for CudaRule {
                 route,
                 toolkit: &toolkit.root,
                 ccbin: ccbin.as_ref().map(|t| t.path.as_path()),
+                ccbin_args: &ccbin_args,
+                target_dir,
                 archs: &archs,
                 ptx,
                 optimize,
@@ -659,9 +785,7 @@ impl Rule for CudaRule {
         if rdc {
             let dlink = out_dir.join("obj").join("device-link.o");
             let mut args: Vec<OsString> = Vec::new();
-            if let Some(cc) = &ccbin {
-                args.extend(["-ccbin".into(), cc.path.clone().into()]);
-            }
+            args.extend(host_compiler_args(ccbin.as_ref().map(|t| t.path.as_path()), &ccbin_args, target_dir));
             args.push("-dlink".into());
             args.extend(gencode_args(&archs, ptx));
             args.extend(["-Xcompiler".into(), "-fPIC".into()]);
@@ -690,12 +814,13 @@ impl Rule for CudaRule {
         plan.link.extend(link);
         let cudart = opts.cudart.unwrap_or_default();
         if cudart != Cudart::None || rdc {
-            match &toolkit.lib_dir {
+            match &lib_dir {
                 Some(d) => plan.link.push(LinkDirective::Search(d.clone())),
                 None => {
+                    let looked: Vec<String> = toolkit.runtime_candidates(&target).iter().map(|d| d.display().to_string()).collect();
                     return Err(Error::new(ErrorKind::ToolNotFound, format!("the CUDA toolkit at {} has no libcudart_static.a", toolkit.root.display()))
                         .file(&toolkit.root)
-                        .detail("looked in lib64/, lib/ and targets/*/lib/")
+                        .detail(format!("looked in {}", looked.join(", ")))
                         .help(format!("install the runtime (PyPI nvidia-cuda-runtime) into the toolkit, or set {MANIFEST_KEY}.cudart = \"none\" and link it yourself")))
                 }
             }
@@ -711,7 +836,7 @@ impl Rule for CudaRule {
                 }
             }
             Cudart::Shared => {
-                let dir = toolkit.lib_dir.clone().unwrap_or_default();
+                let dir = lib_dir.clone().unwrap_or_default();
                 let Some(file) = shared_cudart(&dir) else {
                     return Err(Error::new(ErrorKind::ToolNotFound, format!("{MANIFEST_KEY}.cudart = \"shared\", and the CUDA toolkit at {} has no libcudart.so", toolkit.root.display()))
                         .key(format!("{MANIFEST_KEY}.cudart"))
@@ -754,6 +879,36 @@ mod tests {
         assert_eq!(ptx_arch(&archs, Some("80")), Some(80));
         let g: Vec<String> = gencode_args(&archs, Some(90)).iter().map(|s| s.to_string_lossy().into_owned()).collect();
         assert_eq!(g, ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_90,code=compute_90"]);
+    }
+
+    #[test]
+    fn rdc_flags_are_found_in_every_spelling_nvcc_reads_as_true() {
+        let f = |v: &[&str]| rdc_flag(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        for on in [&["-rdc=true"][..], &["--relocatable-device-code=true"], &["-dc"], &["--device-c"], &["-rdc", "true"], &["--relocatable-device-code", "true"]] {
+            assert_eq!(f(on), Some(0), "{on:?}");
+        }
+        assert_eq!(f(&["-lineinfo", "--use_fast_math", "-rdc=true"]), Some(2));
+        assert_eq!(f(&["-Xptxas", "-v", "-rdc", "true"]), Some(2), "the index of the flag, not its value");
+        for off in [&["-rdc=false"][..], &["-rdc", "false"], &["-rdc=1"], &["-Xcompiler", "-dc"], &["--use_fast_math"], &["-rdc"], &[]] {
+            assert_eq!(f(off), None, "{off:?}");
+        }
+    }
+
+    #[test]
+    fn cuda_target_directories_and_host_compiler_args() {
+        assert_eq!(cuda_target_dirs("x86_64-unknown-linux-gnu"), ["x86_64-linux"]);
+        assert_eq!(cuda_target_dirs("aarch64-unknown-linux-gnu"), ["sbsa-linux", "aarch64-linux"]);
+        assert!(cuda_target_dirs("x86_64-pc-windows-msvc").is_empty() && cuda_target_dirs("riscv64gc-unknown-linux-gnu").is_empty());
+        let a: Vec<String> = host_compiler_args(Some(Path::new("/usr/bin/aarch64-linux-gnu-g++")), &["-DFROM_ENV=1".into(), "-O1".into()], Some("sbsa-linux"))
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(a, ["-ccbin", "/usr/bin/aarch64-linux-gnu-g++", "-target-dir", "sbsa-linux", "-Xcompiler", "-DFROM_ENV=1", "-Xcompiler", "-O1"]);
+        let kit = Toolkit { root: PathBuf::from("/cuda"), version: None, found_by: String::new() };
+        let cross = CudaTarget { triple: "aarch64-unknown-linux-gnu".into(), cross: true, dirs: cuda_target_dirs("aarch64-unknown-linux-gnu") };
+        assert_eq!(kit.runtime_candidates(&cross), [PathBuf::from("/cuda/targets/sbsa-linux/lib"), PathBuf::from("/cuda/targets/aarch64-linux/lib")]);
+        let native = CudaTarget { triple: "x86_64-unknown-linux-gnu".into(), cross: false, dirs: cuda_target_dirs("x86_64-unknown-linux-gnu") };
+        assert_eq!(kit.runtime_candidates(&native), [PathBuf::from("/cuda/lib64"), PathBuf::from("/cuda/lib"), PathBuf::from("/cuda/targets/x86_64-linux/lib")]);
     }
 
     #[test]
