@@ -469,6 +469,8 @@ fn a_marked_file_outside_the_declared_island_is_refused_naming_the_lists_to_exte
     let t = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err().to_string();
     assert!(t.starts_with("`kernels/other.cu` marks `other_run` with `MY_EXPORT` (line 1)"), "{t}");
     assert!(t.contains("[package.metadata.mcpp.island] sources = [\"kernels/scale.cu\", \"host/scale.cpp\", \"kernels/other.cu\"]"), "{t}");
+}
+
 /// A wrapper at `path` that appends its argv (one line per start) to `<path>.log`, then runs `real`.
 fn logging_wrapper(path: &Path, real: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
