@@ -41,6 +41,9 @@ pub struct Error {
     pub key: Option<String>,
     /// How to get out of it.
     pub help: Vec<String>,
+    /// Further problems found in the same check (the validated plan reports every problem, not
+    /// the first: issue "A rule is one file"), printed after this one, each as an `error:`.
+    pub also: Vec<Error>,
 }
 
 /// `Result` with [`Error`].
@@ -49,7 +52,24 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error of `kind` with a one-line headline.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), detail: Vec::new(), file: None, key: None, help: Vec::new() }
+        Error { kind, message: message.into(), detail: Vec::new(), file: None, key: None, help: Vec::new(), also: Vec::new() }
+    }
+    /// One error for all of `problems` (in order): the first, with the others in
+    /// [`Error::also`]; `Ok(())` when there are none.
+    ///
+    /// # Errors
+    /// The first problem, carrying the rest.
+    pub fn all(mut problems: Vec<Error>) -> Result<()> {
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let mut first = problems.remove(0);
+        first.also.extend(problems);
+        Err(first)
+    }
+    /// Every problem this error carries: itself and [`Error::also`] (flattened).
+    pub fn problems(&self) -> usize {
+        1 + self.also.iter().map(Error::problems).sum::<usize>()
     }
     /// Attach the file the error is about.
     pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
@@ -103,6 +123,9 @@ impl fmt::Display for Error {
         }
         for line in &self.help {
             write!(f, "\nhelp: {line}")?;
+        }
+        for other in &self.also {
+            write!(f, "\n\nerror: {other}")?;
         }
         Ok(())
     }

@@ -10,9 +10,13 @@ use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The whole of `[package.metadata.mcpp]`.
+/// The whole of `[package.metadata.mcpp]`: the keys every package has, typed here, and the
+/// tables of the rules (`[package.metadata.mcpp.<rule>]`), kept raw in [`McppMetadata::rule_tables`]
+/// for each rule to read with its own options type ([`Manifest::rule_options`]). Any other key
+/// is refused by [`Manifest::check_keys`], naming it, its `file:line:col`, the keys valid here
+/// and the rules (issue "A rule is one file": a new rule's table needs no change here).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of cargo-mcpp keys ([package.metadata.mcpp])")]
+#[serde(rename_all = "kebab-case", expecting = "a table of cargo-mcpp keys ([package.metadata.mcpp])")]
 pub struct McppMetadata {
     /// The accelerator set, e.g. `"vulkan1.2"`; see [`crate::accel`]. Absent = no accelerator.
     pub accel: Option<String>,
@@ -32,10 +36,6 @@ pub struct McppMetadata {
     /// Explicit tool paths by program name (`glslangValidator = "/opt/bin/glslangValidator"`).
     #[serde(default)]
     pub tools: BTreeMap<String, PathBuf>,
-    /// `[package.metadata.mcpp.spirv]`: options of the SPIR-V rule.
-    pub spirv: Option<SpirvOptions>,
-    /// `[package.metadata.mcpp.cuda]`: options of the CUDA rule (`.cu`).
-    pub cuda: Option<CudaOptions>,
     /// `[package.metadata.mcpp.island]`: the `extern "C"` boundary between a device island and
     /// its host fallback (header, Rust bindings, C++ module).
     pub island: Option<IslandOptions>,
@@ -51,7 +51,14 @@ pub struct McppMetadata {
     /// [`crate::payload`] and README.md "Declared toolchains".
     #[serde(default)]
     pub payloads: BTreeMap<String, String>,
+    /// Every other key, by name: a rule's options table (`spirv`, `cuda`, ...) when the name is
+    /// a rule's, else an unknown key ([`Manifest::check_keys`] refuses it).
+    #[serde(flatten)]
+    pub rule_tables: BTreeMap<String, toml::Value>,
 }
+
+/// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
+pub const PACKAGE_KEYS: &[&str] = &["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "payloads"];
 
 /// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,93 +109,6 @@ impl<'de> Deserialize<'de> for SourceEntry {
     }
 }
 
-/// Which GLSL compiler the SPIR-V rule drives; chosen by declaration, never by what is installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SpirvCompilerName {
-    /// Khronos glslangValidator (default).
-    #[default]
-    Glslang,
-    /// Google's glslc (shaderc).
-    Glslc,
-}
-
-/// `[package.metadata.mcpp.spirv]`; every key has a default.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of SPIR-V rule keys ([package.metadata.mcpp.spirv])")]
-pub struct SpirvOptions {
-    /// `"glslang"` (default) or `"glslc"`.
-    pub compiler: Option<SpirvCompilerName>,
-    /// Include directories, relative to the package root (or absolute).
-    #[serde(default)]
-    pub includes: Vec<PathBuf>,
-    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
-    #[serde(default)]
-    pub defines: BTreeMap<String, String>,
-    /// Override of the target environment (default: from the accelerator's Vulkan version,
-    /// `vulkan1.0` for a bare `vulkan`).
-    pub target_env: Option<String>,
-    /// Override of optimisation (default: on in release profiles, off in debug).
-    pub optimize: Option<bool>,
-    /// Extra arguments appended last, passed unexamined.
-    #[serde(default)]
-    pub flags: Vec<String>,
-}
-
-/// Which CUDA compiler the CUDA rule drives (upstream-facts 3.1); chosen by declaration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CudaCompilerName {
-    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (default).
-    #[default]
-    Nvcc,
-    /// clang++ in CUDA mode (`-x cuda --cuda-path=<toolkit>`).
-    Clang,
-}
-
-/// How the CUDA runtime is linked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Cudart {
-    /// `libcudart_static.a` plus the system libraries it needs (`dl`, `rt`, `pthread`, the C++ runtime); default.
-    #[default]
-    Static,
-    /// `libcudart.so` (the program then needs it at run time).
-    Shared,
-    /// Nothing: the crate links the runtime itself, or uses only the driver API.
-    None,
-}
-
-/// `[package.metadata.mcpp.cuda]`; every key has a default.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct CudaOptions {
-    /// `"nvcc"` (default) or `"clang"`.
-    pub compiler: Option<CudaCompilerName>,
-    /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
-    /// package root or absolute; first in the discovery order (then `NVCC`, `CUDA_PATH`,
-    /// `CUDA_HOME`, PATH). For the clang route it is the `--cuda-path`.
-    pub toolkit: Option<PathBuf>,
-    /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
-    /// `cc` crate's C++ compiler.
-    pub ccbin: Option<PathBuf>,
-    /// `"static"` (default), `"shared"` or `"none"`.
-    pub cudart: Option<Cudart>,
-    /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
-    pub rdc: Option<bool>,
-    /// Include directories, relative to the package root (or absolute).
-    #[serde(default)]
-    pub includes: Vec<PathBuf>,
-    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
-    #[serde(default)]
-    pub defines: BTreeMap<String, String>,
-    /// Override of optimisation (default: on in release profiles, off with `-lineinfo` in debug).
-    pub optimize: Option<bool>,
-    /// Extra arguments appended last, passed unexamined.
-    #[serde(default)]
-    pub flags: Vec<String>,
-}
-
 /// `[package.metadata.mcpp.island]` (upstream-facts 5; seed 000 "tools-island").
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -228,6 +148,9 @@ pub struct CxxOptions {
     pub flags: Vec<String>,
 }
 
+/// The dotted name of cargo-mcpp's table.
+pub const MCPP_TABLE: &str = "package.metadata.mcpp";
+
 /// What a `Cargo.toml` holds that cargo-mcpp reads.
 #[derive(Debug, Clone)]
 pub struct Manifest {
@@ -239,47 +162,72 @@ pub struct Manifest {
     pub mcpp: McppMetadata,
     /// Whether `[package.metadata.mcpp]` was present at all.
     pub has_mcpp_table: bool,
-    /// The line (1-based) of each key of `[package.metadata.mcpp.tools]` and
-    /// `[package.metadata.mcpp.payloads]`, keyed `tools.<name>` / `payloads.<name>`, and of
-    /// `base-dir`: the line a decision or a refusal names (`cargo mcpp why tool`).
-    pub lines: BTreeMap<String, usize>,
+    /// Where each key of the manifest is: the one span map every refusal and decision takes its
+    /// `file:line:col` from ([`SpanMap`]).
+    pub spans: SpanMap,
 }
 
-#[derive(Deserialize)]
-struct SpanDoc {
-    package: Option<SpanPackage>,
-}
-#[derive(Deserialize)]
-struct SpanPackage {
-    metadata: Option<SpanMetadata>,
-}
-#[derive(Deserialize)]
-struct SpanMetadata {
-    mcpp: Option<SpanMcpp>,
-}
-#[derive(Deserialize)]
-struct SpanMcpp {
-    #[serde(default)]
-    tools: BTreeMap<String, toml::Spanned<toml::Value>>,
-    #[serde(default)]
-    payloads: BTreeMap<String, toml::Spanned<toml::Value>>,
-    #[serde(rename = "base-dir")]
-    base_dir: Option<toml::Spanned<toml::Value>>,
+/// The position (1-based line and column) of every key of a TOML document, by dotted path
+/// (`package.metadata.mcpp.spirv.compiler`, `package.metadata.mcpp.sources[1]` for an array
+/// element), read once with toml_edit, which keeps the spans of the parsed text.
+#[derive(Debug, Clone, Default)]
+pub struct SpanMap {
+    positions: BTreeMap<String, (usize, usize)>,
 }
 
-fn key_lines(text: &str) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
-    let Ok(doc) = toml::from_str::<SpanDoc>(text) else { return out };
-    let Some(m) = doc.package.and_then(|p| p.metadata).and_then(|m| m.mcpp) else { return out };
-    if let Some(v) = &m.base_dir {
-        out.insert("base-dir".to_string(), line_col(text, v.span().start).0);
-    }
-    for (table, entries) in [("tools", m.tools), ("payloads", m.payloads)] {
-        for (k, v) in entries {
-            out.insert(format!("{table}.{k}"), line_col(text, v.span().start).0);
+impl SpanMap {
+    /// The positions of `text` (empty when it is not TOML: the typed parse reports that).
+    pub fn parse(text: &str) -> SpanMap {
+        let mut positions = BTreeMap::new();
+        if let Ok(doc) = toml_edit::ImDocument::parse(text) {
+            walk_table(doc.as_table(), "", text, &mut positions);
         }
+        SpanMap { positions }
     }
-    out
+    /// The line and column of the dotted `key`, if it is in the document.
+    pub fn position(&self, key: &str) -> Option<(usize, usize)> {
+        self.positions.get(key).copied()
+    }
+}
+
+fn walk_table(table: &dyn toml_edit::TableLike, prefix: &str, text: &str, out: &mut BTreeMap<String, (usize, usize)>) {
+    for (k, item) in table.iter() {
+        let path = if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+        let span = table.get_key_value(k).and_then(|(key, _)| key.span()).or_else(|| item.span());
+        if let Some(span) = span {
+            out.insert(path.clone(), line_col(text, span.start));
+        }
+        walk_item(item, &path, text, out);
+    }
+}
+
+fn walk_item(item: &toml_edit::Item, path: &str, text: &str, out: &mut BTreeMap<String, (usize, usize)>) {
+    match item {
+        toml_edit::Item::Table(t) => walk_table(t, path, text, out),
+        toml_edit::Item::ArrayOfTables(a) => {
+            for (i, t) in a.iter().enumerate() {
+                walk_table(t, &format!("{path}[{i}]"), text, out);
+            }
+        }
+        toml_edit::Item::Value(v) => walk_value(v, path, text, out),
+        toml_edit::Item::None => {}
+    }
+}
+
+fn walk_value(value: &toml_edit::Value, path: &str, text: &str, out: &mut BTreeMap<String, (usize, usize)>) {
+    match value {
+        toml_edit::Value::InlineTable(t) => walk_table(t, path, text, out),
+        toml_edit::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                let p = format!("{path}[{i}]");
+                if let Some(span) = v.span() {
+                    out.insert(p.clone(), line_col(text, span.start));
+                }
+                walk_value(v, &p, text, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[derive(Deserialize)]
@@ -338,15 +286,97 @@ impl Manifest {
         })?;
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
-        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), lines: key_lines(text) })
+        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) })
     }
 
-    /// `path:line` of a key (`tools.glslc`, `payloads.glslang`), or the path alone.
+    /// `path:line` of a key of `[package.metadata.mcpp]` (`tools.glslc`, `payloads.glslang`,
+    /// `base-dir`), or the path alone.
     pub fn at(&self, key: &str) -> String {
-        match self.lines.get(key) {
+        match self.line(key) {
             Some(l) => format!("{}:{l}", self.path.display()),
             None => self.path.display().to_string(),
         }
+    }
+
+    /// The line of a key of `[package.metadata.mcpp]` (`tools.glslc`), from the span map.
+    pub fn line(&self, key: &str) -> Option<usize> {
+        self.spans.position(&format!("{MCPP_TABLE}.{key}")).map(|(l, _)| l)
+    }
+
+    /// `path:line:col` of a key of `[package.metadata.mcpp]`, or the path alone.
+    pub fn at_col(&self, key: &str) -> String {
+        match self.spans.position(&format!("{MCPP_TABLE}.{key}")) {
+            Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
+
+    /// Refuse every key of `[package.metadata.mcpp]` that is neither a package key
+    /// ([`PACKAGE_KEYS`]) nor the table of one of `rules` (the registry's names), and a rule's
+    /// entry that is not a table: one error per key, each naming `file:line:col`, the key, the
+    /// valid keys and the rules.
+    pub fn check_keys(&self, rules: &[&str]) -> Vec<Error> {
+        let mut out = Vec::new();
+        for (name, value) in &self.mcpp.rule_tables {
+            let key = format!("{MCPP_TABLE}.{name}");
+            if !rules.contains(&name.as_str()) {
+                out.push(
+                    Error::new(ErrorKind::Manifest, format!("invalid manifest: unknown field `{name}`"))
+                        .file(self.at_col(name))
+                        .key(key)
+                        .help(format!(
+                            "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {}; see cargo-mcpp's README, \"Manifest reference\"",
+                            PACKAGE_KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                            rules.iter().map(|r| format!("[{MCPP_TABLE}.{r}]")).collect::<Vec<_>>().join(", ")
+                        )),
+                );
+            } else if !value.is_table() {
+                out.push(
+                    Error::new(ErrorKind::Manifest, format!("invalid manifest: `{name}` is the table of the {name} rule, not a {}", value.type_str()))
+                        .file(self.at_col(name))
+                        .key(key)
+                        .help(format!("write its options as a table: [{MCPP_TABLE}.{name}] followed by `key = value` lines")),
+                );
+            }
+        }
+        out
+    }
+
+    /// The options of the rule `rule`: its table `[package.metadata.mcpp.<rule>]` read into the
+    /// rule's own type `T` (which has its own `deny_unknown_fields`), or `T::default()` when the
+    /// table is absent.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming `file:line:col` of the offending key, the dotted key and,
+    /// for an unknown key, the keys valid in the table.
+    pub fn rule_options<T: serde::de::DeserializeOwned + Default>(&self, rule: &str) -> Result<T> {
+        let Some(value) = self.mcpp.rule_tables.get(rule) else { return Ok(T::default()) };
+        serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+            let inner_path = e.path().to_string();
+            let key = if inner_path.is_empty() || inner_path == "." { format!("{MCPP_TABLE}.{rule}") } else { format!("{MCPP_TABLE}.{rule}.{inner_path}") };
+            let message = e.into_inner().to_string();
+            let message = message.lines().next().unwrap_or_default().to_string();
+            // The unknown key itself is not in the error's path: find its name in the message.
+            let unknown = message.strip_prefix("unknown field `").and_then(|r| r.split_once('`')).map(|(k, _)| k.to_string());
+            // serde_path_to_error names an unknown key as the last segment of the path already.
+            let located = match &unknown {
+                Some(k) if !key.ends_with(&format!(".{k}")) => format!("{key}.{k}"),
+                _ => key.clone(),
+            };
+            let position = self.spans.position(&located).or_else(|| self.spans.position(&key));
+            let file = match position {
+                Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
+                None => self.path.display().to_string(),
+            };
+            let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(file).key(located);
+            let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
+            if let (true, Some(valid)) = (unknown.is_some(), valid) {
+                err = err.help(format!("the keys valid in [{MCPP_TABLE}.{rule}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
+            } else if message.starts_with("unknown variant") {
+                err = err.help(format!("`{key}` takes one of the values listed above"));
+            }
+            err
+        })
     }
 
     /// The project's payload versions from `[package.metadata.mcpp.payloads]`, each checked
@@ -416,14 +446,14 @@ flags = ["-g"]
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
         assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: "vulkan1.2".into() }));
-        let s = m.mcpp.spirv.unwrap();
-        assert_eq!(s.compiler, Some(SpirvCompilerName::Glslc));
+        let s: crate::rules::spirv::SpirvOptions = m.rule_options("spirv").unwrap();
+        assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.defines["WORKGROUP"], "64");
     }
 
     #[test]
     fn unknown_key_names_key_file_line_and_valid_keys() {
-        let e = parse("[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"\n").unwrap_err();
+        let e = parse("[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"\n").unwrap().rule_options::<crate::rules::spirv::SpirvOptions>("spirv").unwrap_err();
         let text = e.to_string();
         assert_eq!(e.kind, ErrorKind::Manifest);
         assert!(text.contains("unknown field `compilr`"), "{text}");

@@ -98,7 +98,7 @@ pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Re
     AccelSet::parse(&text).map_err(|e| {
         let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {origin}")).detail(e.to_string());
         if let Some(k) = key {
-            err = err.file(&manifest.path).key(k);
+            err = err.file(manifest.at_col("accel")).key(k);
         }
         err.help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (README.md \"The accelerator set\")")
     })
@@ -136,12 +136,36 @@ pub struct Validated {
 /// sources.
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
     let manifest = Manifest::read(manifest_path)?;
-    let accel = resolve_accel(choice, &manifest, env)?;
     let registry = rules::registry();
-    validate_tools_table(&manifest, &registry)?;
+    let names: Vec<&str> = registry.iter().map(|r| r.name()).collect();
+    // Every independent check runs, and every problem is reported (each with its file:line:col,
+    // key and fix); the checks that need an earlier answer run only when it is there.
+    let mut problems = manifest.check_keys(&names);
+    for rule in &registry {
+        problems.extend(rule.check_options(&manifest).err());
+    }
+    problems.extend(validate_tools_table(&manifest, &registry).err());
     let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
-    surface::check_module_name(&module_name).map_err(|e| e.file(&manifest.path))?;
-    let collected = sources::collect(&manifest, &accel, &registry, env)?;
+    problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
+    let accel = match resolve_accel(choice, &manifest, env) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    let collected = accel.as_ref().map(|a| sources::collect(&manifest, a, &registry, env));
+    let collected = match collected {
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => {
+            problems.push(e);
+            None
+        }
+        None => None,
+    };
+    Error::all(problems)?;
+    // Both are present here: a missing one was pushed to `problems` above.
+    let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
     Ok(Validated { manifest, accel, collected, module_name })
 }
 
@@ -205,7 +229,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         builder: config.builder_tools.clone(),
         builder_lines: config.builder_tool_lines.clone(),
         manifest: manifest.mcpp.tools.iter().map(|(k, v)| (k.clone(), if v.is_absolute() { v.clone() } else { manifest.dir().join(v) })).collect(),
-        manifest_lines: manifest.mcpp.tools.keys().filter_map(|k| manifest.lines.get(&format!("tools.{k}")).map(|l| (k.clone(), *l))).collect(),
+        manifest_lines: manifest.mcpp.tools.keys().filter_map(|k| manifest.line(&format!("tools.{k}")).map(|l| (k.clone(), l))).collect(),
         manifest_path: manifest.path.clone(),
         payloads: availability,
         fetch_command,
@@ -237,6 +261,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         let ctx = RuleContext {
             manifest: &manifest,
             accel: entry,
+            set: &accel,
             work_dir: &variant_dir,
             tool_cache: &config.work_dir,
             env,
@@ -423,7 +448,7 @@ fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>]) 
     for name in manifest.mcpp.tools.keys() {
         if !known.contains(&name.as_str()) {
             return Err(Error::new(ErrorKind::Manifest, format!("unknown tool `{name}` in [package.metadata.mcpp.tools]"))
-                .file(&manifest.path)
+                .file(manifest.at_col(&format!("tools.{name}")))
                 .key(format!("package.metadata.mcpp.tools.{name}"))
                 .help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))));
         }

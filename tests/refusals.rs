@@ -31,11 +31,35 @@ fn unknown_key_names_key_file_and_valid_keys() {
     assert!(e.contains("unknown field `source`"), "{e}");
     assert!(e.contains("Cargo.toml:8:1"), "{e}");
     assert!(e.contains("package.metadata.mcpp.source"), "{e}");
-    assert!(e.contains("`sources`") && e.contains("`accel`") && e.contains("`spirv`"), "{e}");
+    assert!(e.contains("`sources`") && e.contains("`accel`") && e.contains("[package.metadata.mcpp.spirv]"), "{e}");
     let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"shaderc\"", &[("s/x.comp", COMP)]);
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("unknown variant `shaderc`, expected `glslang` or `glslc`"), "{e}");
     assert!(e.contains("package.metadata.mcpp.spirv.compiler"), "{e}");
+}
+
+#[test]
+fn a_manifest_with_three_problems_reports_all_three_with_line_column_key_and_fix() {
+    // Lines 6.. of the manifest: the [package.metadata.mcpp] table starts at line 6.
+    let pkg = package_with(
+        "accel = \"vulkan1.2, cuda+{\"\nsources = [\"s/*.comp\"]\nunknown = 1\n[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"",
+        &[("s/x.comp", COMP)],
+    );
+    let e = pkg.build().try_compile().unwrap_err();
+    assert_eq!(e.problems(), 3, "{e}");
+    let text = e.to_string();
+    for (what, at, key, fix) in [
+        ("unknown field `unknown`", "Cargo.toml:9:1", "package.metadata.mcpp.unknown", "the keys valid in [package.metadata.mcpp] are"),
+        ("unknown field `compilr`", "Cargo.toml:11:1", "package.metadata.mcpp.spirv.compilr", "the keys valid in [package.metadata.mcpp.spirv] are"),
+        ("malformed accelerator set from", "Cargo.toml:7:1", "package.metadata.mcpp.accel", "help: write a comma-separated set"),
+    ] {
+        let block = text.split("\n\nerror: ").find(|b| b.contains(what)).unwrap_or_else(|| panic!("`{what}` not reported: {text}"));
+        assert!(block.contains(at) && block.contains(&format!("(key `{key}`)")) && block.contains(fix), "{what}: {block}");
+    }
+    // A table no rule owns is refused listing the rules' tables.
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.hip]\narch = \"gfx90a\"", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("unknown field `hip`") && e.contains("[package.metadata.mcpp.spirv], [package.metadata.mcpp.cuda]"), "{e}");
 }
 
 #[test]

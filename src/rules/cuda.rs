@@ -28,12 +28,66 @@ use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::archive::ArchiveFormat;
 use crate::graph::{Action, Builtin, Role};
-use crate::manifest::{CudaCompilerName, CudaOptions, Cudart};
+use serde::Deserialize;
 use crate::sources::DeviceSource;
 use crate::tool::{self, Tool, ToolChoices, ToolSource, ToolSpec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+/// Which CUDA compiler the CUDA rule drives (upstream-facts 3.1); chosen by declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaCompilerName {
+    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (default).
+    #[default]
+    Nvcc,
+    /// clang++ in CUDA mode (`-x cuda --cuda-path=<toolkit>`).
+    Clang,
+}
+
+/// How the CUDA runtime is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cudart {
+    /// `libcudart_static.a` plus the system libraries it needs (`dl`, `rt`, `pthread`, the C++ runtime); default.
+    #[default]
+    Static,
+    /// `libcudart.so` (the program then needs it at run time).
+    Shared,
+    /// Nothing: the crate links the runtime itself, or uses only the driver API.
+    None,
+}
+
+/// `[package.metadata.mcpp.cuda]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CudaOptions {
+    /// `"nvcc"` (default) or `"clang"`.
+    pub compiler: Option<CudaCompilerName>,
+    /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
+    /// package root or absolute; first in the discovery order (then `NVCC`, `CUDA_PATH`,
+    /// `CUDA_HOME`, PATH). For the clang route it is the `--cuda-path`.
+    pub toolkit: Option<PathBuf>,
+    /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
+    /// `cc` crate's C++ compiler.
+    pub ccbin: Option<PathBuf>,
+    /// `"static"` (default), `"shared"` or `"none"`.
+    pub cudart: Option<Cudart>,
+    /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
+    pub rdc: Option<bool>,
+    /// Include directories, relative to the package root (or absolute).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Override of optimisation (default: on in release profiles, off with `-lineinfo` in debug).
+    pub optimize: Option<bool>,
+    /// Extra arguments appended last, passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
 
 /// The exact `cuda-nvcc` payload version the nvcc route declares (CUDA 13.0: the H200
 /// machines' driver 580 supports it).
@@ -608,8 +662,11 @@ impl Rule for CudaRule {
     /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
     /// unless the project names a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no payload ships yet, so it declares none.
+    fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
+        manifest.rule_options::<CudaOptions>(self.name()).map(drop)
+    }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
-        let opts = manifest.mcpp.cuda.clone().unwrap_or_default();
+        let opts = manifest.rule_options::<CudaOptions>(self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
         }
@@ -626,7 +683,7 @@ impl Rule for CudaRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts = ctx.manifest.mcpp.cuda.clone().unwrap_or_default();
+        let opts: CudaOptions = ctx.manifest.rule_options(self.name())?;
         let route = opts.compiler.unwrap_or_default();
         let rdc = opts.rdc.unwrap_or(false);
         if rdc && route == CudaCompilerName::Clang {

@@ -21,6 +21,9 @@ pub struct RuleContext<'a> {
     pub manifest: &'a Manifest,
     /// This rule's entry of the accelerator set.
     pub accel: &'a AccelEntry,
+    /// The whole accelerator set of the build (a rule may read another backend's entry, as
+    /// HIP on NVIDIA reads the `cuda` entry).
+    pub set: &'a crate::accel::AccelSet,
     /// The directory this build variant's outputs go to (under the device cache).
     pub work_dir: &'a Path,
     /// Where tool versions are cached.
@@ -96,6 +99,13 @@ pub trait Rule: Send + Sync {
     fn claims(&self, ext: &str) -> bool {
         self.extensions().contains(&ext)
     }
+    /// Check this rule's options table, `[package.metadata.mcpp.<name>]`, read into the rule's
+    /// own options type ([`Manifest::rule_options`]): run for every rule before anything
+    /// compiles, whether or not the build has sources of the rule.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the valid keys.
+    fn check_options(&self, manifest: &Manifest) -> Result<()>;
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///
     /// # Errors

@@ -7,10 +7,45 @@ use super::{Rule, RuleContext, RulePlan};
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
-use crate::manifest::{SpirvCompilerName, SpirvOptions};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use crate::sources::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use std::ffi::OsString;
+
+/// Which GLSL compiler the SPIR-V rule drives; chosen by declaration, never by what is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpirvCompilerName {
+    /// Khronos glslangValidator (default).
+    #[default]
+    Glslang,
+    /// Google's glslc (shaderc).
+    Glslc,
+}
+
+/// `[package.metadata.mcpp.spirv]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of SPIR-V rule keys ([package.metadata.mcpp.spirv])")]
+pub struct SpirvOptions {
+    /// `"glslang"` (default) or `"glslc"`.
+    pub compiler: Option<SpirvCompilerName>,
+    /// Include directories, relative to the package root (or absolute).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Override of the target environment (default: from the accelerator's Vulkan version,
+    /// `vulkan1.0` for a bare `vulkan`).
+    pub target_env: Option<String>,
+    /// Override of optimisation (default: on in release profiles, off in debug).
+    pub optimize: Option<bool>,
+    /// Extra arguments appended last, passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
 
 /// The shader stages, by extension; both compilers take the same short stage names.
 pub const STAGES: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall"];
@@ -61,8 +96,11 @@ impl Rule for SpirvRule {
         &[GLSLANG, GLSLC]
     }
 
+    fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
+        manifest.rule_options::<SpirvOptions>(self.name()).map(drop)
+    }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
-        match manifest.mcpp.spirv.as_ref().and_then(|s| s.compiler).unwrap_or_default() {
+        match manifest.rule_options::<SpirvOptions>(self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
             SpirvCompilerName::Glslang => vec![super::PayloadReq { payload: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
         }
@@ -78,7 +116,7 @@ impl Rule for SpirvRule {
                     .help(format!("rename it to one of .{}, or leave it out of `sources` and `#include` it", STAGES.join(" ."))));
             }
         }
-        let opts = ctx.manifest.mcpp.spirv.clone().unwrap_or_default();
+        let opts: SpirvOptions = ctx.manifest.rule_options(self.name())?;
         let which = opts.compiler.unwrap_or_default();
         let spec = match which {
             SpirvCompilerName::Glslang => GLSLANG,
