@@ -113,17 +113,7 @@ impl Rule for SpirvRule {
             true => Optimization::Speed,
         };
         let root = ctx.manifest.dir();
-        let mut includes = Vec::new();
-        for (i, inc) in opts.includes.iter().enumerate() {
-            let abs = if inc.is_absolute() { inc.clone() } else { root.join(inc) };
-            if !abs.is_dir() {
-                return Err(Error::new(ErrorKind::Manifest, format!("include directory `{}` does not exist", inc.display()))
-                    .file(&ctx.manifest.path)
-                    .key(format!("package.metadata.mcpp.spirv.includes[{i}]"))
-                    .help("include directories are relative to the package root; fix the path or remove the entry"));
-            }
-            includes.push(abs);
-        }
+        let includes = crate::host::resolve_includes(ctx.manifest, "package.metadata.mcpp.spirv", &opts.includes)?;
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
         for s in sources {
