@@ -544,6 +544,14 @@ pub fn prepare_island(manifest: &Manifest, collected: &sources::Collected, regis
             .key(format!("{key}.marker"))
             .help("the marker is a macro name, e.g. MCPP_EXPORT_C"));
     }
+    for (i, inc) in opts.header_includes.iter().enumerate() {
+        if let Err(why) = crate::island::emit::check_header_include(inc) {
+            return Err(Error::new(ErrorKind::Manifest, format!("the header-includes entry `{}` cannot be written into an #include line: {why}", crate::text::echo(inc)))
+                .file(&manifest.path)
+                .key(format!("{key}.header-includes[{i}]"))
+                .help("write `<name.h>`, `\"name.h\"` or a bare `name.h` (included as `<name.h>`)"));
+        }
+    }
     let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
     let entries = crate::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{key}.sources")) } else { e })?;
     if opts.header_includes.is_empty() {

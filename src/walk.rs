@@ -101,6 +101,13 @@ pub fn expand(root: &Path, pattern: &str, asker: Asker) -> Result<Vec<Matched>> 
 pub fn package_dir(root: &Path, manifest: &Path, key: &str, given: &Path) -> Result<PathBuf> {
     let abs = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
     let shown = echo(&given.display().to_string());
+    if crate::text::has_control(&abs.to_string_lossy()) {
+        return Err(Error::new(ErrorKind::Manifest, format!("include directory `{shown}` has a control character in its path"))
+            .file(manifest)
+            .key(key)
+            .detail("The path is written into cargo's directives and depfiles, which cannot carry a newline or control character.")
+            .help("rename the directory"));
+    }
     if !abs.is_dir() {
         return Err(Error::new(ErrorKind::Manifest, format!("include directory `{shown}` does not exist"))
             .file(manifest)
