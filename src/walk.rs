@@ -270,10 +270,6 @@ fn normal(rel: &[String]) -> String {
 mod tests {
     use super::*;
 
-    fn asker(m: &Path) -> Asker<'_> {
-        Asker { manifest: m, key: "package.metadata.mcpp.sources[0]", subject: "sources entry 'g'" }
-    }
-
     #[test]
     fn normal_applies_dot_and_dot_dot() {
         let v = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
