@@ -39,16 +39,13 @@ pub fn escape_control(s: &str) -> String {
 /// to the cut.
 pub fn echo(s: &str) -> String {
     let mut out = String::new();
-    let mut shown = 0usize;
     let mut chars = s.chars();
-    for c in chars.by_ref() {
-        if shown == ECHO_MAX {
-            let rest = 1 + chars.count();
-            out.push_str(&format!("... ({rest} more characters)"));
-            return out;
-        }
+    for c in chars.by_ref().take(ECHO_MAX) {
         push_shown(&mut out, c);
-        shown += 1;
+    }
+    let rest = chars.count();
+    if rest > 0 {
+        out.push_str(&format!("... ({rest} more characters)"));
     }
     out
 }
