@@ -216,16 +216,11 @@ impl fmt::Display for AccelError {
             Some(c) => format!("`{c}`"),
             None => "the end of the string".to_string(),
         };
-        // Long inputs are shown as a window of at most 60 characters around the position.
-        let chars: Vec<char> = self.text.chars().collect();
-        let at = column - 1;
-        let from = at.saturating_sub(40);
-        let to = (at + 20).min(chars.len());
-        let window: String = chars[from..to].iter().collect();
-        let (lead, trail) = (if from > 0 { "..." } else { "" }, if to < chars.len() { "..." } else { "" });
-        let shown: String = if chars.len() > 60 { format!("{lead}{window}{trail}") } else { self.text.clone() };
+        // Long inputs are shown as a window of at most `text::ECHO_MAX` characters around the
+        // position, control characters escaped (one helper for every echo of user input).
+        let (shown, caret) = crate::text::echo_window(&self.text, column - 1);
+        let found = crate::text::echo(&found);
         write!(f, "malformed accelerator `{shown}`: expected {} at column {column}, found {found}", self.expected)?;
-        let caret = if chars.len() > 60 { lead.len() + at - from } else { at };
         write!(f, "\n    {shown}\n    {}^", " ".repeat(caret))
     }
 }
@@ -338,17 +333,23 @@ impl Parser<'_> {
                 return self.err("`{` opening the architecture list after `+`");
             }
             self.bump();
+            // Seen names in a hash set: the duplicate check is linear in the list's length
+            // (a `Vec::contains` per name was quadratic: 60,000 names took 17 s).
+            let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
             loop {
                 self.skip_blanks();
-                let arch = self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).to_string();
+                let start = self.pos;
+                let text = self.text;
+                let len = self.take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).len();
+                let arch = &text[start..start + len];
                 if arch.is_empty() {
                     return self.err("an architecture name (e.g. `sm_90`, `gfx942`, `dav-c220`, `native`)");
                 }
-                if archs.contains(&arch) {
-                    self.pos -= arch.len();
-                    return self.err(format!("each architecture once (`{arch}` is already listed)"));
+                if !seen.insert(arch) {
+                    self.pos = start;
+                    return self.err(format!("each architecture once (`{}` is already listed)", crate::text::echo(arch)));
                 }
-                archs.push(arch);
+                archs.push(arch.to_string());
                 self.skip_blanks();
                 match self.peek() {
                     Some(',') => {
@@ -472,6 +473,25 @@ mod tests {
         let shown = AccelSet::parse("cuda12.9+{sm_90").unwrap_err().to_string();
         assert!(shown.contains("column 16"), "{shown}");
         assert!(shown.contains("found the end of the string"), "{shown}");
+    }
+
+    #[test]
+    fn long_architecture_lists_and_names_are_checked_linearly_and_echoed_short() {
+        // 60,000 distinct names: the duplicate check is a hash-set insert per name (a quadratic
+        // scan took 17 s here); a duplicate at the end is found at its own position.
+        let names: Vec<String> = (0..60_000).map(|i| format!("sm_{i}")).collect();
+        let text = format!("cuda13.0+{{{}}}", names.join(","));
+        assert_eq!(ok(&text).entries[0].archs.len(), 60_000);
+        let dup = format!("cuda13.0+{{{},sm_7}}", names.join(","));
+        let e = AccelSet::parse(&dup).unwrap_err();
+        assert_eq!(e.position, dup.len() - "sm_7}".len());
+        // A 100,000-character name is echoed cut, with the column kept.
+        let long = format!("cuda13.0+{{{0},{0}}}", "s".repeat(100_000));
+        let shown = AccelSet::parse(&long).unwrap_err().to_string();
+        assert!(shown.len() < 600, "{} bytes", shown.len());
+        assert!(shown.contains("column 100012") && shown.contains("more characters"), "{shown}");
+        let shown = AccelSet::parse("cuda13.0+{sm_90\u{1b}[2J}").unwrap_err().to_string();
+        assert!(shown.contains("found `\\u{1b}`") && !shown.contains('\u{1b}'), "{shown}");
     }
 
     #[test]

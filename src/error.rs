@@ -105,24 +105,32 @@ impl Error {
     }
 }
 
+/// Control characters other than the line breaks the layout itself uses are shown escaped,
+/// whatever part of the error carries them: no user value reaches the terminal raw (an ESC
+/// sequence, a carriage return overwriting the line). Long values are cut where they are
+/// quoted, by [`crate::text::echo`].
+fn shown(s: &str) -> String {
+    s.split('\n').map(crate::text::escape_control).collect::<Vec<_>>().join("\n")
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.message)?;
+        write!(f, "{}", shown(&self.message))?;
         match (&self.file, &self.key) {
-            (Some(file), Some(key)) => write!(f, "\n  --> {} (key `{key}`)", file.display())?,
-            (Some(file), None) => write!(f, "\n  --> {}", file.display())?,
-            (None, Some(key)) => write!(f, "\n  --> key `{key}`")?,
+            (Some(file), Some(key)) => write!(f, "\n  --> {} (key `{}`)", shown(&file.display().to_string()), shown(key))?,
+            (Some(file), None) => write!(f, "\n  --> {}", shown(&file.display().to_string()))?,
+            (None, Some(key)) => write!(f, "\n  --> key `{}`", shown(key))?,
             (None, None) => {}
         }
         for line in &self.detail {
             if line.is_empty() {
                 writeln!(f)?;
             } else {
-                write!(f, "\n  {line}")?;
+                write!(f, "\n  {}", shown(line))?;
             }
         }
         for line in &self.help {
-            write!(f, "\nhelp: {line}")?;
+            write!(f, "\nhelp: {}", shown(line))?;
         }
         for other in &self.also {
             write!(f, "\n\nerror: {other}")?;

@@ -263,23 +263,17 @@ pub fn include_define_args(includes: &[PathBuf], defines: &BTreeMap<String, Stri
     a
 }
 
-/// Resolve manifest include directories against the package root, refusing a missing one
-/// (naming the key `<table>.includes[i]`).
+/// Resolve manifest include directories against the package root, refusing a missing one or a
+/// relative one that resolves outside the package (naming the key `<table>.includes[i]`;
+/// [`crate::walk::package_dir`]).
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] for a directory that does not exist.
+/// [`ErrorKind::Manifest`] for a directory that does not exist or leaves the package.
 pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let root = manifest.dir();
     let mut out = Vec::new();
     for (i, inc) in includes.iter().enumerate() {
-        let abs = if inc.is_absolute() { inc.clone() } else { root.join(inc) };
-        if !abs.is_dir() {
-            return Err(Error::new(ErrorKind::Manifest, format!("include directory `{}` does not exist", inc.display()))
-                .file(&manifest.path)
-                .key(format!("{table}.includes[{i}]"))
-                .help("include directories are relative to the package root; fix the path or remove the entry"));
-        }
-        out.push(abs);
+        out.push(crate::walk::package_dir(root, &manifest.path, &format!("{table}.includes[{i}]"), inc)?);
     }
     Ok(out)
 }

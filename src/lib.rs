@@ -62,7 +62,9 @@ pub mod report;
 pub mod rules;
 pub mod sources;
 pub mod surface;
+pub mod text;
 pub mod tool;
+pub mod walk;
 
 pub use api::{build, default_jobs, Build};
 pub use error::{Error, ErrorKind, Result};

@@ -491,25 +491,21 @@ pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<
     let root = manifest.dir();
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     let mut watch = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, pattern) in globs.iter().enumerate() {
         let k = format!("{key}[{i}]");
-        if Path::new(pattern).is_absolute() || pattern.split(['/', '\\']).any(|c| c == "..") {
-            return Err(Error::new(ErrorKind::Manifest, format!("`{pattern}` leaves the package")).file(&manifest.path).key(k).help("write globs relative to the package root, without `..`"));
-        }
-        let full = format!("{}/{}", glob::Pattern::escape(&root.to_string_lossy()), pattern);
-        let paths = glob::glob(&full).map_err(|e| Error::new(ErrorKind::Manifest, format!("`{pattern}` is not a valid glob: {}", e.msg)).file(&manifest.path).key(k.clone()))?;
-        let mut matched: Vec<PathBuf> = paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect();
-        matched.sort();
+        let subject = format!("`{}`", crate::text::echo(pattern));
+        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &k, subject: &subject })?;
         if matched.is_empty() {
-            return Err(Error::new(ErrorKind::Manifest, format!("`{pattern}` matches no file"))
+            return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
                 .file(&manifest.path)
                 .key(k)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
         }
-        for p in matched {
-            if !files.iter().any(|(f, _)| *f == p) {
-                let rel = p.strip_prefix(root).unwrap_or(&p).to_string_lossy().replace('\\', "/");
-                files.push((p, rel));
+        for m in matched {
+            // One file once (by its resolved path), in a hash set: linear.
+            if seen.insert(m.real) {
+                files.push((m.path, m.rel));
             }
         }
         let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
@@ -564,6 +560,14 @@ pub fn prepare_island(manifest: &Manifest, collected: &sources::Collected, regis
             .file(&manifest.path)
             .key(format!("{key}.marker"))
             .help("the marker is a macro name, e.g. MCPP_EXPORT_C"));
+    }
+    for (i, inc) in opts.header_includes.iter().enumerate() {
+        if let Err(why) = crate::island::emit::check_header_include(inc) {
+            return Err(Error::new(ErrorKind::Manifest, format!("the header-includes entry `{}` cannot be written into an #include line: {why}", crate::text::echo(inc)))
+                .file(&manifest.path)
+                .key(format!("{key}.header-includes[{i}]"))
+                .help("write `<name.h>`, `\"name.h\"` or a bare `name.h` (included as `<name.h>`)"));
+        }
     }
     let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
     let entries = crate::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{key}.sources")) } else { e })?;

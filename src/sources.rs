@@ -63,21 +63,23 @@ pub fn extension(path: &Path) -> Option<String> {
 pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::env::Env) -> Result<Collected> {
     let root = manifest.dir();
     let mut out = Collected::default();
+    let mut seen = std::collections::HashSet::new();
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
         let key = format!("package.metadata.mcpp.sources[{index}]");
         let pattern = entry.glob();
+        let subject = format!("sources entry '{}'", crate::text::echo(pattern));
         let mut constraint_backends = None;
         let constrained_in = match entry {
             SourceEntry::Glob(_) => true,
             SourceEntry::Constrained(c) => {
                 let constraint = AccelSet::parse(&c.accel).map_err(|e| {
-                    Error::new(ErrorKind::Accel, format!("sources entry '{pattern}' has a malformed `accel` constraint"))
+                    Error::new(ErrorKind::Accel, format!("{subject} has a malformed `accel` constraint"))
                         .file(&manifest.path)
                         .key(format!("{key}.accel"))
                         .detail(e.to_string())
                 })?;
                 if constraint.is_empty() {
-                    return Err(Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' is constrained to an empty accelerator"))
+                    return Err(Error::new(ErrorKind::Manifest, format!("{subject} is constrained to an empty accelerator"))
                         .file(&manifest.path)
                         .key(format!("{key}.accel"))
                         .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
@@ -90,7 +92,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
                 } else {
                     return Err(Error::new(
                         ErrorKind::Sources,
-                        format!("sources entry '{pattern}' is constrained to accel \"{}\", which this build does not cover", c.accel),
+                        format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(&c.accel)),
                     )
                     .file(&manifest.path)
                     .key(format!("{key}.accel"))
@@ -103,27 +105,14 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
                 }
             }
         };
-        if Path::new(pattern).is_absolute() || pattern.split(['/', '\\']).any(|c| c == "..") {
-            return Err(Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' leaves the package"))
-                .file(&manifest.path)
-                .key(key)
-                .help("write globs relative to the package root, without `..`"));
-        }
-        let full = format!("{}/{}", glob::Pattern::escape(&root.to_string_lossy()), pattern);
-        let paths = glob::glob(&full).map_err(|e| {
-            Error::new(ErrorKind::Manifest, format!("sources entry '{pattern}' is not a valid glob: {}", e.msg))
-                .file(&manifest.path)
-                .key(key.clone())
-        })?;
+        let files = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &key, subject: &subject })?;
         let mut matched = 0usize;
-        let mut files: Vec<PathBuf> = paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect();
-        files.sort();
-        for path in files {
+        for crate::walk::Matched { path, rel, real } in files {
             matched += 1;
-            if out.sources.iter().any(|s| s.path == path) {
+            // One file once across entries (by its resolved path), in a hash set: linear.
+            if !seen.insert(real) {
                 continue;
             }
-            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
             let ext = extension(&path).unwrap_or_default();
             let rule = rules.iter().position(|r| r.claims(&ext));
             let Some(rule) = rule else {
@@ -148,7 +137,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
                 if !backends.contains(&backend) {
                     return Err(Error::new(
                         ErrorKind::Sources,
-                        format!("sources entry '{pattern}' constrains {rel} to accel \"{text}\", but a `.{ext}` file is compiled only for {backend}"),
+                        format!("{subject} constrains {rel} to accel \"{text}\", but a `.{ext}` file is compiled only for {backend}"),
                     )
                     .file(&manifest.path)
                     .key(format!("{key}.accel"))
@@ -160,7 +149,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
             out.sources.push(DeviceSource { path, rel, ext, rule, entry: index, selected });
         }
         if matched == 0 {
-            return Err(Error::new(ErrorKind::Sources, format!("sources entry '{pattern}' matches no file"))
+            return Err(Error::new(ErrorKind::Sources, format!("{subject} matches no file"))
                 .file(&manifest.path)
                 .key(key)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
@@ -172,7 +161,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
         let dir = root.join(fixed.join("/"));
         if fixed.is_empty() {
             out.warnings.push(format!(
-                "sources entry '{pattern}' matches files at the package root; cargo cannot watch the root for new files (it holds target/), so cargo (and `cargo mcpp build`, which runs the same build script) notices a new one only after Cargo.toml changes; keep device sources in a directory"
+                "{subject} matches files at the package root; cargo cannot watch the root for new files (it holds target/), so cargo (and `cargo mcpp build`, which runs the same build script) notices a new one only after Cargo.toml changes; keep device sources in a directory"
             ));
         } else if dir.is_dir() && !out.watch_dirs.contains(&dir) {
             out.watch_dirs.push(dir);

@@ -484,6 +484,41 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
+/// What `tool` prints (stdout then stderr) for `args`, asked once and cached in
+/// `<cache_dir>/tool-probes.json` by (path, size, mtime, args) like its version, so a no-op build
+/// starts no process. `None` when it does not start, is killed, cannot execute (126/127) or
+/// prints nothing (nothing is cached then); another exit code counts as an answer
+/// (`glslangValidator --help` exits 1).
+/// Used for what a compiler accepts (`nvcc --list-gpu-code`, clang's `--print-supported-cpus`).
+pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<String> {
+    let meta = std::fs::metadata(&tool.path).ok()?;
+    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
+    let key = format!("{}|{}|{}|{}", tool.path.display(), meta.len(), mtime, args.join(" "));
+    let cache_file = cache_dir.join("tool-probes.json");
+    let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    if let Some(v) = cache.get(&key) {
+        return Some(v.clone());
+    }
+    let mut cmd = Command::new(&tool.path);
+    cmd.args(args);
+    for (k, v) in &tool.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().ok()?;
+    if matches!(out.status.code(), None | Some(126) | Some(127)) {
+        return None;
+    }
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if text.trim().is_empty() {
+        return None;
+    }
+    cache.insert(key, text.clone());
+    if let Ok(json) = serde_json::to_vec_pretty(&cache) {
+        let _ = crate::fingerprint::write_if_changed(&cache_file, &json);
+    }
+    Some(text)
+}
+
 fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cache_dir: &Path) -> Result<String> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
     let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);

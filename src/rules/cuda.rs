@@ -387,12 +387,156 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
     }
     for a in &out {
         if !is_cuda_arch(a) {
-            return Err(Error::new(ErrorKind::Accel, format!("`{a}` in `{accel_text}` is not a CUDA architecture"))
+            return Err(Error::new(ErrorKind::Accel, format!("`{}` in `{}` is not a CUDA architecture", crate::text::echo(a), crate::text::echo(accel_text)))
                 .key("package.metadata.mcpp.accel")
                 .help("CUDA architectures are compute capabilities: sm_80, sm_89, sm_90, sm_90a, sm_100f, ..."));
         }
     }
     Ok(out)
+}
+
+/// The architectures the selected CUDA compiler accepts, known from the compiler itself
+/// (issue "Nothing escapes", item 9): nvcc's `--list-gpu-code` (the `sm_N` it compiles for;
+/// the arch-specific `sm_Na` exists from sm_90, the family `sm_Nf` from sm_100 with nvcc 12.9,
+/// neither is listed), clang's `--target=nvptx64-nvidia-cuda --print-supported-cpus` (every
+/// name listed, `sm_90a` included). Asked once per compiler file and cached
+/// ([`tool::probe_cached`]); `None` when the program does not say it is nvcc or clang in its
+/// version, or lists nothing (then nothing is checked here and the compiler has the last word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownArchs {
+    /// The compiler, as named in messages (`nvcc 13.0`, `clang++`).
+    pub compiler: String,
+    /// The numbers of the plain `sm_N` names, ascending.
+    pub numbers: Vec<u64>,
+    /// Names accepted beyond `sm_N` (clang's `sm_90a`), sorted.
+    pub extra: Vec<String>,
+    /// nvcc's suffix rule: (`a` from this number, `f` from this number), `None` for clang.
+    pub suffixes: Option<(u64, Option<u64>)>,
+}
+
+impl KnownArchs {
+    /// Parse a list of `sm_...` words (nvcc's or clang's output); `None` when it has none.
+    pub fn parse(compiler: &str, text: &str, suffixes: Option<(u64, Option<u64>)>) -> Option<KnownArchs> {
+        let mut numbers = Vec::new();
+        let mut extra = Vec::new();
+        for w in text.split(|c: char| c.is_whitespace() || c == ',') {
+            let Some(rest) = w.strip_prefix("sm_") else { continue };
+            if !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()) {
+                if let Ok(n) = rest.parse() {
+                    numbers.push(n);
+                }
+            } else if is_cuda_arch(w) {
+                extra.push(w.to_string());
+            }
+        }
+        numbers.sort_unstable();
+        numbers.dedup();
+        extra.sort();
+        extra.dedup();
+        (!numbers.is_empty()).then(|| KnownArchs { compiler: compiler.to_string(), numbers, extra, suffixes })
+    }
+
+    /// Whether `arch` (`sm_90`, `sm_90a`, `sm_100f`) is accepted: written canonically (no
+    /// leading zero) and known to the compiler.
+    pub fn accepts(&self, arch: &str) -> bool {
+        if self.extra.iter().any(|e| e == arch) {
+            return true;
+        }
+        let Some(rest) = arch.strip_prefix("sm_") else { return false };
+        let (digits, suffix) = match rest.strip_suffix(['a', 'f']) {
+            Some(d) => (d, rest.chars().last()),
+            None => (rest, None),
+        };
+        if digits.is_empty() || digits.starts_with('0') || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(n) = digits.parse::<u64>() else { return false };
+        if !self.numbers.contains(&n) {
+            return false;
+        }
+        match (suffix, self.suffixes) {
+            (None, _) => true,
+            (Some('a'), Some((a, _))) => n >= a,
+            (Some('f'), Some((_, Some(f)))) => n >= f,
+            _ => false,
+        }
+    }
+
+    /// Whether `floor` (the text after `ptx>=`) names a virtual architecture the compiler
+    /// generates PTX for: a plain number it lists, without a leading zero.
+    pub fn accepts_floor(&self, floor: &str) -> bool {
+        !floor.starts_with('0') && floor.chars().all(|c| c.is_ascii_digit()) && floor.parse::<u64>().is_ok_and(|n| self.numbers.contains(&n))
+    }
+
+    /// The accepted names, for messages: `sm_75 sm_80 ... (and sm_Na from sm_90, sm_Nf from sm_100)`.
+    pub fn shown(&self) -> String {
+        let mut s = self.numbers.iter().map(|n| format!("sm_{n}")).chain(self.extra.iter().cloned()).collect::<Vec<_>>().join(" ");
+        match self.suffixes {
+            Some((a, Some(f))) => s.push_str(&format!(" (and sm_Na from sm_{a}, sm_Nf from sm_{f})")),
+            Some((a, None)) => s.push_str(&format!(" (and sm_Na from sm_{a})")),
+            None => {}
+        }
+        s
+    }
+}
+
+/// What the selected compiler accepts, asked of it once (cached): see [`KnownArchs`].
+pub fn known_archs(route: CudaCompilerName, compiler: &Tool, cache_dir: &Path) -> Option<KnownArchs> {
+    match route {
+        CudaCompilerName::Nvcc => {
+            // Only a program that says it is nvcc is asked (a wrapper or a test shim is not).
+            let line = compiler.version.lines().find(|l| l.contains("Cuda compilation tools"))?;
+            let release = line.split("release ").nth(1)?.split(',').next()?.trim().to_string();
+            let nums: Vec<u64> = release.split('.').filter_map(|p| p.parse().ok()).collect();
+            let f_from = (nums.as_slice() >= [12, 9].as_slice()).then_some(100);
+            let text = tool::probe_cached(compiler, &["--list-gpu-code"], cache_dir)?;
+            KnownArchs::parse(&format!("nvcc {release}"), &text, Some((90, f_from)))
+        }
+        CudaCompilerName::Clang => {
+            if !compiler.version.contains("clang version") {
+                return None;
+            }
+            let text = tool::probe_cached(compiler, &["--target=nvptx64-nvidia-cuda", "--print-supported-cpus"], cache_dir)?;
+            KnownArchs::parse(&compiler.name, &text, None)
+        }
+    }
+}
+
+/// Refuse an architecture or PTX floor the compiler would reject ("Unsupported gpu
+/// architecture"), before anything compiles, with the column in the entry and what it accepts.
+/// `listed` are the architectures written in the entry (a probed `{native}` one has no column).
+///
+/// # Errors
+/// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel`.
+pub fn check_known_archs(entry: &crate::accel::AccelEntry, archs: &[String], known: &KnownArchs) -> Result<()> {
+    let text = entry.to_string();
+    let refuse = |what: String, column: Option<usize>| {
+        let mut e = Error::new(ErrorKind::Accel, what).key("package.metadata.mcpp.accel");
+        if let Some(c) = column {
+            let (shown, caret) = crate::text::echo_window(&text, c - 1);
+            e = e.detail(shown).detail(format!("{}^ column {c}", " ".repeat(caret)));
+        }
+        e.detail(format!("{} accepts: {}", known.compiler, known.shown())).help("write one of those in `accel` (or --accel / MCPP_ACCEL), or use a toolkit that knows it")
+    };
+    for a in archs {
+        if known.accepts(a) {
+            continue;
+        }
+        let column = entry.archs.iter().position(|x| x == a).map(|k| {
+            let head = text.find("+{").map(|i| i + 2).unwrap_or(0);
+            head + entry.archs[..k].iter().map(|x| x.chars().count() + 1).sum::<usize>() + 1
+        });
+        let from = if column.is_some() { String::new() } else { " (reported by nvidia-smi for this machine)".to_string() };
+        return Err(refuse(format!("`{}` in `{}` is not an architecture {} compiles for{from}", crate::text::echo(a), crate::text::echo(&text), known.compiler), column));
+    }
+    if let (Some(floor), Some(word)) = (&entry.floor, entry.floor_word) {
+        if !known.accepts_floor(floor) {
+            let w = if word == crate::accel::FloorWord::Ptx { "ptx" } else { "floor" };
+            let column = text.rfind(">=").map(|i| text[..i + 2].chars().count() + 1);
+            return Err(refuse(format!("`{w}>={}` in `{}` names no virtual architecture {} generates PTX for", crate::text::echo(floor), crate::text::echo(&text), known.compiler), column));
+        }
+    }
+    Ok(())
 }
 
 /// `sm_<digits>` with an optional `a`/`f` suffix.
@@ -796,6 +940,9 @@ impl Rule for CudaRule {
                 (clang, None)
             }
         };
+        if let Some(known) = known_archs(route, &compiler, ctx.tool_cache) {
+            check_known_archs(ctx.accel, &archs, &known)?;
+        }
         let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
         let optimize = opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes());
         let root = ctx.manifest.dir();
@@ -936,6 +1083,38 @@ mod tests {
         assert_eq!(ptx_arch(&archs, Some("80")), Some(80));
         let g: Vec<String> = gencode_args(&archs, Some(90)).iter().map(|s| s.to_string_lossy().into_owned()).collect();
         assert_eq!(g, ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90", "-gencode", "arch=compute_90,code=compute_90"]);
+    }
+
+    /// What nvcc 13.0 and clang 19 print, checked against what they do (measured with the
+    /// installed tools: `nvcc -gencode arch=compute_X,code=sm_X` accepts 90a, 100a, 100f, 120a,
+    /// 121f and rejects 80a, 90f, 8, 080, 99, 70).
+    #[test]
+    fn known_architectures_follow_the_compilers_lists() {
+        let nvcc = KnownArchs::parse("nvcc 13.0", "sm_75\nsm_80\nsm_86\nsm_87\nsm_88\nsm_89\nsm_90\nsm_100\nsm_110\nsm_103\nsm_120\nsm_121\n", Some((90, Some(100)))).unwrap();
+        for ok in ["sm_75", "sm_80", "sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103f", "sm_120a", "sm_121f"] {
+            assert!(nvcc.accepts(ok), "{ok}");
+        }
+        for bad in ["sm_80a", "sm_90f", "sm_8", "sm_080", "sm_99", "sm_70", "sm_", "compute_90", "sm_1000000000000000000000"] {
+            assert!(!nvcc.accepts(bad), "{bad}");
+        }
+        assert!(nvcc.accepts_floor("80") && nvcc.accepts_floor("120"));
+        for bad in ["0", "10", "85", "080", "8.5", "99"] {
+            assert!(!nvcc.accepts_floor(bad), "{bad}");
+        }
+        let clang = KnownArchs::parse("clang++", "Available CPUs for this target:\n\tsm_20\n\tsm_89\n\tsm_90\n\tsm_90a\nUse -mcpu", None).unwrap();
+        assert!(clang.accepts("sm_90a") && clang.accepts("sm_89") && !clang.accepts("sm_100") && !clang.accepts("sm_89a"));
+        assert!(KnownArchs::parse("x", "recording shim 1.0", None).is_none());
+
+        let entry = |s: &str| crate::accel::AccelSet::parse(s).unwrap().entries[0].clone();
+        let e = entry("cuda13.0+{sm_90,sm_80a}");
+        let err = check_known_archs(&e, &e.archs, &nvcc).unwrap_err().to_string();
+        assert!(err.contains("`sm_80a` in `cuda13.0+{sm_90,sm_80a}` is not an architecture nvcc 13.0 compiles for"), "{err}");
+        assert!(err.contains("^ column 17") && err.contains("nvcc 13.0 accepts: sm_75 sm_80") && err.contains("sm_Nf from sm_100"), "{err}");
+        let e = entry("cuda13.0+{sm_90} ptx>=85");
+        let err = check_known_archs(&e, &e.archs, &nvcc).unwrap_err().to_string();
+        assert!(err.contains("`ptx>=85` in `cuda13.0+{sm_90} ptx>=85` names no virtual architecture nvcc 13.0 generates PTX for") && err.contains("column 23"), "{err}");
+        let e = entry("cuda13.0+{sm_80,sm_90a} ptx>=80");
+        assert!(check_known_archs(&e, &e.archs, &nvcc).is_ok());
     }
 
     #[test]

@@ -135,6 +135,7 @@ impl Rule for SpirvRule {
             }
             (None, None) => "vulkan1.0".to_string(),
         };
+        check_target_env(ctx, &tool, &opts, &target_env)?;
         for name in opts.defines.keys() {
             let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !ok {
@@ -151,17 +152,7 @@ impl Rule for SpirvRule {
             true => Optimization::Speed,
         };
         let root = ctx.manifest.dir();
-        let mut includes = Vec::new();
-        for (i, inc) in opts.includes.iter().enumerate() {
-            let abs = if inc.is_absolute() { inc.clone() } else { root.join(inc) };
-            if !abs.is_dir() {
-                return Err(Error::new(ErrorKind::Manifest, format!("include directory `{}` does not exist", inc.display()))
-                    .file(&ctx.manifest.path)
-                    .key(format!("package.metadata.mcpp.spirv.includes[{i}]"))
-                    .help("include directories are relative to the package root; fix the path or remove the entry"));
-            }
-            includes.push(abs);
-        }
+        let includes = crate::host::resolve_includes(ctx.manifest, "package.metadata.mcpp.spirv", &opts.includes)?;
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
         for s in sources {
@@ -188,6 +179,56 @@ impl Rule for SpirvRule {
         plan.tools.push(tool);
         Ok(plan)
     }
+}
+
+/// The Vulkan target environments every compiler this rule drives accepts (glslang from 11.0,
+/// the payload floor; glslc since shaderc 2020). A newer one is checked against the compiler.
+pub const ALWAYS_ACCEPTED: &[&str] = &["vulkan1.0", "vulkan1.1", "vulkan1.2"];
+
+/// The `vulkanX.Y` words a compiler lists for `--target-env` in its `--help` (glslangValidator:
+/// `--target-env {vulkan1.0 | ... }`; glslc: one value a line), in order, without duplicates.
+pub fn listed_target_envs(help: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')) {
+        let Some(v) = w.strip_prefix("vulkan") else { continue };
+        let ok = v.split_once('.').is_some_and(|(a, b)| !a.is_empty() && !b.is_empty() && a.chars().all(|c| c.is_ascii_digit()) && b.chars().all(|c| c.is_ascii_digit()));
+        if ok && !out.iter().any(|x| x == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
+/// Refuse a Vulkan target environment the selected compiler does not accept, before anything
+/// compiles (issue "Nothing escapes", item 9: `vulkan1.4` is documented, and glslang before
+/// 15.1 and shaderc 2023 reject it). Past [`ALWAYS_ACCEPTED`], the compiler's `--help` is asked
+/// once (cached by its file, [`tool::probe_cached`]); a compiler whose help lists no Vulkan
+/// environment is not second-guessed.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] naming `accel` with the column of the version (or `spirv.target-env`
+/// when set there) and the environments the compiler accepts.
+fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOptions, target_env: &str) -> Result<()> {
+    if !target_env.starts_with("vulkan") || ALWAYS_ACCEPTED.contains(&target_env) {
+        return Ok(());
+    }
+    let Some(help) = tool::probe_cached(tool, &["--help"], ctx.tool_cache) else { return Ok(()) };
+    let accepted = listed_target_envs(&help);
+    if accepted.is_empty() || accepted.iter().any(|a| a == target_env) {
+        return Ok(());
+    }
+    let env = crate::text::echo(target_env);
+    let mut e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line())))
+        .file(&ctx.manifest.path)
+        .detail(format!("it accepts: {}", accepted.join(" ")));
+    if opts.target_env.is_some() {
+        e = e.key("package.metadata.mcpp.spirv.target-env");
+    } else {
+        let text = ctx.accel.to_string();
+        let column = "vulkan".len() + 1;
+        e = e.key("package.metadata.mcpp.accel").detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text)));
+    }
+    Err(e.help(format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"))))
 }
 
 /// How a shader is optimised: from cargo's `OPT_LEVEL` (`0` off, `s`/`z` size, else speed),
@@ -250,4 +291,20 @@ pub fn argv(
     }
     a.extend(["-o".into(), out.into(), src.into()]);
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lists glslangValidator 12.0.0 and glslc (shaderc 2023.2) print, as measured here:
+    /// both reject `--target-env vulkan1.4` and neither lists it.
+    #[test]
+    fn target_envs_are_read_from_the_compilers_help() {
+        let glslang = "  --target-env {vulkan1.0 | vulkan1.1 | vulkan1.2 | vulkan1.3 | opengl |\n                spirv1.0 | spirv1.1 }\n  * vulkan1.0 under --client vulkan<ver>\n";
+        assert_eq!(listed_target_envs(glslang), ["vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3"]);
+        let glslc = "  --target-env=<environment>\n   Values are:\n      vulkan1.0       # The default\n      vulkan1.1\n      vulkan1.2\n      vulkan1.3\n      vulkan          # Same as vulkan1.0\n      opengl4.5\n";
+        assert_eq!(listed_target_envs(glslc), ["vulkan1.0", "vulkan1.1", "vulkan1.2", "vulkan1.3"]);
+        assert!(listed_target_envs("recording shim 1.0").is_empty());
+    }
 }

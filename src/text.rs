@@ -1,0 +1,134 @@
+//! User values shown back to the user or written into generated text (issue "Nothing escapes,
+//! nothing goes stale, nothing reaches a shell", items 8 and 10).
+//!
+//! - [`echo`] is the one way error text quotes a value the user wrote (a glob, an architecture,
+//!   an accelerator string, a file name): control characters are shown escaped (`\n`, `\u{1b}`),
+//!   so nothing the user typed reaches the terminal raw, and a long value is cut to
+//!   [`ECHO_MAX`] characters with the number of characters left out.
+//! - [`echo_window`] does the same around a position (the column of an accelerator error), and
+//!   returns where the caret goes in the shown text.
+//! - [`comment`] makes a value safe inside a `//` comment of generated Rust, C or C++: no
+//!   character that ends the comment or adds a line.
+
+/// The most characters [`echo`] shows of one value.
+pub const ECHO_MAX: usize = 80;
+
+/// Escape one character for display: control characters (C0, DEL, C1) and the line/paragraph
+/// separators as Rust escapes, others as they are.
+fn push_shown(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        c => out.push(c),
+    }
+}
+
+/// `s` with every control character escaped (no length limit).
+pub fn escape_control(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_shown(&mut out, c);
+    }
+    out
+}
+
+/// `s` as error text quotes it: control characters escaped, and at most [`ECHO_MAX`]
+/// characters of it (the first ones, then `... (N more characters)`). Linear in `s`'s length up
+/// to the cut.
+pub fn echo(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    for c in chars.by_ref().take(ECHO_MAX) {
+        push_shown(&mut out, c);
+    }
+    let rest = chars.count();
+    if rest > 0 {
+        out.push_str(&format!("... ({rest} more characters)"));
+    }
+    out
+}
+
+/// A window of at most [`ECHO_MAX`] characters of `s` around the character index `at`
+/// (40 before, the rest after), control characters escaped, `...` where it is cut; and the
+/// caret's column (0-based, in characters of the shown text) under the character `at`.
+pub fn echo_window(s: &str, at: usize) -> (String, usize) {
+    let chars: Vec<char> = s.chars().collect();
+    let at = at.min(chars.len());
+    let (from, to) = if chars.len() <= ECHO_MAX { (0, chars.len()) } else {
+        let from = at.saturating_sub(40);
+        (from, (from + ECHO_MAX).min(chars.len()))
+    };
+    let mut out = String::new();
+    if from > 0 {
+        out.push_str("...");
+    }
+    let mut caret = out.chars().count();
+    for (i, c) in chars[from..to].iter().enumerate() {
+        if from + i == at {
+            caret = out.chars().count();
+        }
+        push_shown(&mut out, *c);
+    }
+    if at >= to {
+        caret = out.chars().count();
+    }
+    if to < chars.len() {
+        out.push_str("...");
+    }
+    (out, caret)
+}
+
+/// `s` safe in a `//` comment of generated Rust, C or C++: control characters (a newline would
+/// end the comment and start a line of code), line/paragraph separators and a trailing `\`
+/// (a C line splice) escaped; at most [`ECHO_MAX`] characters as [`echo`].
+pub fn comment(s: &str) -> String {
+    let mut out = echo(s);
+    if out.ends_with('\\') {
+        out.push(' ');
+    }
+    out
+}
+
+/// Whether `s` has a character that [`escape_control`] would escape: a value with one cannot be
+/// written as it is into a file name, a cargo directive or a line of generated text.
+pub fn has_control(s: &str) -> bool {
+    s.chars().any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_escapes_control_characters_and_cuts_long_values() {
+        assert_eq!(echo("sm_90"), "sm_90");
+        assert_eq!(echo("a\nb\u{1b}[31mc\td"), "a\\nb\\u{1b}[31mc\\td");
+        let long = "x".repeat(100_000);
+        let e = echo(&long);
+        assert_eq!(e, format!("{}... (99920 more characters)", "x".repeat(80)));
+        assert!(e.len() < 120);
+        assert_eq!(echo(&"é".repeat(81)), format!("{}... (1 more characters)", "é".repeat(80)));
+    }
+
+    #[test]
+    fn the_window_keeps_the_caret_under_the_position() {
+        let (w, c) = echo_window("cuda12.9+{sm_90", 15);
+        assert_eq!((w.as_str(), c), ("cuda12.9+{sm_90", 15));
+        let text = format!("cuda13.0+{{{}}}", "s".repeat(100_000));
+        let (w, c) = echo_window(&text, 50_000);
+        assert!(w.starts_with("...") && w.ends_with("...") && w.chars().count() == ECHO_MAX + 6, "{w}");
+        assert_eq!(c, 3 + 40);
+        let (w, c) = echo_window("a\u{1b}b", 2);
+        assert_eq!((w.as_str(), c), ("a\\u{1b}b", 7));
+    }
+
+    #[test]
+    fn comments_cannot_gain_a_line() {
+        let c = comment("x\n#include <evil>\r\u{2028}\\");
+        assert!(!c.contains('\n') && !c.contains('\r') && !c.contains('\u{2028}'), "{c}");
+        assert!(!c.ends_with('\\'));
+        assert!(has_control("a\nb") && has_control("\u{7f}") && !has_control("shaders/a b.comp"));
+    }
+}

@@ -1,0 +1,279 @@
+//! The one glob expander and the one containment check (issue "Nothing escapes, nothing goes
+//! stale, nothing reaches a shell", items 1 and 2). Every manifest glob (`sources`,
+//! `cxx-sources`, the island's `sources` and `fallback`) is expanded by [`expand`], and every
+//! include directory is checked by [`package_dir`].
+//!
+//! Containment is decided on the resolved path, never on the pattern's spelling: every
+//! directory the walk enters and every file it matches is canonicalised (symlinks followed,
+//! `..` resolved) and must lie under the canonical package root. So `.[.]/x/*.comp`, `.*/..`
+//! spellings and a symlink to a file or directory outside the package are refused, naming the
+//! glob, the path and where it leads; `shaders/../shaders/x.comp` is fine.
+//!
+//! Symlinks inside the package are followed. A directory is walked once per pattern position
+//! (keyed by its canonical path), so a loop (`shaders/loop -> .`) is walked once and a file
+//! reached through several paths is matched once (the first path in sorted order names it). A
+//! symlink the glob matches whose target does not exist is refused by name. A matched file whose
+//! package-relative name has a control character (a newline) is refused: the name is written
+//! into generated Rust/C/C++ and cargo directives, which cannot carry one.
+//!
+//! Pattern syntax is the `glob` crate's (`*`, `?`, `[...]`, `**` as a whole component), matched
+//! one path component at a time with its default options (`*` matches a leading `.`).
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::text::echo;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// One file a glob matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matched {
+    /// The path as walked, lexically normalised, absolute (`<root>/shaders/a/x.comp`).
+    pub path: PathBuf,
+    /// Package-relative, `/`-separated (`shaders/a/x.comp`).
+    pub rel: String,
+    /// The canonical path (symlinks resolved): the identity used to match a file once.
+    pub real: PathBuf,
+}
+
+/// Who asks, for the refusal text: the manifest, the key (`package.metadata.mcpp.sources[0]`)
+/// and how the glob is named in a headline (`sources entry 'shaders/*.comp'`).
+#[derive(Debug, Clone, Copy)]
+pub struct Asker<'a> {
+    /// The manifest file.
+    pub manifest: &'a Path,
+    /// The dotted key of the glob.
+    pub key: &'a str,
+    /// The headline's subject, e.g. ``sources entry 'x/*.comp'``.
+    pub subject: &'a str,
+}
+
+impl Asker<'_> {
+    fn refuse(&self, message: String) -> Error {
+        Error::new(ErrorKind::Manifest, message).file(self.manifest).key(self.key)
+    }
+}
+
+enum Comp {
+    Literal(String),
+    AnyDirs,
+    Pattern(glob::Pattern),
+}
+
+/// Expand `pattern` under `root`; files only, sorted by walked path, each canonical file once.
+/// An empty result is the caller's to refuse (it knows the key's wording).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `asker`'s key: an absolute pattern; an invalid glob; a
+/// directory walked or file matched that resolves outside the package root (the path and its
+/// target named); a matched symlink whose target does not exist; a matched file whose name has
+/// a control character. [`ErrorKind::Io`] when the root cannot be resolved.
+pub fn expand(root: &Path, pattern: &str, asker: Asker) -> Result<Vec<Matched>> {
+    if Path::new(pattern).is_absolute() || pattern.starts_with(['/', '\\']) {
+        return Err(asker.refuse(format!("{} leaves the package: it is an absolute path", asker.subject)).help("write globs relative to the package root"));
+    }
+    glob::Pattern::new(pattern).map_err(|e| asker.refuse(format!("{} is not a valid glob: {}", asker.subject, e.msg)))?;
+    let mut comps = Vec::new();
+    for c in pattern.split(['/', '\\']).filter(|c| !c.is_empty()) {
+        comps.push(if c == "**" {
+            Comp::AnyDirs
+        } else if c.contains(['*', '?', '[']) {
+            Comp::Pattern(glob::Pattern::new(c).map_err(|e| asker.refuse(format!("{} is not a valid glob: {}", asker.subject, e.msg)))?)
+        } else {
+            Comp::Literal(c.to_string())
+        });
+    }
+    let real_root = std::fs::canonicalize(root).map_err(|e| Error::io("cannot resolve the package root", root, e))?;
+    let mut w = Walker { asker, given_root: root.to_path_buf(), root: real_root, comps, visited: HashSet::new(), seen: HashSet::new(), out: Vec::new() };
+    if !w.comps.is_empty() {
+        w.walk(root.to_path_buf(), Vec::new(), 0)?;
+    }
+    w.out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(w.out)
+}
+
+/// An include directory of the manifest, absolute. A relative one must resolve (symlinks
+/// followed) inside the package root, as globs must; an absolute one is an explicit choice of a
+/// directory outside the package (a system or toolkit include) and is taken as written.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `key`: the directory does not exist, or a relative one
+/// resolves outside the package.
+pub fn package_dir(root: &Path, manifest: &Path, key: &str, given: &Path) -> Result<PathBuf> {
+    let abs = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
+    let shown = echo(&given.display().to_string());
+    if crate::text::has_control(&abs.to_string_lossy()) {
+        return Err(Error::new(ErrorKind::Manifest, format!("include directory `{shown}` has a control character in its path"))
+            .file(manifest)
+            .key(key)
+            .detail("The path is written into cargo's directives and depfiles, which cannot carry a newline or control character.")
+            .help("rename the directory"));
+    }
+    if !abs.is_dir() {
+        return Err(Error::new(ErrorKind::Manifest, format!("include directory `{shown}` does not exist"))
+            .file(manifest)
+            .key(key)
+            .help("include directories are relative to the package root; fix the path or remove the entry"));
+    }
+    if !given.is_absolute() {
+        let real = std::fs::canonicalize(&abs).map_err(|e| Error::io("cannot resolve", &abs, e))?;
+        let real_root = std::fs::canonicalize(root).map_err(|e| Error::io("cannot resolve the package root", root, e))?;
+        if !real.starts_with(&real_root) {
+            return Err(Error::new(ErrorKind::Manifest, format!("include directory `{shown}` leaves the package: it resolves to {}", real.display()))
+                .file(manifest)
+                .key(key)
+                .detail(format!("package root: {}", real_root.display()))
+                .help("a relative include directory is one of the package (symlinks are followed); write an absolute path to name a directory outside it on purpose"));
+        }
+    }
+    Ok(abs)
+}
+
+struct Walker<'a> {
+    asker: Asker<'a>,
+    /// The package root as given (paths are built on it).
+    given_root: PathBuf,
+    /// The canonical package root (containment is checked against it).
+    root: PathBuf,
+    comps: Vec<Comp>,
+    /// (canonical directory, pattern position) already walked: a loop or a second path to one
+    /// directory is walked once, and two `**` cannot make the walk exponential.
+    visited: HashSet<(PathBuf, usize)>,
+    /// Canonical files already matched.
+    seen: HashSet<PathBuf>,
+    out: Vec<Matched>,
+}
+
+impl Walker<'_> {
+    /// Walk directory `dir` (reached by the components `rel`) at pattern position `i`.
+    fn walk(&mut self, dir: PathBuf, rel: Vec<String>, i: usize) -> Result<()> {
+        let real = self.inside(&dir, &rel)?;
+        if !self.visited.insert((real, i)) {
+            return Ok(());
+        }
+        let last = i + 1 == self.comps.len();
+        match &self.comps[i] {
+            Comp::AnyDirs => {
+                if last {
+                    // A trailing `**` matches directories only, hence no file.
+                    return Ok(());
+                }
+                self.walk(dir.clone(), rel.clone(), i + 1)?;
+                for name in self.entries(&dir) {
+                    let p = dir.join(&name);
+                    if p.is_dir() {
+                        self.walk(p, with(&rel, &name), i)?;
+                    }
+                }
+            }
+            Comp::Literal(name) => {
+                let name = name.clone();
+                self.candidate(&dir, &rel, name, i, last)?;
+            }
+            Comp::Pattern(pat) => {
+                let pat = pat.clone();
+                let mut names: Vec<String> = self.entries(&dir).into_iter().filter(|n| pat.matches(n)).collect();
+                // `read_dir` never lists `..`, but a shell and the `glob` crate let `.[.]`, `.?`
+                // and `.*` match it; it is a candidate like any other, and containment decides.
+                if pat.matches("..") {
+                    names.push("..".to_string());
+                }
+                for name in names {
+                    self.candidate(&dir, &rel, name, i, last)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn candidate(&mut self, dir: &Path, rel: &[String], name: String, i: usize, last: bool) -> Result<()> {
+        let p = dir.join(&name);
+        let rel = with(rel, &name);
+        if !last {
+            if p.is_dir() {
+                self.walk(p, rel, i + 1)?;
+            }
+            return Ok(());
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&p) else { return Ok(()) };
+        if meta.file_type().is_symlink() && std::fs::metadata(&p).is_err() {
+            let target = std::fs::read_link(&p).map(|t| t.display().to_string()).unwrap_or_default();
+            return Err(self
+                .asker
+                .refuse(format!("{} matches `{}`, a symbolic link to `{}`, which does not exist", self.asker.subject, echo(&normal(&rel)), echo(&target)))
+                .help("remove the link or fix its target, or narrow the glob so it does not match it"));
+        }
+        if !p.is_file() {
+            return Ok(());
+        }
+        let real = self.inside(&p, &rel)?;
+        if !self.seen.insert(real.clone()) {
+            return Ok(());
+        }
+        let rel = normal(&rel);
+        if crate::text::has_control(&rel) {
+            return Err(self
+                .asker
+                .refuse(format!("{} matches `{}`, a file name with a control character", self.asker.subject, echo(&rel)))
+                .detail("The name is written into the generated Rust, C and C++ surface and into cargo's directives, which cannot carry a newline or control character.")
+                .help("rename the file"));
+        }
+        let path = self.given_root.join(&rel);
+        self.out.push(Matched { path, rel, real });
+        Ok(())
+    }
+
+    /// The canonical path of `p`, refused when it is outside the package root.
+    fn inside(&self, p: &Path, rel: &[String]) -> Result<PathBuf> {
+        let real = std::fs::canonicalize(p).map_err(|e| Error::io("cannot resolve", p, e))?;
+        if real.starts_with(&self.root) {
+            return Ok(real);
+        }
+        let walked = if rel.is_empty() { ".".to_string() } else { rel.join("/") };
+        Err(self
+            .asker
+            .refuse(format!("{} leaves the package: `{}` resolves to {}", self.asker.subject, echo(&walked), real.display()))
+            .detail(format!("package root: {}", self.root.display()))
+            .detail("Containment is decided on the resolved path of every directory walked and file matched (symlinks followed, `..` resolved).")
+            .help("write globs that match files inside the package root, without `..`; copy a file from outside into the package instead of linking to it"))
+    }
+
+    /// The names in `dir`, sorted; UTF-8 names only (a glob is text).
+    fn entries(&self, dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.flatten().filter_map(|e| e.file_name().into_string().ok()).collect()).unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+fn with(rel: &[String], name: &str) -> Vec<String> {
+    let mut v = rel.to_vec();
+    v.push(name.to_string());
+    v
+}
+
+/// The components joined by `/`, `.` dropped and `..` applied lexically.
+fn normal(rel: &[String]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for c in rel {
+        match c.as_str() {
+            "." => {}
+            ".." => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_applies_dot_and_dot_dot() {
+        let v = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(normal(&v("shaders/./a/../x.comp")), "shaders/x.comp");
+        assert_eq!(normal(&v("a/b")), "a/b");
+    }
+}
