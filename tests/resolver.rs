@@ -92,7 +92,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
         builder: [("fakecc".to_string(), s.root.join("builder/fakecc"))].into(),
         builder_lines: [("fakecc".to_string(), "build.rs:7".to_string())].into(),
         manifest: [("fakecc".to_string(), s.root.join("manifest/fakecc"))].into(),
-        manifest_lines: [("fakecc".to_string(), s.manifest.lines["tools.fakecc"])].into(),
+        manifest_lines: [("fakecc".to_string(), s.manifest.line("tools.fakecc").unwrap())].into(),
         manifest_path: s.manifest.path.clone(),
         payloads: [("glslang".to_string(), s.payload())].into(),
         fetch_command: "cargo mcpp fetch --manifest-path X".into(),
@@ -116,7 +116,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
     // 1. The explicit choice: the builder, then the manifest line.
     assert!(check(&choices, &env, "choice", "builder", "build.rs:7 Build::tool(\"fakecc\"").is_none());
     choices.builder.clear();
-    let line = s.manifest.lines["tools.fakecc"];
+    let line = s.manifest.line("tools.fakecc").unwrap();
     assert_eq!(line, 14, "the line of `fakecc = ...`");
     check(&choices, &env, "choice", "manifest", &format!("Cargo.toml:{line} [package.metadata.mcpp.tools] fakecc"));
     // 2. The rule's variables.

@@ -84,6 +84,11 @@ pub struct PayloadReq {
     pub named_by_env: &'static [&'static str],
 }
 
+/// The options of a rule that takes none: an empty table is accepted, any key refused.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
+
 /// One rule.
 pub trait Rule: Send + Sync {
     /// Short name used in messages and action ids (`spirv`).
@@ -105,7 +110,10 @@ pub trait Rule: Send + Sync {
     ///
     /// # Errors
     /// [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the valid keys.
-    fn check_options(&self, manifest: &Manifest) -> Result<()>;
+    /// Default: the rule has no options, so a table of its name is refused as not understood.
+    fn check_options(&self, manifest: &Manifest) -> Result<()> {
+        manifest.rule_options::<NoOptions>(self.name()).map(drop)
+    }
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///
     /// # Errors
