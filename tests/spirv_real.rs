@@ -267,3 +267,34 @@ fn names_that_meet_at_an_underscore_get_distinct_c_symbols() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A file system with 1-second timestamps, simulated: after a same-size edit with the mtime set
+/// back to the recorded one, the saved hash cache is given the file's new stat data (on such a
+/// file system size, mtime, ctime and inode all stay as they were) with the old hash. The hash
+/// was taken in the tick of the mtime (set so, not timed), so it is not trusted: the shader is compiled again.
+#[test]
+fn a_same_size_edit_in_the_tick_of_the_last_read_is_recompiled() {
+    use std::os::unix::fs::MetadataExt;
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let before = pkg.embedded_bytes("shaders/b/scale.comp");
+    let src = pkg.path("shaders/b/scale.comp");
+    let recorded = std::fs::metadata(&src).unwrap().modified().unwrap();
+    let edited = SQUARE_COMP.replace("data[i] * data[i]", "data[i] + data[i]");
+    assert_eq!(edited.len(), SQUARE_COMP.len());
+    std::fs::write(&src, &edited).unwrap();
+    std::fs::File::options().write(true).open(&src).unwrap().set_modified(recorded).unwrap();
+    let m = std::fs::metadata(&src).unwrap();
+    let cache = first.variant_dir.join("fingerprints/file-hashes.json");
+    let mut saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let entry = saved.as_array_mut().unwrap().iter_mut().find(|e| e[0] == src.to_str().unwrap()).expect("the source is in the hash cache");
+    entry[1]["key"] = serde_json::json!([m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino()]);
+    // The first build read the source in the tick of its mtime (set, not timed).
+    entry[1]["hashed_at"] = serde_json::json!(m.mtime() * 1_000_000_000 + m.mtime_nsec() + 500_000_000);
+    std::fs::write(&cache, serde_json::to_vec(&saved).unwrap()).unwrap();
+    cargo_mcpp::fingerprint::clear_hash_cache();
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.report.ran, ["spirv:shaders/b/scale.comp"]);
+    let after = pkg.embedded_bytes("shaders/b/scale.comp");
+    assert_ne!(after, before, "the edit reached the embedded bytes");
+}
