@@ -43,25 +43,7 @@ pub struct FetchOptions<'a> {
     pub lock_path: &'a Path,
 }
 
-/// An exclusive advisory lock on a file, held until dropped.
-pub struct FileLock {
-    _file: std::fs::File,
-}
-
-impl FileLock {
-    /// Block until `path` (created if absent) is exclusively locked by this process.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Io`] naming the file.
-    pub fn acquire(path: &Path) -> Result<FileLock> {
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).map_err(|e| Error::io("cannot create", d, e))?;
-        }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(|e| Error::io("cannot open the lock file", path, e))?;
-        fs4::FileExt::lock(&file).map_err(|e| Error::io("cannot lock", path, e))?;
-        Ok(FileLock { _file: file })
-    }
-}
+pub use crate::lock::FileLock;
 
 /// Install `sel` into `home` (or find it installed), verifying and recording archive hashes in
 /// `lock` (the caller writes the lockfile).
