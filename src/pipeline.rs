@@ -304,6 +304,8 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
                 modules: manifest.mcpp.modules.unwrap_or(true),
                 cpp_dir: out_dir.join("mcpp"),
                 rust_file: out_dir.join("mcpp_shaders.rs"),
+                payload_dir: out_dir.join("mcpp").join("payloads"),
+                verified: report.outputs.clone(),
             },
         )?),
         None => None,
