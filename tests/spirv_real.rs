@@ -367,3 +367,18 @@ fn an_output_overwritten_in_the_device_cache_is_never_embedded() {
     assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good);
     assert_eq!(std::fs::read(&spv).unwrap(), good, "the device cache has the compiler's bytes again");
 }
+
+/// glslangValidator and glslc run no shell: a define value that a shell would run is an
+/// ordinary (unused) macro.
+#[test]
+fn a_shell_looking_define_is_never_run_by_the_glsl_compilers() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        let pwned = pkg.dir.path().join("pwned");
+        let manifest = pkg.read("Cargo.toml").replace("defines = { WORKGROUP = \"64\" }", &format!("defines = {{ WORKGROUP = \"64\", UNUSED = \"$(touch {})\" }}", pwned.display()));
+        pkg.write("Cargo.toml", &manifest);
+        let outcome = pkg.compile(&pkg.build());
+        assert_eq!(outcome.report.ran.len(), 2, "{compiler}");
+        assert!(!pwned.exists(), "{compiler} ran the define value");
+    }
+}
