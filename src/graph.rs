@@ -266,6 +266,18 @@ fn spawn(action: &Action) -> Result<()> {
     Ok(())
 }
 
+/// Delete `path` if it exists. A delete that fails for another reason (a read-only device
+/// cache, a directory in the output's place) is an [`ErrorKind::Io`] naming the path, not a
+/// compiler failure later.
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("cannot delete the previous output", path, e)
+            .help("the device cache (target/<profile>/mcpp/) must be writable; delete the path, or build with another CARGO_TARGET_DIR")),
+    }
+}
+
 /// The files an action read, and its outputs with their hashes.
 type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>);
 
@@ -273,11 +285,11 @@ type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>);
 /// outputs with their hashes.
 fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Executed> {
     let state_path = state_file(state_dir, &action.id);
-    let _ = std::fs::remove_file(&state_path);
+    remove_if_present(&state_path)?;
     // Outputs and depfile go first: a tool that exits 0 without writing them must not leave
     // the previous run's bytes looking current.
     for out in action.outputs.iter().chain(action.depfile.as_ref()) {
-        let _ = std::fs::remove_file(out);
+        remove_if_present(out)?;
         if let Some(dir) = out.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }

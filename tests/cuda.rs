@@ -453,3 +453,19 @@ fn the_clang_route_passes_a_shell_looking_define_without_running_it() {
     assert!(out.report.ran.contains(&"cuda:kernels/scale.cu".to_string()));
     assert!(!pwned.exists(), "clang ran the define value");
 }
+
+/// A `ccbin` that does not exist is refused as coming from `[package.metadata.mcpp.cuda] ccbin`
+/// (not the tools table), with that key, and the ways to name it numbered without a gap.
+#[test]
+fn a_bad_ccbin_is_refused_naming_its_own_key() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    edit(&pkg.join("Cargo.toml"), "includes = [\"include\"]", "includes = [\"include\"]\nccbin = \"/nonexistent/g++\"");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).try_compile().unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.cuda.ccbin"), "{text}");
+    assert!(text.contains("[package.metadata.mcpp.cuda] ccbin names `/nonexistent/g++`"), "{text}");
+    assert!(!text.contains("[package.metadata.mcpp.tools] names"), "{text}");
+    let numbers: Vec<String> = text.lines().filter_map(|l| l.trim_start().split_once(". ").map(|(n, _)| n.to_string())).filter(|n| n.parse::<u32>().is_ok()).collect();
+    assert_eq!(numbers, ["1", "2", "3", "4"], "{text}");
+}

@@ -382,3 +382,19 @@ fn a_shell_looking_define_is_never_run_by_the_glsl_compilers() {
         assert!(!pwned.exists(), "{compiler} ran the define value");
     }
 }
+
+/// An output the device phase cannot delete (a read-only device cache; here, as the tests may
+/// run as root, a directory in the output's place) is a file error naming the path (exit 4),
+/// not a compiler failure.
+#[test]
+fn an_output_that_cannot_be_deleted_is_a_file_error_naming_it() {
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let spv = first.variant_dir.join("spirv/shaders/b/scale.comp.spv");
+    std::fs::remove_file(&spv).unwrap();
+    std::fs::create_dir_all(spv.join("in-the-way")).unwrap();
+    let e = pkg.build().try_compile().unwrap_err();
+    assert_eq!(e.kind, cargo_mcpp::ErrorKind::Io, "{e}");
+    assert_eq!(e.exit_code(), 4);
+    assert!(e.to_string().contains(&spv.display().to_string()), "{e}");
+}

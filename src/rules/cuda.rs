@@ -154,7 +154,7 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
         let Some(kit) = Toolkit::at(&root, key.clone()) else {
             return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())], env).key(key));
         };
-        let choice = with_program(kit.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
+        let choice = with_program(kit.clone(), ToolSource::ManifestKey { manifest: tools.manifest_path.clone(), key: format!("[{MANIFEST_KEY}] toolkit") }, format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
         return Ok((kit, choice, None));
     }
     if let Some(n) = &named {
@@ -694,7 +694,7 @@ impl Rule for CudaRule {
                     .or_else(|| CCBIN.env_vars.iter().find_map(|v| ctx.env.get_nonempty(v)).map(PathBuf::from))
                     .unwrap_or_else(|| host.cxx.clone());
                 let (ccbin_source, ccbin_origin) = match (&opts.ccbin, CCBIN.env_vars.iter().find(|v| ctx.env.get_nonempty(v).is_some())) {
-                    (Some(_), _) => (ToolSource::Manifest(ctx.manifest.path.clone()), format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
+                    (Some(_), _) => (ToolSource::ManifestKey { manifest: ctx.manifest.path.clone(), key: format!("[{MANIFEST_KEY}] ccbin") }, format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
                     (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
                     (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
                 };
@@ -704,7 +704,8 @@ impl Rule for CudaRule {
                     (None, None) => "the cc crate's C++ compiler (CXX)".to_string(),
                 };
                 check_nvcc_shell_safe(&ccbin_path.to_string_lossy(), &ccbin_key, &ctx.manifest.path)?;
-                let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)?;
+                let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)
+                    .map_err(|e| if opts.ccbin.is_some() { e.file(&ctx.manifest.path).key(format!("{MANIFEST_KEY}.ccbin")) } else { e })?;
                 (nvcc, Some(ccbin))
             }
             CudaCompilerName::Clang => {
