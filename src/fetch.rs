@@ -9,7 +9,9 @@
 //!    the ordinary Python package client, `python3 -m pip download --no-deps
 //!    --only-binary=:all: NAME==VERSION -d <tmp>` (the user's index and mirror configuration
 //!    apply; no host name is written here), then moved into `archives/`;
-//! 3. its sha256 is compared with `mcpp.lock` (refused on a mismatch) or recorded there;
+//! 3. its sha256 is compared with `mcpp.lock` (refused on a mismatch) or, with no lock record,
+//!    with the install's marker (a cached archive that differs is deleted and downloaded
+//!    again; a download that differs is refused and the install kept), then recorded there;
 //! 4. every entry of every archive is checked first (an entry escaping the target, an absolute
 //!    path or a link is refused, and nothing is written), then all are unpacked into a temp dir
 //!    with their executable bits, a marker is written inside, and the directory is renamed into
@@ -43,25 +45,7 @@ pub struct FetchOptions<'a> {
     pub lock_path: &'a Path,
 }
 
-/// An exclusive advisory lock on a file, held until dropped.
-pub struct FileLock {
-    _file: std::fs::File,
-}
-
-impl FileLock {
-    /// Block until `path` (created if absent) is exclusively locked by this process.
-    ///
-    /// # Errors
-    /// [`ErrorKind::Io`] naming the file.
-    pub fn acquire(path: &Path) -> Result<FileLock> {
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).map_err(|e| Error::io("cannot create", d, e))?;
-        }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(|e| Error::io("cannot open the lock file", path, e))?;
-        fs4::FileExt::lock(&file).map_err(|e| Error::io("cannot lock", path, e))?;
-        Ok(FileLock { _file: file })
-    }
-}
+pub use crate::lock::FileLock;
 
 /// Install `sel` into `home` (or find it installed), verifying and recording archive hashes in
 /// `lock` (the caller writes the lockfile).
@@ -85,11 +69,30 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     clean_tmp(&tmp, &prefix);
 
     let locked = lock.get(&sel.name).filter(|l| l.version == sel.version).cloned();
+    // Without a lock record, the install's marker is the other hash we know for an archive:
+    // the archive that made a good install must not be replaced by other bytes.
+    let marker = home.installed(catalog, &sel.name, &sel.version).map(|i| i.archives).unwrap_or_default();
+    let unlocked_marker = |dist: &str| -> Option<ArchiveRecord> {
+        let in_lock = locked.as_ref().is_some_and(|l| l.archives.iter().any(|a| a.distribution == dist));
+        marker.iter().find(|a| a.distribution == dist && !in_lock).cloned()
+    };
     let mut records: Vec<ArchiveRecord> = Vec::new();
     let mut missing: Vec<(String, String)> = Vec::new();
     for (dist, ver) in &sel.dists {
         match cached_archive(home, dist, ver) {
-            Some(path) => records.push(verify(&path, dist, ver, locked.as_ref(), opts, home)?),
+            Some(path) => {
+                let record = verify(&path, dist, ver, locked.as_ref(), opts, home)?;
+                match unlocked_marker(dist) {
+                    Some(m) if m.sha256 != record.sha256 && !opts.offline => {
+                        // The cached archive is not the one the install was unpacked from (a
+                        // damaged cache): it is downloaded again and checked against the marker.
+                        std::fs::remove_file(&path).map_err(|e| Error::io("cannot delete the damaged archive", &path, e))?;
+                        missing.push((dist.clone(), ver.clone()));
+                    }
+                    Some(m) if m.sha256 != record.sha256 => return Err(marker_mismatch(&path, &m, &record, home, &sel.name, &sel.version, opts)),
+                    _ => records.push(record),
+                }
+            }
             None => missing.push((dist.clone(), ver.clone())),
         }
     }
@@ -109,6 +112,9 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                     .help("check the pip configuration (index, find-links) for this distribution")
             })?;
             let record = verify(&file, dist, ver, locked.as_ref(), opts, home)?;
+            if let Some(m) = unlocked_marker(dist).filter(|m| m.sha256 != record.sha256) {
+                return Err(marker_mismatch(&file, &m, &record, home, &sel.name, &sel.version, opts));
+            }
             let dir = home.archive_dir(dist, ver);
             std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
             let dest = dir.join(&record.file);
@@ -208,6 +214,19 @@ fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, op
         }
     }
     Ok(ArchiveRecord { distribution: dist.to_string(), version: ver.to_string(), file, sha256 })
+}
+
+/// The refusal of an archive whose sha256 is not the one the installed payload's marker
+/// records (with no `mcpp.lock` record to decide): the install is kept.
+fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, home: &Home, name: &str, version: &str, opts: &FetchOptions) -> Error {
+    let install = home.install_dir(name, version);
+    Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {}=={}: {} is not the archive payload {name} {version} was installed from", found.distribution, found.version, path.display()))
+        .file(install.join(MARKER))
+        .detail(format!("installed from: {} {}", marker.file, marker.sha256))
+        .detail(format!("found:          {} {}", found.file, found.sha256))
+        .detail(format!("the install in {} is kept; nothing was unpacked and {} was not written", install.display(), opts.lock_path.display()))
+        .help(format!("if the package index now serves these bytes on purpose, delete {} and run `{}` again", install.display(), opts.command))
+        .help("otherwise check your index or mirror configuration (pip.conf, PIP_INDEX_URL)")
 }
 
 /// `python3 -m pip download --no-deps --only-binary=:all: NAME==VERSION ... -d dir`, argv only,

@@ -24,23 +24,45 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// unchanged file skip being read again: any write to a file changes its ctime, which no tool
 /// can set back. Hashes are remembered for the life of the process and, through
 /// [`load_hash_cache`]/[`save_hash_cache`], between runs (a no-op build reads no header).
+///
+/// A remembered hash is trusted only when the file's mtime is older than the moment the hash
+/// was taken by more than [`RACY_WINDOW_NS`] (git's "racily clean" rule): on a file system
+/// with coarse timestamps (1 s, 2 s on FAT), a same-size edit in the same tick as the read
+/// leaves size, mtime, ctime and inode as they were, so such an entry is hashed again.
 pub fn hash_file(path: &Path) -> Option<String> {
     let key = stat_key(path);
     if let Some(k) = &key {
-        if let Some((cached_key, hash)) = hash_cache().lock().ok()?.get(path) {
-            if cached_key == k {
-                return Some(hash.clone());
+        if let Some(entry) = hash_cache().lock().ok()?.get(path) {
+            if entry.key == *k && !is_racy(k, entry.hashed_at) {
+                return Some(entry.hash.clone());
             }
         }
     }
+    let hashed_at = now_ns();
     let hash = sha256_hex(&std::fs::read(path).ok()?);
     if let (Some(k), Ok(mut cache)) = (key, hash_cache().lock()) {
         // Only a key taken after the read may be cached: a write during the read changes it.
         if stat_key(path).as_ref() == Some(&k) {
-            cache.insert(path.to_path_buf(), (k, hash.clone()));
+            cache.insert(path.to_path_buf(), CacheEntry { key: k, hash: hash.clone(), hashed_at });
         }
     }
     Some(hash)
+}
+
+/// How much older than the moment its hash was taken a file's mtime must be for the hash to
+/// be trusted without reading the file again: 2 s in nanoseconds, the coarsest timestamp
+/// granularity of a file system in use (FAT; ext3, HFS+ and many network mounts have 1 s).
+pub const RACY_WINDOW_NS: i64 = 2_000_000_000;
+
+/// Whether a hash taken at `hashed_at` (ns since the epoch) may predate a write that left the
+/// stat data `key` (see [`hash_file`]).
+fn is_racy(key: &StatKey, hashed_at: i64) -> bool {
+    key.1 >= hashed_at.saturating_sub(RACY_WINDOW_NS)
+}
+
+/// The wall clock in ns since the epoch (0 if it is before the epoch: every entry is racy).
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(0)
 }
 
 /// (size, mtime ns, ctime ns, inode) on Unix; `None` elsewhere (every hash reads the file).
@@ -63,31 +85,50 @@ fn stat_key(path: &Path) -> Option<StatKey> {
     }
 }
 
-type HashCache = std::collections::HashMap<PathBuf, (StatKey, String)>;
+/// One remembered hash: the stat data it was taken under, the hash, and when it was taken
+/// (wall clock, ns since the epoch, read before the file was).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct CacheEntry {
+    key: StatKey,
+    hash: String,
+    hashed_at: i64,
+}
+
+type HashCache = std::collections::HashMap<PathBuf, CacheEntry>;
 
 fn hash_cache() -> &'static std::sync::Mutex<HashCache> {
     static CACHE: std::sync::OnceLock<std::sync::Mutex<HashCache>> = std::sync::OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
-/// Merge the hash cache saved in `file` (see [`hash_file`]) into this process's.
+/// Merge the hash cache saved in `file` (see [`hash_file`]) into this process's (an entry
+/// this process already has wins). A file of another format is ignored: every file is read.
 pub fn load_hash_cache(file: &Path) {
-    let Some(saved) = std::fs::read(file).ok().and_then(|b| serde_json::from_slice::<Vec<(PathBuf, StatKey, String)>>(&b).ok()) else { return };
+    let Some(saved) = std::fs::read(file).ok().and_then(|b| serde_json::from_slice::<Vec<(PathBuf, CacheEntry)>>(&b).ok()) else { return };
     if let Ok(mut cache) = hash_cache().lock() {
-        for (p, k, h) in saved {
-            cache.entry(p).or_insert((k, h));
+        for (p, e) in saved {
+            cache.entry(p).or_insert(e);
         }
     }
 }
 
+/// Forget every hash this process remembers (the next [`hash_file`] of each file reads it;
+/// a later [`load_hash_cache`] fills the cache again). For long-lived processes and tests.
+pub fn clear_hash_cache() {
+    if let Ok(mut cache) = hash_cache().lock() {
+        cache.clear();
+    }
+}
+
 /// Save the entries of this process's hash cache for `paths` into `file` (written only when
-/// its content changes).
+/// its content changes), as JSON: `[[path, {key: [size, mtime ns, ctime ns, inode], hash,
+/// hashed_at}], ...]`.
 pub fn save_hash_cache(file: &Path, paths: &[PathBuf]) -> Result<()> {
-    let entries: Vec<(PathBuf, StatKey, String)> = match hash_cache().lock() {
+    let entries: Vec<(PathBuf, CacheEntry)> = match hash_cache().lock() {
         Ok(cache) => {
-            let mut v: Vec<_> = paths.iter().filter_map(|p| cache.get(p).map(|(k, h)| (p.clone(), *k, h.clone()))).collect();
-            v.sort();
-            v.dedup();
+            let mut v: Vec<_> = paths.iter().filter_map(|p| cache.get(p).map(|e| (p.clone(), e.clone()))).collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v.dedup_by(|a, b| a.0 == b.0);
             v
         }
         Err(_) => return Ok(()),
@@ -274,6 +315,37 @@ mod tests {
         assert_eq!(sorted, want);
         std::fs::write(src.join("a.h"), "").unwrap();
         assert!(!shadow_candidates(&[a, b], &search).contains(&src.join("a.h")), "an existing file is not absent");
+    }
+
+    /// A coarse file system, simulated: the saved entry has the stat data the file has now
+    /// (a same-size edit in the same tick leaves size, mtime, ctime and inode unchanged there)
+    /// and the hash of the bytes before the edit.
+    #[test]
+    fn a_hash_taken_in_the_same_tick_as_the_mtime_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("racy.glsl");
+        std::fs::write(&f, "const int A = 1;").unwrap();
+        let recorded = std::fs::metadata(&f).unwrap().modified().unwrap();
+        let old_hash = sha256_hex(b"const int A = 1;");
+        std::fs::write(&f, "const int A = 2;").unwrap();
+        std::fs::File::options().write(true).open(&f).unwrap().set_modified(recorded).unwrap();
+        let key = stat_key(&f).unwrap();
+        let save = |hashed_at: i64| {
+            let file = dir.path().join(format!("hashes-{hashed_at}.json"));
+            std::fs::write(&file, serde_json::to_vec(&vec![(f.clone(), CacheEntry { key, hash: old_hash.clone(), hashed_at })]).unwrap()).unwrap();
+            clear_hash_cache();
+            load_hash_cache(&file);
+        };
+        // Hashed 0.5 s after the mtime, i.e. in the same 1 s tick: racy, so the file is read.
+        save(key.1 + 500_000_000);
+        assert_eq!(hash_file(&f).unwrap(), sha256_hex(b"const int A = 2;"));
+        // A re-read entry is remembered with the time it was taken, still racy now.
+        assert!(is_racy(&key, hash_cache().lock().unwrap()[&f].hashed_at));
+        // Hashed 3 s after the mtime: a later write would have a later mtime, so the entry is
+        // trusted without reading (here it is a fabricated one, which shows it was not read).
+        save(key.1 + 3_000_000_000);
+        assert_eq!(hash_file(&f).unwrap(), old_hash);
+        clear_hash_cache();
     }
 
     #[test]

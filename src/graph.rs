@@ -122,6 +122,9 @@ pub struct RunReport {
     pub read: Vec<PathBuf>,
     /// Peak number of compilers running at once.
     pub peak_concurrency: usize,
+    /// Every output of every action (fresh or ran) with the sha256 it was verified to have in
+    /// this run: what a later reader (the surface) checks the bytes it reads against.
+    pub outputs: std::collections::BTreeMap<PathBuf, String>,
 }
 
 fn state_file(dir: &Path, id: &str) -> PathBuf {
@@ -152,6 +155,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
             report.fresh.push(a.id.clone());
             if let Some(s) = state {
                 report.read.extend(s.discovered.into_iter().map(|(p, _)| p));
+                report.outputs.extend(s.outputs);
             }
         }
         report.read.extend(a.inputs.iter().cloned());
@@ -177,7 +181,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         let wave_keys: Vec<String> = wave.iter().map(|&i| if actions[i].deps.is_empty() { keys[i].clone() } else { actions[i].key() }).collect();
         let next = AtomicUsize::new(0);
         let failure: Mutex<Option<Error>> = Mutex::new(None);
-        let results: Mutex<Vec<(usize, Vec<PathBuf>)>> = Mutex::new(Vec::new());
+        let results: Mutex<Vec<(usize, Executed)>> = Mutex::new(Vec::new());
         let workers = options.jobs.max(1).min(wave.len());
         std::thread::scope(|scope| {
             for worker in 0..workers {
@@ -222,10 +226,11 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             return Err(e);
         }
-        for (i, read) in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for (i, (read, outputs)) in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
             done[i] = true;
             report.ran.push(actions[i].id.clone());
             report.read.extend(read);
+            report.outputs.extend(outputs);
         }
         if wave.iter().any(|&i| !done[i]) {
             return Err(Error::new(ErrorKind::ToolFailed, "a compiler could not be started (jobserver token refused)"));
@@ -261,14 +266,30 @@ fn spawn(action: &Action) -> Result<()> {
     Ok(())
 }
 
-/// Run one action, check its outputs, record its state; returns the files it read.
-fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>> {
+/// Delete `path` if it exists. A delete that fails for another reason (a read-only device
+/// cache, a directory in the output's place) is an [`ErrorKind::Io`] naming the path, not a
+/// compiler failure later.
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("cannot delete the previous output", path, e)
+            .help("the device cache (target/<profile>/mcpp/) must be writable; delete the path, or build with another CARGO_TARGET_DIR")),
+    }
+}
+
+/// The files an action read, and its outputs with their hashes.
+type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>);
+
+/// Run one action, check its outputs, record its state; returns the files it read and the
+/// outputs with their hashes.
+fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Executed> {
     let state_path = state_file(state_dir, &action.id);
-    let _ = std::fs::remove_file(&state_path);
+    remove_if_present(&state_path)?;
     // Outputs and depfile go first: a tool that exits 0 without writing them must not leave
     // the previous run's bytes looking current.
     for out in action.outputs.iter().chain(action.depfile.as_ref()) {
-        let _ = std::fs::remove_file(out);
+        remove_if_present(out)?;
         if let Some(dir) = out.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
@@ -310,5 +331,5 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Vec<PathBuf>>
     let state = ActionState { key: key.to_string(), discovered, outputs, absent };
     let json = serde_json::to_vec_pretty(&state).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     crate::fingerprint::write_if_changed(&state_path, &json)?;
-    Ok(read)
+    Ok((read, state.outputs))
 }

@@ -53,6 +53,7 @@ pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
+pub mod lock;
 pub mod manifest;
 pub mod payload;
 pub mod pipeline;

@@ -501,6 +501,9 @@ pub struct LockedPayload {
     pub archives: Vec<ArchiveRecord>,
 }
 
+/// The `mcpp.lock` format versions this cargo-mcpp reads (and the first, which it writes).
+pub const LOCK_VERSIONS: &[u32] = &[1];
+
 const LOCK_HEADER: &str = "# mcpp.lock: written by `cargo mcpp fetch`; commit it.\n# The sha256 of every payload archive, verified on every later fetch.\n";
 
 impl Lockfile {
@@ -514,11 +517,20 @@ impl Lockfile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lockfile { version: 1, payloads: Vec::new() }),
             Err(e) => return Err(Error::io("cannot read", path, e)),
         };
-        toml::from_str(&text).map_err(|e| {
+        let lock: Lockfile = toml::from_str(&text).map_err(|e| {
             Error::new(ErrorKind::Manifest, format!("{} is not a valid lockfile: {}", path.display(), e.message()))
                 .file(path)
                 .help("restore it from version control, or delete it and run `cargo mcpp fetch` to record the hashes anew")
-        })
+        })?;
+        if !LOCK_VERSIONS.contains(&lock.version) {
+            let known: Vec<String> = LOCK_VERSIONS.iter().map(u32::to_string).collect();
+            return Err(Error::new(ErrorKind::Manifest, format!("{} has format version {}; this cargo-mcpp understands version {}", path.display(), lock.version, known.join(", ")))
+                .file(path)
+                .key("version")
+                .help("build with the cargo-mcpp that wrote it (a newer one), or restore the lockfile from version control")
+                .help("or delete it and run `cargo mcpp fetch` to record the hashes anew"));
+        }
+        Ok(lock)
     }
     /// Write to `path` atomically, only if the content changed.
     ///
@@ -661,6 +673,19 @@ pub fn same_archives(a: &[ArchiveRecord], b: &[ArchiveRecord]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lockfile_of_an_unknown_version_is_refused_naming_the_versions_understood() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCKFILE);
+        std::fs::write(&path, "version = 2\n").unwrap();
+        let e = Lockfile::read(&path).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Manifest);
+        assert_eq!(e.file.as_deref(), Some(path.as_path()));
+        assert!(e.to_string().contains("has format version 2; this cargo-mcpp understands version 1"), "{e}");
+        std::fs::write(&path, "version = 1\n").unwrap();
+        assert_eq!(Lockfile::read(&path).unwrap().version, 1);
+    }
 
     fn req(p: &str, r: Option<&str>, by: &str) -> Requirement {
         Requirement { payload: p.into(), req: r.map(|r| VersionReq::parse(r).unwrap()), by: by.into() }

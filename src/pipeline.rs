@@ -191,6 +191,13 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let docs_rs = docs_rs(env);
     let variant = if accel.is_empty() { "host".to_string() } else { crate::fingerprint::sha256_hex(accel.to_string().as_bytes())[..16].to_string() };
     let variant_dir = config.work_dir.join(&variant);
+    // One device phase at a time per package variant: two cargo processes (two `cargo mcpp
+    // build`, one beside a plain `cargo build`) run this in their build scripts on one device
+    // cache; an action deletes its outputs before its compiler runs, so the second waits here
+    // (held until the surface is written from the verified outputs) and then finds them fresh.
+    let _lock = crate::lock::FileLock::acquire_or_wait(&variant_dir.join("lock"), || {
+        eprintln!("Blocking: waiting for file lock on the device cache of {} ({})", manifest.package_name, variant_dir.display());
+    })?;
     let mut cargo = CargoOutput::default();
     for w in &collected.warnings {
         cargo.warning(w);
@@ -308,6 +315,8 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
                 modules: manifest.mcpp.modules.unwrap_or(true),
                 cpp_dir: out_dir.join("mcpp"),
                 rust_file: out_dir.join("mcpp_shaders.rs"),
+                payload_dir: out_dir.join("mcpp").join("payloads"),
+                verified: report.outputs.clone(),
             },
         )?),
         None => None,

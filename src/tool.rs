@@ -65,6 +65,14 @@ pub enum ToolSource {
     Builder,
     /// `[package.metadata.mcpp.tools] <name> = "..."` in the manifest.
     Manifest(PathBuf),
+    /// Another manifest key that names the program or where it is, e.g.
+    /// `[package.metadata.mcpp.cuda] ccbin`.
+    ManifestKey {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The table and key as written: `[package.metadata.mcpp.cuda] ccbin`.
+        key: String,
+    },
     /// One of the rule's environment variables.
     Env(String),
     /// The global override `MCPP_TOOL_<NAME>`.
@@ -87,7 +95,7 @@ impl ToolSource {
     /// The class shown by `why tool`: `choice`, `env`, `override`, `payload`, `path`.
     pub fn class(&self) -> &'static str {
         match self {
-            ToolSource::Builder | ToolSource::Manifest(_) => "choice",
+            ToolSource::Builder | ToolSource::Manifest(_) | ToolSource::ManifestKey { .. } => "choice",
             ToolSource::Env(_) => "env",
             ToolSource::Override(_) => "override",
             ToolSource::Payload { .. } => "payload",
@@ -102,6 +110,7 @@ impl std::fmt::Display for ToolSource {
         match self {
             ToolSource::Builder => write!(f, "the build.rs builder (`Build::tool`)"),
             ToolSource::Manifest(p) => write!(f, "{} [package.metadata.mcpp.tools]", p.display()),
+            ToolSource::ManifestKey { manifest, key } => write!(f, "{} {key}", manifest.display()),
             ToolSource::Env(v) => write!(f, "the environment variable {v}"),
             ToolSource::Override(v) => write!(f, "the global override {v}"),
             ToolSource::Payload { name, version } => write!(f, "the payload {name} {version}"),
@@ -440,20 +449,28 @@ fn not_found(spec: &ToolSpec, choices: &ToolChoices, why: Option<String>) -> Err
         Some(w) => format!("{} cannot be used: {w}", spec.name),
         None => format!("no {} found", spec.name),
     });
-    e = e
-        .detail("cargo-mcpp looks for it in this order; name it in any one of these ways:")
-        .detail(format!("  1. in build.rs: cargo_mcpp::Build::new().tool(\"{}\", \"/path/to/{prog}\")", spec.name))
-        .detail(format!("     or in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{prog}\"", spec.name));
+    // Numbered as listed: a tool without variables or a payload has fewer ways.
+    let mut ways: Vec<String> = vec![format!(
+        "in build.rs: cargo_mcpp::Build::new().tool(\"{}\", \"/path/to/{prog}\")\n     or in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{prog}\"",
+        spec.name, spec.name
+    )];
     let vars: Vec<String> = spec.env_vars.iter().map(|v| format!("{v}=/path/to/{prog}")).collect();
     if !vars.is_empty() {
-        e = e.detail(format!("  2. the environment: {}", vars.join(" or ")));
+        ways.push(format!("the environment: {}", vars.join(" or ")));
     }
-    e = e.detail(format!("  3. the global override: {}=/path/to/{prog}", override_var(spec.name)));
+    ways.push(format!("the global override: {}=/path/to/{prog}", override_var(spec.name)));
     if let Some(p) = spec.payload {
         let cmd = if choices.fetch_command.is_empty() { "cargo mcpp fetch".to_string() } else { choices.fetch_command.clone() };
-        e = e.detail(format!("  4. the payload {p}: `{cmd}` installs it (pin a version with [package.metadata.mcpp.payloads] {p} = \"...\")"));
+        ways.push(format!("the payload {p}: `{cmd}` installs it (pin a version with [package.metadata.mcpp.payloads] {p} = \"...\")"));
     }
-    e.detail(format!("  5. on PATH as {} (a warning asks you to declare it)", spec.programs.join(" or ")))
+    ways.push(format!("on PATH as {} (a warning asks you to declare it)", spec.programs.join(" or ")));
+    e = e.detail("cargo-mcpp looks for it in this order; name it in any one of these ways:");
+    for (n, way) in ways.iter().enumerate() {
+        for (i, line) in way.lines().enumerate() {
+            e = e.detail(if i == 0 { format!("  {}. {line}", n + 1) } else { line.to_string() });
+        }
+    }
+    e
         .help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
         .help("cargo-mcpp's README, \"Declared toolchains\", says how each way works; `cargo mcpp why tool <name>` shows what a build chose")
 }

@@ -626,3 +626,76 @@ fn cxx_naming_clang_with_a_stdlib_argument_compiles_the_lane_with_it() {
     assert_eq!(lane.len(), 1, "{lane:?}");
     assert!(lane[0].starts_with("-stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3 "), "{}", lane[0]);
 }
+
+/// nvcc runs its sub-steps through `sh` (checked with the real nvcc 13.0: a define value
+/// `$(touch F)`, a `-Xcompiler` flag, a `-ccbin` path or a `.cu` name with it creates F).
+/// Every such value is refused before nvcc starts, naming its key; nothing is created.
+#[test]
+fn values_nvcc_would_hand_to_a_shell_are_refused_by_key_and_never_run() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("defines = { WIDTH = \"4\" }", "defines = { WIDTH = \"$(touch {P})\" }", "package.metadata.mcpp.cuda.defines.WIDTH"),
+        ("defines = { WIDTH = \"4\" }", "defines = { WIDTH = \"`touch {P}`\" }", "package.metadata.mcpp.cuda.defines.WIDTH"),
+        ("flags = [\"--extra-flag\"]", "flags = [\"-Xcompiler=$(touch {P})\"]", "package.metadata.mcpp.cuda.flags"),
+        ("includes = [\"include\"]", "includes = [\"include\"]\nccbin = \"/usr/bin/g++$(touch {P})\"", "package.metadata.mcpp.cuda.ccbin"),
+        ("flags = [\"--extra-flag\"]", "flags = []", "package.metadata.mcpp.sources"),
+    ];
+    for (n, (from, to, key)) in cases.iter().enumerate() {
+        let (tmp, pkg) = fixture("cuda-island");
+        let (root, nvcc) = counted_toolkit(tmp.path());
+        let mut pwned = tmp.path().join("pwned");
+        edit(&pkg.join("Cargo.toml"), from, &to.replace("{P}", &s(&pwned)));
+        if *key == "package.metadata.mcpp.sources" {
+            // `$(touch pwned)` would run in the package directory (nvcc's working directory).
+            std::fs::write(pkg.join("kernels/x$(touch pwned).cu"), "__global__ void k() {}\n").unwrap();
+            pwned = pkg.join("pwned");
+        }
+        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).try_compile().unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.kind, ErrorKind::Manifest, "case {n}: {text}");
+        assert_eq!(e.key.as_deref(), Some(*key), "case {n}: {text}");
+        assert!(text.contains("nvcc would evaluate in a shell"), "case {n}: {text}");
+        assert!(!pwned.exists(), "case {n}: the value was run");
+        assert_eq!(starts(&nvcc), 0, "case {n}: nvcc started");
+    }
+}
+
+#[test]
+fn a_cuda_define_name_that_is_no_identifier_is_refused_on_both_routes() {
+    for route in ["nvcc", "clang"] {
+        let (tmp, pkg) = fixture("cuda-island");
+        let (root, _) = fake_toolkit(tmp.path());
+        edit(&pkg.join("Cargo.toml"), "defines = { WIDTH = \"4\" }", &format!("defines = {{ \"WIDTH=5 -DX\" = \"4\" }}\ncompiler = \"{route}\""));
+        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).tool("clang++", "/usr/bin/clang++-19").try_compile().unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.cuda.defines.WIDTH=5 -DX"), "{route}: {e}");
+        assert!(e.to_string().contains("is not a preprocessor macro name"), "{route}: {e}");
+    }
+}
+
+/// The clang route runs no shell: the same define value is an ordinary (unused) macro there.
+#[test]
+fn the_clang_route_passes_a_shell_looking_define_without_running_it() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let pwned = tmp.path().join("pwned");
+    let layout = cuda12_clang();
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    edit(&pkg.join("Cargo.toml"), "defines = { WIDTH = \"4\" }", &format!("defines = {{ WIDTH = \"4\", UNUSED = \"$(touch {})\" }}\ncompiler = \"clang\"\ntoolkit = \"{}\"", s(&pwned), s(&layout)));
+    let out = build(tmp.path(), &pkg).tool("clang++", "/usr/bin/clang++-19").accel("cuda12.9+{sm_90}").try_compile().unwrap();
+    assert!(out.report.ran.contains(&"cuda:kernels/scale.cu".to_string()));
+    assert!(!pwned.exists(), "clang ran the define value");
+}
+
+/// A `ccbin` that does not exist is refused as coming from `[package.metadata.mcpp.cuda] ccbin`
+/// (not the tools table), with that key, and the ways to name it numbered without a gap.
+#[test]
+fn a_bad_ccbin_is_refused_naming_its_own_key() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    edit(&pkg.join("Cargo.toml"), "includes = [\"include\"]", "includes = [\"include\"]\nccbin = \"/nonexistent/g++\"");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).try_compile().unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.cuda.ccbin"), "{text}");
+    assert!(text.contains("[package.metadata.mcpp.cuda] ccbin names `/nonexistent/g++`"), "{text}");
+    assert!(!text.contains("[package.metadata.mcpp.tools] names"), "{text}");
+    let numbers: Vec<String> = text.lines().filter_map(|l| l.trim_start().split_once(". ").map(|(n, _)| n.to_string())).filter(|n| n.parse::<u32>().is_ok()).collect();
+    assert_eq!(numbers, ["1", "2", "3", "4"], "{text}");
+}

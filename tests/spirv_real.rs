@@ -264,3 +264,134 @@ fn names_that_meet_at_an_underscore_get_distinct_c_symbols() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A file system with 1-second timestamps, simulated: after a same-size edit with the mtime set
+/// back to the recorded one, the saved hash cache is given the file's new stat data (on such a
+/// file system size, mtime, ctime and inode all stay as they were) with the old hash. The hash
+/// was taken in the tick of the mtime (set so, not timed), so it is not trusted: the shader is compiled again.
+#[test]
+fn a_same_size_edit_in_the_tick_of_the_last_read_is_recompiled() {
+    use std::os::unix::fs::MetadataExt;
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let before = pkg.embedded_bytes("shaders/b/scale.comp");
+    let src = pkg.path("shaders/b/scale.comp");
+    let recorded = std::fs::metadata(&src).unwrap().modified().unwrap();
+    let edited = SQUARE_COMP.replace("data[i] * data[i]", "data[i] + data[i]");
+    assert_eq!(edited.len(), SQUARE_COMP.len());
+    std::fs::write(&src, &edited).unwrap();
+    std::fs::File::options().write(true).open(&src).unwrap().set_modified(recorded).unwrap();
+    let m = std::fs::metadata(&src).unwrap();
+    let cache = first.variant_dir.join("fingerprints/file-hashes.json");
+    let mut saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let entry = saved.as_array_mut().unwrap().iter_mut().find(|e| e[0] == src.to_str().unwrap()).expect("the source is in the hash cache");
+    entry[1]["key"] = serde_json::json!([m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino()]);
+    // The first build read the source in the tick of its mtime (set, not timed).
+    entry[1]["hashed_at"] = serde_json::json!(m.mtime() * 1_000_000_000 + m.mtime_nsec() + 500_000_000);
+    std::fs::write(&cache, serde_json::to_vec(&saved).unwrap()).unwrap();
+    cargo_mcpp::fingerprint::clear_hash_cache();
+    let outcome = pkg.compile(&pkg.build());
+    assert_eq!(outcome.report.ran, ["spirv:shaders/b/scale.comp"]);
+    let after = pkg.embedded_bytes("shaders/b/scale.comp");
+    assert_ne!(after, before, "the edit reached the embedded bytes");
+}
+
+/// Four device phases of one package on one device cache at once (as two cargo processes'
+/// build scripts would run them), each with its own OUT_DIR, twice (the second time after an
+/// edit makes every action stale again): all succeed, and all embed the same bytes.
+#[test]
+fn concurrent_device_phases_on_one_device_cache_all_succeed_with_identical_bytes() {
+    let pkg = shader_package("glslang");
+    let sources = ["shaders/a/scale.comp", "shaders/b/scale.comp"];
+    let mut previous: Option<Vec<Vec<u8>>> = None;
+    for round in 0..2 {
+        if round == 1 {
+            pkg.write("shaders/include/common.glsl", &COMMON_GLSL.replace("3.0", "5.0"));
+        }
+        let embedded: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|n| {
+                    let pkg = &pkg;
+                    scope.spawn(move || {
+                        let out = pkg.dir.path().join(format!("out-{n}"));
+                        let mut b = pkg.build();
+                        b.out_dir(&out);
+                        b.try_compile().unwrap_or_else(|e| panic!("round {round}, build {n} failed:\n{e}"));
+                        let rust = std::fs::read_to_string(out.join("mcpp_shaders.rs")).unwrap();
+                        sources.iter().map(|s| embedded_in(&rust, s)).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (n, e) in embedded.iter().enumerate() {
+            assert_eq!(e, &embedded[0], "round {round}: build {n} embedded other bytes than build 0");
+        }
+        if let Some(p) = &previous {
+            assert_ne!(p[0], embedded[0][0], "the edit of the included file reached the bytes");
+            assert_eq!(p[1], embedded[0][1], "the shader not including it kept its bytes");
+        }
+        previous = Some(embedded[0].clone());
+    }
+}
+
+/// The bytes a Rust surface `include_bytes!`s for `source`.
+fn embedded_in(rust: &str, source: &str) -> Vec<u8> {
+    let at = rust.find(&format!("source: {source:?}")).unwrap();
+    let before = &rust[..at];
+    let lit = &before[before.rfind("include_bytes!(").unwrap() + "include_bytes!(".len()..];
+    let path: String = serde_json::from_str(&lit[..lit.find(')').unwrap()]).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+/// What the surface embeds is a copy in OUT_DIR written by the device phase from the bytes it
+/// verified, never the device cache's file: an output overwritten there after the build (which
+/// a plain `cargo build` would not rerun the build script for) does not reach the binary, and
+/// the next device phase finds it stale and compiles it again.
+#[test]
+fn an_output_overwritten_in_the_device_cache_is_never_embedded() {
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let good = pkg.embedded_bytes("shaders/b/scale.comp");
+    let rust = pkg.rust_surface();
+    assert!(!rust.contains(first.variant_dir.to_str().unwrap()), "the surface includes nothing from the device cache:\n{rust}");
+    assert!(rust.contains(pkg.out_dir().join("mcpp/payloads").to_str().unwrap()), "{rust}");
+    let spv = first.variant_dir.join("spirv/shaders/b/scale.comp.spv");
+    std::fs::write(&spv, b"\x03\x02\x23\x07\0\0\0\0").unwrap();
+    assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good, "without a device phase the embedded bytes are the compiler's");
+    let again = pkg.compile(&pkg.build());
+    assert_eq!(again.report.ran, ["spirv:shaders/b/scale.comp"]);
+    assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good);
+    assert_eq!(std::fs::read(&spv).unwrap(), good, "the device cache has the compiler's bytes again");
+}
+
+/// glslangValidator and glslc run no shell: a define value that a shell would run is an
+/// ordinary (unused) macro.
+#[test]
+fn a_shell_looking_define_is_never_run_by_the_glsl_compilers() {
+    for compiler in ["glslang", "glslc"] {
+        let pkg = shader_package(compiler);
+        let pwned = pkg.dir.path().join("pwned");
+        let manifest = pkg.read("Cargo.toml").replace("defines = { WORKGROUP = \"64\" }", &format!("defines = {{ WORKGROUP = \"64\", UNUSED = \"$(touch {})\" }}", pwned.display()));
+        pkg.write("Cargo.toml", &manifest);
+        let outcome = pkg.compile(&pkg.build());
+        assert_eq!(outcome.report.ran.len(), 2, "{compiler}");
+        assert!(!pwned.exists(), "{compiler} ran the define value");
+    }
+}
+
+/// An output the device phase cannot delete (a read-only device cache; here, as the tests may
+/// run as root, a directory in the output's place) is a file error naming the path (exit 4),
+/// not a compiler failure.
+#[test]
+fn an_output_that_cannot_be_deleted_is_a_file_error_naming_it() {
+    let pkg = shader_package("glslang");
+    let first = pkg.compile(&pkg.build());
+    let spv = first.variant_dir.join("spirv/shaders/b/scale.comp.spv");
+    std::fs::remove_file(&spv).unwrap();
+    std::fs::create_dir_all(spv.join("in-the-way")).unwrap();
+    let e = pkg.build().try_compile().unwrap_err();
+    assert_eq!(e.kind, cargo_mcpp::ErrorKind::Io, "{e}");
+    assert_eq!(e.exit_code(), 4);
+    assert!(e.to_string().contains(&spv.display().to_string()), "{e}");
+}

@@ -27,14 +27,14 @@ fn naming_package(modules: bool) -> Package {
     ])
 }
 
-/// Every generated file but the byte-carrying data headers, paths made stable.
+/// Every generated file but the byte-carrying ones (data headers, payload copies), paths made stable.
 fn uber(pkg: &Package) -> String {
-    let mut files: Vec<_> = walk(&pkg.out_dir()).into_iter().filter(|p| !p.to_string_lossy().contains("/data/")).collect();
+    let mut files: Vec<_> = walk(&pkg.out_dir()).into_iter().filter(|p| !p.to_string_lossy().contains("/data/") && !p.to_string_lossy().contains("/mcpp/payloads/")).collect();
     files.sort();
     let mut out = String::new();
     for f in files {
         let rel = f.strip_prefix(pkg.out_dir()).unwrap().display().to_string();
-        let text = std::fs::read_to_string(&f).unwrap().replace(&pkg.work_dir().display().to_string(), "[WORK]");
+        let text = std::fs::read_to_string(&f).unwrap().replace(&pkg.work_dir().display().to_string(), "[WORK]").replace(&pkg.out_dir().display().to_string(), "[OUT]");
         let text = regex_variant(&text);
         out.push_str(&format!("===== {rel}\n{text}\n"));
     }

@@ -274,7 +274,7 @@ pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices
         let Some(kit) = Toolkit::at(&root, key.clone()) else {
             return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())], env).key(key));
         };
-        let choice = with_program(kit.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
+        let choice = with_program(kit.clone(), ToolSource::ManifestKey { manifest: tools.manifest_path.clone(), key: format!("[{MANIFEST_KEY}] toolkit") }, format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
         return Ok((kit, choice, None));
     }
     if let Some(n) = &named {
@@ -641,6 +641,92 @@ pub fn check_driver_floor(toolkit: Option<(u32, u32)>, driver: Option<(u32, u32)
     Ok(())
 }
 
+/// The characters nvcc's sub-steps would evaluate: nvcc runs its steps (preprocessor,
+/// cudafe++, cicc, ptxas, the host compiler) through `sh`, each argument inside double quotes,
+/// where `$` (expansion, `$(...)`), `` ` `` (command substitution), `"` and `\` keep their
+/// meaning; a control character (a newline) ends the command.
+pub const NVCC_SHELL_CHARS: &[char] = &['$', '`', '"', '\\'];
+
+/// The first character of `value` that nvcc would hand to a shell to evaluate, if any.
+pub fn nvcc_shell_char(value: &str) -> Option<char> {
+    value.chars().find(|c| NVCC_SHELL_CHARS.contains(c) || c.is_control())
+}
+
+fn nvcc_shell_refusal(what: &str, c: char) -> Error {
+    Error::new(ErrorKind::Manifest, format!("{what} contains {c:?}, which nvcc would evaluate in a shell; refused before nvcc runs"))
+        .detail("nvcc runs its sub-steps through `sh` with each argument in double quotes, where `$(...)`, backticks, `$VAR`, `\"` and `\\` are interpreted: the value would run as a command or change.")
+}
+
+/// Refuse `value` (from `key`: a manifest key or where the value came from) when nvcc would
+/// hand it to a shell to evaluate ([`NVCC_SHELL_CHARS`], control characters).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the manifest file, the key and the way out.
+pub fn check_nvcc_shell_safe(value: &str, key: &str, manifest_path: &Path) -> Result<()> {
+    match nvcc_shell_char(value) {
+        None => Ok(()),
+        Some(c) => Err(nvcc_shell_refusal(&format!("`{value}` ({key})"), c)
+            .file(manifest_path)
+            .key(key.to_string())
+            .help("write the value without these characters (a define's value can be spelled in the source instead), or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell")),
+    }
+}
+
+/// A CUDA define's name must be an identifier, as SPIR-V's are (`-DNAME=value`; on the nvcc
+/// route the name also reaches a shell).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the file and `package.metadata.mcpp.cuda.defines.<name>`.
+pub fn check_define_name(name: &str, manifest_path: &Path) -> Result<()> {
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        return Ok(());
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a preprocessor macro name"))
+        .file(manifest_path)
+        .key(format!("{MANIFEST_KEY}.defines.{name}"))
+        .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""))
+}
+
+/// The nvcc route's manifest values and source names, checked with [`check_nvcc_shell_safe`].
+fn check_nvcc_values(opts: &CudaOptions, sources: &[&DeviceSource], manifest_path: &Path) -> Result<()> {
+    for (name, value) in &opts.defines {
+        check_nvcc_shell_safe(value, &format!("{MANIFEST_KEY}.defines.{name}"), manifest_path)?;
+    }
+    for flag in &opts.flags {
+        check_nvcc_shell_safe(flag, &format!("{MANIFEST_KEY}.flags"), manifest_path)?;
+    }
+    for dir in &opts.includes {
+        check_nvcc_shell_safe(&dir.to_string_lossy(), &format!("{MANIFEST_KEY}.includes"), manifest_path)?;
+    }
+    if let Some(ccbin) = &opts.ccbin {
+        check_nvcc_shell_safe(&ccbin.to_string_lossy(), &format!("{MANIFEST_KEY}.ccbin"), manifest_path)?;
+    }
+    for s in sources {
+        if let Some(c) = nvcc_shell_char(&s.rel) {
+            return Err(nvcc_shell_refusal(&format!("the source file name `{}`", s.rel), c)
+                .file(&s.path)
+                .key("package.metadata.mcpp.sources")
+                .help("rename the file, or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell"));
+        }
+    }
+    Ok(())
+}
+
+/// Every argument of an nvcc action, last: paths cargo-mcpp adds (the package directory, the
+/// target directory, the toolkit) reach the shell too.
+fn check_nvcc_argv(args: &[OsString], manifest_path: &Path) -> Result<()> {
+    for a in args {
+        let text = a.to_string_lossy();
+        if let Some(c) = nvcc_shell_char(&text) {
+            return Err(nvcc_shell_refusal(&format!("the nvcc argument `{text}`"), c)
+                .file(manifest_path)
+                .help("move the package, the target directory (CARGO_TARGET_DIR) or the toolkit to a path without these characters, or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell"));
+        }
+    }
+    Ok(())
+}
+
 /// Everything the argv of one translation unit depends on.
 #[derive(Debug, Clone)]
 pub struct Invocation<'a> {
@@ -843,6 +929,12 @@ impl Rule for CudaRule {
                 .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
                 .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
         }
+        for name in opts.defines.keys() {
+            check_define_name(name, &ctx.manifest.path)?;
+        }
+        if route == CudaCompilerName::Nvcc {
+            check_nvcc_values(&opts, sources, &ctx.manifest.path)?;
+        }
         let mut plan = RulePlan::default();
         let accel_text = ctx.accel.to_string();
         if let Some(v) = ctx.accel.version.as_deref().filter(|v| !v.contains('.')) {
@@ -916,7 +1008,7 @@ impl Rule for CudaRule {
                     .or_else(|| CCBIN.env_vars.iter().find_map(|v| ctx.env.get_nonempty(v)).map(PathBuf::from))
                     .unwrap_or_else(|| host.cxx.clone());
                 let (ccbin_source, ccbin_origin) = match (&opts.ccbin, CCBIN.env_vars.iter().find(|v| ctx.env.get_nonempty(v).is_some())) {
-                    (Some(_), _) => (ToolSource::Manifest(ctx.manifest.path.clone()), format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
+                    (Some(_), _) => (ToolSource::ManifestKey { manifest: ctx.manifest.path.clone(), key: format!("[{MANIFEST_KEY}] ccbin") }, format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
                     (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
                     (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
                 };
@@ -931,7 +1023,14 @@ impl Rule for CudaRule {
                         ));
                     }
                 }
-                let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)?;
+                let ccbin_key = match (&opts.ccbin, CCBIN.env_vars.iter().find(|v| ctx.env.get_nonempty(v).is_some())) {
+                    (Some(_), _) => format!("{MANIFEST_KEY}.ccbin"),
+                    (None, Some(var)) => format!("the environment variable {var}"),
+                    (None, None) => "the cc crate's C++ compiler (CXX)".to_string(),
+                };
+                check_nvcc_shell_safe(&ccbin_path.to_string_lossy(), &ccbin_key, &ctx.manifest.path)?;
+                let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)
+                    .map_err(|e| if opts.ccbin.is_some() { e.file(&ctx.manifest.path).key(format!("{MANIFEST_KEY}.ccbin")) } else { e })?;
                 (nvcc, Some(ccbin))
             }
             CudaCompilerName::Clang => {
@@ -984,6 +1083,11 @@ impl Rule for CudaRule {
                 builtin: None,
             });
             objects.push(obj);
+        }
+        if route == CudaCompilerName::Nvcc {
+            for a in &plan.actions {
+                check_nvcc_argv(&a.args, &ctx.manifest.path)?;
+            }
         }
         let compiled: Vec<usize> = (0..plan.actions.len()).collect();
         if rdc {
