@@ -487,7 +487,14 @@ fn build(args: &BuildArgs) -> Result<i32> {
                 continue;
             }
         }
-        if without_build_script.contains(name) {
+        let validated = pipeline::validate(manifest_path, &AccelChoice::Manifest, &env);
+        let has_build_script = !without_build_script.contains(name);
+        match validated {
+            Ok(_) if has_build_script => device_packages.push((name.clone(), manifest_path.clone())),
+            Ok(_) => {}
+            Err(e) => problems.push(e.detail(format!("(package `{name}`)"))),
+        }
+        if !has_build_script {
             // The device phase runs in the build script only: without one, nothing would
             // compile the device sources or generate the surface.
             problems.push(
@@ -496,19 +503,10 @@ fn build(args: &BuildArgs) -> Result<i32> {
                     .key("package.metadata.mcpp")
                     .help("add build.rs with `fn main() { cargo_mcpp::build(); }` (build-dependency cargo-mcpp) or `fn main() { mcpp_build::build(); }` (build-dependency mcpp-build)"),
             );
-            continue;
-        }
-        match pipeline::validate(manifest_path, &AccelChoice::Manifest, &env) {
-            Ok(_) => device_packages.push((name.clone(), manifest_path.clone())),
-            Err(e) => problems.push(e.detail(format!("(package `{name}`)"))),
         }
     }
-    if let Some(last) = problems.pop() {
-        for e in &problems {
-            eprintln!("error: {e}\n");
-        }
-        return Err(last);
-    }
+    // Every problem of every package, before cargo starts.
+    Error::all(problems)?;
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
