@@ -262,7 +262,15 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             continue;
         };
         if mine.is_empty() {
-            cargo.warning(&format!("the accelerator set names {} but no source in `sources` is a {} source; nothing was compiled for it", entry.backend, rule.name()));
+            // Several rules may compile for one backend (GLSL and Slang both target vulkan): the
+            // backend has nothing to compile only when none of them has a source, and that is
+            // said once, by the first of them, naming them all.
+            let same_backend: Vec<usize> = (0..registry.len()).filter(|&i| registry[i].backend() == rule.backend()).collect();
+            let backend_has_sources = collected.sources.iter().any(|s| s.selected && same_backend.contains(&s.rule));
+            if !backend_has_sources && same_backend.first() == Some(&index) {
+                let names: Vec<&str> = same_backend.iter().map(|&i| registry[i].name()).collect();
+                cargo.warning(&format!("the accelerator set names {} but no source in `sources` is a {} source; nothing was compiled for it", entry.backend, names.join(" or ")));
+            }
             continue;
         }
         let ctx = RuleContext {

@@ -1,6 +1,7 @@
 //! `cargo mcpp build` end to end on a copy of examples/vulkan-compute: the device phase with
 //! its process count, build.rs finding it fresh, the program run on the first Vulkan device
-//! (lavapipe on CI), an include edit reaching the printed result, `--no-accel`, exit codes.
+//! (lavapipe on CI), an include edit (GLSL) and an imported-module edit (Slang) reaching the
+//! printed result, `--no-accel`, exit codes.
 
 mod common;
 mod support;
@@ -30,6 +31,7 @@ impl Example {
     }
     fn mcpp(&self, args: &[&str]) -> Output {
         let wrapper = self.tools.counting_tool("glslangValidator");
+        let slangc = self.tools.counting_wrapper_of("slangc", &support::real_slangc());
         Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
             .args(["mcpp", "build", "--manifest-path"])
             .arg(self.dir.join("Cargo.toml"))
@@ -37,6 +39,7 @@ impl Example {
             .arg(&self.target)
             .args(args)
             .env("GLSLANG_VALIDATOR", wrapper)
+            .env("SLANGC", slangc)
             .env_remove("MCPP_ACCEL")
             .env_remove("MCPP_NO_ACCEL")
             .output()
@@ -45,6 +48,10 @@ impl Example {
     fn compiles(&self) -> usize {
         // Every start of the wrapper but the one `--version` probe.
         std::fs::read_to_string(self.tools.tools.join("glslangValidator.log")).map(|t| t.lines().filter(|l| !l.contains("--version")).count()).unwrap_or(0)
+    }
+    fn slang_compiles(&self) -> usize {
+        // Every start of the slangc wrapper but the one `-v` probe.
+        std::fs::read_to_string(self.tools.tools.join("slangc.log")).map(|t| t.lines().filter(|l| *l != "-v").count()).unwrap_or(0)
     }
     fn run(&self) -> Output {
         Command::new(self.target.join("debug/vulkan-compute")).output().unwrap()
@@ -56,8 +63,9 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
     let ex = Example::new();
     let out = ex.mcpp(&[]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("Device vulkan-compute [vulkan1.2]: 2 compiled, 0 fresh"), "{}", text(&out));
+    assert!(text(&out).contains("Device vulkan-compute [vulkan1.2]: 3 compiled, 0 fresh"), "{}", text(&out));
     assert_eq!(ex.compiles(), 2, "build.rs must find the CLI's work fresh");
+    assert_eq!(ex.slang_compiles(), 1, "build.rs must find the CLI's work fresh");
 
     let run = ex.run();
     let first = text(&run);
@@ -66,11 +74,14 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
     assert!(first.contains("shaders/a/scale.comp (") && first.contains("shaders/b/scale.comp ("), "{first}");
     assert!(first.contains("all results match"), "{first}");
     assert!(first.contains("[1, 2.5, 4, 5.5, ...]"), "x * 3 + 1 over 0, 0.5, 1, ...: {first}");
+    assert!(first.contains("shaders/c/scale.slang ("), "{first}");
+    assert!(first.contains("[0.25, 1.25, 2.25, 3.25, ...]"), "the Slang shader: x * 2 + 0.25: {first}");
 
     // A no-op `cargo mcpp build`: no compiler.
     let out = ex.mcpp(&[]);
     assert!(out.status.success());
     assert_eq!(ex.compiles(), 2, "{}", text(&out));
+    assert_eq!(ex.slang_compiles(), 1, "{}", text(&out));
 
     // Edit only the included file: exactly one shader recompiles and the result changes.
     let glsl = ex.dir.join("shaders/include/common.glsl");
@@ -85,6 +96,22 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
     let line = |t: &str, src: &str| t.lines().find(|l| l.starts_with(src)).map(str::to_string);
     assert_ne!(line(&first, "shaders/a/scale.comp"), line(&second, "shaders/a/scale.comp"));
     assert_eq!(line(&first, "shaders/b/scale.comp"), line(&second, "shaders/b/scale.comp"));
+    assert_eq!(line(&first, "shaders/c/scale.slang"), line(&second, "shaders/c/scale.slang"));
+    assert_eq!(ex.slang_compiles(), 1, "the GLSL include is no input of the Slang shader");
+
+    // Edit only the module the Slang shader imports: slangc runs once and the result changes.
+    let module = ex.dir.join("shaders/modules/affine.slang");
+    let edited = std::fs::read_to_string(&module).unwrap().replace("SLOPE = 2.0", "SLOPE = 4.0");
+    std::fs::write(&module, edited).unwrap();
+    let out = ex.mcpp(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Device vulkan-compute [vulkan1.2]: 1 compiled, 2 fresh"), "{}", text(&out));
+    assert_eq!((ex.compiles(), ex.slang_compiles()), (3, 2), "{}", text(&out));
+    let third = text(&ex.run());
+    assert!(third.contains("[0.25, 2.25, 4.25, 6.25, ...]"), "x * 4 + 0.25: {third}");
+    assert!(third.contains("all results match"), "{third}");
+    assert_ne!(line(&second, "shaders/c/scale.slang"), line(&third, "shaders/c/scale.slang"));
+    assert_eq!(line(&second, "shaders/a/scale.comp"), line(&third, "shaders/a/scale.comp"));
 
     // --no-accel: no shader, the CPU variant of the program.
     let out = ex.mcpp(&["--no-accel"]);
@@ -92,13 +119,14 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
     assert!(text(&out).contains("Device vulkan-compute [no accelerator]: 0 compiled"), "{}", text(&out));
     let none = text(&ex.run());
     assert!(none.contains("names no vulkan; no shader was compiled (0 payloads)"), "{none}");
-    assert_eq!(ex.compiles(), 3);
+    assert_eq!((ex.compiles(), ex.slang_compiles()), (3, 2));
 
     // Back to the manifest's set: its variant is still fresh.
     let out = ex.mcpp(&[]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(ex.compiles(), 3, "{}", text(&out));
-    assert!(text(&ex.run()).contains("[1, 3.5, 6, 8.5, ...]"));
+    assert_eq!((ex.compiles(), ex.slang_compiles()), (3, 2), "{}", text(&out));
+    let back = text(&ex.run());
+    assert!(back.contains("[1, 3.5, 6, 8.5, ...]") && back.contains("[0.25, 2.25, 4.25, 6.25, ...]"), "{back}");
 }
 
 #[test]

@@ -23,6 +23,14 @@ pub fn real_tool(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{name} is not installed; run scripts/setup-toolchains.sh"))
 }
 
+/// The real slangc: `MCPP_SLANGC` (which `scripts/setup-toolchains.sh` names in its env.sh),
+/// else where that script installs it (tests fail, not skip, when it is missing).
+pub fn real_slangc() -> PathBuf {
+    let p = std::env::var_os("MCPP_SLANGC").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/slang/bin/slangc"));
+    assert!(p.is_file(), "no slangc at {}: run scripts/setup-toolchains.sh (the slang component)", p.display());
+    p
+}
+
 impl Package {
     /// Write `files` (path, content) under a new temp dir.
     pub fn new(files: &[(&str, &str)]) -> Package {
@@ -54,7 +62,11 @@ impl Package {
     }
     /// A wrapper for the real `program` that logs each start to `<tools>/<program>.log`.
     pub fn counting_tool(&self, program: &str) -> PathBuf {
-        let real = real_tool(program);
+        self.counting_wrapper_of(program, &real_tool(program))
+    }
+    /// A wrapper named `program` for the program at `real`, logging each start's argv to
+    /// `<tools>/<program>.log` (one line a start; [`Package::starts`] counts them).
+    pub fn counting_wrapper_of(&self, program: &str, real: &std::path::Path) -> PathBuf {
         let wrapper = self.tools.join(program);
         let log = self.tools.join(format!("{program}.log"));
         if wrapper.exists() {

@@ -1,5 +1,6 @@
-//! Runs the two compute shaders cargo-mcpp compiled and embedded, on the first Vulkan device
-//! (lavapipe, Mesa's CPU driver, on machines without a GPU), and checks what they computed.
+//! Runs the three compute shaders cargo-mcpp compiled and embedded (two GLSL, one Slang), on the
+//! first Vulkan device (lavapipe, Mesa's CPU driver, on machines without a GPU), and checks what
+//! they computed.
 
 mod shaders {
     include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs"));
@@ -28,9 +29,15 @@ fn run() -> Result<(), String> {
     let input: Vec<f32> = (0..256).map(|i| i as f32 * 0.5).collect();
     let gpu = vulkan::Gpu::first()?;
     println!("vulkan-compute: device: {}", gpu.name);
-    let (scale, offset) = constants_of_common_glsl()?;
-    let cases: [(shaders::Payload, &dyn Fn(f32) -> f32); 2] =
-        [(shaders::a::scale_comp(), &|x| x * scale + offset), (shaders::b::scale_comp(), &|x| x * x)];
+    let common = include_str!("../shaders/include/common.glsl");
+    let (scale, offset) = (constant(common, "common.glsl", "const float SCALE")?, constant(common, "common.glsl", "const float OFFSET")?);
+    let affine = include_str!("../shaders/modules/affine.slang");
+    let (slope, bias) = (constant(affine, "affine.slang", "public static const float SLOPE")?, constant(affine, "affine.slang", "public static const float BIAS")?);
+    let cases: [(shaders::Payload, &dyn Fn(f32) -> f32); 3] = [
+        (shaders::a::scale_comp(), &|x| x * scale + offset),
+        (shaders::b::scale_comp(), &|x| x * x),
+        (shaders::c::scale_comp(), &|x| x * slope + bias),
+    ];
     for (payload, expected) in cases {
         let got = gpu.run(payload.code, &input)?;
         println!(
@@ -53,18 +60,15 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// SCALE and OFFSET as written in shaders/include/common.glsl (compiled in, so an edit there
-/// rebuilds this check together with the shader).
+/// The value of `<declaration> = <number>;` in a shader source (SCALE and OFFSET in
+/// shaders/include/common.glsl, SLOPE and BIAS in shaders/modules/affine.slang), compiled in, so
+/// an edit there rebuilds this check together with the shader.
 #[cfg(mcpp_accel = "vulkan")]
-fn constants_of_common_glsl() -> Result<(f32, f32), String> {
-    let text = include_str!("../shaders/include/common.glsl");
-    let get = |name: &str| -> Result<f32, String> {
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("const float {name} = ")))
-            .and_then(|v| v.trim_end_matches(';').trim().parse().ok())
-            .ok_or_else(|| format!("common.glsl has no `const float {name} = <number>;`"))
-    };
-    Ok((get("SCALE")?, get("OFFSET")?))
+fn constant(text: &str, file: &str, declaration: &str) -> Result<f32, String> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{declaration} = ")))
+        .and_then(|v| v.trim_end_matches(';').trim().parse().ok())
+        .ok_or_else(|| format!("{file} has no `{declaration} = <number>;`"))
 }
 
 #[cfg(mcpp_accel = "vulkan")]

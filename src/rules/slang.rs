@@ -1,0 +1,321 @@
+//! Slang (`.slang`) to SPIR-V with slangc, from the `slang` payload or a declared program
+//! (`[package.metadata.mcpp.tools] slangc`, `SLANGC`, `MCPP_SLANGC`, ...; the one resolver,
+//! [`crate::tool::resolve`]). Like the SPIR-V rule, the producer writes a bare `.spv` and a
+//! depfile, and the surface generator does the rest: `shaders/scale.slang` compiled for the
+//! compute stage is the payload `scale_comp`, so it collides with a `scale.comp` beside it.
+//!
+//! The command (argv only): `slangc -target spirv -profile <spirv_X_Y> -entry <entry> -stage
+//! <stage> -O0 -D.. -I.. <flags> -depfile <d> -o <spv> <src>`. The profile comes from the
+//! `vulkan` entry of the accelerator set; `-O0` is the default because the payload's slangc
+//! (from the slangtorch wheel) has no `spirv-opt` and fails on any optimising build.
+
+use super::{PayloadReq, Rule, RuleContext, RulePlan};
+use crate::accel::Backend;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{Action, Role};
+use crate::manifest::Manifest;
+use crate::sources::DeviceSource;
+use crate::tool::{self, ToolSpec};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The options table of the rule.
+const TABLE: &str = "package.metadata.mcpp.slang";
+
+/// The shader stage of every `.slang` source of the package (`-stage`), and the suffix its
+/// payloads are named with (`<stem>_<suffix>`, the GLSL extension of the same stage, so a
+/// `.slang` and a GLSL shader of one stage and stem in one directory collide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlangStage {
+    /// `compute` (default): `<stem>_comp`.
+    #[default]
+    Compute,
+    /// `vertex`: `<stem>_vert`.
+    Vertex,
+    /// `fragment`: `<stem>_frag`.
+    Fragment,
+    /// `geometry`: `<stem>_geom`.
+    Geometry,
+    /// `hull` (tessellation control): `<stem>_tesc`.
+    Hull,
+    /// `domain` (tessellation evaluation): `<stem>_tese`.
+    Domain,
+    /// `mesh`: `<stem>_mesh`.
+    Mesh,
+    /// `amplification` (task): `<stem>_task`.
+    Amplification,
+    /// `raygeneration`: `<stem>_rgen`.
+    Raygeneration,
+    /// `intersection`: `<stem>_rint`.
+    Intersection,
+    /// `anyhit`: `<stem>_rahit`.
+    Anyhit,
+    /// `closesthit`: `<stem>_rchit`.
+    Closesthit,
+    /// `miss`: `<stem>_rmiss`.
+    Miss,
+    /// `callable`: `<stem>_rcall`.
+    Callable,
+}
+
+impl SlangStage {
+    /// slangc's name of the stage (`-stage compute`).
+    pub fn slang_name(self) -> &'static str {
+        match self {
+            SlangStage::Compute => "compute",
+            SlangStage::Vertex => "vertex",
+            SlangStage::Fragment => "fragment",
+            SlangStage::Geometry => "geometry",
+            SlangStage::Hull => "hull",
+            SlangStage::Domain => "domain",
+            SlangStage::Mesh => "mesh",
+            SlangStage::Amplification => "amplification",
+            SlangStage::Raygeneration => "raygeneration",
+            SlangStage::Intersection => "intersection",
+            SlangStage::Anyhit => "anyhit",
+            SlangStage::Closesthit => "closesthit",
+            SlangStage::Miss => "miss",
+            SlangStage::Callable => "callable",
+        }
+    }
+    /// The suffix of the payload name: the GLSL extension of the same stage (`comp`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            SlangStage::Compute => "comp",
+            SlangStage::Vertex => "vert",
+            SlangStage::Fragment => "frag",
+            SlangStage::Geometry => "geom",
+            SlangStage::Hull => "tesc",
+            SlangStage::Domain => "tese",
+            SlangStage::Mesh => "mesh",
+            SlangStage::Amplification => "task",
+            SlangStage::Raygeneration => "rgen",
+            SlangStage::Intersection => "rint",
+            SlangStage::Anyhit => "rahit",
+            SlangStage::Closesthit => "rchit",
+            SlangStage::Miss => "rmiss",
+            SlangStage::Callable => "rcall",
+        }
+    }
+}
+
+/// `[package.metadata.mcpp.slang]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of Slang rule keys ([package.metadata.mcpp.slang])")]
+pub struct SlangOptions {
+    /// The entry point function of every source (`-entry`, default `main`). slangc names the
+    /// SPIR-V entry point `main` whatever the function is called.
+    pub entry: Option<String>,
+    /// The stage of every source (`-stage`, default `compute`).
+    pub stage: Option<SlangStage>,
+    /// Module search directories (`-I`), relative to the package root (or absolute), so that
+    /// `import name;` finds `name.slang` there (the importer's own directory is searched first).
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Override of the SPIR-V profile (default: from the accelerator's Vulkan version).
+    pub profile: Option<String>,
+    /// `true`: `-O1` (slangc's default level, which needs a slangc that can load `spirv-opt`);
+    /// absent or `false`: `-O0`, the only level the payload's slangc builds.
+    pub optimize: Option<bool>,
+    /// Extra arguments appended after the rule's own (before `-depfile`), passed unexamined.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+/// slangc: `SLANGC`, `MCPP_SLANGC`, `MCPP_TOOL_SLANGC`, the `slang` payload, then PATH.
+pub const SLANGC: ToolSpec = ToolSpec {
+    name: "slangc",
+    programs: &["slangc"],
+    env_vars: &["SLANGC", "MCPP_SLANGC"],
+    version_args: &["-v"],
+    install_hint: "cargo mcpp fetch (the slang payload), or the slangc of a Slang release",
+    payload: Some("slang"),
+};
+
+/// The slang payload's floor: the versions known to build with the flags above.
+pub const SLANG_FLOOR: &str = ">=2026.14";
+
+/// The SPIR-V profile (`-profile`) for the `vulkan` entry's version: the newest SPIR-V the
+/// Vulkan version guarantees (1.1 -> `spirv_1_3`, 1.2 -> `spirv_1_5`, 1.3 and 1.4 ->
+/// `spirv_1_6`), `spirv_1_0` for 1.0 or a bare `vulkan`; `None` for a version no Vulkan has.
+pub fn profile_for(vulkan: Option<&str>) -> Option<&'static str> {
+    match vulkan {
+        None | Some("1.0") => Some("spirv_1_0"),
+        Some("1.1") => Some("spirv_1_3"),
+        Some("1.2") => Some("spirv_1_5"),
+        Some("1.3") | Some("1.4") => Some("spirv_1_6"),
+        Some(_) => None,
+    }
+}
+
+/// Whether `name` is a C-like identifier (a macro or function name).
+fn is_identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The Slang rule.
+pub struct SlangRule;
+
+impl SlangRule {
+    /// The options, with the values a compiler would misread refused (a define or entry that
+    /// is no identifier, an empty profile), every problem at once.
+    fn options(&self, manifest: &Manifest) -> Result<SlangOptions> {
+        let opts: SlangOptions = manifest.rule_options(self.name())?;
+        let mut problems = Vec::new();
+        for name in opts.defines.keys().filter(|n| !is_identifier(n)) {
+            problems.push(
+                Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
+                    .file(manifest.at_col(&format!("slang.defines.{name}")))
+                    .key(format!("{TABLE}.defines.{name}"))
+                    .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""),
+            );
+        }
+        if let Some(entry) = opts.entry.as_deref().filter(|e| !is_identifier(e)) {
+            problems.push(
+                Error::new(ErrorKind::Manifest, format!("`{}` is not a Slang function name", crate::text::echo(entry)))
+                    .file(manifest.at_col("slang.entry"))
+                    .key(format!("{TABLE}.entry"))
+                    .help("name the entry point function ([A-Za-z_][A-Za-z0-9_]*), or leave `entry` out for `main`"),
+            );
+        }
+        if opts.profile.as_deref().is_some_and(|p| p.trim().is_empty() || p.starts_with('-')) {
+            problems.push(
+                Error::new(ErrorKind::Manifest, "`profile` names no Slang profile")
+                    .file(manifest.at_col("slang.profile"))
+                    .key(format!("{TABLE}.profile"))
+                    .help("write a profile such as \"spirv_1_5\", or leave `profile` out to derive it from the `vulkan` entry of `accel`"),
+            );
+        }
+        Error::all(problems)?;
+        Ok(opts)
+    }
+}
+
+impl Rule for SlangRule {
+    fn name(&self) -> &'static str {
+        "slang"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Vulkan
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &["slang"]
+    }
+    fn tools(&self) -> &'static [ToolSpec] {
+        &[SLANGC]
+    }
+    fn check_options(&self, manifest: &Manifest) -> Result<()> {
+        self.options(manifest).map(drop)
+    }
+    fn payloads(&self, _manifest: &Manifest) -> Vec<PayloadReq> {
+        vec![PayloadReq { payload: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
+    }
+
+    fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
+        let opts = self.options(ctx.manifest)?;
+        let profile = match (&opts.profile, profile_for(ctx.accel.version.as_deref())) {
+            (Some(p), _) => p.clone(),
+            (None, Some(p)) => p.to_string(),
+            (None, None) => {
+                return Err(Error::new(
+                    ErrorKind::Accel,
+                    format!("the accelerator names {}, which is no Vulkan version the Slang rule knows a SPIR-V profile for", crate::text::echo(&ctx.accel.to_string())),
+                )
+                .file(&ctx.manifest.path)
+                .key("package.metadata.mcpp.accel")
+                .detail("known: vulkan (spirv_1_0), vulkan1.0 (spirv_1_0), vulkan1.1 (spirv_1_3), vulkan1.2 (spirv_1_5), vulkan1.3 and vulkan1.4 (spirv_1_6)")
+                .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"))
+            }
+        };
+        let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.tool_cache)?;
+        let includes = crate::host::resolve_includes(ctx.manifest, TABLE, &opts.includes)?;
+        let stage = opts.stage.unwrap_or_default();
+        let mut plan = RulePlan::default();
+        plan.warnings.extend(warning);
+        for s in sources {
+            let out = ctx.work_dir.join("slang").join(format!("{}.spv", s.rel));
+            let depfile = ctx.work_dir.join("slang").join(format!("{}.d", s.rel));
+            let args = argv(&opts, &profile, &includes, &depfile, &out, &s.path);
+            let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+            plan.actions.push(Action {
+                id: format!("slang:{}", s.rel),
+                description: format!("{} {}", tool.name, s.rel),
+                role: Role::Source,
+                tool: tool.clone(),
+                args,
+                cwd: ctx.manifest.dir().to_path_buf(),
+                inputs: vec![s.path.clone()],
+                outputs: vec![out.clone()],
+                depfile: Some(depfile),
+                include_dirs: includes.clone(),
+                deps: Vec::new(),
+                builtin: None,
+            });
+            plan.payloads.push((s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
+        }
+        plan.tools.push(tool);
+        Ok(plan)
+    }
+}
+
+/// The slangc arguments (after the program) for one source:
+/// `-target spirv -profile <profile> -entry <entry> -stage <stage> -O0|-O1 -DNAME=value.. -I<dir>..
+/// <flags> -depfile <d> -o <spv> <src>`.
+pub fn argv(opts: &SlangOptions, profile: &str, includes: &[PathBuf], depfile: &Path, out: &Path, src: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    a.extend(["-target".into(), "spirv".into(), "-profile".into(), profile.into()]);
+    a.extend(["-entry".into(), opts.entry.as_deref().unwrap_or("main").into()]);
+    a.extend(["-stage".into(), opts.stage.unwrap_or_default().slang_name().into()]);
+    a.push(if opts.optimize == Some(true) { "-O1" } else { "-O0" }.into());
+    for (k, v) in &opts.defines {
+        a.push(format!("-D{k}={v}").into());
+    }
+    for inc in includes {
+        let mut s = OsString::from("-I");
+        s.push(inc);
+        a.push(s);
+    }
+    a.extend(opts.flags.iter().map(OsString::from));
+    a.extend(["-depfile".into(), depfile.into(), "-o".into(), out.into(), src.into()]);
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profile_is_the_newest_spirv_the_vulkan_version_guarantees() {
+        assert_eq!(profile_for(None), Some("spirv_1_0"));
+        assert_eq!(profile_for(Some("1.0")), Some("spirv_1_0"));
+        assert_eq!(profile_for(Some("1.1")), Some("spirv_1_3"));
+        assert_eq!(profile_for(Some("1.2")), Some("spirv_1_5"));
+        assert_eq!(profile_for(Some("1.3")), Some("spirv_1_6"));
+        assert_eq!(profile_for(Some("1.4")), Some("spirv_1_6"));
+        assert_eq!(profile_for(Some("2.7")), None);
+    }
+
+    #[test]
+    fn the_command_is_argv_with_o0_unless_optimize_is_true() {
+        let mut opts = SlangOptions { defines: [("N".to_string(), "a b".to_string())].into(), flags: vec!["-g".into()], ..Default::default() };
+        let a = argv(&opts, "spirv_1_5", &[PathBuf::from("/m o")], Path::new("/w/x.d"), Path::new("/w/x.spv"), Path::new("/p/x.slang"));
+        let words: Vec<&str> = a.iter().map(|s| s.to_str().unwrap()).collect();
+        assert_eq!(
+            words,
+            ["-target", "spirv", "-profile", "spirv_1_5", "-entry", "main", "-stage", "compute", "-O0", "-DN=a b", "-I/m o", "-g", "-depfile", "/w/x.d", "-o", "/w/x.spv", "/p/x.slang"]
+        );
+        opts.optimize = Some(true);
+        opts.entry = Some("scale".into());
+        opts.stage = Some(SlangStage::Fragment);
+        let a = argv(&opts, "spirv_1_6", &[], Path::new("d"), Path::new("o"), Path::new("s"));
+        let words: Vec<&str> = a.iter().map(|s| s.to_str().unwrap()).collect();
+        assert_eq!(words[..9], ["-target", "spirv", "-profile", "spirv_1_6", "-entry", "scale", "-stage", "fragment", "-O1"]);
+        assert_eq!(SlangStage::Fragment.suffix(), "frag");
+    }
+}
