@@ -380,6 +380,12 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         }
         println!("  source:  {}", d.source);
         println!("  from:    {}", d.origin);
+        if let Some(root) = &d.toolkit {
+            println!("  toolkit: {}", root.display());
+            if let Some(o) = &d.toolkit_origin {
+                println!("    from:  {o}");
+            }
+        }
         if !d.considered.is_empty() {
             println!("  considered before it:");
             for c in &d.considered {

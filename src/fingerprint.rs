@@ -66,9 +66,10 @@ fn now_ns() -> i64 {
 }
 
 /// (size, mtime ns, ctime ns, inode) on Unix; `None` elsewhere (every hash reads the file).
-type StatKey = (u64, i64, i64, u64);
+/// Also the key of the resolver's version cache ([`crate::tool`]).
+pub(crate) type StatKey = (u64, i64, i64, u64);
 
-fn stat_key(path: &Path) -> Option<StatKey> {
+pub(crate) fn stat_key(path: &Path) -> Option<StatKey> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -368,8 +368,9 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
 /// The payload requirements of a build, after the two gates (issue 4; seed 000): a rule's
 /// payloads count only when the package has sources of that rule selected for this build AND
 /// the accelerator set names the rule's backend. A payload whose tool the project names
-/// explicitly (the builder, manifest `tools`, the rule's variables, `MCPP_TOOL_<NAME>`) is not
-/// required: a choice never causes the payload to be fetched.
+/// explicitly (the builder, manifest `tools`, the rule's variables, `MCPP_TOOL_<NAME>`, its
+/// toolkit's root variables such as `CUDA_PATH`) is not required: a choice never causes the
+/// payload to be fetched.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
@@ -390,7 +391,7 @@ pub fn payload_requirements(
             let t = &req.tool;
             let chosen = builder_tools.contains_key(t.name)
                 || manifest.mcpp.tools.contains_key(t.name)
-                || t.env_vars.iter().chain(req.named_by_env).any(|v| env.get_nonempty(v).is_some())
+                || t.env_vars.iter().chain(req.named_by_env).chain(t.toolkit.map_or(&[][..], |k| k.root_vars)).any(|v| env.get_nonempty(v).is_some())
                 || env.get_nonempty(&crate::tool::override_var(t.name)).is_some();
             if chosen {
                 continue;
@@ -738,7 +739,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         let source = crate::tool::ToolSource::Derived(format!("the cc crate's {what}"));
         crate::tool::resolve_at(spec, path, source, "the cc crate", &config.env, &config.work_dir)
     };
-    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
+    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None, toolkit: None };
     let compiler = crate::host::lane_tool(&host, tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?, &config.env, &config.work_dir)?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());

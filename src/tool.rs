@@ -3,23 +3,38 @@
 //!
 //! Order, the same for every rule:
 //! 1. the project's explicit choice: the builder's [`crate::Build::tool`], then the manifest's
-//!    `[package.metadata.mcpp.tools] <name> = "/path"`;
+//!    `[package.metadata.mcpp.tools] <name> = "/path"` (for a toolkit, also the rule's key naming
+//!    the root, e.g. `[package.metadata.mcpp.cuda] toolkit`: [`RootChoice`]);
 //! 2. the rule's conventional environment variables ([`ToolSpec::env_vars`], e.g. `GLSLC`,
 //!    `MCPP_GLSLC`, `NVCC`);
 //! 3. the global override `MCPP_TOOL_<NAME>` ([`override_var`]);
-//! 4. the declared payload ([`ToolSpec::payload`]), when installed (build.rs never downloads:
+//! 4. for a tool that lives in a toolkit ([`ToolSpec::toolkit`]: CUDA, ROCm, oneAPI, CANN), the
+//!    toolkit's root variables ([`ToolkitSpec::root_vars`], e.g. `CUDA_PATH`, `CUDA_HOME`), the
+//!    program being [`ToolkitSpec::program_in_root`] inside the root;
+//! 5. the declared payload ([`ToolSpec::payload`]), when installed (build.rs never downloads:
 //!    a payload declared by the manifest or `mcpp.lock` but not installed is refused with the
 //!    exact `cargo mcpp fetch` command);
-//! 5. PATH, with a warning saying how to declare it instead.
+//! 6. PATH (found with the `which` crate), with a warning saying how to declare it instead.
 //!
-//! A stated choice that does not exist is refused, never replaced by a later source. Every
-//! decision (and every refusal) is recorded, with the manifest line, variable or build.rs line
-//! that made it, in `<device cache>/tool-decisions.json`; `cargo mcpp why tool <name>` prints
-//! that record. When nothing answers, one refusal lists every way to name the tool, in order.
+//! For a toolkit tool the root and the program are two answers of the one order: a program
+//! named in steps 1-3 is what runs, and its toolkit is the one it sits in (a named program
+//! outside any toolkit, a wrapper, still runs, with the root from the next steps); the root
+//! comes from the rule's root key, the named program, the root variables, the payload or the
+//! program on PATH, and is accepted only when it holds every [`ToolkitSpec::marker_files`].
 //!
-//! The version is asked of the tool once and cached by (path, size, mtime) so that a no-op
-//! build starts no compiler process at all, not even `--version`. A payload tool runs with its
-//! library directories on `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity.
+//! A stated choice that does not exist is refused, never replaced by a later source (a root
+//! variable that names no toolkit too). Every decision (and every refusal) is recorded, with
+//! the manifest line, variable or build.rs line that made it (and the toolkit root with what
+//! named it), in `<device cache>/tool-decisions.json`; `cargo mcpp why tool <name>` prints
+//! that record. When nothing answers, one refusal lists every way to name the tool, numbered
+//! in order.
+//!
+//! The version is asked of the tool once, within [`PROBE_TIMEOUT`] (a tool that hangs is
+//! refused, naming it), and cached by the program file's stat data (path, size, mtime, ctime,
+//! inode: the hash cache's key, [`crate::fingerprint`]), so a no-op build starts no compiler
+//! process at all, not even `--version`, and a program replaced in place (`cp -p` keeps size
+//! and mtime, not ctime) is asked again. A payload tool runs with its library directories on
+//! `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity.
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
@@ -28,7 +43,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 /// The file, in the device cache, holding the last decision for each tool.
 pub const DECISIONS_FILE: &str = "tool-decisions.json";
@@ -46,8 +62,88 @@ pub struct ToolSpec {
     pub version_args: &'static [&'static str],
     /// How to install it, for the refusal (e.g. `apt install glslang-tools`).
     pub install_hint: &'static str,
-    /// The payload (a name in `payloads.toml`) that provides it, if any.
+    /// The payload (a name in `payloads.toml`) that provides it, if any. For a toolkit tool
+    /// the payload's root ([`crate::payload::Installed::root`]) is the toolkit root.
     pub payload: Option<&'static str>,
+    /// The toolkit the program lives in, when the rule needs the toolkit's root as well as the
+    /// program (headers, runtime libraries): CUDA's nvcc, HIP's hipcc, oneAPI's icpx, CANN's
+    /// bisheng. `None` for a tool that stands alone (glslangValidator, clang++).
+    pub toolkit: Option<&'static ToolkitSpec>,
+}
+
+/// A toolkit: a directory tree holding the program and what the rule compiles against,
+/// named by a root variable, installed as a payload, or found around the program. Declared by
+/// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
+/// declares one of these instead of writing a resolver.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolkitSpec {
+    /// What it is called in messages: `CUDA toolkit`, `ROCm`, `oneAPI`, `CANN`.
+    pub name: &'static str,
+    /// The rule's manifest key naming the root, as written in messages
+    /// (`[package.metadata.mcpp.cuda] toolkit`); the value comes in a [`RootChoice`].
+    pub root_key: Option<&'static str>,
+    /// The environment variables naming the root, in order: `CUDA_PATH`, `CUDA_HOME` (CUDA);
+    /// `HIP_PATH`, `ROCM_PATH` (ROCm); `ONEAPI_ROOT` (oneAPI); `ASCEND_HOME_PATH` (CANN). A set
+    /// one that names no toolkit is refused, not skipped.
+    pub root_vars: &'static [&'static str],
+    /// The program's path inside the root, `/`-separated: `bin/nvcc`. A named program whose
+    /// real path ends so sits in the root above it.
+    pub program_in_root: &'static str,
+    /// Files, `/`-separated and relative to the root, that a root must hold to be one:
+    /// `include/cuda_runtime.h`.
+    pub marker_files: &'static [&'static str],
+}
+
+impl ToolkitSpec {
+    /// Whether `root` holds every marker file.
+    pub fn is_root(&self, root: &Path) -> bool {
+        self.marker_files.iter().all(|m| root.join(m).is_file())
+    }
+    /// The first marker file `root` lacks, for messages (`include/cuda_runtime.h`).
+    pub fn missing_marker(&self, root: &Path) -> Option<&'static str> {
+        self.marker_files.iter().copied().find(|m| !root.join(m).is_file())
+    }
+    /// The program inside `root` ([`ToolkitSpec::program_in_root`]).
+    pub fn program(&self, root: &Path) -> PathBuf {
+        root.join(self.program_in_root)
+    }
+    /// The root `program` sits in: its real path (symlinks resolved) with
+    /// [`ToolkitSpec::program_in_root`]'s directories taken off, when that is a root.
+    pub fn root_around(&self, program: &Path) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(program).ok()?;
+        let mut root = real.as_path();
+        for _ in 0..Path::new(self.program_in_root).components().count() {
+            root = root.parent()?;
+        }
+        self.is_root(root).then(|| root.to_path_buf())
+    }
+}
+
+/// The project's explicit toolkit root (step 1 of the order, for a [`ToolkitSpec`] with a
+/// [`ToolkitSpec::root_key`]): read by the rule from its options and handed to
+/// [`resolve_toolkit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootChoice {
+    /// The root, absolute (made so against the package root by the rule).
+    pub root: PathBuf,
+    /// The manifest file.
+    pub manifest: PathBuf,
+    /// The line of the key, when known.
+    pub line: Option<usize>,
+    /// The key as a dotted path, for refusals (`package.metadata.mcpp.cuda.toolkit`).
+    pub key: String,
+}
+
+/// A resolved toolkit root and what named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolkitRoot {
+    /// The root directory.
+    pub root: PathBuf,
+    /// What named it, short, for messages: `CUDA_PATH`, `[package.metadata.mcpp.cuda] toolkit`,
+    /// `payload cuda-nvcc 13.0.88 (...)`, `PATH`, or the origin of the named program.
+    pub found_by: String,
+    /// What named it, with its value or line, as recorded for `why tool`.
+    pub origin: String,
 }
 
 /// `MCPP_TOOL_<NAME>`: the global override variable of a tool (name upper-cased, every
@@ -86,18 +182,27 @@ pub enum ToolSource {
     },
     /// Found on PATH (warned).
     Path,
-    /// Derived from another decision: the `cc` crate's host compiler and archiver, or the
-    /// program inside a CUDA toolkit found through `CUDA_PATH` (the text says which).
+    /// The program inside a toolkit root named by a root variable ([`ToolkitSpec::root_vars`]).
+    Root {
+        /// The variable, e.g. `CUDA_PATH`.
+        var: String,
+        /// The root it names.
+        root: PathBuf,
+    },
+    /// Derived from another decision: the `cc` crate's host compiler and archiver, a compiler
+    /// wrapper (the text says which).
     Derived(String),
 }
 
 impl ToolSource {
-    /// The class shown by `why tool`: `choice`, `env`, `override`, `payload`, `path`.
+    /// The class shown by `why tool`: `choice`, `env`, `override`, `root`, `payload`, `path`,
+    /// `derived`.
     pub fn class(&self) -> &'static str {
         match self {
             ToolSource::Builder | ToolSource::Manifest(_) | ToolSource::ManifestKey { .. } => "choice",
             ToolSource::Env(_) => "env",
             ToolSource::Override(_) => "override",
+            ToolSource::Root { .. } => "root",
             ToolSource::Payload { .. } => "payload",
             ToolSource::Path => "path",
             ToolSource::Derived(_) => "derived",
@@ -114,6 +219,7 @@ impl std::fmt::Display for ToolSource {
             ToolSource::Env(v) => write!(f, "the environment variable {v}"),
             ToolSource::Override(v) => write!(f, "the global override {v}"),
             ToolSource::Payload { name, version } => write!(f, "the payload {name} {version}"),
+            ToolSource::Root { var, root } => write!(f, "the toolkit root {var}={}", root.display()),
             ToolSource::Derived(how) => write!(f, "{how}"),
             ToolSource::Path => write!(f, "PATH"),
         }
@@ -209,6 +315,13 @@ pub struct Decision {
     pub warning: Option<String>,
     /// The refusal text, when nothing answered.
     pub refusal: Option<String>,
+    /// For a toolkit tool: the toolkit root used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<PathBuf>,
+    /// For a toolkit tool: what named the root, with its value or line
+    /// (`the environment variable CUDA_PATH=/opt/cuda`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit_origin: Option<String>,
 }
 
 /// Read the recorded decisions in `cache_dir` (empty when none were recorded).
@@ -226,34 +339,28 @@ fn record(cache_dir: &Path, d: Decision) -> Result<()> {
 
 /// Take `path` as `spec`'s program, decided elsewhere (`source`, with `origin` saying where:
 /// the line or variable), check that it runs, and record the decision for `cargo mcpp why
-/// tool` exactly as [`resolve`] does. For rules whose program comes with a toolkit found by
-/// its own order (CUDA: `cuda.toolkit`, `NVCC`, `CUDA_PATH`, the payload, PATH) and for the
-/// host tools the `cc` crate chose.
+/// tool` exactly as [`resolve`] does. For the host tools the `cc` crate chose and nvcc's host
+/// compiler (`-ccbin`), whose order is the `cc` crate's.
 ///
 /// # Errors
-/// [`ErrorKind::ToolNotFound`] when `path` does not exist, is not executable or does not run;
-/// the refusal is recorded too.
+/// [`ErrorKind::ToolNotFound`] when `path` does not exist, is not executable, does not run or
+/// does not answer its version within [`PROBE_TIMEOUT`]; the refusal is recorded too.
 pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str, env: &Env, cache_dir: &Path) -> Result<Tool> {
     let empty = ToolChoices::default();
     let found = (|| {
-        let path = if path.is_relative() && path.components().count() == 1 {
+        let path = if is_bare(path) {
             find_on_path(&path.to_string_lossy(), env)
-                .ok_or_else(|| not_found(spec, &empty, Some(format!("{source} names `{}`, which is not on PATH", path.display()))))?
+                .ok_or_else(|| refusal(spec, &empty, format!("{} cannot be used: {source} names `{}`, which is not on PATH", spec.name, path.display())))?
         } else {
             path.to_path_buf()
         };
-        if !path.exists() {
-            return Err(not_found(spec, &empty, Some(format!("{source} names `{}`, which does not exist", path.display()))).detail(format!("  (named at {origin})")));
-        }
-        if !is_executable(&path) {
-            return Err(not_found(spec, &empty, Some(format!("{source} names `{}`, which is not an executable file", path.display()))).detail(format!("  (named at {origin})")));
-        }
-        let version = version_of(spec, &path, &[], cache_dir)?;
+        check_named(spec, &empty, &path, &source, origin)?;
+        let version = version_of(spec, &path, &[], cache_dir, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
         Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), payload_root: None })
     })();
     match found {
         Ok(tool) => {
-            record_answer(&tool, origin.to_string(), Vec::new(), None, cache_dir)?;
+            record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache_dir)?;
             Ok(tool)
         }
         Err(e) => {
@@ -281,12 +388,15 @@ fn record_refusal_after(spec: &ToolSpec, error: &Error, considered: Vec<String>,
             considered,
             warning: None,
             refusal: Some(error.to_string()),
+            toolkit: None,
+            toolkit_origin: None,
         },
     );
 }
 
-/// Record the answer `tool` (decided by `origin`, after `considered`) for `cargo mcpp why tool`.
-fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: Option<String>, cache_dir: &Path) -> Result<()> {
+/// Record the answer `tool` (decided by `origin`, after `considered`, in `toolkit`) for
+/// `cargo mcpp why tool`.
+fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: Option<String>, toolkit: Option<&ToolkitRoot>, cache_dir: &Path) -> Result<()> {
     record(
         cache_dir,
         Decision {
@@ -298,36 +408,80 @@ fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: 
             considered,
             warning,
             refusal: None,
+            toolkit: toolkit.map(|t| t.root.clone()),
+            toolkit_origin: toolkit.map(|t| t.origin.clone()),
         },
     )
 }
 
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
 /// `cache_dir` when the program file is unchanged. Records the decision (or the refusal) in
-/// `cache_dir`. Returns the tool and, for a PATH answer, the warning to show.
+/// `cache_dir`. Returns the tool and, for a PATH answer, the warning to show. For a toolkit
+/// tool this is [`resolve_toolkit`] without a root key, the root left out.
 ///
 /// # Errors
-/// [`ErrorKind::ToolNotFound`] when no source answers, or a named path does not exist or does
-/// not run (the text lists every way to name the tool); [`ErrorKind::Manifest`] when the
-/// payload is declared but not installed (naming the `cargo mcpp fetch` command) or does not
-/// match `mcpp.lock`.
+/// [`ErrorKind::ToolNotFound`] when no source answers, a named path does not exist or does
+/// not run, or the version is not answered within [`PROBE_TIMEOUT`] (the text lists every way
+/// to name the tool); [`ErrorKind::Manifest`] when the payload is declared but not installed
+/// (naming the `cargo mcpp fetch` command) or does not match `mcpp.lock`.
 pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache_dir: &Path) -> Result<(Tool, Option<String>)> {
+    let r = resolve_toolkit(spec, choices, None, env, cache_dir)?;
+    Ok((r.tool, r.warning))
+}
+
+/// What [`resolve_toolkit`] answers.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The program and its identity.
+    pub tool: Tool,
+    /// The PATH warning, when PATH answered.
+    pub warning: Option<String>,
+    /// The toolkit root, for a tool with a [`ToolSpec::toolkit`]; `None` otherwise.
+    pub toolkit: Option<ToolkitRoot>,
+}
+
+/// Resolve `spec` and, when it lives in a toolkit, its toolkit root, in the one order of the
+/// module docs (`root` is the rule's explicit root, e.g. `[package.metadata.mcpp.cuda]
+/// toolkit`). Records the decision, with the root and what named it, for `cargo mcpp why tool`.
+///
+/// # Errors
+/// As [`resolve`]; also [`ErrorKind::ToolNotFound`] when the root key or a set root variable
+/// names a directory without the toolkit's marker files (refused with the key or variable, not
+/// skipped), and when a toolkit answers without its program.
+pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, cache_dir: &Path) -> Result<Resolved> {
     let mut considered = Vec::new();
-    let outcome = find(spec, choices, env, &mut considered);
+    let outcome = find(spec, choices, root, env, true, &mut considered);
     let result = outcome.and_then(|found| {
-        let version = version_of(spec, &found.path, &found.env, cache_dir)?;
+        let version = version_of(spec, &found.path, &found.env, cache_dir, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {})", found.origin)))?;
         Ok((found, version))
     });
     match result {
         Ok((found, version)) => {
             let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, payload_root: found.payload_root };
-            record_answer(&tool, found.origin, considered, found.warning.clone(), cache_dir)?;
-            Ok((tool, found.warning))
+            record_answer(&tool, found.origin, considered, found.warning.clone(), found.toolkit.as_ref(), cache_dir)?;
+            Ok(Resolved { tool, warning: found.warning, toolkit: found.toolkit })
         }
         Err(e) => {
             record_refusal_after(spec, &e, considered, cache_dir);
             Err(e)
         }
+    }
+}
+
+/// The toolkit root of `spec` alone, in the same order as [`resolve_toolkit`], without running
+/// or requiring the program and without recording a decision: for a rule that compiles against
+/// the toolkit with another program (CUDA's clang route, `--cuda-path`). Returns the root and,
+/// when PATH answered, the warning.
+///
+/// # Errors
+/// As [`resolve_toolkit`]; [`ErrorKind::ToolNotFound`] also when `spec` declares no toolkit (a
+/// defect of the rule).
+pub fn find_toolkit_root(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env) -> Result<(ToolkitRoot, Option<String>)> {
+    let mut considered = Vec::new();
+    let found = find(spec, choices, root, env, false, &mut considered)?;
+    match found.toolkit {
+        Some(t) => Ok((t, found.warning)),
+        None => Err(Error::new(ErrorKind::ToolNotFound, format!("the tool {} declares no toolkit", spec.name)).help("this is a defect of cargo-mcpp; report it")),
     }
 }
 
@@ -338,24 +492,35 @@ struct Found {
     env: Vec<(String, OsString)>,
     payload_root: Option<PathBuf>,
     warning: Option<String>,
+    toolkit: Option<ToolkitRoot>,
 }
 
-fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<String>) -> Result<Found> {
-    let named = |path: PathBuf, source: ToolSource, origin: String| -> Result<Found> {
-        let path = if path.is_relative() && path.components().count() == 1 {
-            find_on_path(&path.to_string_lossy(), env).unwrap_or(path)
-        } else {
-            path
-        };
-        if !path.exists() {
-            return Err(not_found(spec, choices, Some(format!("{source} names `{}`, which does not exist", path.display()))).detail(format!("  (named at {origin})")));
-        }
-        if !is_executable(&path) {
-            return Err(not_found(spec, choices, Some(format!("{source} names `{}`, which is not an executable file", path.display()))).detail(format!("  (named at {origin})")));
-        }
+/// A program name without a directory (`nvcc`), looked up on PATH.
+fn is_bare(p: &Path) -> bool {
+    p.is_relative() && p.components().count() == 1
+}
+
+/// Refuse a named program that does not exist or is not executable.
+fn check_named(spec: &ToolSpec, choices: &ToolChoices, path: &Path, source: &ToolSource, origin: &str) -> Result<()> {
+    let problem = if !path.exists() {
+        "which does not exist"
+    } else if !is_executable(path) {
+        "which is not an executable file"
+    } else {
+        return Ok(());
+    };
+    Err(refusal(spec, choices, format!("{} cannot be used: {source} names `{}`, {problem}", spec.name, path.display())).detail(format!("  (named at {origin})")))
+}
+
+/// Steps 1-3: the program the project names (explicit choice, the rule's variables, the
+/// global override), checked; `None` when none names it.
+fn find_named(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<String>) -> Result<Option<Found>> {
+    let named = |path: PathBuf, source: ToolSource, origin: String| -> Result<Option<Found>> {
+        let path = if is_bare(&path) { find_on_path(&path.to_string_lossy(), env).unwrap_or(path) } else { path };
+        check_named(spec, choices, &path, &source, &origin)?;
         // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
         let path = std::path::absolute(&path).unwrap_or(path);
-        Ok(Found { path, source, origin, env: Vec::new(), payload_root: None, warning: None })
+        Ok(Some(Found { path, source, origin, env: Vec::new(), payload_root: None, warning: None, toolkit: None }))
     };
     // 1. The explicit choice.
     if let Some(p) = choices.builder.get(spec.name) {
@@ -381,7 +546,52 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
         return named(PathBuf::from(&v), ToolSource::Override(ovr.clone()), format!("the environment variable {ovr}={v}"));
     }
     considered.push(format!("{ovr} (unset)"));
-    // 4. The declared payload.
+    Ok(None)
+}
+
+/// `LD_LIBRARY_PATH` for a payload's programs: its existing library directories.
+fn payload_env(lib_dirs: &[PathBuf]) -> Vec<(String, OsString)> {
+    let dirs: Vec<&PathBuf> = lib_dirs.iter().filter(|d| d.is_dir()).collect();
+    if dirs.is_empty() {
+        return Vec::new();
+    }
+    vec![("LD_LIBRARY_PATH".to_string(), std::env::join_paths(dirs).unwrap_or_default())]
+}
+
+/// The refusal of a payload that is declared (a pin, `mcpp.lock`) but not installed.
+fn declared_not_installed(spec: &ToolSpec, p: &str, version: &str, by: &str, choices: &ToolChoices) -> Error {
+    Error::new(ErrorKind::Manifest, format!("{} needs the payload {p} {version}, which is declared ({by}) but not installed", spec.name))
+        .detail("build.rs never downloads; payloads are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
+        .help(format!("run `{}`", choices.fetch_command))
+}
+
+/// The refusal when nothing answered: the headline, every way, and what was consulted.
+fn nothing_answered(spec: &ToolSpec, choices: &ToolChoices, considered: &[String]) -> Error {
+    let headline = match spec.toolkit {
+        Some(kit) => format!("no {} found (for {})", kit.name, spec.name),
+        None => format!("no {} found", spec.name),
+    };
+    consulted(refusal(spec, choices, headline), considered)
+}
+
+fn consulted(mut e: Error, considered: &[String]) -> Error {
+    e = e.detail("consulted:");
+    for c in considered {
+        e = e.detail(format!("  {c}"));
+    }
+    e
+}
+
+fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, need_program: bool, considered: &mut Vec<String>) -> Result<Found> {
+    let named = find_named(spec, choices, env, considered)?;
+    if let Some(kit) = spec.toolkit {
+        return find_in_toolkit(spec, kit, choices, root, named, env, need_program, considered);
+    }
+    if let Some(found) = named {
+        return Ok(found);
+    }
+    let ovr = override_var(spec.name);
+    // 5. The declared payload.
     if let Some(p) = spec.payload {
         match choices.payloads.get(p) {
             Some(Availability::Ready { installed, lib_dirs, why }) => {
@@ -390,26 +600,17 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
                     return Err(Error::new(ErrorKind::ToolNotFound, format!("payload {p} {} has no {} in {}", installed.version, spec.programs.join(" or "), installed.root.display()))
                         .help("its layout differs from payloads.toml; name the tool instead: [package.metadata.mcpp.tools]"));
                 };
-                let mut tool_env = Vec::new();
-                let dirs: Vec<&PathBuf> = lib_dirs.iter().filter(|d| d.is_dir()).collect();
-                if !dirs.is_empty() {
-                    let joined = std::env::join_paths(dirs).unwrap_or_default();
-                    tool_env.push(("LD_LIBRARY_PATH".to_string(), joined));
-                }
                 return Ok(Found {
                     path,
                     source: ToolSource::Payload { name: p.to_string(), version: installed.version.clone() },
                     origin: format!("payload {p} {} ({why}), installed in {}", installed.version, installed.dir.display()),
-                    env: tool_env,
+                    env: payload_env(lib_dirs),
                     payload_root: Some(installed.root.clone()),
                     warning: None,
+                    toolkit: None,
                 });
             }
-            Some(Availability::Missing { version, declared_by: Some(by), .. }) => {
-                return Err(Error::new(ErrorKind::Manifest, format!("{} needs the payload {p} {version}, which is declared ({by}) but not installed", spec.name))
-                    .detail("build.rs never downloads; payloads are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
-                    .help(format!("run `{}`", choices.fetch_command)));
-            }
+            Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
             Some(Availability::Missing { version, declared_by: None, .. }) => {
                 considered.push(format!("payload {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
             }
@@ -417,7 +618,7 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
             None => considered.push(format!("payload {p} (not used by this build)")),
         }
     }
-    // 5. PATH.
+    // 6. PATH.
     if let Some(path) = spec.programs.iter().find_map(|prog| find_on_path(prog, env)) {
         let mut w = format!(
             "{} was found on PATH ({}); declare it instead: [package.metadata.mcpp.tools] {} = \"{}\" or {}=...",
@@ -432,61 +633,226 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mut Vec<
         }
         // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
         let path = std::path::absolute(&path).unwrap_or(path);
-        return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), payload_root: None, warning: Some(w) });
+        return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), payload_root: None, warning: Some(w), toolkit: None });
     }
     considered.push(format!("PATH (no {})", spec.programs.join(", ")));
-    let mut e = not_found(spec, choices, None);
-    e = e.detail("consulted:");
-    for c in considered.iter() {
-        e = e.detail(format!("  {c}"));
-    }
-    Err(e)
+    Err(nothing_answered(spec, choices, considered))
 }
 
-fn not_found(spec: &ToolSpec, choices: &ToolChoices, why: Option<String>) -> Error {
+/// The toolkit steps: the root from the root key, the named program's location, the root
+/// variables, the payload, PATH; the program is the named one, else the root's own.
+#[allow(clippy::too_many_arguments)]
+fn find_in_toolkit(
+    spec: &ToolSpec,
+    kit: &ToolkitSpec,
+    choices: &ToolChoices,
+    root_choice: Option<&RootChoice>,
+    named: Option<Found>,
+    env: &Env,
+    need_program: bool,
+    considered: &mut Vec<String>,
+) -> Result<Found> {
+    // The program for a root: the named one (with the root added), else the root's own.
+    let in_root = |named: Option<Found>, toolkit: ToolkitRoot, source: ToolSource, env_vars: Vec<(String, OsString)>, payload_root: Option<PathBuf>, considered: &[String]| -> Result<Found> {
+        if let Some(n) = named {
+            return Ok(Found { toolkit: Some(toolkit), ..n });
+        }
+        let path = kit.program(&toolkit.root);
+        if need_program && !is_executable(&path) {
+            let e = refusal(spec, choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, toolkit.root.display(), toolkit.origin, kit.program_in_root));
+            return Err(consulted(e, considered));
+        }
+        Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, payload_root, warning: None, toolkit: Some(toolkit) })
+    };
+    // 1. The rule's root key.
+    if let Some(c) = root_choice {
+        let key_text = kit.root_key.map(str::to_string).unwrap_or_else(|| c.key.clone());
+        let line = c.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let origin = format!("{}{line} {key_text} = {:?}", c.manifest.display(), c.root.display().to_string());
+        if let Some(m) = kit.missing_marker(&c.root) {
+            let e = refusal(spec, choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, c.root.display()));
+            return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
+        }
+        let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
+        return in_root(named, ToolkitRoot { root: c.root.clone(), found_by: key_text, origin }, source, Vec::new(), None, considered);
+    }
+    if let Some(k) = kit.root_key {
+        considered.push(format!("{k} (not set)"));
+    }
+    // The root the named program sits in; a named program outside any (a wrapper) still runs.
+    let named = match named {
+        Some(n) => match kit.root_around(&n.path) {
+            Some(root) => {
+                let toolkit = ToolkitRoot { found_by: n.origin.clone(), origin: format!("the root {} sits in ({})", n.path.display(), n.origin), root };
+                return Ok(Found { toolkit: Some(toolkit), ..n });
+            }
+            None => {
+                considered.push(format!("{} `{}` ({}) is not inside a {} root; the root comes from the next ways", spec.name, n.path.display(), n.origin, kit.name));
+                Some(n)
+            }
+        },
+        None => None,
+    };
+    // 4. The root variables: a set one that names no toolkit is refused, not skipped.
+    for var in kit.root_vars {
+        let Some(v) = env.get_nonempty(var) else {
+            considered.push(format!("{var} (unset)"));
+            continue;
+        };
+        let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
+        if let Some(m) = kit.missing_marker(&root) {
+            let e = refusal(spec, choices, format!("the {} cannot be used: {var}=`{v}` has no {m}", kit.name));
+            return Err(consulted(e, considered).key(var.to_string()));
+        }
+        let toolkit = ToolkitRoot { root: root.clone(), found_by: var.to_string(), origin: format!("the environment variable {var}={v}") };
+        return in_root(named, toolkit, ToolSource::Root { var: var.to_string(), root }, Vec::new(), None, considered);
+    }
+    // 5. The declared payload: its root is the toolkit root.
+    if let Some(p) = spec.payload {
+        match choices.payloads.get(p) {
+            Some(Availability::Ready { installed, lib_dirs, why }) => match kit.missing_marker(&installed.root) {
+                None => {
+                    let by = format!("payload {p} {} ({why})", installed.version);
+                    let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", installed.dir.display()), found_by: by };
+                    let source = ToolSource::Payload { name: p.to_string(), version: installed.version.clone() };
+                    return in_root(named, toolkit, source, payload_env(lib_dirs), Some(installed.root.clone()), considered);
+                }
+                Some(m) => considered.push(format!("the payload {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
+            },
+            Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
+            Some(Availability::Missing { version, declared_by: None, .. }) => {
+                considered.push(format!("payload {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
+            }
+            Some(Availability::Refused(e)) => return Err(e.clone()),
+            None => considered.push(format!("payload {p} (not used by this build)")),
+        }
+    }
+    // 6. The program on PATH, when it sits in a root (warned).
+    let mut on_path = false;
+    for prog in spec.programs {
+        let Some(path) = find_on_path(prog, env) else { continue };
+        on_path = true;
+        let Some(root) = kit.root_around(&path) else {
+            considered.push(format!("{prog} on PATH (`{}`) is not inside a {} root", path.display(), kit.name));
+            continue;
+        };
+        let mut declare: Vec<String> = kit.root_key.map(|k| format!("{k} = \"{}\"", root.display())).into_iter().collect();
+        declare.extend(kit.root_vars.first().map(|v| format!("{v}={}", root.display())));
+        let mut w = format!("the {} was found through {prog} on PATH ({}); declare it instead: {}", kit.name, path.display(), declare.join(" or "));
+        if let Some(p) = spec.payload {
+            w.push_str(&format!(", or install the payload {p} with `{}`", choices.fetch_command));
+        }
+        let toolkit = ToolkitRoot { root, found_by: "PATH".into(), origin: format!("PATH ({})", path.display()) };
+        let mut found = in_root(named, toolkit, ToolSource::Path, Vec::new(), None, considered)?;
+        found.warning = Some(w);
+        return Ok(found);
+    }
+    if !on_path {
+        considered.push(format!("PATH (no {})", spec.programs.join(", ")));
+    }
+    Err(nothing_answered(spec, choices, considered))
+}
+
+/// A refusal of `spec` with `headline`, listing every way to name it, numbered in order (a
+/// tool without variables, a toolkit or a payload has fewer ways), and the way out.
+fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
     let prog = spec.programs[0];
-    let mut e = Error::new(ErrorKind::ToolNotFound, match &why {
-        Some(w) => format!("{} cannot be used: {w}", spec.name),
-        None => format!("no {} found", spec.name),
-    });
-    // Numbered as listed: a tool without variables or a payload has fewer ways.
-    let mut ways: Vec<String> = vec![format!(
+    let mut e = Error::new(ErrorKind::ToolNotFound, headline);
+    let mut first = format!(
         "in build.rs: cargo_mcpp::Build::new().tool(\"{}\", \"/path/to/{prog}\")\n     or in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{prog}\"",
         spec.name, spec.name
-    )];
+    );
+    if let Some(k) = spec.toolkit.and_then(|k| k.root_key) {
+        first.push_str(&format!("\n     or the {} root in Cargo.toml: {k} = \"/path/to/root\"", spec.toolkit.map(|k| k.name).unwrap_or_default()));
+    }
+    let mut ways: Vec<String> = vec![first];
     let vars: Vec<String> = spec.env_vars.iter().map(|v| format!("{v}=/path/to/{prog}")).collect();
     if !vars.is_empty() {
         ways.push(format!("the environment: {}", vars.join(" or ")));
     }
     ways.push(format!("the global override: {}=/path/to/{prog}", override_var(spec.name)));
+    if let Some(kit) = spec.toolkit.filter(|k| !k.root_vars.is_empty()) {
+        let roots: Vec<String> = kit.root_vars.iter().map(|v| format!("{v}=/path/to/root")).collect();
+        let mut holds = vec![kit.program_in_root];
+        holds.extend(kit.marker_files.iter().copied());
+        ways.push(format!("the {} root: {} (a root holds {})", kit.name, roots.join(" or "), holds.join(" and ")));
+    }
     if let Some(p) = spec.payload {
         let cmd = if choices.fetch_command.is_empty() { "cargo mcpp fetch".to_string() } else { choices.fetch_command.clone() };
         ways.push(format!("the payload {p}: `{cmd}` installs it (pin a version with [package.metadata.mcpp.payloads] {p} = \"...\")"));
     }
-    ways.push(format!("on PATH as {} (a warning asks you to declare it)", spec.programs.join(" or ")));
+    let inside = spec.toolkit.map(|k| format!(", inside a {} root", k.name)).unwrap_or_default();
+    ways.push(format!("on PATH as {}{inside} (a warning asks you to declare it)", spec.programs.join(" or ")));
     e = e.detail("cargo-mcpp looks for it in this order; name it in any one of these ways:");
     for (n, way) in ways.iter().enumerate() {
         for (i, line) in way.lines().enumerate() {
             e = e.detail(if i == 0 { format!("  {}. {line}", n + 1) } else { line.to_string() });
         }
     }
-    e
-        .help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
+    e.help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
         .help("cargo-mcpp's README, \"Declared toolchains\", says how each way works; `cargo mcpp why tool <name>` shows what a build chose")
 }
 
-/// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv and return its
-/// stdout when it exits 0; `None` when it cannot start or fails. Probes are facts, never
-/// refusals by themselves (seed 002 "facts and floors").
-pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+/// How long a tool may take to answer a probe (its version, what it accepts, `nvidia-smi`):
+/// a program that hangs there is refused (its version) or ignored (a probe) instead of
+/// hanging the build.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a probe ended.
+enum Ran {
+    /// It exited (or was killed by a signal) with this output.
+    Exited { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
+    /// It was still running after the timeout, and was killed.
+    TimedOut,
 }
 
-/// The first `program` on the PATH of `env`.
+/// Run `cmd` (stdin empty, stdout and stderr into unnamed temporary files, so a grandchild
+/// holding them open cannot block the read) for at most `timeout`.
+fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
+    use std::io::{Read, Seek};
+    let mut out = tempfile::tempfile()?;
+    let mut err = tempfile::tempfile()?;
+    cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(err.try_clone()?);
+    let mut child = cmd.spawn()?;
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let elapsed = started.elapsed();
+        if elapsed >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Ran::TimedOut);
+        }
+        std::thread::sleep(pause.min(timeout - elapsed));
+        pause = (pause * 2).min(Duration::from_millis(50));
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    out.rewind()?;
+    out.read_to_end(&mut stdout)?;
+    err.rewind()?;
+    err.read_to_end(&mut stderr)?;
+    Ok(Ran::Exited { status, stdout, stderr })
+}
+
+/// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv, for at most
+/// [`PROBE_TIMEOUT`], and return its stdout when it exits 0; `None` when it cannot start,
+/// fails or hangs. Probes are facts, never refusals by themselves (seed 002 "facts and floors").
+pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
+    match run_timed(Command::new(program).args(args), PROBE_TIMEOUT).ok()? {
+        Ran::Exited { status, stdout, .. } => status.success().then(|| String::from_utf8_lossy(&stdout).into_owned()),
+        Ran::TimedOut => None,
+    }
+}
+
+/// The first `program` on the PATH of `env`, found as `which` finds it (the `which` crate:
+/// executable regular files, relative PATH entries taken from the working directory).
 pub fn find_on_path(program: &str, env: &Env) -> Option<PathBuf> {
     let path = env.get_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| is_executable(p))
+    let cwd = std::env::current_dir().ok()?;
+    which::which_in(program, Some(path), cwd).ok()
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -501,16 +867,28 @@ fn is_executable(p: &Path) -> bool {
     }
 }
 
-/// What `tool` prints (stdout then stderr) for `args`, asked once and cached in
-/// `<cache_dir>/tool-probes.json` by (path, size, mtime, args) like its version, so a no-op build
-/// starts no process. `None` when it does not start, is killed, cannot execute (126/127) or
-/// prints nothing (nothing is cached then); another exit code counts as an answer
-/// (`glslangValidator --help` exits 1).
-/// Used for what a compiler accepts (`nvcc --list-gpu-code`, clang's `--print-supported-cpus`).
-pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<String> {
-    let meta = std::fs::metadata(&tool.path).ok()?;
+/// The cache key of a program file: its path and stat data (size, mtime, ctime, inode), the
+/// hash cache's key ([`crate::fingerprint`]): a program replaced in place keeps its path and
+/// may keep size and mtime (`cp -p`), but not its ctime. Size and mtime where the platform
+/// has no ctime and inode.
+fn file_key(path: &Path) -> Result<String> {
+    if let Some((size, mtime, ctime, inode)) = crate::fingerprint::stat_key(path) {
+        return Ok(format!("{}|{size}|{mtime}|{ctime}|{inode}", path.display()));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
     let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
-    let key = format!("{}|{}|{}|{}", tool.path.display(), meta.len(), mtime, args.join(" "));
+    Ok(format!("{}|{}|{mtime}", path.display(), meta.len()))
+}
+
+/// What `tool` prints (stdout then stderr) for `args`, asked once and cached in
+/// `<cache_dir>/tool-probes.json` by the program file's key (path and stat data, like its
+/// version) and `args`, so a no-op build starts no process. `None` when it does not start, is
+/// killed, does not answer within [`PROBE_TIMEOUT`], cannot execute (126/127) or prints nothing
+/// (nothing is cached then); another exit code counts as an answer (`glslangValidator --help`
+/// exits 1). Used for what a compiler accepts (`nvcc --list-gpu-code`, clang's
+/// `--print-supported-cpus`).
+pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<String> {
+    let key = format!("{}|{}", file_key(&tool.path).ok()?, args.join(" "));
     let cache_file = cache_dir.join("tool-probes.json");
     let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     if let Some(v) = cache.get(&key) {
@@ -518,14 +896,12 @@ pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<Stri
     }
     let mut cmd = Command::new(&tool.path);
     cmd.args(args);
-    for (k, v) in &tool.env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().ok()?;
-    if matches!(out.status.code(), None | Some(126) | Some(127)) {
+    tool.apply_env(&mut cmd);
+    let Ran::Exited { status, stdout, stderr } = run_timed(&mut cmd, PROBE_TIMEOUT).ok()? else { return None };
+    if matches!(status.code(), None | Some(126) | Some(127)) {
         return None;
     }
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     if text.trim().is_empty() {
         return None;
     }
@@ -536,10 +912,8 @@ pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<Stri
     Some(text)
 }
 
-fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cache_dir: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
-    let key = format!("{}|{}|{}", path.display(), meta.len(), mtime);
+fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cache_dir: &Path, timeout: Duration) -> Result<String> {
+    let key = file_key(path)?;
     let cache_file = cache_dir.join("tool-versions.json");
     let mut cache: BTreeMap<String, String> =
         std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
@@ -551,12 +925,18 @@ fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cac
     for (k, v) in tool_env {
         cmd.env(k, v);
     }
-    let out = cmd.output().map_err(|e| {
+    let ran = run_timed(&mut cmd, timeout).map_err(|e| {
         Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run: {e}", spec.name, path.display()))
     })?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    if matches!(out.status.code(), None | Some(126) | Some(127)) {
-        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, path.display(), out.status))
+    let Ran::Exited { status, stdout, stderr } = ran else {
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{} {}` did not answer within {} s", spec.name, path.display(), spec.version_args.join(" "), timeout.as_secs_f64()))
+            .file(path)
+            .detail("cargo-mcpp asks each tool its version once (then cached by the program file); this one was still running, and was stopped.")
+            .help(format!("name a program that answers `{}` ([package.metadata.mcpp.tools] {}, or {}), or fix this one", spec.version_args.join(" "), spec.name, override_var(spec.name))));
+    };
+    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
+    if matches!(status.code(), None | Some(126) | Some(127)) {
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, path.display(), status))
             .detail(text.trim().lines().take(5).collect::<Vec<_>>().join("\n"))
             .help("a payload's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
     }
@@ -577,5 +957,32 @@ mod tests {
         assert_eq!(override_var("glslangValidator"), "MCPP_TOOL_GLSLANGVALIDATOR");
         assert_eq!(override_var("spirv-val"), "MCPP_TOOL_SPIRV_VAL");
         assert_eq!(override_var("nvcc"), "MCPP_TOOL_NVCC");
+    }
+
+    /// A tool that hangs on `--version` is refused after the timeout, naming the tool, its path
+    /// and the arguments, instead of hanging the build; nothing is cached for it.
+    #[cfg(unix)]
+    #[test]
+    fn a_version_probe_that_hangs_is_refused_after_the_timeout() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let hang = dir.path().join("hangcc");
+        std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
+        std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let spec = ToolSpec { name: "hangcc", programs: &["hangcc"], env_vars: &[], version_args: &["--version"], install_hint: "none", payload: None, toolkit: None };
+        let started = Instant::now();
+        let e = version_of(&spec, &hang, &[], dir.path(), Duration::from_millis(300)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "stopped at the timeout, not when sleep ended: {:?}", started.elapsed());
+        assert_eq!(e.kind, ErrorKind::ToolNotFound);
+        let text = e.to_string();
+        assert!(text.contains(&format!("hangcc cannot be used: `{} --version` did not answer within 0.3 s", hang.display())), "{text}");
+        assert!(text.contains("MCPP_TOOL_HANGCC"), "the way out: {text}");
+        assert!(!dir.path().join("tool-versions.json").exists(), "nothing cached");
+        // A probe that answers in time is read whole, stdout then stderr.
+        let ok = dir.path().join("okcc");
+        std::fs::write(&ok, "#!/bin/sh\necho out; echo err >&2; exit 3\n").unwrap();
+        std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let v = version_of(&ToolSpec { name: "okcc", ..spec }, &ok, &[], dir.path(), Duration::from_secs(5)).unwrap();
+        assert_eq!(v, "out\nerr");
     }
 }

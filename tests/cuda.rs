@@ -151,9 +151,29 @@ fn no_toolkit_is_refused_naming_every_way() {
     let e = build(tmp.path(), &pkg).env_remove("CUDA_PATH").env("PATH", "/nonexistent").try_compile().unwrap_err();
     assert_eq!(e.kind, ErrorKind::ToolNotFound);
     let t = e.to_string();
-    for way in ["no CUDA toolkit found", "[package.metadata.mcpp.cuda] toolkit", "NVCC or MCPP_NVCC=", "CUDA_PATH or CUDA_HOME=", "MCPP_TOOL_NVCC=", "the payload cuda-nvcc", "nvcc on PATH", "--no-accel"] {
-        assert!(t.contains(way), "`{way}` missing from:\n{t}");
+    // The one resolver's refusal: every way, numbered in order without gaps, then the CUDA way out.
+    let ways = [
+        "no CUDA toolkit found (for nvcc)",
+        "1. in build.rs: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/nvcc\")",
+        "or in Cargo.toml: [package.metadata.mcpp.tools] nvcc = \"/path/to/nvcc\"",
+        "or the CUDA toolkit root in Cargo.toml: [package.metadata.mcpp.cuda] toolkit = \"/path/to/root\"",
+        "2. the environment: NVCC=/path/to/nvcc or MCPP_NVCC=/path/to/nvcc",
+        "3. the global override: MCPP_TOOL_NVCC=/path/to/nvcc",
+        "4. the CUDA toolkit root: CUDA_PATH=/path/to/root or CUDA_HOME=/path/to/root (a root holds bin/nvcc and include/cuda_runtime.h)",
+        "5. the payload cuda-nvcc: `cargo mcpp fetch --manifest-path",
+        "6. on PATH as nvcc, inside a CUDA toolkit root",
+        "consulted:",
+        "CUDA_PATH (unset)",
+        "CUDA_HOME (unset)",
+        "PATH (no nvcc)",
+        "--no-accel",
+    ];
+    let mut at = 0;
+    for w in ways {
+        let i = t[at..].find(w).unwrap_or_else(|| panic!("missing or out of order `{w}` in:\n{t}"));
+        at += i + w.len();
     }
+    assert!(!t.contains("7. "), "six ways: {t}");
 }
 
 #[test]
@@ -303,8 +323,45 @@ fn a_toolkit_of_another_cuda_version_than_the_accelerator_is_refused() {
 fn a_named_cuda_path_that_is_no_toolkit_is_refused_not_replaced() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, _) = fake_toolkit(tmp.path());
-    let e = build(tmp.path(), &pkg).env("CUDA_PATH", "/nonexistent").env("PATH", root.join("bin")).try_compile().unwrap_err().to_string();
-    assert!(e.contains("CUDA_PATH=`/nonexistent` has no include/cuda_runtime.h"), "{e}");
+    let err = build(tmp.path(), &pkg).env("CUDA_PATH", "/nonexistent").env("PATH", root.join("bin")).try_compile().unwrap_err();
+    let e = err.to_string();
+    assert!(e.contains("the CUDA toolkit cannot be used: CUDA_PATH=`/nonexistent` has no include/cuda_runtime.h"), "{e}");
+    assert_eq!(err.key.as_deref(), Some("CUDA_PATH"), "{e}");
+    assert!(e.contains("4. the CUDA toolkit root: CUDA_PATH=/path/to/root or CUDA_HOME=/path/to/root"), "the shared refusal lists the ways: {e}");
+    // The refusal is the recorded decision (never an earlier build's answer).
+    let decisions: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap()).unwrap();
+    assert_eq!(decisions["nvcc"]["source"], "none");
+    assert!(decisions["nvcc"]["refusal"].as_str().unwrap().contains("CUDA_PATH=`/nonexistent`"), "{decisions}");
+}
+
+/// The toolkit-root step of the one resolver: `CUDA_PATH` names the root, the program is the
+/// root's `bin/nvcc`, and the decision names the variable and the root; `CUDA_HOME` answers
+/// when `CUDA_PATH` is unset.
+#[test]
+fn cuda_path_names_the_toolkit_and_the_decision_records_the_variable_and_the_root() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, shim) = fake_toolkit(tmp.path());
+    let ccbin = tmp.path().join("ccbin-shim");
+    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &ccbin).unwrap();
+    let decision = || -> serde_json::Value {
+        let all: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap()).unwrap();
+        all["nvcc"].clone()
+    };
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &ccbin).env("PATH", "/nonexistent").try_compile().unwrap();
+    assert!(recorded(&shim).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the root's bin/nvcc compiled scale.cu");
+    let d = decision();
+    assert_eq!(d["answer"], s(&root.join("bin/nvcc")));
+    assert_eq!(d["source"], "root");
+    assert_eq!(d["origin"], format!("the environment variable CUDA_PATH={}", s(&root)));
+    assert_eq!(d["toolkit"], s(&root));
+    assert_eq!(d["toolkit_origin"], format!("the environment variable CUDA_PATH={}", s(&root)));
+    let considered: Vec<&str> = d["considered"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(&considered[considered.len() - 2..], ["MCPP_TOOL_NVCC (unset)", "[package.metadata.mcpp.cuda] toolkit (not set)"]);
+    build(tmp.path(), &pkg).env_remove("CUDA_PATH").env("CUDA_HOME", &root).env("NVCC_CCBIN", &ccbin).env("PATH", "/nonexistent").try_compile().unwrap();
+    let d = decision();
+    assert_eq!((d["source"].as_str(), d["toolkit"].as_str()), (Some("root"), Some(s(&root).as_str())));
+    assert_eq!(d["toolkit_origin"], format!("the environment variable CUDA_HOME={}", s(&root)));
+    assert!(d["considered"].as_array().unwrap().iter().any(|c| c == "CUDA_PATH (unset)"), "{d}");
 }
 
 #[test]

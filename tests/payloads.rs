@@ -366,7 +366,7 @@ fn the_slang_payload_compiles_a_shader_with_its_slangc() {
     eprintln!("fetch slang: {:.1} s", started.elapsed().as_secs_f64());
     assert!(t.contains("Installed payload slang 2026.14.1"), "{t}");
     assert_eq!(fx.lock().get("slang").unwrap().archives[0].distribution, "slangtorch");
-    const SLANGC: ToolSpec = ToolSpec { name: "slangc", programs: &["slangc"], env_vars: &["SLANGC", "MCPP_SLANGC"], version_args: &["-v"], install_hint: "none", payload: Some("slang") };
+    const SLANGC: ToolSpec = ToolSpec { name: "slangc", programs: &["slangc"], env_vars: &["SLANGC", "MCPP_SLANGC"], version_args: &["-v"], install_hint: "none", payload: Some("slang"), toolkit: None };
     let (resolved, _) = resolve_with_payloads(&fx, &SLANGC, "slang");
     assert_eq!(resolved.source.class(), "payload");
     assert!(resolved.version.contains("2026.14.1"), "{}", resolved.version);
@@ -406,7 +406,7 @@ fn the_cuda_payload_compiles_a_cu_file_with_its_nvcc() {
     assert!(t.contains("Installed payload cuda-nvcc 13.0.88"), "{t}");
     let archives: Vec<String> = fx.lock().get("cuda-nvcc").unwrap().archives.iter().map(|a| format!("{}=={}", a.distribution, a.version)).collect();
     assert_eq!(archives, ["nvidia-cuda-nvcc==13.0.88", "nvidia-nvvm==13.0.88", "nvidia-cuda-crt==13.0.88", "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-cccl==13.0.85"]);
-    const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC", "MCPP_NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc") };
+    const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC", "MCPP_NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc"), toolkit: None };
     let (nvcc, _) = resolve_with_payloads(&fx, &NVCC, "cuda-nvcc");
     assert!(nvcc.version.contains("release 13.0, V13.0.88"), "{}", nvcc.version);
     assert_eq!(nvcc.payload_root.as_deref(), Some(fx.home.join("payloads/cuda-nvcc/13.0.88/nvidia/cu13").as_path()));

@@ -10,14 +10,14 @@ use cargo_mcpp::manifest::Manifest;
 use cargo_mcpp::payload::{Availability, Installed};
 use cargo_mcpp::rules::{self, PayloadReq, Rule, RuleContext, RulePlan};
 use cargo_mcpp::sources::DeviceSource;
-use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
+use cargo_mcpp::tool::{self, RootChoice, ToolChoices, ToolSpec, ToolkitSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
 
-const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", payload: Some("glslang") };
+const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", payload: Some("glslang"), toolkit: None };
 
 /// An executable script printing `fakecc <label>` (run by the kernel from its `#!` line).
 fn fake(dir: &Path, label: &str) -> PathBuf {
@@ -49,8 +49,11 @@ impl Setup {
         self.root.join("target/debug/mcpp/resolver-fixture")
     }
     fn why(&self) -> String {
+        self.why_tool("fakecc")
+    }
+    fn why_tool(&self, name: &str) -> String {
         let o = Command::new(BIN)
-            .args(["mcpp", "why", "tool", "fakecc", "--manifest-path"])
+            .args(["mcpp", "why", "tool", name, "--manifest-path"])
             .arg(self.root.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(self.root.join("target"))
@@ -164,7 +167,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
 
 /// A CUDA rule that plans nothing and declares the CUDA payload, to test the gates with both backends.
 struct FakeCuda;
-const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc") };
+const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc"), toolkit: None };
 impl Rule for FakeCuda {
     fn tools(&self) -> &'static [ToolSpec] {
         &[NVCC]
@@ -210,6 +213,17 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     chosen.set("NVCC", "/opt/nvcc");
     chosen.set("MCPP_TOOL_GLSLANGVALIDATOR", "/opt/glslangValidator");
     assert_eq!(needed("vulkan1.2, cuda12.9+{sm_90}", &chosen), Vec::<String>::new());
+    // The CUDA rule's toolkit root variables name its toolkit: they are choices too.
+    let cuda: Vec<Box<dyn Rule>> = vec![Box::new(rules::spirv::SpirvRule), Box::new(rules::cuda::CudaRule)];
+    let a = AccelSet::parse("cuda13.0+{sm_90}").unwrap();
+    let c = cargo_mcpp::sources::collect(&m, &a, &cuda, &Env::empty()).unwrap();
+    let cuda_needed = |env: &Env| cargo_mcpp::pipeline::payload_requirements(&m, &a, &c, &cuda, env, &BTreeMap::new()).unwrap().len();
+    assert_eq!(cuda_needed(&env), 1, "the control");
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        let mut named = Env::empty();
+        named.set(var, "/opt/cuda");
+        assert_eq!(cuda_needed(&named), 0, "{var}");
+    }
 }
 
 #[test]
@@ -255,4 +269,166 @@ fn vulkan_only_and_no_accel_cargo_mcpp_builds_leave_the_cuda_cache_untouched() {
     // The build script's device phase used the payload, and recorded it.
     let why = Command::new(BIN).args(["mcpp", "why", "tool", "glslangValidator", "--manifest-path"]).arg(root.join("Cargo.toml")).arg("--target-dir").arg(tmp.path().join("target")).output().unwrap();
     assert!(text(&why).contains("source:  payload"), "{}", text(&why));
+}
+
+/// A fake toolkit root at `dir`: `bin/<program>` printing `<program> <label>` and the marker file.
+fn fake_kit(dir: &Path, program: &str, marker: &str, label: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let m = dir.join(marker);
+    std::fs::create_dir_all(m.parent().unwrap()).unwrap();
+    std::fs::write(&m, "").unwrap();
+    let p = dir.join("bin").join(program);
+    std::fs::write(&p, format!("#!/bin/sh\necho \"{program} {label}\"\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// The toolkit steps of the one resolver, with the CUDA rule's own declaration
+/// (`rules::cuda::NVCC`): the root key, the root a named nvcc sits in (a wrapper outside any
+/// keeps running), `CUDA_PATH` then `CUDA_HOME` (one naming no toolkit is refused, not skipped),
+/// the payload's root, PATH (warned); `why tool nvcc` names the source and the root.
+#[test]
+fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source() {
+    let s = Setup::new();
+    let nvcc = rules::cuda::NVCC;
+    let kit = |name: &str, label: &str| fake_kit(&s.root.join(name), "nvcc", "include/cuda_runtime.h", label);
+    let (by_var, by_home, by_key, sits_in) = (kit("var-kit", "var"), kit("home-kit", "home"), kit("key-kit", "key"), kit("named-kit", "named"));
+    let var_root = s.root.join("var-kit");
+    let wrapper = fake(&s.root.join("wrapper"), "wrapper");
+    let choices = ToolChoices { manifest_path: s.manifest.path.clone(), fetch_command: "cargo mcpp fetch --manifest-path X".into(), ..Default::default() };
+    let mut env = Env::empty();
+    env.set("PATH", s.root.join("empty"));
+    env.set("CUDA_PATH", &var_root);
+    env.set("CUDA_HOME", s.root.join("home-kit"));
+
+    // CUDA_PATH: the program inside the root; the record names the variable and the root.
+    let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.tool.version.as_str(), r.tool.source.class()), (by_var.as_path(), "nvcc var", "root"));
+    let root = r.toolkit.unwrap();
+    assert_eq!((root.root.as_path(), root.found_by.as_str()), (var_root.as_path(), "CUDA_PATH"));
+    let why = s.why_tool("nvcc");
+    for line in [
+        format!("answer:  {}", by_var.display()),
+        "source:  root".to_string(),
+        format!("from:    the environment variable CUDA_PATH={}", var_root.display()),
+        format!("toolkit: {}", var_root.display()),
+        format!("from:  the environment variable CUDA_PATH={}", var_root.display()),
+    ] {
+        assert!(why.contains(&line), "`{line}` missing from:\n{why}");
+    }
+    // CUDA_HOME when CUDA_PATH is unset.
+    env.remove("CUDA_PATH");
+    let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.toolkit.unwrap().found_by.as_str()), (by_home.as_path(), "CUDA_HOME"));
+    assert!(s.why_tool("nvcc").contains("CUDA_PATH (unset)"));
+    // A named nvcc inside a toolkit brings its toolkit; a wrapper outside any runs, with the
+    // root from the next ways.
+    env.set("CUDA_PATH", &var_root);
+    env.set("NVCC", &sits_in);
+    let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.tool.source.class(), r.toolkit.unwrap().root), (sits_in.as_path(), "env", s.root.join("named-kit").canonicalize().unwrap()));
+    env.set("NVCC", &wrapper);
+    let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.tool.version.as_str(), r.toolkit.unwrap().root), (wrapper.as_path(), "fakecc wrapper", var_root.clone()));
+    let why = s.why_tool("nvcc");
+    assert!(why.contains("source:  env") && why.contains(&format!("toolkit: {}", var_root.display())) && why.contains("is not inside a CUDA toolkit root; the root comes from the next ways"), "{why}");
+    // The root key comes first for the root; the named program still runs.
+    let key = RootChoice { root: s.root.join("key-kit"), manifest: s.manifest.path.clone(), line: Some(3), key: "package.metadata.mcpp.cuda.toolkit".into() };
+    let r = tool::resolve_toolkit(&nvcc, &choices, Some(&key), &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.toolkit.as_ref().unwrap().root.as_path()), (wrapper.as_path(), key.root.as_path()));
+    env.remove("NVCC");
+    let r = tool::resolve_toolkit(&nvcc, &choices, Some(&key), &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.tool.source.class()), (by_key.as_path(), "choice"));
+    assert!(s.why_tool("nvcc").contains(&format!("from:    {}:3 [package.metadata.mcpp.cuda] toolkit", s.manifest.path.display())));
+    let bad_key = RootChoice { root: s.root.join("nope"), ..key.clone() };
+    let e = tool::resolve_toolkit(&nvcc, &choices, Some(&bad_key), &env, &s.cache()).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.cuda.toolkit"));
+    assert!(e.to_string().contains(&format!("[package.metadata.mcpp.cuda] toolkit names `{}`, which has no include/cuda_runtime.h", s.root.join("nope").display())), "{e}");
+    // A set root variable that names no toolkit is refused (naming it), not replaced by PATH.
+    env.set("CUDA_PATH", s.root.join("nope"));
+    env.set("PATH", s.root.join("var-kit/bin"));
+    let e = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("CUDA_PATH"));
+    assert!(e.to_string().contains(&format!("CUDA_PATH=`{}` has no include/cuda_runtime.h", s.root.join("nope").display())), "{e}");
+    assert!(s.why_tool("nvcc").contains("source:  none"));
+    // The payload's root is the toolkit root.
+    env.remove("CUDA_PATH");
+    env.remove("CUDA_HOME");
+    let payload_root = s.root.join("payload-kit");
+    fake_kit(&payload_root, "nvcc", "include/cuda_runtime.h", "payload");
+    let mut with_payload = choices.clone();
+    let Availability::Ready { mut installed, lib_dirs, why } = s.payload() else { unreachable!() };
+    installed.root = payload_root.clone();
+    with_payload.payloads.insert("cuda-nvcc".into(), Availability::Ready { installed, lib_dirs, why });
+    let r = tool::resolve_toolkit(&nvcc, &with_payload, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.version.as_str(), r.tool.source.class(), r.toolkit.unwrap().root), ("nvcc payload", "payload", payload_root));
+    // PATH: the toolkit around the nvcc found there, warned with the ways to declare it.
+    let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.source.class(), r.toolkit.unwrap().root), ("path", var_root.canonicalize().unwrap()));
+    let w = r.warning.unwrap();
+    assert!(w.contains("the CUDA toolkit was found through nvcc on PATH") && w.contains("[package.metadata.mcpp.cuda] toolkit = \"") && w.contains("CUDA_PATH="), "{w}");
+}
+
+/// The toolkit step is declared, not written: a ROCm-like toolkit (`HIP_PATH`, then
+/// `ROCM_PATH`, `bin/hipcc`, `include/hip/hip_runtime.h`) resolves with no code of its own, and
+/// its refusal lists its ways, numbered without gaps.
+#[test]
+fn another_lane_declares_a_toolkit_and_gets_the_same_order_and_refusal() {
+    const ROCM: ToolkitSpec = ToolkitSpec { name: "ROCm", root_key: None, root_vars: &["HIP_PATH", "ROCM_PATH"], program_in_root: "bin/hipcc", marker_files: &["include/hip/hip_runtime.h"] };
+    const HIPCC: ToolSpec = ToolSpec { name: "hipcc", programs: &["hipcc"], env_vars: &["HIPCC"], version_args: &["--version"], install_hint: "apt install rocm-hip-sdk", payload: None, toolkit: Some(&ROCM) };
+    let s = Setup::new();
+    let hipcc = fake_kit(&s.root.join("rocm"), "hipcc", "include/hip/hip_runtime.h", "6.2");
+    let choices = ToolChoices { manifest_path: s.manifest.path.clone(), ..Default::default() };
+    let mut env = Env::empty();
+    env.set("PATH", s.root.join("empty"));
+    env.set("ROCM_PATH", s.root.join("rocm"));
+    let r = tool::resolve_toolkit(&HIPCC, &choices, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.path.as_path(), r.tool.version.as_str(), r.toolkit.unwrap().found_by.as_str()), (hipcc.as_path(), "hipcc 6.2", "ROCM_PATH"));
+    assert!(s.why_tool("hipcc").contains("considered before it:\n    build.rs Build::tool(\"hipcc\", ..) (not called)"));
+    env.remove("ROCM_PATH");
+    let e = tool::resolve_toolkit(&HIPCC, &choices, None, &env, &s.cache()).unwrap_err().to_string();
+    let ways = [
+        "no ROCm found (for hipcc)",
+        "1. in build.rs: cargo_mcpp::Build::new().tool(\"hipcc\", \"/path/to/hipcc\")",
+        "2. the environment: HIPCC=/path/to/hipcc",
+        "3. the global override: MCPP_TOOL_HIPCC=/path/to/hipcc",
+        "4. the ROCm root: HIP_PATH=/path/to/root or ROCM_PATH=/path/to/root (a root holds bin/hipcc and include/hip/hip_runtime.h)",
+        "5. on PATH as hipcc, inside a ROCm root",
+        "HIP_PATH (unset)",
+        "ROCM_PATH (unset)",
+    ];
+    let mut at = 0;
+    for w in ways {
+        let i = e[at..].find(w).unwrap_or_else(|| panic!("missing or out of order `{w}` in:\n{e}"));
+        at += i + w.len();
+    }
+    assert!(!e.contains("6. ") && !e.contains("toolkit = "), "five ways, no root key: {e}");
+}
+
+/// The version cache is keyed like the hash cache (size, mtime, ctime, inode): a tool replaced
+/// in place by `cp -p` with a program of the same size and mtime is asked its version again.
+#[test]
+fn a_tool_replaced_in_place_with_cp_p_is_asked_its_version_again() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Setup::new();
+    let tool_path = fake(&s.root.join("in-place"), "AAAA");
+    let other = fake(&s.root.join("other"), "BBBB");
+    // The same mtime on both, so `cp -p` leaves size and mtime of the replaced file as they were.
+    let mtime = std::fs::metadata(&tool_path).unwrap().modified().unwrap();
+    std::fs::File::options().write(true).open(&other).unwrap().set_modified(mtime).unwrap();
+    let choices = ToolChoices { manifest_path: s.manifest.path.clone(), ..Default::default() };
+    let mut env = Env::empty();
+    env.set("FAKECC", &tool_path);
+    let (t, _) = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap();
+    assert_eq!(t.version, "fakecc AAAA");
+    let before = std::fs::metadata(&tool_path).unwrap();
+    let cp = Command::new("cp").arg("-p").arg(&other).arg(&tool_path).output().unwrap();
+    assert!(cp.status.success(), "{}", text(&cp));
+    let after = std::fs::metadata(&tool_path).unwrap();
+    assert_eq!((after.len(), after.mtime(), after.mtime_nsec(), after.ino()), (before.len(), before.mtime(), before.mtime_nsec(), before.ino()), "cp -p kept size, mtime and inode");
+    assert_eq!(std::fs::read_to_string(&tool_path).unwrap(), "#!/bin/sh\necho \"fakecc BBBB\"\n");
+    let (t, _) = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap();
+    assert_eq!(t.version, "fakecc BBBB", "the replaced program was asked again");
+    assert!(s.why().contains("version: fakecc BBBB"));
 }

@@ -14,9 +14,11 @@
 //! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
 //!
 //! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
-//! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) comes from
-//! `cuda.toolkit`, then `NVCC`/the `nvcc` tool choice, `CUDA_PATH`, `CUDA_HOME`, then PATH
-//! (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
+//! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
+//! program come from the one resolver ([`tool::resolve_toolkit`], the toolkit declared as
+//! [`CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
+//! `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), `CUDA_PATH`, `CUDA_HOME`, the
+//! `cuda-nvcc` payload, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
 //! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
 //! can be probed (libcuda's `cuDriverGetVersion`), a toolkit whose major version is newer than
 //! the driver's is refused before anything compiles (CUDA minor-version compatibility makes
@@ -30,7 +32,7 @@ use crate::archive::ArchiveFormat;
 use crate::graph::{Action, Builtin, Role};
 use serde::Deserialize;
 use crate::sources::DeviceSource;
-use crate::tool::{self, Tool, ToolChoices, ToolSource, ToolSpec};
+use crate::tool::{self, RootChoice, Tool, ToolSource, ToolSpec, ToolkitSpec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -66,8 +68,9 @@ pub struct CudaOptions {
     /// `"nvcc"` (default) or `"clang"`.
     pub compiler: Option<CudaCompilerName>,
     /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
-    /// package root or absolute; first in the discovery order (then `NVCC`, `CUDA_PATH`,
-    /// `CUDA_HOME`, PATH). For the clang route it is the `--cuda-path`.
+    /// package root or absolute; first in the resolver's order for the root (then the toolkit a
+    /// named nvcc sits in, `CUDA_PATH`, `CUDA_HOME`, the payload, PATH). For the clang route it
+    /// is the `--cuda-path`.
     pub toolkit: Option<PathBuf>,
     /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
     /// `cc` crate's C++ compiler.
@@ -93,14 +96,26 @@ pub struct CudaOptions {
 /// machines' driver 580 supports it).
 pub const CUDA_NVCC_PAYLOAD: &str = "13.0.88";
 
-/// nvcc: `NVCC`, then PATH.
+/// The CUDA toolkit, as the resolver reads it: `[package.metadata.mcpp.cuda] toolkit`, then
+/// `CUDA_PATH`, `CUDA_HOME`; a root holds `bin/nvcc` and `include/cuda_runtime.h`.
+pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
+    name: "CUDA toolkit",
+    root_key: Some("[package.metadata.mcpp.cuda] toolkit"),
+    root_vars: &["CUDA_PATH", "CUDA_HOME"],
+    program_in_root: "bin/nvcc",
+    marker_files: &["include/cuda_runtime.h"],
+};
+
+/// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
+/// toolkit root ([`CUDA_TOOLKIT`]), the `cuda-nvcc` payload, then PATH.
 pub const NVCC: ToolSpec = ToolSpec {
     name: "nvcc",
     programs: &["nvcc"],
     env_vars: &["NVCC", "MCPP_NVCC"],
     version_args: &["--version"],
-    install_hint: "pip install nvidia-cuda-nvcc, or cargo mcpp fetch (the cuda-nvcc payload)",
+    install_hint: "pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm, or cargo mcpp fetch (the cuda-nvcc payload)",
     payload: Some("cuda-nvcc"),
+    toolkit: Some(&CUDA_TOOLKIT),
 };
 /// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
 pub const CLANG: ToolSpec = ToolSpec {
@@ -110,9 +125,10 @@ pub const CLANG: ToolSpec = ToolSpec {
     version_args: &["--version"],
     install_hint: "apt install clang-19",
     payload: None,
+    toolkit: None,
 };
 /// nvcc's host compiler (`-ccbin`).
-pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None };
+pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None, toolkit: None };
 
 const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
 
@@ -131,15 +147,19 @@ pub struct Toolkit {
 }
 
 impl Toolkit {
-    /// Read the toolkit at `root`; `None` when it has no `include/cuda_runtime.h`.
+    /// Read the toolkit at `root`; `None` when it has no `include/cuda_runtime.h`
+    /// ([`CUDA_TOOLKIT`]'s marker).
     pub fn at(root: &Path, found_by: impl Into<String>) -> Option<Toolkit> {
-        if !root.join("include").join("cuda_runtime.h").is_file() {
-            return None;
-        }
+        CUDA_TOOLKIT.is_root(root).then(|| Toolkit::read(root, found_by))
+    }
+
+    /// Read the version of the toolkit at `root`, a root the resolver accepted
+    /// ([`tool::ToolkitRoot`]); the version is `None` when `include/cuda.h` does not say it.
+    pub fn read(root: &Path, found_by: impl Into<String>) -> Toolkit {
         let version = std::fs::read_to_string(root.join("include").join("cuda.h")).ok().and_then(|t| {
             t.lines().find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION").and_then(|v| v.trim().parse::<u32>().ok())).map(|v| (v / 1000, (v % 1000) / 10))
         });
-        Some(Toolkit { root: root.to_path_buf(), version, found_by: found_by.into() })
+        Toolkit { root: root.to_path_buf(), version, found_by: found_by.into() }
     }
 
     /// The directories that may hold the CUDA runtime for `target`, in the order they are
@@ -217,147 +237,20 @@ pub fn rdc_flag(flags: &[String]) -> Option<usize> {
     })
 }
 
-/// The nvcc program a build runs and how it was chosen (for the fingerprint and `why tool`).
-#[derive(Debug, Clone)]
-pub struct NvccChoice {
-    /// The program (a toolkit's `bin/nvcc`, or a named wrapper).
-    pub path: PathBuf,
-    /// Where the choice came from.
-    pub source: ToolSource,
-    /// The line or variable that made it.
-    pub origin: String,
+/// The explicit toolkit root of `opts` (`[package.metadata.mcpp.cuda] toolkit`, made absolute
+/// against the package root), for the resolver.
+pub fn root_choice(opts: &CudaOptions, manifest: &crate::manifest::Manifest) -> Option<RootChoice> {
+    let t = opts.toolkit.as_ref()?;
+    let root = if t.is_absolute() { t.clone() } else { manifest.dir().join(t) };
+    Some(RootChoice { root, manifest: manifest.path.clone(), line: manifest.line("cuda.toolkit"), key: format!("{MANIFEST_KEY}.toolkit") })
 }
 
-/// Find the toolkit and the nvcc program, each in the resolver's order (seed 001):
-///
-/// - the program (what runs): `Build::tool("nvcc", ..)` / `[package.metadata.mcpp.tools] nvcc`,
-///   then `NVCC`, `MCPP_NVCC`, then `MCPP_TOOL_NVCC`, else the toolkit's own `bin/nvcc`;
-/// - the toolkit (headers, cudart): `cuda.toolkit`, the toolkit the named program sits in,
-///   `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` payload, then nvcc on PATH (warned).
-///
-/// # Errors
-/// [`ErrorKind::ToolNotFound`] naming every way to provide it, in order, and what was tried;
-/// [`ErrorKind::Manifest`] when the payload is declared (mcpp.lock, a pin) but not installed.
-pub fn find_toolkit(opts: &CudaOptions, manifest_dir: &Path, tools: &ToolChoices, env: &Env) -> Result<(Toolkit, NvccChoice, Option<String>)> {
-    let mut tried = Vec::new();
-    let named: Option<(PathBuf, ToolSource, String)> = if let Some(p) = tools.builder.get("nvcc") {
-        let at = tools.builder_lines.get("nvcc").cloned().unwrap_or_else(|| "build.rs".into());
-        Some((p.clone(), ToolSource::Builder, format!("{at} Build::tool(\"nvcc\", ..)")))
-    } else if let Some(p) = tools.manifest.get("nvcc") {
-        let line = tools.manifest_lines.get("nvcc").map(|l| format!(":{l}")).unwrap_or_default();
-        Some((p.clone(), ToolSource::Manifest(tools.manifest_path.clone()), format!("{}{line} [package.metadata.mcpp.tools] nvcc", tools.manifest_path.display())))
-    } else {
-        let ovr = tool::override_var("nvcc");
-        NVCC.env_vars.iter().map(|v| v.to_string()).chain(std::iter::once(ovr.clone())).find_map(|var| {
-            env.get_nonempty(&var).map(|v| {
-                let source = if var == ovr { ToolSource::Override(var.clone()) } else { ToolSource::Env(var.clone()) };
-                (PathBuf::from(&v), source, format!("the environment variable {var}={v}"))
-            })
-        })
-    };
-    let named = named.map(|(p, source, origin)| {
-        let p = if p.is_relative() && p.components().count() == 1 {
-            tool::find_on_path(&p.to_string_lossy(), env).unwrap_or(p)
-        } else if p.is_relative() {
-            manifest_dir.join(p)
-        } else {
-            p
-        };
-        NvccChoice { path: p, source, origin }
-    });
-    let with_program = |t: Toolkit, source: ToolSource, origin: String| -> NvccChoice {
-        named.clone().unwrap_or_else(|| NvccChoice { path: t.root.join("bin").join("nvcc"), source, origin })
-    };
-    if let Some(t) = &opts.toolkit {
-        let root = if t.is_absolute() { t.clone() } else { manifest_dir.join(t) };
-        let key = format!("{MANIFEST_KEY}.toolkit");
-        let Some(kit) = Toolkit::at(&root, key.clone()) else {
-            return Err(not_found(vec![format!("{key} names `{}`, which has no include/cuda_runtime.h", root.display())], env).key(key));
-        };
-        let choice = with_program(kit.clone(), ToolSource::ManifestKey { manifest: tools.manifest_path.clone(), key: format!("[{MANIFEST_KEY}] toolkit") }, format!("{} [{MANIFEST_KEY}] toolkit", tools.manifest_path.display()));
-        return Ok((kit, choice, None));
+/// The CUDA way out added to the resolver's refusal: the host fallback.
+fn with_fallback(e: Error, env: &Env) -> Error {
+    if e.kind != ErrorKind::ToolNotFound {
+        return e;
     }
-    if let Some(n) = &named {
-        let real = std::fs::canonicalize(&n.path).unwrap_or_else(|_| n.path.clone());
-        match real.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, n.origin.clone())) {
-            Some(t) => return Ok((t, n.clone(), None)),
-            None => tried.push(format!("nvcc `{}` ({}) is not inside a toolkit root; the toolkit comes from the next ways", n.path.display(), n.origin)),
-        }
-    }
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(v) = env.get_nonempty(var) {
-            match Toolkit::at(Path::new(&v), var) {
-                Some(t) => {
-                    let c = with_program(t.clone(), ToolSource::Derived(format!("the CUDA toolkit named by {var}")), format!("the environment variable {var}={v}"));
-                    return Ok((t, c, None));
-                }
-                None => {
-                    // A named root that is no toolkit is refused, never replaced by a later way.
-                    tried.push(format!("{var}=`{v}` has no include/cuda_runtime.h"));
-                    return Err(not_found(tried, env).key(var.to_string()));
-                }
-            }
-        }
-    }
-    match tools.payloads.get("cuda-nvcc") {
-        Some(crate::payload::Availability::Ready { installed, why, .. }) => {
-            let by = format!("payload cuda-nvcc {} ({why})", installed.version);
-            match Toolkit::at(&installed.root, by.clone()) {
-                Some(t) => {
-                    let c = with_program(t.clone(), ToolSource::Payload { name: "cuda-nvcc".into(), version: installed.version.clone() }, format!("{by}, installed in {}", installed.dir.display()));
-                    return Ok((t, c, None));
-                }
-                None => tried.push(format!("the payload cuda-nvcc {} at `{}` has no include/cuda_runtime.h", installed.version, installed.root.display())),
-            }
-        }
-        Some(crate::payload::Availability::Missing { version, declared_by: Some(by), .. }) => {
-            return Err(Error::new(ErrorKind::Manifest, format!("the CUDA rule needs the payload cuda-nvcc {version}, which is declared ({by}) but not installed"))
-                .detail("build.rs never downloads; payloads are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
-                .help(format!("run `{}`", tools.fetch_command)));
-        }
-        Some(crate::payload::Availability::Missing { version, .. }) => {
-            tried.push(format!("payload cuda-nvcc {version} (not installed; `{}` installs it)", tools.fetch_command));
-        }
-        Some(crate::payload::Availability::Refused(e)) => return Err(e.clone()),
-        None => {}
-    }
-    if let Some(nvcc) = tool::find_on_path("nvcc", env) {
-        let real = std::fs::canonicalize(&nvcc).unwrap_or(nvcc.clone());
-        if let Some(t) = real.parent().and_then(Path::parent).and_then(|r| Toolkit::at(r, "PATH")) {
-            let w = format!(
-                "the CUDA toolkit was found through nvcc on PATH ({}); declare it instead: [package.metadata.mcpp.cuda] toolkit = \"{}\" or CUDA_PATH={}",
-                nvcc.display(),
-                t.root.display(),
-                t.root.display()
-            );
-            let c = with_program(t.clone(), ToolSource::Path, format!("PATH ({})", nvcc.display()));
-            return Ok((t, c, Some(w)));
-        }
-        tried.push(format!("nvcc on PATH (`{}`) is not inside a toolkit root", nvcc.display()));
-    }
-    let mut e = not_found(tried, env);
-    if !tools.fetch_command.is_empty() {
-        e = e.help(format!("or install the cuda-nvcc payload: `{}`", tools.fetch_command));
-    }
-    Err(e)
-}
-
-fn not_found(tried: Vec<String>, env: &Env) -> Error {
-    let mut e = Error::new(ErrorKind::ToolNotFound, "no CUDA toolkit found");
-    for t in tried {
-        e = e.detail(t);
-    }
-    e.detail("cargo-mcpp looks for it in this order; provide it in any one of these ways:")
-        .detail(format!("  1. in Cargo.toml: [{}] toolkit = \"/path/to/cuda\"", MANIFEST_KEY))
-        .detail("     or nvcc named: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/cuda/bin/nvcc\") or [package.metadata.mcpp.tools] nvcc = \"...\"")
-        .detail("  2. the environment: NVCC or MCPP_NVCC=/path/to/cuda/bin/nvcc, CUDA_PATH or CUDA_HOME=/path/to/cuda")
-        .detail("  3. the global override: MCPP_TOOL_NVCC=/path/to/cuda/bin/nvcc")
-        .detail("  4. the payload cuda-nvcc: `cargo mcpp fetch --manifest-path <Cargo.toml>` installs it")
-        .detail("  5. nvcc on PATH (a warning asks you to declare it)")
-        .help(format!(
-            "install a toolkit (e.g. `pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm`) and name it, or build with {} for the host fallback",
-            crate::report::no_accel_way(env)
-        ))
+    e.help(format!("or build with {} for the host fallback", crate::report::no_accel_way(env)))
 }
 
 /// The architectures to compile for: the entry's list, with `native` (or an absent list)
@@ -591,31 +484,28 @@ pub fn ptx_arch(archs: &[String], floor: Option<&str>) -> Option<u64> {
 pub fn probe_driver_version() -> Option<(u32, u32)> {
     #[cfg(target_os = "linux")]
     {
-        use std::ffi::{c_char, c_int, c_void};
-        extern "C" {
-            fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
-            fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-        }
-        const RTLD_NOW: c_int = 2;
-        // SAFETY: dlopen/dlsym are called with NUL-terminated literals; the symbol, when found,
-        // is libcuda's `CUresult cuDriverGetVersion(int*)`, called with a valid pointer. The
-        // library stays loaded (no dlclose), so the function pointer never dangles.
-        unsafe {
-            let handle = dlopen(c"libcuda.so.1".as_ptr(), RTLD_NOW);
-            if handle.is_null() {
-                return None;
+        use std::ffi::c_int;
+        static DRIVER: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+        *DRIVER.get_or_init(|| {
+            // SAFETY: loading libcuda runs its initialisers, which expect nothing of the caller;
+            // the symbol, when found, is libcuda's `CUresult cuDriverGetVersion(int*)` (the
+            // type written here), called with a valid pointer while the library is loaded. The
+            // library is then left loaded for the life of the process (unloading a GPU driver
+            // library is not something its vendor supports).
+            unsafe {
+                let lib = libloading::Library::new("libcuda.so.1").ok()?;
+                let v = {
+                    let f: libloading::Symbol<unsafe extern "C" fn(*mut c_int) -> c_int> = lib.get(b"cuDriverGetVersion\0").ok()?;
+                    let mut v: c_int = 0;
+                    if f(&mut v) != 0 || v <= 0 {
+                        return None;
+                    }
+                    v
+                };
+                std::mem::forget(lib);
+                Some(((v / 1000) as u32, ((v % 1000) / 10) as u32))
             }
-            let sym = dlsym(handle, c"cuDriverGetVersion".as_ptr());
-            if sym.is_null() {
-                return None;
-            }
-            let f: extern "C" fn(*mut c_int) -> c_int = std::mem::transmute(sym);
-            let mut v: c_int = 0;
-            if f(&mut v) != 0 || v <= 0 {
-                return None;
-            }
-            Some(((v / 1000) as u32, ((v % 1000) / 10) as u32))
-        }
+        })
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -890,7 +780,7 @@ impl Rule for CudaRule {
     }
     /// The nvcc route drives the `cuda-nvcc` payload at an exact version (the runtime must not
     /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
-    /// unless the project names a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
+    /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no payload ships yet, so it declares none.
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
         manifest.rule_options::<CudaOptions>(self.name()).map(drop)
@@ -900,7 +790,8 @@ impl Rule for CudaRule {
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
         }
-        vec![super::PayloadReq { payload: "cuda-nvcc", version: CUDA_NVCC_PAYLOAD, tool: NVCC, named_by_env: &["CUDA_PATH", "CUDA_HOME"] }]
+        // `CUDA_PATH`/`CUDA_HOME` name the toolkit: they are NVCC's toolkit root variables.
+        vec![super::PayloadReq { payload: "cuda-nvcc", version: CUDA_NVCC_PAYLOAD, tool: NVCC, named_by_env: &[] }]
     }
     fn name(&self) -> &'static str {
         "cuda"
@@ -958,14 +849,24 @@ impl Rule for CudaRule {
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
-        let (toolkit, nvcc_choice, warning) = match find_toolkit(&opts, ctx.manifest.dir(), ctx.tools, ctx.env) {
-            Ok(found) => found,
-            Err(e) => {
-                tool::record_refusal(&NVCC, &e, ctx.tool_cache);
-                return Err(e);
+        // The toolkit and, on the nvcc route, the program: one resolver, one decision record.
+        let root_choice = root_choice(&opts, ctx.manifest);
+        let (kit_root, nvcc) = match route {
+            CudaCompilerName::Nvcc => {
+                let r = tool::resolve_toolkit(&NVCC, ctx.tools, root_choice.as_ref(), ctx.env, ctx.tool_cache).map_err(|e| with_fallback(e, ctx.env))?;
+                plan.warnings.extend(r.warning);
+                let Some(root) = r.toolkit else {
+                    return Err(Error::new(ErrorKind::ToolNotFound, "the resolver answered nvcc without a CUDA toolkit").help("this is a defect of cargo-mcpp; report it"));
+                };
+                (root, Some(r.tool))
+            }
+            CudaCompilerName::Clang => {
+                let (root, w) = tool::find_toolkit_root(&NVCC, ctx.tools, root_choice.as_ref(), ctx.env).map_err(|e| with_fallback(e, ctx.env))?;
+                plan.warnings.extend(w);
+                (root, None)
             }
         };
-        plan.warnings.extend(warning);
+        let toolkit = Toolkit::read(&kit_root.root, kit_root.found_by.clone());
         if let (Some(want), Some((major, minor))) = (&ctx.accel.version, toolkit.version) {
             let nums = ctx.accel.version_numbers();
             if nums.first() != Some(&(major as u64)) || nums.get(1).copied().unwrap_or(0) != minor as u64 {
@@ -998,9 +899,9 @@ impl Rule for CudaRule {
         let lib_dir = runtime.map(|(d, _)| d);
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.tool_cache)?;
         let mut ccbin_args: Vec<String> = Vec::new();
-        let (compiler, ccbin) = match route {
-            CudaCompilerName::Nvcc => {
-                let nvcc = tool::resolve_at(&NVCC, &nvcc_choice.path, nvcc_choice.source.clone(), &nvcc_choice.origin, ctx.env, ctx.tool_cache)?;
+        // `nvcc` is resolved on the nvcc route only.
+        let (compiler, ccbin) = match nvcc {
+            Some(nvcc) => {
                 let ccbin_path = opts
                     .ccbin
                     .as_ref()
@@ -1033,7 +934,7 @@ impl Rule for CudaRule {
                     .map_err(|e| if opts.ccbin.is_some() { e.file(&ctx.manifest.path).key(format!("{MANIFEST_KEY}.ccbin")) } else { e })?;
                 (nvcc, Some(ccbin))
             }
-            CudaCompilerName::Clang => {
+            None => {
                 let (clang, w) = tool::resolve(&CLANG, ctx.tools, ctx.env, ctx.tool_cache)?;
                 plan.warnings.extend(w);
                 (clang, None)

@@ -80,8 +80,9 @@ pub struct PayloadReq {
     /// The tool it provides: when the project names that tool explicitly (manifest `tools`,
     /// the rule's variables, `MCPP_TOOL_<NAME>`), the payload is not fetched.
     pub tool: crate::tool::ToolSpec,
-    /// Further environment variables that name the tool's installation (CUDA's `CUDA_PATH`,
-    /// `CUDA_HOME`): when one is set, the payload is not fetched either.
+    /// Further environment variables that name the tool's installation, beyond its toolkit's
+    /// root variables ([`crate::tool::ToolkitSpec::root_vars`], e.g. CUDA's `CUDA_PATH`, which
+    /// count already): when one is set, the payload is not fetched either.
     pub named_by_env: &'static [&'static str],
 }
 

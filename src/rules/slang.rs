@@ -136,6 +136,7 @@ pub const SLANGC: ToolSpec = ToolSpec {
     version_args: &["-v"],
     install_hint: "cargo mcpp fetch (the slang payload), or the slangc of a Slang release",
     payload: Some("slang"),
+    toolkit: None,
 };
 
 /// The slang payload's floor: the versions known to build with the flags above.

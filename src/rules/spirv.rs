@@ -59,6 +59,7 @@ pub const GLSLANG: ToolSpec = ToolSpec {
     version_args: &["--version"],
     install_hint: "apt install glslang-tools, or cargo mcpp fetch (the glslang payload)",
     payload: Some("glslang"),
+    toolkit: None,
 };
 
 /// glslc: `GLSLC`, `MCPP_GLSLC`, `MCPP_TOOL_GLSLC`, then PATH (no payload ships glslc).
@@ -69,6 +70,7 @@ pub const GLSLC: ToolSpec = ToolSpec {
     version_args: &["--version"],
     install_hint: "apt install glslc",
     payload: None,
+    toolkit: None,
 };
 
 /// The glslang payload's floor: `--depfile` and `--target-env vulkan1.3` need glslang 11.
