@@ -421,6 +421,10 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice,
         report.payloads.push((inst, what, s.why.clone()));
     }
     report.lock_written = lock.write(&lock_path)?;
+    if report.lock_written || report.payloads.iter().any(|(_, what, _)| *what == Fetched::Installed) {
+        // A build script that ran while these were missing reruns (see Home::installs_stamp).
+        home.touch_installs_stamp()?;
+    }
     Ok(report)
 }
 

@@ -387,6 +387,22 @@ impl Home {
     pub fn lock_dir(&self) -> PathBuf {
         self.root.join("locks")
     }
+    /// `installs.stamp`: rewritten by every fetch that installs a payload or writes a
+    /// lockfile. A build script that found a payload it wants missing (and so fell back to
+    /// PATH, or refused) watches it, so that `cargo mcpp fetch`/`cargo mcpp build` installing
+    /// it afterwards makes cargo rerun that build script: a `mcpp.lock` or a marker that did
+    /// not exist cannot be watched (a missing path would rerun it on every build).
+    pub fn installs_stamp(&self) -> PathBuf {
+        self.root.join("installs.stamp")
+    }
+    /// Rewrite [`Home::installs_stamp`] with a new content (the time), so its mtime is now.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] when it cannot be written.
+    pub fn touch_installs_stamp(&self) -> Result<()> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+        crate::fingerprint::write_if_changed(&self.installs_stamp(), format!("{now}\n").as_bytes()).map(drop)
+    }
     /// The complete install of `name` `version`, if there is one (its marker is present).
     pub fn installed(&self, catalog: &Catalog, name: &str, version: &str) -> Option<Installed> {
         let dir = self.install_dir(name, version);

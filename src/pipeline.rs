@@ -226,6 +226,14 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         for s in &selected {
             cargo.rerun_if_changed(&home.install_dir(&s.name, &s.version).join(payload::MARKER));
         }
+        if availability.values().any(|a| matches!(a, payload::Availability::Missing { .. })) {
+            // Installed later by a fetch, which rewrites the stamp: this build script reruns.
+            let stamp = home.installs_stamp();
+            if !stamp.exists() {
+                let _ = home.touch_installs_stamp();
+            }
+            cargo.rerun_if_changed(&stamp);
+        }
         for s in &selected {
             for r in &s.reports {
                 cargo.warning(r);

@@ -192,3 +192,43 @@ fn docs_rs_documents_an_island_crate_without_a_toolkit_and_every_refusal_names_a
     let out = run_in(&pkg, &dir, false, &["build"], &[("PATH", &path), ("CUDA_PATH", ""), ("CUDA_HOME", ""), ("MCPP_NO_ACCEL", "1")]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn a_payload_installed_after_a_plain_cargo_build_reruns_its_build_script() {
+    // Plain cargo first, with the glslang payload not installed: the build falls back to PATH
+    // (warned). `cargo mcpp build` then installs the payload and writes mcpp.lock; the next
+    // build must use the payload, whichever command runs it (fresh-user finding, issue 8).
+    let pkg = support::Package::new(&[
+        ("Cargo.toml", &format!("[package]\nname = \"late\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[workspace]\n", client_dep())),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("src/lib.rs", "pub mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\n"),
+        ("shaders/s.comp", GOOD_COMP),
+    ]);
+    let dir = pkg.path("");
+    let cmd = |mcpp: bool, args: &[&str]| {
+        let mut c = if mcpp {
+            let mut c = Command::new(engine());
+            c.arg("mcpp");
+            c
+        } else {
+            Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        };
+        c.current_dir(&dir).args(args).env("CARGO_TARGET_DIR", pkg.dir.path().join("target")).env("CARGO_MCPP", engine()).env("MCPP_HOME", pkg.dir.path().join("mcpp-home"));
+        for v in ["GLSLANG_VALIDATOR", "MCPP_GLSLANG", "MCPP_TOOL_GLSLANGVALIDATOR", "MCPP_ACCEL", "MCPP_NO_ACCEL", "CARGO_NET_OFFLINE", "DOCS_RS"] {
+            c.env_remove(v);
+        }
+        c.output().unwrap()
+    };
+    let out = cmd(false, &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("found on PATH"), "{}", text(&out));
+    let out = cmd(true, &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Installed payload glslang"), "{}", text(&out));
+    assert!(text(&out).contains("Device late [vulkan1.2]: 1 compiled"), "the build script reran with the payload: {}", text(&out));
+    let why = cmd(true, &["why", "tool", "glslangValidator"]);
+    assert!(text(&why).contains("source:  payload"), "{}", text(&why));
+    // And now the two agree: nothing reruns.
+    let out = cmd(false, &["build"]);
+    assert!(out.status.success() && !text(&out).contains("Compiling late "), "{}", text(&out));
+}
