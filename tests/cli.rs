@@ -1,6 +1,7 @@
 //! `cargo mcpp build` end to end on a copy of examples/vulkan-compute: the device phase with
 //! its process count, build.rs finding it fresh, the program run on the first Vulkan device
 //! (lavapipe on CI), an include edit reaching the printed result, `--no-accel`, exit codes.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

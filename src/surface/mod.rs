@@ -484,6 +484,8 @@ mod tests {
             modules: false,
             cpp_dir: dir.path().join("mcpp"),
             rust_file: dir.path().join("mcpp_shaders.rs"),
+            payload_dir: dir.path().join("mcpp/payloads"),
+            verified: [(item.payload.clone(), crate::fingerprint::hash_file(&item.payload).unwrap())].into(),
         };
         let g = generate(std::slice::from_ref(&item), &opts).unwrap();
         for f in [g.rust_file, g.interface_file, g.impl_file, dir.path().join("mcpp/data/x_comp.h")] {
