@@ -107,12 +107,18 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
         if code.contains("warning_directive(") {
             problems.push(format!("{rel}:{}: builds a warning directive; use CargoOutput::warning", n + 1));
         }
-        let prints = code.contains("println!(") || code.contains("print!(") && !code.contains("eprint!(");
+        let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
         if prints && !rel.ends_with("src/cli.rs") {
             problems.push(format!("{rel}:{}: prints to standard output, which cargo reads as directives; use CargoOutput (or eprintln!)", n + 1));
         }
     }
     problems
+}
+
+/// Whether `code` calls the macro `name` (`println!(`), not one whose name ends with it
+/// (`eprintln!(`).
+fn macro_call(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
 /// README.md's generated manifest reference must be what `cargo xtask codegen` writes.
