@@ -191,11 +191,7 @@ impl Build {
     pub fn compile(&self) {
         let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
         match self.run(&Reporter::from_env(&self.env, &package)) {
-            Ok(outcome) => {
-                for line in outcome.cargo.lines() {
-                    println!("{line}");
-                }
-            }
+            Ok(outcome) => outcome.cargo.print(),
             Err(e) => fail(&e),
         }
     }
@@ -209,9 +205,7 @@ fn fail(error: &Error) -> ! {
     eprintln!("\nerror: {error}\n");
     let mut out = crate::cargo_output::CargoOutput::default();
     out.warning(&error.message);
-    for line in out.lines() {
-        println!("{line}");
-    }
+    out.print();
     std::process::exit(1)
 }
 

@@ -149,7 +149,7 @@ mod tests {
         // Outside cargo: the profile decides.
         assert_eq!(facts(&[("PROFILE", "release")]).opt_level, OptLevel::O3);
         assert_eq!(facts(&[]).opt_level, OptLevel::O0);
-        assert!(facts(&[("DEBUG", "false")]).debug == false);
+        assert!(!facts(&[("DEBUG", "false")]).debug);
     }
 
     #[test]

@@ -59,6 +59,14 @@ impl CargoOutput {
     pub fn link_arg(&mut self, arg: &str) {
         self.push(format!("cargo::rustc-link-arg={arg}"));
     }
+    /// Print the directives on standard output, in order: what a build script says to cargo.
+    /// The one place cargo-mcpp prints a directive (`cargo xtask tidy` checks that no other
+    /// module spells one).
+    pub fn print(&self) {
+        for line in &self.lines {
+            println!("{line}");
+        }
+    }
     /// The directives, in order.
     pub fn lines(&self) -> &[String] {
         &self.lines

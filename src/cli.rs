@@ -213,7 +213,7 @@ pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
 }
 
 fn cargo_program() -> std::ffi::OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+    crate::env::Env::process().get_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
 /// The packages a command works on and the profile directory of their build (`why tool`
@@ -258,6 +258,9 @@ fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Loca
     Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script })
 }
 
+/// A `-p`/`--exclude` spec: the name, the version after `@`, and the glob when it is one.
+type PackageSpec = (String, Option<String>, Option<glob::Pattern>);
+
 /// The workspace packages cargo builds for these flags, by cargo's rules: `--workspace` (less
 /// `--exclude`), else the `-p` specs, else the package of the manifest (`--manifest-path`, or
 /// the nearest `Cargo.toml` above the current directory), else, for a virtual manifest, the
@@ -269,7 +272,7 @@ fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Loca
 /// [`ErrorKind::Manifest`] for a malformed `-p`/`--exclude` glob.
 pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path: Option<&std::path::Path>, selection: &PackageSelection) -> Result<Vec<&'m cargo_metadata::Package>> {
     let members = metadata.workspace_packages();
-    let matcher = |specs: &[String]| -> Result<Vec<(String, Option<String>, Option<glob::Pattern>)>> {
+    let matcher = |specs: &[String]| -> Result<Vec<PackageSpec>> {
         specs
             .iter()
             .map(|spec| {
@@ -414,7 +417,7 @@ fn why_tool(args: &WhyToolArgs) -> Result<i32> {
 /// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
 /// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
 fn engine_to_name() -> Option<PathBuf> {
-    if std::env::var_os(ENGINE_ENV).is_some_and(|v| !v.is_empty()) {
+    if crate::env::Env::process().get_nonempty(ENGINE_ENV).is_some() {
         return None;
     }
     let me = std::env::current_exe().ok()?;
@@ -438,7 +441,9 @@ fn build_script(args: &BuildScriptArgs) -> Result<i32> {
             args.client_version,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
         );
-        println!("{}", crate::cargo_output::warning_directive(&message));
+        let mut out = crate::cargo_output::CargoOutput::default();
+        out.warning(&message);
+        out.print();
         return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
             "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency mcpp-build = \"{engine_version}\"",
             args.client_version
@@ -516,6 +521,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
+    #[allow(clippy::disallowed_methods)] // cli.rs runs cargo (argv)
     let mut cargo = Command::new(cargo_program());
     cargo.arg("build");
     if let Some(p) = &args.location.manifest_path {
@@ -556,7 +562,7 @@ fn build(args: &BuildArgs) -> Result<i32> {
     crate::env::apply_to(&mut cargo, &env);
     let status = if channel.draws_bars() {
         // cargo's stderr comes through here, printed above the bars; colours kept.
-        if std::env::var_os("CARGO_TERM_COLOR").is_none() && !args.cargo_args.iter().any(|a| a.starts_with("--color")) {
+        if env.get_os("CARGO_TERM_COLOR").is_none() && !args.cargo_args.iter().any(|a| a.starts_with("--color")) {
             cargo.env("CARGO_TERM_COLOR", "always");
         }
         cargo.stderr(std::process::Stdio::piped());

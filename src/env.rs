@@ -54,6 +54,7 @@ impl Env {
     pub fn get_os_untracked(&self, name: &str) -> Option<OsString> {
         match self.overrides.get(name) {
             Some(v) => v.clone(),
+            #[allow(clippy::disallowed_methods)] // the door itself: the one read of the process environment
             None if self.inherit => std::env::var_os(name),
             None => None,
         }
@@ -74,6 +75,25 @@ impl Env {
     /// the child inherits from this process.
     pub fn child_overrides(&self) -> impl Iterator<Item = (&str, Option<&OsString>)> {
         self.overrides.iter().map(|(k, v)| (k.as_str(), v.as_ref()))
+    }
+    /// Every variable of this view with its value, sorted by name: the process environment
+    /// (when inherited) with the overrides on top and the removed variables left out. For a
+    /// library that reads the environment itself, the `cc` crate ([`crate::host`]), so that it
+    /// sees this view and not the process. Not recorded as reads: the caller declares the
+    /// variables that library reads.
+    pub fn snapshot(&self) -> Vec<(OsString, OsString)> {
+        let mut vars: BTreeMap<OsString, OsString> = BTreeMap::new();
+        if self.inherit {
+            #[allow(clippy::disallowed_methods)] // the door itself: the view's copy of the process environment
+            vars.extend(std::env::vars_os());
+        }
+        for (k, v) in &self.overrides {
+            match v {
+                Some(v) => vars.insert(k.into(), v.clone()),
+                None => vars.remove(std::ffi::OsStr::new(k)),
+            };
+        }
+        vars.into_iter().collect()
     }
     /// Whether the process environment is inherited (false only for [`Env::empty`]).
     pub fn inherits(&self) -> bool {
@@ -96,5 +116,26 @@ pub fn apply_to(cmd: &mut std::process::Command, env: &Env) {
                 cmd.env_remove(k);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_is_the_view_not_the_process() {
+        let mut env = Env::empty();
+        env.set("CXXFLAGS", "-DFROM_VIEW=1");
+        env.set("GONE", "x");
+        env.remove("GONE");
+        assert_eq!(env.snapshot(), vec![(OsString::from("CXXFLAGS"), OsString::from("-DFROM_VIEW=1"))]);
+        let mut process = Env::process();
+        process.remove("PATH");
+        process.set("MCPP_SNAPSHOT_PROBE", "1");
+        let snap = process.snapshot();
+        assert!(!snap.iter().any(|(k, _)| k == "PATH"), "a removed variable is left out");
+        assert!(snap.iter().any(|(k, v)| k == "MCPP_SNAPSHOT_PROBE" && v == "1"));
+        assert!(env.reads().is_empty(), "a snapshot is no read");
     }
 }

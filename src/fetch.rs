@@ -151,6 +151,7 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     let files = inventory(staging.path())?;
     let marker = Marker { name: sel.name.clone(), version: sel.version.clone(), archives: records, files };
     let json = serde_json::to_vec_pretty(&marker).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
     std::fs::write(staging.path().join(MARKER), json).map_err(|e| Error::io("cannot write", &staging.path().join(MARKER), e))?;
     let dest = home.install_dir(&sel.name, &sel.version);
     if dest.exists() {
@@ -239,6 +240,7 @@ fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()>
                 .help("install Python 3 with pip (Debian: apt-get install python3-pip), or set MCPP_PYTHON=/path/to/python")
         })?,
     };
+    #[allow(clippy::disallowed_methods)] // fetch.rs runs pip (argv)
     let mut cmd = Command::new(&python);
     cmd.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--progress-bar", "off", "-d"]).arg(dir);
     for (d, v) in dists {
@@ -349,6 +351,7 @@ pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
         }
         let mut bytes = Vec::with_capacity(entry.size() as usize);
         entry.read_to_end(&mut bytes).map_err(|e| Error::new(ErrorKind::Io, format!("{}: cannot read `{}`: {e}", archive.display(), entry.name())))?;
+        #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
         std::fs::write(&out, &bytes).map_err(|e| Error::io("cannot write", &out, e))?;
         #[cfg(unix)]
         {

@@ -125,6 +125,51 @@ pub struct RunReport {
     /// Every output of every action (fresh or ran) with the sha256 it was verified to have in
     /// this run: what a later reader (the surface) checks the bytes it reads against.
     pub outputs: std::collections::BTreeMap<PathBuf, String>,
+    /// What the compilers that ran and succeeded printed (their warnings), in action order,
+    /// one line each, prefixed with the action's description and shown safely
+    /// ([`warning_lines`]). A fresh action adds none (it did not run).
+    pub warnings: Vec<String>,
+}
+
+/// The most lines of one action's output shown as warnings; the rest are counted.
+pub const WARNING_LINES_MAX: usize = 20;
+
+/// The most characters of one line of a compiler's output shown as a warning.
+pub const WARNING_LINE_CHARS_MAX: usize = 400;
+
+/// What a compiler that succeeded printed, as warning lines for the user (cargo shows them as
+/// `warning: <pkg>@<ver>: cargo-mcpp: <line>`): each non-empty line of `stdout` then `stderr`,
+/// prefixed with `description` (`glslangValidator shaders/x.comp: <line>`), control characters
+/// escaped and cut to [`WARNING_LINE_CHARS_MAX`] characters, at most [`WARNING_LINES_MAX`]
+/// lines and then one saying how many more there were. A stdout line equal to one of `args`
+/// is left out: glslangValidator names its input file on stdout on every compile (its
+/// warnings follow on stdout too, where glslc, nvcc, clang and g++ print theirs on stderr).
+pub fn warning_lines(description: &str, args: &[OsString], stdout: &str, stderr: &str) -> Vec<String> {
+    let echoed = |line: &str| args.iter().any(|a| a.to_string_lossy() == line);
+    let lines: Vec<&str> = stdout
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty() && !echoed(l.trim()))
+        .chain(stderr.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()))
+        .collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(WARNING_LINES_MAX)
+        .map(|l| {
+            let shown = crate::text::escape_control(l);
+            let count = shown.chars().count();
+            if count > WARNING_LINE_CHARS_MAX {
+                let cut: String = shown.chars().take(WARNING_LINE_CHARS_MAX).collect();
+                format!("{description}: {cut}... ({} more characters)", count - WARNING_LINE_CHARS_MAX)
+            } else {
+                format!("{description}: {shown}")
+            }
+        })
+        .collect();
+    if lines.len() > WARNING_LINES_MAX {
+        out.push(format!("{description}: ... ({} more lines)", lines.len() - WARNING_LINES_MAX));
+    }
+    out
 }
 
 fn state_file(dir: &Path, id: &str) -> PathBuf {
@@ -226,11 +271,16 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             return Err(e);
         }
-        for (i, (read, outputs)) in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Action order, not the order parallel compilers finished in: the build script's output
+        // is a function of its inputs.
+        results.sort_by_key(|(i, _)| *i);
+        for (i, (read, outputs, warnings)) in results {
             done[i] = true;
             report.ran.push(actions[i].id.clone());
             report.read.extend(read);
             report.outputs.extend(outputs);
+            report.warnings.extend(warnings);
         }
         if wave.iter().any(|&i| !done[i]) {
             return Err(Error::new(ErrorKind::ToolFailed, "a compiler could not be started (jobserver token refused)"));
@@ -247,7 +297,9 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
 }
 
 /// Start the action's tool and wait for it; a non-zero exit is an error carrying its output.
-fn spawn(action: &Action) -> Result<()> {
+/// On success, what it printed, as warning lines ([`warning_lines`]).
+fn spawn(action: &Action) -> Result<Vec<String>> {
+    #[allow(clippy::disallowed_methods)] // graph.rs runs the actions (argv, never a shell)
     let mut cmd = Command::new(&action.tool.path);
     cmd.args(&action.args).current_dir(&action.cwd);
     action.tool.apply_env(&mut cmd);
@@ -263,7 +315,7 @@ fn spawn(action: &Action) -> Result<()> {
         }
         return Err(e);
     }
-    Ok(())
+    Ok(warning_lines(&action.description, &action.args, &String::from_utf8_lossy(&output.stdout), &String::from_utf8_lossy(&output.stderr)))
 }
 
 /// Delete `path` if it exists. A delete that fails for another reason (a read-only device
@@ -278,8 +330,8 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-/// The files an action read, and its outputs with their hashes.
-type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>);
+/// The files an action read, its outputs with their hashes, and the warning lines of its tool.
+type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>, Vec<String>);
 
 /// Run one action, check its outputs, record its state; returns the files it read and the
 /// outputs with their hashes.
@@ -294,13 +346,16 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Executed> {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
     }
-    match action.builtin {
+    let warnings = match action.builtin {
         Some(Builtin::Archive(format)) => match action.outputs.as_slice() {
-            [lib] => crate::archive::write(format, &action.inputs, lib)?,
+            [lib] => {
+                crate::archive::write(format, &action.inputs, lib)?;
+                Vec::new()
+            }
             _ => return Err(Error::new(ErrorKind::ToolFailed, format!("{}: an archive action has exactly one output", action.description))),
         },
         None => spawn(action)?,
-    }
+    };
     let mut outputs = Vec::new();
     for out in &action.outputs {
         let Some(h) = hash_file(out) else {
@@ -331,5 +386,29 @@ fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Executed> {
     let state = ActionState { key: key.to_string(), discovered, outputs, absent };
     let json = serde_json::to_vec_pretty(&state).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     crate::fingerprint::write_if_changed(&state_path, &json)?;
-    Ok((read, state.outputs))
+    Ok((read, state.outputs, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warning_lines_name_the_action_leave_out_the_echoed_file_escape_and_cut() {
+        let args: Vec<OsString> = vec!["-V".into(), "/p/shaders/x.comp".into()];
+        // glslangValidator: the file name, then its warning, on stdout.
+        let w = warning_lines("glslangValidator shaders/x.comp", &args, "/p/shaders/x.comp\nWARNING: x.comp:3: unused\n\n", "");
+        assert_eq!(w, ["glslangValidator shaders/x.comp: WARNING: x.comp:3: unused"]);
+        // A clean compile: nothing.
+        assert!(warning_lines("glslangValidator shaders/x.comp", &args, "/p/shaders/x.comp\n", "").is_empty());
+        // Control characters escaped; a long line cut; many lines cut with a count.
+        let w = warning_lines("nvcc k.cu", &[], "", "w.cu(2): \u{1b}[31mwarn\ring\n");
+        assert_eq!(w, ["nvcc k.cu: w.cu(2): \\u{1b}[31mwarn\\ring"]);
+        let long = "x".repeat(WARNING_LINE_CHARS_MAX + 5);
+        assert!(warning_lines("nvcc k.cu", &[], "", &long)[0].ends_with("... (5 more characters)"));
+        let many: String = (0..WARNING_LINES_MAX + 3).map(|i| format!("line {i}\n")).collect();
+        let w = warning_lines("nvcc k.cu", &[], "", &many);
+        assert_eq!(w.len(), WARNING_LINES_MAX + 1);
+        assert_eq!(w.last().map(String::as_str), Some("nvcc k.cu: ... (3 more lines)"));
+    }
 }

@@ -156,6 +156,10 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
     let probe_dir = cache_dir.join("cc-probe");
     std::fs::create_dir_all(&probe_dir).map_err(|e| Error::io("cannot create", &probe_dir, e))?;
     let mut b = cc::Build::new();
+    // cc reads CXX, CXXFLAGS, CRATE_CC_NO_DEFAULTS, ... itself: it gets this build's view
+    // (`Build::env("CXXFLAGS", ..)` included), not the process environment, so what the key
+    // above records is what cc used. (`set_envs_snapshot` is cc 1.11's; Cargo.toml requires it.)
+    b.set_envs_snapshot(env.snapshot());
     b.cpp(true)
         .target(target)
         .host(host)
@@ -164,10 +168,10 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
         .out_dir(&probe_dir)
         .cargo_metadata(false)
         .cargo_warnings(false);
-    // cc reads the process environment; a compiler named in this build's [`Env`] view (e.g.
-    // `Build::env("CXX", ...)`) is split here as cc splits it (wrapper, program, arguments) and
-    // its program handed to cc explicitly, so both agree; its arguments come first on the lane.
-    let named = named_compiler(env, &target, &host).and_then(|(var, value)| {
+    // A compiler named in this build's [`Env`] view (e.g. `Build::env("CXX", ...)`) is split
+    // here as cc splits it (wrapper, program, arguments) and its program handed to cc
+    // explicitly, so both agree; its arguments come first on the lane.
+    let named = named_compiler(env, target, host).and_then(|(var, value)| {
         let custom = env.get_nonempty("CC_KNOWN_WRAPPER_CUSTOM");
         split_compiler_command(&value, custom.as_deref(), |p| p.is_file()).map(|c| (var, value, c))
     });

@@ -57,8 +57,75 @@ pub struct McppMetadata {
     pub rule_tables: BTreeMap<String, toml::Value>,
 }
 
+/// One documented key of a manifest table: its name as written, its default and its meaning in
+/// one line. The package keys ([`PACKAGE_KEYS`], [`ISLAND_KEYS`], [`CXX_KEYS`]) and each rule's
+/// options ([`crate::rules::Rule::option_keys`]) are lists of these, the one list that
+/// `cargo xtask codegen` writes into README.md's "Manifest reference" ([`crate::reference`])
+/// and that tests hold equal to the keys serde accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDoc {
+    /// The key as written in the manifest (`module-name`).
+    pub key: &'static str,
+    /// Its default, as the README shows it (markdown).
+    pub default: &'static str,
+    /// What it means (markdown, one line).
+    pub meaning: &'static str,
+}
+
 /// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
-pub const PACKAGE_KEYS: &[&str] = &["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "payloads"];
+pub const PACKAGE_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "accel", default: "none (no accelerator)", meaning: "the accelerator set (see \"The accelerator set\")" },
+    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\" }` constrained globs, relative to the package root" },
+    KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
+    KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
+    KeyDoc { key: "base-dir", default: "derived", meaning: "the base directory of the surface's names, relative to the package root (`\"shaders\"`); every payload must be under it (see \"The generated surface\")" },
+    KeyDoc { key: "tools", default: "`{}`", meaning: "explicit tool paths by tool name (`{ glslc = \"/opt/bin/glslc\" }`); the names are the rules' tools below, another name is refused" },
+    KeyDoc { key: "island", default: "none", meaning: "the `extern \"C\"` boundary between a device island and its host fallback: the table `island.*` below" },
+    KeyDoc { key: "cxx-sources", default: "`[]`", meaning: "the crate's own C++ host sources (globs): `.cpp`/`.cc`/`.cxx` units and `.cppm`/`.ixx` C++20 module interfaces, compiled with the `cc` crate's compiler, interfaces first, linked into the crate" },
+    KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
+    KeyDoc { key: "payloads", default: "`{}`", meaning: "the project's version of a payload by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\"" },
+];
+
+/// The keys of `[package.metadata.mcpp.island]` ([`IslandOptions`]).
+pub const ISLAND_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "sources", default: "required", meaning: "the files scanned for marked entry points (globs): the device half and its host fallback, scanned in every build" },
+    KeyDoc { key: "fallback", default: "`[]`", meaning: "the host fallback (C++ globs, among `sources`), compiled when the build leaves the device half out" },
+    KeyDoc { key: "marker", default: "`MCPP_EXPORT_C`", meaning: "the marker before each exported definition" },
+    KeyDoc { key: "module-name", default: "`<package>.kernels`", meaning: "the module (and header) name of the boundary" },
+    KeyDoc { key: "header-includes", default: "`[]`", meaning: "headers the generated header includes for the signatures' types, e.g. `[\"<stdint.h>\"]` (`<x>`, `\"x\"` or `x`)" },
+];
+
+/// The keys of `[package.metadata.mcpp.cxx]` ([`CxxOptions`]).
+pub const CXX_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "std", default: "`c++20`", meaning: "`-std=`: `c++NN` or `gnu++NN` with NN 11-26 or 2a/2b/2c; C++20 or later when a unit declares or imports a module" },
+    KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
+    KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`)" },
+    KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
+];
+
+/// The fields a serde `Deserialize` struct `T` accepts, as it spells them (renames applied),
+/// asked of its derived code with a deserializer that only records them; `None` for a type
+/// that is not a plain struct (a `flatten`ed one reads a map). What tests hold the documented
+/// key lists ([`KeyDoc`]) equal to.
+pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'static str]> {
+    struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
+    impl<'de> serde::Deserializer<'de> for Probe<'_> {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(self, _: &'static str, fields: &'static [&'static str], _: V) -> std::result::Result<V::Value, Self::Error> {
+            *self.0 = Some(fields);
+            Err(serde::de::Error::custom("fields recorded"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields = None;
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
 
 /// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,7 +393,7 @@ impl Manifest {
                         .key(key)
                         .help(format!(
                             "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {}; see cargo-mcpp's README, \"Manifest reference\"",
-                            PACKAGE_KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                            PACKAGE_KEYS.iter().map(|k| format!("`{}`", k.key)).collect::<Vec<_>>().join(", "),
                             rules.iter().map(|r| format!("[{MCPP_TABLE}.{r}]")).collect::<Vec<_>>().join(", ")
                         )),
                 );
@@ -413,6 +480,31 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
     (line, col)
+}
+
+#[cfg(test)]
+mod key_docs {
+    use super::*;
+
+    fn names(docs: &[KeyDoc]) -> Vec<&'static str> {
+        docs.iter().map(|d| d.key).collect()
+    }
+
+    #[test]
+    fn the_documented_tables_are_the_keys_serde_accepts() {
+        assert_eq!(serde_fields::<IslandOptions>().map(<[_]>::to_vec), Some(names(ISLAND_KEYS)));
+        assert_eq!(serde_fields::<CxxOptions>().map(<[_]>::to_vec), Some(names(CXX_KEYS)));
+        // [package.metadata.mcpp] itself reads a map (its rule tables are flattened): each
+        // documented key is taken by the typed struct, so none lands among the rule tables.
+        let manifest = Manifest::parse(
+            Path::new("Cargo.toml"),
+            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\npayloads = {}\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
+        )
+        .unwrap();
+        assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
+        assert!(manifest.check_keys(&[]).is_empty());
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "payloads"]);
+    }
 }
 
 #[cfg(test)]

@@ -322,6 +322,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
     // docs.rs documents the crate: nothing is compiled, and nothing is linked below.
     let report = if docs_rs { RunReport::default() } else { graph::run(&actions, &options, observer)? };
+    // What the compilers that ran printed on success (warnings), as the cc crate shows them.
+    for w in &report.warnings {
+        cargo.warning(w);
+    }
     let generated = match &config.out_dir {
         Some(out_dir) => Some(surface::generate(
             &items,

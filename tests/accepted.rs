@@ -2,6 +2,7 @@
 //! nothing goes stale, nothing reaches a shell", item 9): an accelerator value the real
 //! glslangValidator, glslc or nvcc would reject is refused with its column and the values the
 //! compiler does accept, and no compile starts.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

@@ -1,6 +1,7 @@
 //! `mcpp_build::build()`, the dependency-free build.rs client, end to end: a real package whose
 //! build.rs runs this repository's `cargo-mcpp` as its engine (named by `CARGO_MCPP`) under a
 //! plain `cargo build`, with the real glslangValidator behind a counting wrapper.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

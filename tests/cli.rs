@@ -2,6 +2,7 @@
 //! its process count, build.rs finding it fresh, the program run on the first Vulkan device
 //! (lavapipe on CI), an include edit (GLSL) and an imported-module edit (Slang) reaching the
 //! printed result, `--no-accel`, exit codes.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

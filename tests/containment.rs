@@ -3,6 +3,7 @@
 //! matches and every directory it walks, whatever the spelling; symlinks are followed inside the
 //! package, walked once, and refused when they lead out or nowhere; file names that would add a
 //! line to generated text are refused.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod support;
 use std::os::unix::fs::symlink;

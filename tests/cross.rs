@@ -3,6 +3,7 @@
 //! crate's `aarch64-linux-gnu-g++`, the rust target and the cross binutils come from
 //! `scripts/setup-toolchains.sh`, component `cross`). The objects in the device cache and the
 //! linked program are aarch64 ELF, and an identical second build reruns nothing.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 use common::{repo, text, walk};

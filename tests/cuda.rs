@@ -1,6 +1,7 @@
 //! The CUDA lane through the library API (`cargo_mcpp::Build`) on temp copies of
 //! `tests/fixtures/cuda-island`: exact argv of both routes (recording shim), real nvcc
 //! compiles (stale bytes, no-op, architecture switch), and the refusals with their texts.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 
@@ -755,4 +756,35 @@ fn a_bad_ccbin_is_refused_naming_its_own_key() {
     assert!(!text.contains("[package.metadata.mcpp.tools] names"), "{text}");
     let numbers: Vec<String> = text.lines().filter_map(|l| l.trim_start().split_once(". ").map(|(n, _)| n.to_string())).filter(|n| n.parse::<u32>().is_ok()).collect();
     assert_eq!(numbers, ["1", "2", "3", "4"], "{text}");
+}
+
+/// `Build::env("CXXFLAGS", ..)` changes what the `cc` crate gives the C++ lane, not only the
+/// cache key: cc reads the build's environment view, not the process environment.
+#[test]
+fn cxxflags_of_the_environment_view_reach_the_cxx_lane() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/from_view.cpp\"]\n");
+    std::fs::write(pkg.join("cpp/from_view.cpp"), "#if FROM_VIEW != 1\n#error FROM_VIEW did not arrive\n#endif\nint from_view_probe() { return 7; }\n").unwrap();
+    let gxx = tmp.path().join("bin/g++");
+    logging_wrapper(&gxx, &support_real("g++"));
+    let out = build(tmp.path(), &pkg).no_accel().env("CXX", &gxx).env("CXXFLAGS", "-DFROM_VIEW=1").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.report.ran.contains(&"cxx:cpp/from_view.cpp".to_string()), "{:?}", out.report.ran);
+    let lane: Vec<String> = logged(&gxx).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_view.cpp")).collect();
+    assert_eq!(lane.len(), 1, "{lane:?}");
+    assert!(lane[0].split(' ').any(|a| a == "-DFROM_VIEW=1"), "{}", lane[0]);
+}
+
+/// nvcc's warnings on a successful compile (`#warning`, an unused variable) reach the build's
+/// `cargo::warning` lines, each naming the action; the clean kernel beside it adds none.
+#[test]
+fn a_real_nvcc_warning_on_success_is_shown_naming_the_action() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    std::fs::write(pkg.join("kernels/noisy.cu"), "#warning \"mcpp noisy kernel\"\n__global__ void noisy_kernel(int* p) { *p = 1; }\n").unwrap();
+    let (root, _) = counted_toolkit(tmp.path());
+    let out = build(tmp.path(), &pkg).env("CUDA_PATH", &root).accel("cuda13.0+{sm_90}").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.report.ran.contains(&"cuda:kernels/noisy.cu".to_string()), "{:?}", out.report.ran);
+    let warnings: Vec<&str> = out.cargo.warnings().collect();
+    assert!(warnings.iter().any(|w| w.starts_with("nvcc kernels/noisy.cu: ") && w.contains("mcpp noisy kernel")), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w.starts_with("nvcc kernels/scale.cu")), "the clean kernel warns nothing: {warnings:?}");
 }

@@ -3,6 +3,7 @@
 //! Real packages through real cargo, their build.rs `mcpp_build::build()` with this
 //! repository's `cargo-mcpp` as the engine (`CARGO_MCPP`, set for both commands as an installed
 //! engine would be found by both), the real glslangValidator/glslc behind counting wrappers.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

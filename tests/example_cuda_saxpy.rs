@@ -3,6 +3,7 @@
 //! on a machine without a GPU (CI), and runs the kernel where there is one; the `--no-accel`
 //! build runs the C++ host fallback and passes, with g++ (the cc crate's default here) and
 //! with clang++-19 compiling the C++20 modules.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 

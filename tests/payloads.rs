@@ -2,6 +2,7 @@
 //! payloads are installed into a temporary MCPP_HOME per test (given to the child process or
 //! the builder's environment view; the test process's environment is never changed), then
 //! used with no system compiler on PATH.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 use common::{repo, text};

@@ -1,4 +1,5 @@
 //! Every refusal of the foundation, asserting its text: what is wrong, where, and the way out.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod support;
 use support::*;

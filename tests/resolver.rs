@@ -1,6 +1,7 @@
 //! The one resolver (issue 4; seed 001): each of the five sources answers when the ones above
 //! it are absent, every decision is recorded and `cargo mcpp why tool` prints it, PATH warns,
 //! and the refusal lists every way. Then the two gates before a byte is fetched.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 use common::text;

@@ -1,5 +1,6 @@
 //! The SPIR-V lane with the real glslangValidator and glslc: outputs validated by spirv-val,
 //! and the criterion of every rebuild test is the embedded bytes, not the exit code.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod support;
 use support::*;
@@ -394,4 +395,30 @@ fn an_output_that_cannot_be_deleted_is_a_file_error_naming_it() {
     assert_eq!(e.kind, cargo_mcpp::ErrorKind::Io, "{e}");
     assert_eq!(e.exit_code(), 4);
     assert!(e.to_string().contains(&spv.display().to_string()), "{e}");
+}
+
+/// A warning the real compiler prints on a successful compile reaches the build's
+/// `cargo::warning` lines, naming the action (glslangValidator prints it on stdout after the
+/// file name, glslc on stderr); a clean compile and a fresh rerun add none.
+#[test]
+fn a_compiler_warning_on_success_is_shown_and_a_clean_or_fresh_compile_shows_none() {
+    for (compiler, program) in [("glslang", "glslangValidator"), ("glslc", "glslc")] {
+        let pkg = shader_package(compiler);
+        let clean = pkg.compile(&pkg.build());
+        let compiler_lines = |o: &cargo_mcpp::pipeline::Outcome| -> Vec<String> { o.cargo.warnings().filter(|w| w.starts_with(&format!("{program} "))).map(str::to_string).collect() };
+        assert_eq!(compiler_lines(&clean), Vec::<String>::new(), "{compiler}: a clean compile warns nothing");
+        pkg.write("shaders/b/scale.comp", &SQUARE_COMP.replace("layout(local_size_x", "#extension GL_EXT_mcpp_nonexistent : warn\nlayout(local_size_x"));
+        let warned = pkg.compile(&pkg.build());
+        assert_eq!(warned.report.ran, ["spirv:shaders/b/scale.comp"], "{compiler}");
+        let lines = compiler_lines(&warned);
+        assert!(!lines.is_empty(), "{compiler}: no warning in {:?}", warned.cargo.lines());
+        assert!(lines.iter().all(|l| l.starts_with(&format!("{program} shaders/b/scale.comp: "))), "{compiler}: {lines:?}");
+        assert!(lines.iter().any(|l| l.contains("GL_EXT_mcpp_nonexistent")), "{compiler}: {lines:?}");
+        assert!(!lines.iter().any(|l| l.ends_with("scale.comp") && !l.contains("GL_EXT")), "{compiler}: the echoed file name is no warning: {lines:?}");
+        assert!(warned.cargo.lines().iter().any(|l| l.starts_with("cargo::warning=cargo-mcpp: ") && l.contains("GL_EXT_mcpp_nonexistent")));
+        // Fresh: the compiler does not run, so its warning is not shown again (as the cc crate).
+        let fresh = pkg.compile(&pkg.build());
+        assert!(fresh.report.ran.is_empty(), "{compiler}");
+        assert_eq!(compiler_lines(&fresh), Vec::<String>::new(), "{compiler}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The generated surface: naming snapshots (nested directories, a keyword directory, a name
 //! starting with a digit, dashes in the package name) and the C++ module / C header compiled
 //! and linked by real compilers (clang++-19 `--precompile`, g++ `-fmodules-ts`, gcc for C).
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

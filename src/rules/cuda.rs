@@ -92,6 +92,19 @@ pub struct CudaOptions {
     pub flags: Vec<String>,
 }
 
+/// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
+const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
+    crate::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
+    crate::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` payload, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
+    crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
+    crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
+    crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
+    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
+    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except one: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead" },
+];
+
 /// The exact `cuda-nvcc` payload version the nvcc route declares (CUDA 13.0: the H200
 /// machines' driver 580 supports it).
 pub const CUDA_NVCC_PAYLOAD: &str = "13.0.88";
@@ -784,6 +797,9 @@ impl Rule for CudaRule {
     /// The clang route needs a CUDA 12.x layout no payload ships yet, so it declares none.
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
         manifest.rule_options::<CudaOptions>(self.name()).map(drop)
+    }
+    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+        OPTION_KEYS
     }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
         let opts = manifest.rule_options::<CudaOptions>(self.name()).unwrap_or_default();

@@ -116,6 +116,13 @@ pub trait Rule: Send + Sync {
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         manifest.rule_options::<NoOptions>(self.name()).map(drop)
     }
+    /// The keys of this rule's options table, each with its default and meaning: the one list
+    /// README.md's "Manifest reference" is generated from (`cargo xtask codegen`,
+    /// [`crate::reference`]); a test holds it equal to the keys [`Rule::check_options`]
+    /// accepts. Default: none (a rule without options).
+    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+        &[]
+    }
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///
     /// # Errors
@@ -132,4 +139,33 @@ pub trait Rule: Send + Sync {
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
     vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys a rule's options table accepts, read from its refusal of an unknown key (the
+    /// serde list in "expected one of ..."; none for a rule without options).
+    fn accepted_keys(rule: &dyn Rule) -> Vec<String> {
+        let text = format!("[package]\nname = \"p\"\n[package.metadata.mcpp.{}]\nmcpp-no-such-key = 1\n", rule.name());
+        let manifest = Manifest::parse(std::path::Path::new("Cargo.toml"), &text).expect("a manifest");
+        let e = rule.check_options(&manifest).expect_err("an unknown key is refused");
+        let message = e.to_string();
+        match message.split_once("expected one of ").or_else(|| message.split_once(", expected ")) {
+            Some((_, list)) => list.lines().next().unwrap_or_default().split(", ").map(|k| k.trim().trim_matches('`').to_string()).filter(|k| !k.is_empty()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_rule_documents_exactly_the_option_keys_it_accepts() {
+        for rule in registry() {
+            let mut documented: Vec<String> = rule.option_keys().iter().map(|k| k.key.to_string()).collect();
+            let mut accepted = accepted_keys(rule.as_ref());
+            documented.sort();
+            accepted.sort();
+            assert_eq!(documented, accepted, "rule {}: option_keys() and the keys its options type accepts differ", rule.name());
+        }
+    }
 }

@@ -128,6 +128,21 @@ pub struct SlangOptions {
     pub flags: Vec<String>,
 }
 
+/// The keys of `[package.metadata.mcpp.slang]`, documented (README's generated reference).
+const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
+    crate::manifest::KeyDoc { key: "entry", default: "`\"main\"`", meaning: "the entry point function of every `.slang` source (`-entry`); an identifier" },
+    crate::manifest::KeyDoc {
+        key: "stage",
+        default: "`\"compute\"`",
+        meaning: "the stage of every `.slang` source (`-stage`): `compute`, `vertex`, `fragment`, `geometry`, `hull`, `domain`, `mesh`, `amplification`, `raygeneration`, `intersection`, `anyhit`, `closesthit`, `miss`, `callable`; names the payload `<stem>_comp`, `_vert`, `_frag`, ...",
+    },
+    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
+    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry (see \"The Slang lane\")" },
+    crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the payload's cannot)" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
+];
+
 /// slangc: `SLANGC`, `MCPP_SLANGC`, `MCPP_TOOL_SLANGC`, the `slang` payload, then PATH.
 pub const SLANGC: ToolSpec = ToolSpec {
     name: "slangc",
@@ -210,6 +225,9 @@ impl Rule for SlangRule {
     }
     fn tools(&self) -> &'static [ToolSpec] {
         &[SLANGC]
+    }
+    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+        OPTION_KEYS
     }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         self.options(manifest).map(drop)

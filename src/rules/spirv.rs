@@ -47,6 +47,16 @@ pub struct SpirvOptions {
     pub flags: Vec<String>,
 }
 
+/// The keys of [`SpirvOptions`], documented ([`Rule::option_keys`]).
+const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
+    crate::manifest::KeyDoc { key: "compiler", default: "`\"glslang\"`", meaning: "`\"glslang\"` (glslangValidator) or `\"glslc\"`: chosen by declaration, never by what is installed" },
+    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
+    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    crate::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (the default payload 13.1.1, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
+    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
+];
+
 /// The shader stages, by extension; both compilers take the same short stage names.
 pub const STAGES: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall"];
 
@@ -100,6 +110,9 @@ impl Rule for SpirvRule {
 
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
         manifest.rule_options::<SpirvOptions>(self.name()).map(drop)
+    }
+    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+        OPTION_KEYS
     }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
         match manifest.rule_options::<SpirvOptions>(self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {

@@ -485,7 +485,7 @@ mod tests {
             cpp_dir: dir.path().join("mcpp"),
             rust_file: dir.path().join("mcpp_shaders.rs"),
             payload_dir: dir.path().join("mcpp/payloads"),
-            verified: Default::default(),
+            verified: [(item.payload.clone(), crate::fingerprint::hash_file(&item.payload).unwrap())].into(),
         };
         let g = generate(std::slice::from_ref(&item), &opts).unwrap();
         for f in [g.rust_file, g.interface_file, g.impl_file, dir.path().join("mcpp/data/x_comp.h")] {

@@ -1,7 +1,11 @@
 //! `cargo xtask tidy`: repository checks that are not compilation: every module under `src/`
-//! is named in ARCHITECTURE.md, no `todo!`/`unimplemented!` in shipped code, and every
-//! `Command::new` sits in the modules allowed to start processes. `tests/tidy.rs` runs the
-//! same checks under `cargo test`.
+//! is named in ARCHITECTURE.md, no `todo!`/`unimplemented!` in shipped code, every
+//! `Command::new` sits in the modules allowed to start processes, cargo directives are spelled
+//! and printed only by `cargo_output.rs`, and README.md's manifest reference is what
+//! `cargo xtask codegen` writes. `tests/tidy.rs` runs the same checks under `cargo test`.
+//!
+//! `cargo xtask codegen`: rewrites README.md's manifest reference (between
+//! `cargo_mcpp::reference::BEGIN` and `END`) from the registry and the package keys.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +22,25 @@ fn main() {
             }
             eprintln!("tidy: ok");
         }
+        Some("codegen") => {
+            let path = root.join("README.md");
+            let readme = std::fs::read_to_string(&path).unwrap_or_default();
+            let Some(new) = cargo_mcpp::reference::replace_region(&readme, &cargo_mcpp::reference::manifest_reference()) else {
+                eprintln!("codegen: README.md has no `{}` ... `{}` region", cargo_mcpp::reference::BEGIN, cargo_mcpp::reference::END);
+                std::process::exit(1);
+            };
+            if new != readme {
+                if let Err(e) = std::fs::write(&path, new) {
+                    eprintln!("codegen: cannot write {}: {e}", path.display());
+                    std::process::exit(1);
+                }
+                eprintln!("codegen: README.md manifest reference rewritten");
+            } else {
+                eprintln!("codegen: README.md manifest reference up to date");
+            }
+        }
         _ => {
-            eprintln!("usage: cargo xtask tidy");
+            eprintln!("usage: cargo xtask tidy | cargo xtask codegen");
             std::process::exit(2);
         }
     }
@@ -48,7 +69,9 @@ pub fn tidy(root: &Path) -> Vec<String> {
         if text.contains("\"sh\"") || text.contains("\"-c\"") && text.contains("bash") {
             problems.push(format!("{rel} seems to run a shell"));
         }
+        problems.extend(directive_doors(&rel, &text));
     }
+    problems.extend(readme_reference(root));
     // The build.rs client: no todo!, and its one process is the engine (argv).
     let mut client = Vec::new();
     collect(&root.join("mcpp-build/src"), &mut client);
@@ -64,6 +87,51 @@ pub fn tidy(root: &Path) -> Vec<String> {
     problems
 }
 
+/// Cargo directives only through `CargoOutput` (src/cargo_output.rs): no other module has a
+/// string literal that starts a directive (`"cargo:` or `"cargo::`), builds a warning directive
+/// itself, or prints to standard output, which a build script's cargo reads as directives
+/// (cli.rs prints its own answers: `why tool` and the engine handshake, no directive).
+pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if rel.ends_with("src/cargo_output.rs") {
+        return problems;
+    }
+    for (n, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        if code.contains("\"cargo:") {
+            problems.push(format!("{rel}:{}: spells a cargo directive; directives go through cargo_output::CargoOutput", n + 1));
+        }
+        if code.contains("warning_directive(") {
+            problems.push(format!("{rel}:{}: builds a warning directive; use CargoOutput::warning", n + 1));
+        }
+        let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
+        if prints && !rel.ends_with("src/cli.rs") {
+            problems.push(format!("{rel}:{}: prints to standard output, which cargo reads as directives; use CargoOutput (or eprintln!)", n + 1));
+        }
+    }
+    problems
+}
+
+/// Whether `code` calls the macro `name` (`println!(`), not one whose name ends with it
+/// (`eprintln!(`).
+fn macro_call(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+}
+
+/// README.md's generated manifest reference must be what `cargo xtask codegen` writes.
+fn readme_reference(root: &Path) -> Vec<String> {
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
+    let expected = cargo_mcpp::reference::manifest_reference();
+    match cargo_mcpp::reference::region(&readme) {
+        None => vec![format!("README.md has no generated manifest reference (`{}` ... `{}`)", cargo_mcpp::reference::BEGIN, cargo_mcpp::reference::END)],
+        Some(r) if r != expected => vec!["README.md's manifest reference differs from the registry: run `cargo xtask codegen`".to_string()],
+        Some(_) => Vec::new(),
+    }
+}
+
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
@@ -73,5 +141,23 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if p.extension().is_some_and(|x| x == "rs") {
             out.push(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directive_outside_cargo_output_is_refused() {
+        let spelled = "fn f() {\n    println!(\"cargo::rustc-cfg=x\");\n}\n";
+        let problems = directive_doors("src/pipeline.rs", spelled);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with("src/pipeline.rs:2: spells a cargo directive"), "{problems:?}");
+        assert!(problems[1].contains("prints to standard output"), "{problems:?}");
+        assert!(directive_doors("src/cargo_output.rs", spelled).is_empty());
+        assert_eq!(directive_doors("src/cli.rs", "let d = warning_directive(&m);\n").len(), 1);
+        // Comments, stderr and help text that mentions a directive mid-string are fine.
+        assert!(directive_doors("src/rules/cuda.rs", "// cargo::warning\neprintln!(\"x\");\nlet h = \"e.g. cargo::rustc-link-lib=static=cudart\";\n").is_empty());
     }
 }
