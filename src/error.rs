@@ -105,6 +105,12 @@ impl Error {
     }
 }
 
+/// A dotted manifest key as shown: each segment cut as [`crate::text::echo`] cuts a value (a
+/// junk key of any length is a segment).
+fn shown_key(key: &str) -> String {
+    key.split('.').map(crate::text::echo).collect::<Vec<_>>().join(".")
+}
+
 /// Control characters other than the line breaks the layout itself uses are shown escaped,
 /// whatever part of the error carries them: no user value reaches the terminal raw (an ESC
 /// sequence, a carriage return overwriting the line). Long values are cut where they are
@@ -117,9 +123,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", shown(&self.message))?;
         match (&self.file, &self.key) {
-            (Some(file), Some(key)) => write!(f, "\n  --> {} (key `{}`)", shown(&file.display().to_string()), shown(key))?,
+            (Some(file), Some(key)) => write!(f, "\n  --> {} (key `{}`)", shown(&file.display().to_string()), shown_key(key))?,
             (Some(file), None) => write!(f, "\n  --> {}", shown(&file.display().to_string()))?,
-            (None, Some(key)) => write!(f, "\n  --> key `{}`", shown(key))?,
+            (None, Some(key)) => write!(f, "\n  --> key `{}`", shown_key(key))?,
             (None, None) => {}
         }
         for line in &self.detail {

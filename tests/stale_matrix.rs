@@ -1,0 +1,323 @@
+//! The stale-bytes matrix, bounded: a fixed sequence of the edits a user makes, and after every
+//! step the bytes the generated surface embeds (the payload copies the Rust surface
+//! `include_bytes!`s and the C data headers) must equal those of a clean build of the same
+//! package state in a fresh out/work directory. Compiler starts are counted: every compile the
+//! build started is an action it reports as ran, and a step that changes nothing compiles
+//! nothing. A SPIR-V sequence (real glslangValidator and glslc) and a shorter CUDA one (real
+//! nvcc).
+
+mod common;
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+use support::*;
+
+/// What the surface in `out` embeds: each file the Rust surface includes, and each C data
+/// header, by its path relative to `out`.
+fn embedded(out: &Path) -> BTreeMap<String, Vec<u8>> {
+    let rust = std::fs::read_to_string(out.join("mcpp_shaders.rs")).expect("mcpp_shaders.rs");
+    let mut files = BTreeMap::new();
+    for part in rust.split("include_bytes!(").skip(1) {
+        let lit = &part[..part.find(')').expect("include_bytes!( literal )")];
+        let path: String = serde_json::from_str(lit).expect("a string literal");
+        let rel = Path::new(&path).strip_prefix(out).unwrap_or_else(|_| panic!("{path} is not under {}", out.display())).to_string_lossy().into_owned();
+        files.insert(format!("include:{rel}"), std::fs::read(&path).expect("included file"));
+    }
+    for f in common::walk(&out.join("mcpp/data")) {
+        let rel = f.strip_prefix(out).unwrap().to_string_lossy().into_owned();
+        files.insert(format!("data:{rel}"), std::fs::read(&f).unwrap());
+    }
+    assert!(files.keys().any(|k| k.starts_with("include:")), "the surface includes nothing:\n{rust}");
+    files
+}
+
+/// Compiles (starts naming an output; not the `--version`/`--help` probes) the counting
+/// wrappers of `pkg` logged.
+fn compiles(pkg: &Package) -> usize {
+    ["glslangValidator", "glslc"]
+        .iter()
+        .map(|p| std::fs::read_to_string(pkg.tools.join(format!("{p}.log"))).map(|t| t.lines().filter(|l| l.split(' ').any(|a| a == "-o")).count()).unwrap_or(0))
+        .sum()
+}
+
+/// A clean build of `pkg`'s current state (a copy, fresh out and work dirs) with `accel`.
+fn clean_bytes(pkg: &Package, accel: Option<&str>) -> BTreeMap<String, Vec<u8>> {
+    let clean = Package::new(&[]);
+    common::copy_dir(&pkg.path(""), &clean.path(""));
+    let mut b = clean.build();
+    if let Some(a) = accel {
+        b.accel(a);
+    }
+    let outcome = clean.compile(&b);
+    assert_eq!(compiles(&clean), outcome.report.ran.len());
+    embedded(&clean.out_dir())
+}
+
+fn set_mtime(path: &Path, t: SystemTime) {
+    std::fs::File::options().write(true).open(path).unwrap().set_modified(t).unwrap();
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// Rewrite `rel` with `from` replaced by `to` (asserting it was there).
+fn edit(pkg: &Package, rel: &str, from: &str, to: &str) {
+    common::edit(&pkg.path(rel), from, to);
+}
+
+const A: &str = "spirv:shaders/a/scale.comp";
+const B: &str = "spirv:shaders/b/scale.comp";
+
+#[test]
+fn every_step_of_the_spirv_matrix_embeds_the_bytes_of_a_clean_build() {
+    let pkg = shader_package("glslang");
+    let mut accel: Option<&str> = None;
+    let mut variant = PathBuf::new();
+    let mut previous = BTreeMap::new();
+    // (step, what it does, the actions allowed to run; None: any)
+    type Step<'a> = (&'a str, Box<dyn Fn(&Package, &Path) + 'a>, &'a [&'a str], bool);
+    let steps: Vec<Step> = vec![
+        ("first build", Box::new(|_, _| {}), &[A, B], true),
+        ("no-op", Box::new(|_, _| {}), &[], true),
+        ("edit a shader", Box::new(|p, _| edit(p, "shaders/b/scale.comp", "data[i] * data[i]", "data[i] * data[i] + 1.0")), &[B], true),
+        ("edit the included .glsl", Box::new(|p, _| edit(p, "shaders/include/common.glsl", "SCALE = 3.0", "SCALE = 5.0")), &[A], true),
+        (
+            "same-size edit of the include, its mtime restored (coarse timestamps)",
+            Box::new(|p, _| {
+                let f = p.path("shaders/include/common.glsl");
+                let t = mtime(&f);
+                edit(p, "shaders/include/common.glsl", "SCALE = 5.0", "SCALE = 6.0");
+                set_mtime(&f, t);
+            }),
+            &[A],
+            true,
+        ),
+        ("edit the include again (B of ABA)", Box::new(|p, _| edit(p, "shaders/include/common.glsl", "SCALE = 6.0", "SCALE = 8.0")), &[A], true),
+        ("revert that edit (ABA)", Box::new(|p, _| edit(p, "shaders/include/common.glsl", "SCALE = 8.0", "SCALE = 6.0")), &[A], false),
+        (
+            "touch without change",
+            Box::new(|p, _| {
+                for f in ["shaders/include/common.glsl", "shaders/a/scale.comp", "Cargo.toml"] {
+                    set_mtime(&p.path(f), SystemTime::now() + Duration::from_secs(5));
+                }
+            }),
+            &[],
+            true,
+        ),
+        (
+            "add a file shadowing the include earlier in the search path",
+            Box::new(|p, _| p.write("shaders/a/common.glsl", &COMMON_GLSL.replace("3.0", "9.0"))),
+            &[A],
+            true,
+        ),
+        ("delete the shadowing file", Box::new(|p, _| std::fs::remove_file(p.path("shaders/a/common.glsl")).unwrap()), &[A], true),
+        ("change a define in the manifest", Box::new(|p, _| edit(p, "Cargo.toml", "WORKGROUP = \"64\"", "WORKGROUP = \"32\"")), &[A, B], true),
+        ("switch glslang -> glslc", Box::new(|p, _| edit(p, "Cargo.toml", "compiler = \"glslang\"", "compiler = \"glslc\"")), &[A, B], true),
+        ("delete an output in the device cache", Box::new(|_, v| std::fs::remove_file(v.join("spirv/shaders/b/scale.comp.spv")).unwrap()), &[B], true),
+        (
+            "overwrite an output in the device cache (same size, mtime restored)",
+            Box::new(|_, v| {
+                let spv = v.join("spirv/shaders/a/scale.comp.spv");
+                let t = mtime(&spv);
+                let mut bytes = std::fs::read(&spv).unwrap();
+                let n = bytes.len() - 8;
+                bytes[n] ^= 0x5a;
+                std::fs::write(&spv, bytes).unwrap();
+                set_mtime(&spv, t);
+            }),
+            &[A],
+            true,
+        ),
+        ("switch the accelerator set to vulkan1.3", Box::new(|_, _| {}), &[A, B], true),
+        ("switch back to the manifest's vulkan1.2", Box::new(|_, _| {}), &[], true),
+        ("switch glslc -> glslang", Box::new(|p, _| edit(p, "Cargo.toml", "compiler = \"glslc\"", "compiler = \"glslang\"")), &[A, B], true),
+        ("rename a source", Box::new(|p, _| std::fs::rename(p.path("shaders/b/scale.comp"), p.path("shaders/b/square.comp")).unwrap()), &["spirv:shaders/b/square.comp"], true),
+        ("no-op at the end", Box::new(|_, _| {}), &[], true),
+    ];
+    for (i, (name, action, allowed, exact)) in steps.iter().enumerate() {
+        match *name {
+            "switch the accelerator set to vulkan1.3" => accel = Some("vulkan1.3"),
+            "switch back to the manifest's vulkan1.2" => accel = None,
+            _ => {}
+        }
+        action(&pkg, &variant);
+        let before = compiles(&pkg);
+        let mut b = pkg.build();
+        if let Some(a) = accel {
+            b.accel(a);
+        }
+        let outcome = pkg.compile(&b);
+        variant = outcome.variant_dir.clone();
+        let mut ran = outcome.report.ran.clone();
+        ran.sort();
+        let step = format!("step {i} ({name})");
+        assert_eq!(compiles(&pkg) - before, ran.len(), "{step}: every compiler start is an action reported as ran: {ran:?}");
+        if *exact {
+            assert_eq!(ran, *allowed, "{step}: the actions that ran");
+        } else {
+            assert!(ran.iter().all(|r| allowed.contains(&r.as_str())), "{step}: {ran:?} ran, only {allowed:?} may");
+        }
+        let now = embedded(&pkg.out_dir());
+        let clean = clean_bytes(&pkg, accel);
+        assert_eq!(now.keys().collect::<Vec<_>>(), clean.keys().collect::<Vec<_>>(), "{step}: the surface's files differ from a clean build's");
+        for (k, v) in &now {
+            assert!(clean[k] == *v, "{step}: STALE BYTES in {k}: the incremental build embeds other bytes than a clean build");
+        }
+        if matches!(*name, "no-op" | "touch without change" | "no-op at the end") {
+            assert_eq!(now, previous, "{step}: nothing changed, and neither did the bytes");
+        }
+        previous = now;
+    }
+}
+
+/// The CUDA lane's builder for the fixture copy `pkg` with the toolkit `cuda`.
+fn cuda_build(tmp: &Path, pkg: &Path, cuda: &Path) -> cargo_mcpp::Build {
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home")).env("CUDA_PATH", cuda);
+    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+        b.env_remove(v);
+    }
+    b
+}
+
+/// The static archive the build links (found through its link-search line).
+fn linked_archive(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<u8> {
+    let dir = outcome
+        .cargo
+        .lines()
+        .iter()
+        .find_map(|l| l.strip_prefix("cargo::rustc-link-search=native=").filter(|d| Path::new(d).join("libmcpp_cuda_fix_island.a").is_file()).map(PathBuf::from))
+        .expect("a link-search directory with the island's archive");
+    std::fs::read(dir.join("libmcpp_cuda_fix_island.a")).unwrap()
+}
+
+/// What of the archive two clean builds reproduce: the host code and data sections (`.text`,
+/// `.data`, `.rodata`, where the marker lives) of every member, by member and section. The
+/// device code's `.nv_fatbin` is left out: nvcc embeds its temporary file names there, so it
+/// differs between two clean builds of one state (the marker reflects the include's and the
+/// define's values, which reach the device code the same way).
+fn stable_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.a"), archive).unwrap();
+    let x = std::process::Command::new("ar").args(["x", "lib.a"]).current_dir(dir.path()).status().unwrap();
+    assert!(x.success(), "ar x");
+    let mut out = BTreeMap::new();
+    for member in common::walk(dir.path()) {
+        let name = member.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "lib.a" || name.starts_with("section-") {
+            continue;
+        }
+        for section in [".text", ".data", ".rodata"] {
+            let to = dir.path().join(format!("section-{name}{section}"));
+            let st = std::process::Command::new("objcopy").args(["-O", "binary", &format!("--only-section={section}")]).arg(&member).arg(&to).status().unwrap();
+            assert!(st.success(), "objcopy {section} {name}");
+            out.insert(format!("{name}:{section}"), std::fs::read(&to).unwrap_or_default());
+        }
+    }
+    assert!(!out.is_empty(), "the archive has members");
+    out
+}
+
+/// The marker string compiled into the island (`MCPP-MARK:<scale>:<width>`), read from the bytes.
+fn marker(bytes: &[u8]) -> String {
+    let at = bytes.windows(10).position(|w| w == b"MCPP-MARK:").expect("the marker is in the archive");
+    let end = bytes[at..].iter().position(|b| *b == 0).unwrap();
+    String::from_utf8_lossy(&bytes[at..at + end]).into_owned()
+}
+
+#[test]
+fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
+    let (tmp, pkg) = common::fixture("cuda-island");
+    common::edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    // A marker the test can read from the archive: the include's value and the define's.
+    common::edit(&pkg.join("kernels/params.cuh"), "#define SCALE_FACTOR 3.0f\n", "#define SCALE_FACTOR 3.0f\n#define MARK_SCALE \"3\"\n");
+    std::fs::write(
+        pkg.join("kernels/scale.cu"),
+        std::fs::read_to_string(pkg.join("kernels/scale.cu")).unwrap()
+            + "\n#define MCPP_STR2(x) #x\n#define MCPP_STR(x) MCPP_STR2(x)\nextern \"C\" __attribute__((used)) const char mcpp_marker[] = \"MCPP-MARK:\" MARK_SCALE \":\" MCPP_STR(WIDTH);\n",
+    )
+    .unwrap();
+    let real = common::cuda13();
+    let root = tmp.path().join("counted-cuda");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    for d in ["include", "lib"] {
+        std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
+    }
+    let nvcc = root.join("bin/nvcc");
+    common::counting_wrapper(&nvcc, &real.join("bin/nvcc"));
+
+    let clean = |marker_want: &str| -> Vec<u8> {
+        let c = tempfile::tempdir().unwrap();
+        common::copy_dir(&pkg, &c.path().join("pkg"));
+        let o = cuda_build(c.path(), &c.path().join("pkg"), &real).accel("cuda13.0+{sm_80}").try_compile().unwrap();
+        let bytes = linked_archive(&o);
+        assert_eq!(marker(&bytes), marker_want);
+        bytes
+    };
+    const CU: &str = "cuda:kernels/scale.cu";
+    const AR: &str = "archive:mcpp_cuda_fix_island";
+    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>, &'a [&'a str], &'a str);
+    let steps: Vec<Step> = vec![
+        ("first build", Box::new(|| {}), &[AR, CU], "MCPP-MARK:3:4"),
+        (
+            "edit the included .cuh",
+            Box::new(|| {
+                common::edit(&pkg.join("kernels/params.cuh"), "3.0f", "5.0f");
+                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"3\"", "MARK_SCALE \"5\"");
+            }),
+            &[AR, CU],
+            "MCPP-MARK:5:4",
+        ),
+        (
+            "edit it again (B of ABA)",
+            Box::new(|| {
+                common::edit(&pkg.join("kernels/params.cuh"), "5.0f", "7.0f");
+                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"5\"", "MARK_SCALE \"7\"");
+            }),
+            &[AR, CU],
+            "MCPP-MARK:7:4",
+        ),
+        (
+            "revert that edit (ABA)",
+            Box::new(|| {
+                common::edit(&pkg.join("kernels/params.cuh"), "7.0f", "5.0f");
+                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"7\"", "MARK_SCALE \"5\"");
+            }),
+            &[AR, CU],
+            "MCPP-MARK:5:4",
+        ),
+        ("change a define", Box::new(|| common::edit(&pkg.join("Cargo.toml"), "WIDTH = \"4\"", "WIDTH = \"8\"")), &[AR, CU], "MCPP-MARK:5:8"),
+        ("no-op", Box::new(|| {}), &[], "MCPP-MARK:5:8"),
+    ];
+    let mut previous: Vec<u8> = Vec::new();
+    for (i, (name, action, allowed, want)) in steps.iter().enumerate() {
+        action();
+        let before = common::starts(&nvcc);
+        let outcome = cuda_build(tmp.path(), &pkg, &root).accel("cuda13.0+{sm_80}").try_compile().unwrap_or_else(|e| panic!("{e}"));
+        let mut ran = outcome.report.ran.clone();
+        ran.sort();
+        let step = format!("step {i} ({name})");
+        let mut want_ran: Vec<&str> = allowed.to_vec();
+        want_ran.sort();
+        assert!(ran.iter().all(|r| want_ran.contains(&r.as_str())), "{step}: {ran:?} ran, only {want_ran:?} may");
+        if i > 0 {
+            assert_eq!(ran, want_ran, "{step}");
+            assert_eq!(common::starts(&nvcc) - before, ran.iter().filter(|r| r.starts_with("cuda:")).count(), "{step}: nvcc starts are the compiles reported");
+        }
+        let now = linked_archive(&outcome);
+        assert_eq!(marker(&now), *want, "{step}: STALE: the linked archive carries another marker");
+        let clean = clean(want);
+        let (now_sections, clean_sections) = (stable_sections(&now), stable_sections(&clean));
+        assert_eq!(now_sections.keys().collect::<Vec<_>>(), clean_sections.keys().collect::<Vec<_>>(), "{step}");
+        for (k, v) in &now_sections {
+            assert!(clean_sections[k] == *v, "{step}: STALE BYTES in {k}: the linked archive differs from a clean build's");
+        }
+        if allowed.is_empty() {
+            assert!(now == previous, "{step}: nothing changed, and neither did the archive (every byte)");
+        }
+        previous = now;
+    }
+}
