@@ -281,7 +281,7 @@ pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path
                     None => (spec.clone(), None),
                 };
                 let pattern = if name.contains(['*', '?', '[']) {
-                    Some(glob::Pattern::new(&name).map_err(|e| Error::new(ErrorKind::Manifest, format!("`{spec}` is not a valid package glob: {}", e.msg)).help("write a package name, name@version, or a glob such as `app-*`"))?)
+                    Some(glob::Pattern::new(&name).map_err(|e| Error::new(ErrorKind::Usage, format!("`{spec}` is not a valid package glob: {}", e.msg)).help("write a package name, name@version, or a glob such as `app-*`"))?)
                 } else {
                     None
                 };

@@ -24,6 +24,9 @@ pub enum ErrorKind {
     ToolFailed,
     /// Reading or writing a file failed.
     Io,
+    /// The command line of `cargo mcpp` is not understood (beyond what clap checks, e.g. a
+    /// malformed `-p` glob): exit code 2, as clap's own usage errors.
+    Usage,
 }
 
 /// A refusal or failure, with the file and manifest key it is about and the way out.
@@ -100,6 +103,7 @@ impl Error {
         match self.kind {
             ErrorKind::ToolFailed => exit_code::BUILD_FAILED,
             ErrorKind::Io => exit_code::IO,
+            ErrorKind::Usage => exit_code::USAGE,
             _ => exit_code::REFUSED,
         }
     }

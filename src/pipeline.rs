@@ -146,6 +146,9 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     }
     problems.extend(validate_tools_table(&manifest, &registry).err());
     let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
+    // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
+    // under it is known once the rules have planned.
+    problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let accel = match resolve_accel(choice, &manifest, env) {
         Ok(a) => Some(a),

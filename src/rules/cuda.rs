@@ -831,7 +831,7 @@ impl Rule for CudaRule {
         }
         if let (false, CudaCompilerName::Nvcc, Some(i)) = (rdc, route, rdc_flag(&opts.flags)) {
             return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags turns on relocatable device code, which needs the device-link step `rdc = true` plans", opts.flags[i]))
-                .file(&ctx.manifest.path)
+                .file(ctx.manifest.at_col(&format!("cuda.flags[{i}]")))
                 .key(format!("{MANIFEST_KEY}.flags[{i}]"))
                 .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
                 .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));

@@ -89,7 +89,8 @@ pub fn resolve_base<'a>(manifest: &crate::manifest::Manifest, sources: impl Into
         return refuse("`base-dir` is empty".into(), "name a directory relative to the package root, e.g. base-dir = \"shaders\" (or \".\" for the root itself), or remove the key to derive it");
     }
     if std::path::Path::new(raw).is_absolute() || raw.starts_with(['/', '\\']) || raw.split(['/', '\\']).any(|c| c == "..") {
-        return refuse(format!("`base-dir = \"{raw}\"` leaves the package"), "write it relative to the package root, without `..`, e.g. base-dir = \"shaders\"");
+        let why = if raw.split(['/', '\\']).any(|c| c == "..") { "contains `..`" } else { "is absolute" };
+        return refuse(format!("`base-dir = \"{raw}\"` {why}: it must be a directory of the package, written from its root"), "write it relative to the package root, without `..`, e.g. base-dir = \"shaders\"");
     }
     if !manifest.dir().join(raw).is_dir() {
         return refuse(format!("`base-dir = \"{raw}\"` is not a directory of the package"), "name an existing directory relative to the package root (the one holding the device sources), or remove the key to derive it");
