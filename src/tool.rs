@@ -841,7 +841,9 @@ fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
 /// [`PROBE_TIMEOUT`], and return its stdout when it exits 0; `None` when it cannot start,
 /// fails or hangs. Probes are facts, never refusals by themselves (seed 002 "facts and floors").
 pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
-    match run_timed(Command::new(program).args(args), PROBE_TIMEOUT).ok()? {
+    #[allow(clippy::disallowed_methods)] // tool.rs runs hardware and driver probes (argv)
+    let mut cmd = Command::new(program);
+    match run_timed(cmd.args(args), PROBE_TIMEOUT).ok()? {
         Ran::Exited { status, stdout, .. } => status.success().then(|| String::from_utf8_lossy(&stdout).into_owned()),
         Ran::TimedOut => None,
     }

@@ -5,6 +5,7 @@
 //! the compiler), rebuilds without the stop, and asserts that the program's embedded SPIR-V
 //! words equal those of a clean build of the same sources in another target directory.
 //! Nothing here is timed: the kill waits for the marker, never for a clock.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

@@ -2,6 +2,7 @@
 //! keys, values of every TOML type, strings with control characters, very long ones) never
 //! panic `Manifest::parse` nor `pipeline::validate` on a temp package, and every error (and
 //! every further problem it carries) names a file; every manifest error names a key.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use cargo_mcpp::manifest::Manifest;
 use cargo_mcpp::pipeline::{validate, AccelChoice};

