@@ -108,9 +108,9 @@ pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Re
 /// the environment variable `cargo mcpp build` sets; `None` for the manifest (and `--no-accel`).
 fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
     match choice {
-        AccelChoice::Spec(s) => Some(format!("--accel \"{s}\"")),
+        AccelChoice::Spec(s) => Some(format!("--accel \"{}\"", crate::text::echo(s))),
         AccelChoice::NoAccel => None,
-        AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{v}\" (`cargo mcpp build --accel`)")),
+        AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{}\" (`cargo mcpp build --accel`)", crate::text::echo(&v))),
     }
 }
 

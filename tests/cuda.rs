@@ -788,3 +788,29 @@ fn a_real_nvcc_warning_on_success_is_shown_naming_the_action() {
     assert!(warnings.iter().any(|w| w.starts_with("nvcc kernels/noisy.cu: ") && w.contains("mcpp noisy kernel")), "{warnings:?}");
     assert!(!warnings.iter().any(|w| w.starts_with("nvcc kernels/scale.cu")), "the clean kernel warns nothing: {warnings:?}");
 }
+
+/// nvcc reads `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` itself and hands them to its shell
+/// (fresh-user finding, issue "Nothing escapes"): a value with `$(...)` is refused naming the
+/// variable and nothing runs; a plain value is an input: a change recompiles with new argv.
+#[test]
+fn nvcc_flag_variables_are_checked_and_are_inputs() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    let (root, nvcc) = counted_toolkit(tmp.path());
+    let pwned = tmp.path().join("pwned");
+    for var in ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"] {
+        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env(var, format!("-DX=$(touch {})", s(&pwned))).try_compile().unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("nvcc would evaluate in a shell") && text.contains(&format!("the environment variable {var}")), "{text}");
+        assert!(!pwned.exists(), "{var}: the value was run");
+        // Only the `--version` probe ran (nvcc runs no shell for it; checked with the real nvcc).
+        assert!(starts(&nvcc) <= 1, "{var}: nvcc compiled");
+    }
+    let first = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_PREPEND_FLAGS", "-DMCPP_TEST_A=1").try_compile().unwrap();
+    assert!(!first.report.ran.is_empty());
+    assert!(first.cargo.lines().iter().any(|l| l == "cargo::rerun-if-env-changed=NVCC_PREPEND_FLAGS"), "{:?}", first.cargo.lines());
+    let again = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_PREPEND_FLAGS", "-DMCPP_TEST_A=1").try_compile().unwrap();
+    assert!(again.report.ran.is_empty(), "same flags: nothing reruns: {:?}", again.report.ran);
+    let changed = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_PREPEND_FLAGS", "-DMCPP_TEST_A=2").try_compile().unwrap();
+    assert!(changed.report.ran.iter().any(|id| id.starts_with("cuda:")), "a changed NVCC_PREPEND_FLAGS recompiles: {:?}", changed.report.ran);
+}

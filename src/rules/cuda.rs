@@ -575,6 +575,10 @@ pub fn check_nvcc_shell_safe(value: &str, key: &str, manifest_path: &Path) -> Re
     }
 }
 
+/// The variables nvcc reads for extra arguments of every run (NVIDIA's `NVCC_PREPEND_FLAGS`,
+/// `NVCC_APPEND_FLAGS`): inputs of the compile, and values nvcc hands to its shell.
+pub const NVCC_ENV_FLAGS: &[&str] = &["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"];
+
 /// A CUDA define's name must be an identifier, as SPIR-V's are (`-DNAME=value`; on the nvcc
 /// route the name also reaches a shell).
 ///
@@ -585,9 +589,9 @@ pub fn check_define_name(name: &str, manifest_path: &Path) -> Result<()> {
     if ok {
         return Ok(());
     }
-    Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a preprocessor macro name"))
+    Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
         .file(manifest_path)
-        .key(format!("{MANIFEST_KEY}.defines.{name}"))
+        .key(format!("{MANIFEST_KEY}.defines.{}", crate::text::echo(name)))
         .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""))
 }
 
@@ -948,6 +952,16 @@ impl Rule for CudaRule {
                 check_nvcc_shell_safe(&ccbin_path.to_string_lossy(), &ccbin_key, &ctx.manifest.path)?;
                 let ccbin = tool::resolve_at(&CCBIN, &ccbin_path, ccbin_source, &ccbin_origin, ctx.env, ctx.tool_cache)
                     .map_err(|e| if opts.ccbin.is_some() { e.file(&ctx.manifest.path).key(format!("{MANIFEST_KEY}.ccbin")) } else { e })?;
+                let mut nvcc = nvcc;
+                // nvcc reads these itself and hands them to its shell: read here (declared to
+                // cargo), checked like every value nvcc shells out, and set on the tool so they
+                // enter every action's fingerprint (a change recompiles).
+                for var in NVCC_ENV_FLAGS {
+                    if let Some(value) = ctx.env.get_nonempty(var) {
+                        check_nvcc_shell_safe(&value, &format!("the environment variable {var}"), &ctx.manifest.path)?;
+                        nvcc.env.push((var.to_string(), value.into()));
+                    }
+                }
                 (nvcc, Some(ccbin))
             }
             None => {

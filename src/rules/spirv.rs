@@ -154,9 +154,9 @@ impl Rule for SpirvRule {
         for name in opts.defines.keys() {
             let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !ok {
-                return Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a preprocessor macro name"))
-                    .file(&ctx.manifest.path)
-                    .key(format!("package.metadata.mcpp.spirv.defines.{name}"))
+                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
+                    .file(ctx.manifest.at_col(&format!("spirv.defines.{name}")))
+                    .key(format!("package.metadata.mcpp.spirv.defines.{}", crate::text::echo(name)))
                     .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""));
             }
         }
