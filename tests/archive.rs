@@ -2,9 +2,9 @@
 //! archived by `cargo_mcpp::archive::write`, linked by `cc` (GNU ld, which needs the symbol
 //! index), run; then one member recompiled changes the archive's bytes and the program's output.
 
-mod common;
+mod harness;
 use cargo_mcpp::archive::{self, ArchiveFormat};
-use common::text;
+use harness::text;
 use std::path::Path;
 use std::process::Command;
 

@@ -2,9 +2,8 @@
 //! its process count, build.rs finding it fresh, the program run on the first Vulkan device
 //! (lavapipe on CI), an include edit reaching the printed result, `--no-accel`, exit codes.
 
-mod common;
-mod support;
-use common::{copy_dir, repo, text};
+mod harness;
+use harness::{copy_dir, repo, text};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -12,7 +11,7 @@ struct Example {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
     target: PathBuf,
-    tools: support::Package,
+    tools: harness::Package,
 }
 
 impl Example {
@@ -26,7 +25,7 @@ impl Example {
         // One target dir for these tests, so ash is compiled once.
         let target = repo().join("target/e2e-examples");
         let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
-        Example { _tmp: tmp, dir, target, tools: support::Package::new(&[]) }
+        Example { _tmp: tmp, dir, target, tools: harness::Package::new(&[]) }
     }
     fn mcpp(&self, args: &[&str]) -> Output {
         let wrapper = self.tools.counting_tool("glslangValidator");
@@ -44,7 +43,7 @@ impl Example {
     }
     fn compiles(&self) -> usize {
         // Every start of the wrapper but the one `--version` probe.
-        std::fs::read_to_string(self.tools.tools.join("glslangValidator.log")).map(|t| t.lines().filter(|l| !l.contains("--version")).count()).unwrap_or(0)
+        self.tools.compiles("glslangValidator").len()
     }
     fn run(&self) -> Output {
         Command::new(self.target.join("debug/vulkan-compute")).output().unwrap()
@@ -103,8 +102,8 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
 
 #[test]
 fn refusals_exit_3_before_cargo_starts() {
-    let pkg = support::Package::new(&[
-        ("Cargo.toml", &support::manifest("bad", "accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]\nunknown = 1")),
+    let pkg = harness::Package::new(&[
+        ("Cargo.toml", &harness::manifest("bad", "accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]\nunknown = 1")),
         ("src/main.rs", "fn main() {}"),
         ("s/x.comp", "#version 450\nlayout(local_size_x=1) in;\nvoid main(){}\n"),
     ]);

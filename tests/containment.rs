@@ -4,9 +4,9 @@
 //! package, walked once, and refused when they lead out or nowhere; file names that would add a
 //! line to generated text are refused.
 
-mod support;
+mod harness;
 use std::os::unix::fs::symlink;
-use support::*;
+use harness::*;
 
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 

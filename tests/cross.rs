@@ -4,8 +4,8 @@
 //! `scripts/setup-toolchains.sh`, component `cross`). The objects in the device cache and the
 //! linked program are aarch64 ELF, and an identical second build reruns nothing.
 
-mod common;
-use common::{repo, text, walk};
+mod harness;
+use harness::{repo, text, walk};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

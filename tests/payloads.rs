@@ -3,8 +3,8 @@
 //! the builder's environment view; the test process's environment is never changed), then
 //! used with no system compiler on PATH.
 
-mod common;
-use common::{repo, text};
+mod harness;
+use harness::{repo, text};
 use cargo_mcpp::payload::{self, Catalog, Home, Lockfile, Requirement};
 use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Every refusal of the foundation, asserting its text: what is wrong, where, and the way out.
 
-mod support;
-use support::*;
+mod harness;
+use harness::*;
 
 fn package_with(mcpp: &str, files: &[(&str, &str)]) -> Package {
     let mut all = vec![("Cargo.toml", manifest("refusals", mcpp))];

@@ -2,8 +2,8 @@
 //! it are absent, every decision is recorded and `cargo mcpp why tool` prints it, PATH warns,
 //! and the refusal lists every way. Then the two gates before a byte is fetched.
 
-mod common;
-use common::text;
+mod harness;
+use harness::text;
 use cargo_mcpp::accel::{AccelSet, Backend};
 use cargo_mcpp::env::Env;
 use cargo_mcpp::manifest::Manifest;

@@ -1,8 +1,8 @@
 //! The SPIR-V lane with the real glslangValidator and glslc: outputs validated by spirv-val,
 //! and the criterion of every rebuild test is the embedded bytes, not the exit code.
 
-mod support;
-use support::*;
+mod harness;
+use harness::*;
 
 fn spirv_val(bytes: &[u8], env: &str) {
     let dir = tempfile::tempdir().unwrap();
