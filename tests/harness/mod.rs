@@ -113,3 +113,10 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `text` with the temp paths of a test replaced for a snapshot: `<tmp>/pkg` (the package of
+/// [`Package`] and [`fixture`]) by `[PKG]`, any other path under `tmp` by `[TMP]`.
+pub fn redact(text: &str, tmp: &Path) -> String {
+    let tmp = tmp.display().to_string();
+    text.replace(&format!("{tmp}/pkg"), "[PKG]").replace(&tmp, "[TMP]")
+}
