@@ -6,6 +6,9 @@
 mod harness;
 use harness::*;
 
+/// One bad input: its name, the `[package.metadata.mcpp]` body and the files.
+type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 
 /// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files`, normalised.
@@ -20,7 +23,7 @@ fn refusal(mcpp: &str, files: &[(&str, &str)]) -> String {
 
 #[test]
 fn spirv_refusals() {
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[Case] = &[
         ("malformed accel", "accel = \"vulkan1.2, cuda12.9+{sm_90\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
         ("unknown key", "accel = \"vulkan\"\nsource = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
         ("unknown compiler", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"shaderc\"", &[("s/x.comp", COMP)]),
