@@ -102,6 +102,11 @@ fn probes_are_answered_as_told() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "USAGE: dpcpp [options] file...\n");
     assert_eq!(shim.starts(), 4);
     assert!(shim.calls().is_empty());
+    // `-V` among other arguments is no probe (glslangValidator's `-V` means "SPIR-V").
+    std::fs::write(tmp.path().join("x.comp"), "").unwrap();
+    let out = run(shim.path(), &["-V", "x.comp", "-o", "x.spv"], tmp.path(), &[]);
+    assert!(out.stdout.is_empty() && tmp.path().join("x.spv").is_file(), "{}", text(&out));
+    assert_eq!(shim.argvs(), [vec!["-V", "x.comp", "-o", "x.spv"]]);
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! (`nvcc`, `clang++`, `icpx`, `bisheng`, ...). Each start appends one JSON line to
 //! `<MCPP_SHIM_LOG>/records.jsonl`: the program name (the file name of its own argv[0]), the
 //! arguments, the working directory and the environment. Then it either runs the real program
-//! (`MCPP_SHIM_EXEC`, a counting/logging wrapper) or acts as a compiler: it answers
-//! `--version`/`-V`/`--help` with the text it is told, fails on request, and otherwise writes the
+//! (`MCPP_SHIM_EXEC`, a counting/logging wrapper) or acts as a compiler: it answers a start
+//! whose only arguments are `--version`, `-V` or `--help` with the text it is told, fails on request, and otherwise writes the
 //! files named by `-o`, `-MF`, `--depfile` and `-depfile` (a depfile lists the inputs).
 //!
 //! Settings come from `MCPP_SHIM_*` environment variables, overlaid by the sidecar file
@@ -153,9 +153,10 @@ fn exec(name: &str, real: &Path, args: &[OsString]) -> ExitCode {
 
 /// Compiler mode: answer probes, fail on request, else write the outputs and depfiles named.
 fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
-    let probe = args.iter().find(|a| matches!(a.as_str(), "--version" | "-V" | "--help"));
-    if let Some(probe) = probe {
-        let answer = if probe == "--help" {
+    // A probe is a start with nothing but probe flags: `glslangValidator -V x.comp` compiles.
+    let probe = !args.is_empty() && args.iter().all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"));
+    if probe {
+        let answer = if args.iter().any(|a| a == "--help") {
             settings.get("MCPP_SHIM_HELP").map(str::to_string).unwrap_or_else(|| format!("usage: {name} [options] <inputs> -o <output> (mcpp recording shim)"))
         } else {
             settings.get("MCPP_SHIM_VERSION").map(str::to_string).unwrap_or_else(|| format!("{name} (mcpp recording shim) 1.0"))

@@ -38,9 +38,10 @@ pub struct Record {
 }
 
 impl Record {
-    /// Whether this start only asked for a version or help text.
+    /// Whether this start only asked for a version or help text (its arguments are nothing but
+    /// `--version`, `-V`, `--help`: glslangValidator's `-V` among others means "SPIR-V").
     pub fn is_probe(&self) -> bool {
-        self.args.iter().any(|a| matches!(a.as_str(), "--version" | "-V" | "--help"))
+        !self.args.is_empty() && self.args.iter().all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"))
     }
     /// Whether `arg` is one of the arguments.
     pub fn has(&self, arg: &str) -> bool {
