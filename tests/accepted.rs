@@ -4,8 +4,7 @@
 //! compiler does accept, and no compile starts.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
+mod harness;
 
 use cargo_mcpp::ErrorKind;
 use std::path::Path;
@@ -14,15 +13,15 @@ const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n
 
 /// Whether the installed `program` lists `vulkan1.4` in its `--help` (glslang 15.1 or later).
 fn lists_vulkan14(program: &str) -> bool {
-    let out = std::process::Command::new(support::real_tool(program)).arg("--help").output().unwrap();
-    common::text(&out).contains("vulkan1.4")
+    let out = std::process::Command::new(harness::real_tool(program)).arg("--help").output().unwrap();
+    harness::text(&out).contains("vulkan1.4")
 }
 
 #[test]
 fn a_vulkan_target_env_the_compiler_rejects_is_refused_with_the_column_and_what_it_accepts() {
     for (compiler, program) in [("glslang", "glslangValidator"), ("glslc", "glslc")] {
         let body = format!("accel = \"vulkan1.4\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"{compiler}\"");
-        let pkg = support::Package::new(&[("Cargo.toml", &support::manifest("accepted", &body)), ("s/x.comp", COMP)]);
+        let pkg = harness::Package::new(&[("Cargo.toml", &harness::manifest("accepted", &body)), ("s/x.comp", COMP)]);
         if lists_vulkan14(program) {
             assert_eq!(pkg.compile(&pkg.build()).payloads, 1, "{program} lists vulkan1.4 and compiles it");
             continue;
@@ -38,7 +37,7 @@ fn a_vulkan_target_env_the_compiler_rejects_is_refused_with_the_column_and_what_
         pkg.build().try_compile().unwrap_err();
         assert_eq!(pkg.starts(program), 2, "{program}: the answer is cached");
         // Set through spirv.target-env, the refusal names that key.
-        pkg.write("Cargo.toml", &support::manifest("accepted", &format!("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"{compiler}\"\ntarget-env = \"vulkan1.4\"")));
+        pkg.write("Cargo.toml", &harness::manifest("accepted", &format!("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ncompiler = \"{compiler}\"\ntarget-env = \"vulkan1.4\"")));
         let e = pkg.refuse(&pkg.build());
         assert!(e.contains("package.metadata.mcpp.spirv.target-env") && e.contains("does not accept --target-env vulkan1.4"), "{e}");
     }
@@ -50,13 +49,13 @@ fn cuda_build(tmp: &Path, pkg: &Path, accel: &str) -> cargo_mcpp::Build {
     for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
         b.env_remove(v);
     }
-    b.env("CUDA_PATH", common::cuda13()).accel(accel);
+    b.env("CUDA_PATH", harness::cuda13()).accel(accel);
     b
 }
 
 #[test]
 fn cuda_architectures_and_floors_nvcc_rejects_are_refused_before_compiling() {
-    let (tmp, pkg) = common::fixture("cuda-island");
+    let (tmp, pkg) = harness::fixture("cuda-island");
     // (accel, the value named, its column in the entry)
     let cases = [
         ("cuda13.0+{sm_80a}", "`sm_80a` in `cuda13.0+{sm_80a}` is not an architecture nvcc 13.0 compiles for", 11),
@@ -75,6 +74,6 @@ fn cuda_architectures_and_floors_nvcc_rejects_are_refused_before_compiling() {
         assert!(e.contains(named), "{accel}: {e}");
         assert!(e.contains(&format!("^ column {column}")), "{accel}: {e}");
         assert!(e.contains("nvcc 13.0 accepts: sm_75 sm_80 sm_86") && e.contains("sm_Na from sm_90, sm_Nf from sm_100"), "{accel}: {e}");
-        assert!(!common::walk(&tmp.path().join("work")).iter().any(|p| p.extension().is_some_and(|x| x == "o")), "{accel}: nothing compiled");
+        assert!(!harness::walk(&tmp.path().join("work")).iter().any(|p| p.extension().is_some_and(|x| x == "o")), "{accel}: nothing compiled");
     }
 }

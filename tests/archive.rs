@@ -3,9 +3,9 @@
 //! index), run; then one member recompiled changes the archive's bytes and the program's output.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
+mod harness;
 use cargo_mcpp::archive::{self, ArchiveFormat};
-use common::text;
+use harness::text;
 use std::path::Path;
 use std::process::Command;
 

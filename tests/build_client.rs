@@ -3,17 +3,16 @@
 //! plain `cargo build`, with the real glslangValidator behind a counting wrapper.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
-use common::{repo, text};
+mod harness;
+use harness::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A SPIR-V package whose build.rs is `mcpp_build::build()`; its program prints the length and
 /// a checksum of the embedded SPIR-V words of `shaders/a/scale.comp`.
-fn client_package(extra_mcpp: &str) -> support::Package {
+fn client_package(extra_mcpp: &str) -> harness::Package {
     let client = repo().join("mcpp-build");
-    support::Package::new(&[
+    harness::Package::new(&[
         (
             "Cargo.toml",
             &format!(
@@ -26,14 +25,14 @@ fn client_package(extra_mcpp: &str) -> support::Package {
             "src/main.rs",
             "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let code = shaders::a::scale_comp().code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, checksum {sum}\", code.len());\n}\n",
         ),
-        ("shaders/include/common.glsl", support::COMMON_GLSL),
-        ("shaders/a/scale.comp", support::SCALE_COMP),
-        ("shaders/b/scale.comp", support::SQUARE_COMP),
+        ("shaders/include/common.glsl", harness::COMMON_GLSL),
+        ("shaders/a/scale.comp", harness::SCALE_COMP),
+        ("shaders/b/scale.comp", harness::SQUARE_COMP),
     ])
 }
 
 /// `cargo build` of `pkg` with the given engine variable (None: unset) and CARGO_HOME.
-fn cargo_build(pkg: &support::Package, engine: Option<&Path>, cargo_home: Option<&Path>) -> Output {
+fn cargo_build(pkg: &harness::Package, engine: Option<&Path>, cargo_home: Option<&Path>) -> Output {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.arg("build").arg("--manifest-path").arg(pkg.path("Cargo.toml"));
     // One target dir for these tests, so mcpp-build is compiled once; the device cache of
@@ -53,14 +52,14 @@ fn cargo_build(pkg: &support::Package, engine: Option<&Path>, cargo_home: Option
     cmd.output().unwrap()
 }
 
-fn run(pkg: &support::Package) -> String {
+fn run(pkg: &harness::Package) -> String {
     let out = Command::new(pkg.dir.path().join("target/debug/client-pkg")).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn compiles(pkg: &support::Package) -> usize {
-    std::fs::read_to_string(pkg.tools.join("glslangValidator.log")).map(|t| t.lines().filter(|l| !l.contains("--version")).count()).unwrap_or(0)
+fn compiles(pkg: &harness::Package) -> usize {
+    pkg.compiles("glslangValidator").len()
 }
 
 #[test]
@@ -138,8 +137,8 @@ fn a_refused_build_warns_under_cargo_with_the_prefix_once() {
     // Two shaders in one directory mapping to one name (`x_y_comp`): refused after the rules
     // planned, with a headline that once carried the prefix itself.
     let pkg = client_package("");
-    pkg.write("shaders/a/x-y.comp", support::SQUARE_COMP);
-    pkg.write("shaders/a/x_y.comp", support::SQUARE_COMP);
+    pkg.write("shaders/a/x-y.comp", harness::SQUARE_COMP);
+    pkg.write("shaders/a/x_y.comp", harness::SQUARE_COMP);
     let out = cargo_build(&pkg, Some(Path::new(env!("CARGO_BIN_EXE_cargo-mcpp"))), None);
     assert!(!out.status.success());
     let t = text(&out);

@@ -4,9 +4,8 @@
 //! printed result, `--no-accel`, exit codes.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
-use common::{copy_dir, repo, text};
+mod harness;
+use harness::{copy_dir, repo, text};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -14,7 +13,7 @@ struct Example {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
     target: PathBuf,
-    tools: support::Package,
+    tools: harness::Package,
 }
 
 impl Example {
@@ -28,11 +27,11 @@ impl Example {
         // One target dir for these tests, so ash is compiled once.
         let target = repo().join("target/e2e-examples");
         let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
-        Example { _tmp: tmp, dir, target, tools: support::Package::new(&[]) }
+        Example { _tmp: tmp, dir, target, tools: harness::Package::new(&[]) }
     }
     fn mcpp(&self, args: &[&str]) -> Output {
         let wrapper = self.tools.counting_tool("glslangValidator");
-        let slangc = self.tools.counting_wrapper_of("slangc", &support::real_slangc());
+        let slangc = self.tools.counting_wrapper_of("slangc", &harness::real_slangc());
         Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
             .args(["mcpp", "build", "--manifest-path"])
             .arg(self.dir.join("Cargo.toml"))
@@ -48,7 +47,7 @@ impl Example {
     }
     fn compiles(&self) -> usize {
         // Every start of the wrapper but the one `--version` probe.
-        std::fs::read_to_string(self.tools.tools.join("glslangValidator.log")).map(|t| t.lines().filter(|l| !l.contains("--version")).count()).unwrap_or(0)
+        self.tools.compiles("glslangValidator").len()
     }
     fn slang_compiles(&self) -> usize {
         // Every start of the slangc wrapper but the one `-v` probe.
@@ -132,8 +131,8 @@ fn cargo_mcpp_build_compiles_once_runs_on_vulkan_and_sees_an_include_edit() {
 
 #[test]
 fn refusals_exit_3_before_cargo_starts() {
-    let pkg = support::Package::new(&[
-        ("Cargo.toml", &support::manifest("bad", "accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]\nunknown = 1")),
+    let pkg = harness::Package::new(&[
+        ("Cargo.toml", &harness::manifest("bad", "accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]\nunknown = 1")),
         ("src/main.rs", "fn main() {}"),
         ("s/x.comp", "#version 450\nlayout(local_size_x=1) in;\nvoid main(){}\n"),
     ]);

@@ -5,9 +5,9 @@
 //! line to generated text are refused.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod support;
+mod harness;
 use std::os::unix::fs::symlink;
-use support::*;
+use harness::*;
 
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 

@@ -5,8 +5,8 @@
 //! linked program are aarch64 ELF, and an identical second build reruns nothing.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-use common::{repo, text, walk};
+mod harness;
+use harness::{repo, text, walk};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -3,10 +3,10 @@
 //! compiles (stale bytes, no-op, architecture switch), and the refusals with their texts.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
+mod harness;
 
 use cargo_mcpp::{Build, ErrorKind};
-use common::*;
+use harness::*;
 use std::path::{Path, PathBuf};
 
 fn build(tmp: &Path, pkg: &Path) -> Build {
@@ -24,36 +24,30 @@ fn s(p: &Path) -> String {
 }
 
 /// The argv of the one compile of `scale.cu`, with the object and depfile it names.
-fn compile_call(shim: &Path) -> (Vec<String>, String, String) {
-    let calls = recorded(shim);
-    let call = calls.iter().find(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))).expect("scale.cu compiled").clone();
-    let after = |flag: &str| call[call.iter().position(|a| a == flag).unwrap() + 1].clone();
-    let (obj, dep) = (after("-o"), after("-MF"));
-    (call, obj, dep)
+fn compile_call(shim: &Shim) -> (Vec<String>, String, String) {
+    let call = shim.calls().into_iter().find(|c| c.names("kernels/scale.cu")).expect("scale.cu compiled");
+    let (obj, dep) = (call.after("-o").unwrap().to_string(), call.after("-MF").unwrap().to_string());
+    (call.args, obj, dep)
 }
 
 #[test]
 fn nvcc_route_argv_is_exact_and_links_the_archive_and_cudart() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, shim) = fake_toolkit(tmp.path());
-    let shim = std::fs::canonicalize(&shim).unwrap();
-    let outcome = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    let ccbin = std::fs::canonicalize(shim.path()).unwrap();
+    let outcome = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &ccbin).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
     let (call, obj, dep) = compile_call(&shim);
     let header = tmp.path().join("work/island/fix_island.kernels.h");
     let expected: Vec<String> = [
-        "-ccbin", &s(&shim),
+        "-ccbin", &s(&ccbin),
         "-gencode", "arch=compute_80,code=sm_80",
         "-gencode", "arch=compute_90,code=sm_90",
         "-gencode", "arch=compute_90,code=compute_90",
         "-Xcompiler", "-fPIC", "-O0", "-lineinfo",
-        "-include", &s(&header),
-        "-DWIDTH=4", &format!("-I{}", s(&pkg.join("include"))),
-        "--extra-flag",
-        "-MMD", "-MF", &dep,
-        "-c", &s(&pkg.join("kernels/scale.cu")), "-o", &obj,
     ]
     .iter()
     .map(|a| a.to_string())
+    .chain(island_tail(&header, &pkg, "-MMD", &dep, &obj))
     .collect();
     assert_eq!(call, expected);
     assert!(obj.starts_with(&s(&tmp.path().join("work"))) && obj.ends_with(".o") && dep.ends_with(".d"), "{obj} {dep}");
@@ -91,7 +85,7 @@ fn nvcc_route_argv_is_exact_and_links_the_archive_and_cudart() {
 fn ptx_floor_release_and_flags_order() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, shim) = fake_toolkit(tmp.path());
-    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).release(true).accel("cuda13.0+{sm_80,sm_90} ptx>=80").try_compile().unwrap();
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", shim.path()).release(true).accel("cuda13.0+{sm_80,sm_90} ptx>=80").try_compile().unwrap();
     let (call, _, _) = compile_call(&shim);
     let gencodes: Vec<&String> = call.iter().filter(|a| a.starts_with("arch=")).collect();
     assert_eq!(gencodes, ["arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90", "arch=compute_80,code=compute_80"]);
@@ -112,19 +106,25 @@ fn a_cuda_version_without_minor_and_a_ptx_floor_above_every_arch_are_refused_bef
     assert_eq!(compile_calls(&shim), 0, "nothing compiled");
 }
 
-fn compile_calls(shim: &Path) -> usize {
-    recorded(shim).iter().filter(|c| c.iter().any(|a| a == "-c")).count()
+/// The end of both routes' argv for the fixture's `kernels/scale.cu`: the forced boundary
+/// header, the manifest's define, include and flag, the depfile (`dep_flag`) and the compile.
+fn island_tail(header: &Path, pkg: &Path, dep_flag: &str, dep: &str, obj: &str) -> Vec<String> {
+    let include = format!("-I{}", s(&pkg.join("include")));
+    let src = s(&pkg.join("kernels/scale.cu"));
+    ["-include", &s(header), "-DWIDTH=4", &include, "--extra-flag", dep_flag, "-MF", dep, "-c", &src, "-o", obj].iter().map(|a| a.to_string()).collect()
+}
+
+fn compile_calls(shim: &Shim) -> usize {
+    shim.calls().iter().filter(|c| c.has("-c")).count()
 }
 
 #[test]
 fn clang_route_argv_is_exact() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, _) = fake_toolkit(tmp.path());
-    let clang = tmp.path().join("clang-shim");
-    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &clang).unwrap();
-    let clang = std::fs::canonicalize(&clang).unwrap();
+    let clang = Shim::install(tmp.path(), "clang-shim");
     edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\nccbin = \"/usr/bin/g++\"\n", s(&root)));
-    let outcome = build(tmp.path(), &pkg).tool("clang++", &clang).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    let outcome = build(tmp.path(), &pkg).tool("clang++", clang.path()).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
     let directives = outcome.cargo.lines().join("\n");
     assert!(directives.contains("ccbin is nvcc's host compiler and is not used with compiler = \"clang\""), "{directives}");
     let (call, obj, dep) = compile_call(&clang);
@@ -134,14 +134,10 @@ fn clang_route_argv_is_exact() {
         "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90",
         "--no-cuda-include-ptx=all", "--cuda-include-ptx=sm_90",
         "-Wno-unknown-cuda-version", "-fPIC", "-O0",
-        "-include", &s(&header),
-        "-DWIDTH=4", &format!("-I{}", s(&pkg.join("include"))),
-        "--extra-flag",
-        "-MD", "-MF", &dep,
-        "-c", &s(&pkg.join("kernels/scale.cu")), "-o", &obj,
     ]
     .iter()
     .map(|a| a.to_string())
+    .chain(island_tail(&header, &pkg, "-MD", &dep, &obj))
     .collect();
     assert_eq!(call, expected);
 }
@@ -186,7 +182,7 @@ fn native_without_a_gpu_is_refused_naming_the_key() {
     let t = e.to_string();
     assert!(t.contains("asks for the GPUs of this machine, and it has no NVIDIA GPU"), "{t}");
     assert!(t.contains("(the accelerator set came from --accel \"cuda13.0+{native}\")") && t.contains("cuda13.0+{sm_90}"), "{t}");
-    assert!(recorded(&shim).is_empty(), "nothing may compile");
+    assert!(shim.argvs().is_empty(), "nothing may compile");
     // From the manifest, the refusal names the key.
     edit(&pkg.join("Cargo.toml"), "accel = \"cuda13.0+{sm_80}\"", "accel = \"cuda13.0+{native}\"");
     let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("PATH", "/nonexistent").try_compile().unwrap_err().to_string();
@@ -227,7 +223,7 @@ fn mismatched_island_halves_are_refused_with_both_signatures() {
 fn no_accel_compiles_the_fallback_and_the_same_boundary() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, shim) = fake_toolkit(tmp.path());
-    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap();
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", shim.path()).try_compile().unwrap();
     let cuda_header = std::fs::read(tmp.path().join("out/mcpp/fix_island.kernels.h")).unwrap();
     let cuda_rs = std::fs::read(tmp.path().join("out/mcpp_kernels.rs")).unwrap();
     let out = build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
@@ -241,15 +237,14 @@ fn no_accel_compiles_the_fallback_and_the_same_boundary() {
 }
 
 /// A toolkit root whose `bin/nvcc` is a counting wrapper around the real nvcc.
-fn counted_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
+fn counted_toolkit(dir: &Path) -> (PathBuf, Shim) {
     let real = cuda13();
     let root = dir.join("counted-cuda");
     std::fs::create_dir_all(root.join("bin")).unwrap();
     for d in ["include", "lib"] {
         std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
     }
-    let nvcc = root.join("bin/nvcc");
-    counting_wrapper(&nvcc, &real.join("bin/nvcc"));
+    let nvcc = Shim::wrap(&root.join("bin"), "nvcc", &real.join("bin/nvcc"));
     (root, nvcc)
 }
 
@@ -274,13 +269,13 @@ fn real_nvcc_header_edit_changes_bytes_noop_starts_nothing_arch_switch_rebuilds(
     let first = run("cuda13.0+{sm_80}");
     assert!(first.report.ran.contains(&"cuda:kernels/scale.cu".to_string()), "{:?}", first.report.ran);
     let bytes1 = object_of(&first.variant_dir);
-    let after_first = starts(&nvcc);
+    let after_first = nvcc.starts();
     assert!(after_first >= 1);
 
     // No change: every action fresh, no nvcc process at all (not even --version).
     let again = run("cuda13.0+{sm_80}");
     assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
-    assert_eq!(starts(&nvcc), after_first);
+    assert_eq!(nvcc.starts(), after_first);
 
     // Editing only the .cuh the kernel includes rebuilds it, with different bytes.
     edit(&pkg.join("kernels/params.cuh"), "3.0f", "5.0f");
@@ -288,14 +283,14 @@ fn real_nvcc_header_edit_changes_bytes_noop_starts_nothing_arch_switch_rebuilds(
     assert!(edited.report.ran.contains(&"cuda:kernels/scale.cu".to_string()), "{:?}", edited.report.ran);
     assert!(edited.report.ran.contains(&"archive:mcpp_cuda_fix_island".to_string()));
     assert_ne!(object_of(&edited.variant_dir), bytes1, "the object must change when the header does");
-    assert_eq!(starts(&nvcc), after_first + 1);
+    assert_eq!(nvcc.starts(), after_first + 1);
 
     // sm_80 -> sm_90 rebuilds.
     let switched = run("cuda13.0+{sm_90}");
     assert!(switched.report.ran.contains(&"cuda:kernels/scale.cu".to_string()));
     let sm90 = object_of(&switched.variant_dir);
     assert!(sm90.windows(5).any(|w| w == b"sm_90"), "the object names sm_90");
-    assert_eq!(starts(&nvcc), after_first + 2);
+    assert_eq!(nvcc.starts(), after_first + 2);
 }
 
 #[test]
@@ -342,14 +337,13 @@ fn a_named_cuda_path_that_is_no_toolkit_is_refused_not_replaced() {
 fn cuda_path_names_the_toolkit_and_the_decision_records_the_variable_and_the_root() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, shim) = fake_toolkit(tmp.path());
-    let ccbin = tmp.path().join("ccbin-shim");
-    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &ccbin).unwrap();
+    let ccbin = Shim::install(tmp.path(), "ccbin-shim").path().to_path_buf();
     let decision = || -> serde_json::Value {
         let all: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap()).unwrap();
         all["nvcc"].clone()
     };
     build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &ccbin).env("PATH", "/nonexistent").try_compile().unwrap();
-    assert!(recorded(&shim).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the root's bin/nvcc compiled scale.cu");
+    assert!(shim.argvs().iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the root's bin/nvcc compiled scale.cu");
     let d = decision();
     assert_eq!(d["answer"], s(&root.join("bin/nvcc")));
     assert_eq!(d["source"], "root");
@@ -369,13 +363,11 @@ fn cuda_path_names_the_toolkit_and_the_decision_records_the_variable_and_the_roo
 fn a_named_nvcc_wrapper_is_the_program_run_and_why_tool_names_its_variable() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, real) = fake_toolkit(tmp.path());
-    let wrapper = tmp.path().join("wrapper-nvcc");
-    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &wrapper).unwrap();
-    let shim = tmp.path().join("ccbin-shim");
-    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &shim).unwrap();
-    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC", &wrapper).env("NVCC_CCBIN", &shim).try_compile().unwrap();
-    assert!(recorded(&wrapper).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the wrapper compiled scale.cu");
-    assert!(!recorded(&real).iter().any(|c| c.iter().any(|a| a.ends_with("kernels/scale.cu"))), "the toolkit's own nvcc did not");
+    let wrapper = Shim::install(tmp.path(), "wrapper-nvcc");
+    let shim = Shim::install(tmp.path(), "ccbin-shim");
+    build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC", wrapper.path()).env("NVCC_CCBIN", shim.path()).try_compile().unwrap();
+    assert!(wrapper.calls().iter().any(|c| c.names("kernels/scale.cu")), "the wrapper compiled scale.cu");
+    assert!(!real.calls().iter().any(|c| c.names("kernels/scale.cu")), "the toolkit's own nvcc did not");
     let decisions = std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap();
     assert!(decisions.contains("the environment variable NVCC="), "{decisions}");
     assert!(decisions.contains("\"source\": \"env\""), "{decisions}");
@@ -455,13 +447,10 @@ fn a_standard_typedef_in_a_signature_without_header_includes_is_refused_naming_t
     assert!(t.contains("package.metadata.mcpp.island.header-includes") && t.contains("<stdint.h>"), "{t}");
 }
 
-/// A `CXX` that logs each argv to `<path>.log` and runs the real g++.
-fn logging_gxx(dir: &Path) -> PathBuf {
-    let wrapper = dir.join("logging-g++");
-    let gxx = ["/usr/bin/g++", "/usr/local/bin/g++"].into_iter().find(|p| Path::new(p).is_file()).expect("g++ is installed (scripts/setup-toolchains.sh)");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{}.log'\necho --end-- >> '{}.log'\nexec {gxx} \"$@\"\n", wrapper.display(), wrapper.display())).unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    wrapper
+/// A `CXX` that records each argv and runs the real g++.
+fn logging_gxx(dir: &Path) -> Shim {
+    let gxx = ["/usr/bin/g++", "/usr/local/bin/g++"].into_iter().map(PathBuf::from).find(|p| p.is_file()).expect("g++ is installed (scripts/setup-toolchains.sh)");
+    Shim::wrap(dir, "logging-g++", &gxx)
 }
 
 #[test]
@@ -472,10 +461,10 @@ fn the_fallback_gets_the_boundary_header_forced_with_or_without_its_own_include(
             edit(&pkg.join("host/scale.cpp"), "#include \"fix_island.kernels.h\"\n", "");
         }
         let gxx = logging_gxx(tmp.path());
-        let out = build(tmp.path(), &pkg).env("CXX", &gxx).no_accel().try_compile().unwrap_or_else(|e| panic!("include kept: {keep_include}\n{e}"));
+        let out = build(tmp.path(), &pkg).env("CXX", gxx.path()).no_accel().try_compile().unwrap_or_else(|e| panic!("include kept: {keep_include}\n{e}"));
         assert!(out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp"), "{:?}", out.report.ran);
         let header = tmp.path().join("work/island/fix_island.kernels.h");
-        let call = recorded(&gxx).into_iter().find(|c| c.iter().any(|a| a.ends_with("host/scale.cpp"))).expect("the fallback compiled");
+        let call = gxx.argvs().into_iter().find(|c| c.iter().any(|a| a.ends_with("host/scale.cpp"))).expect("the fallback compiled");
         let at = call.iter().position(|a| a == "-include").unwrap_or_else(|| panic!("no -include in {call:?}"));
         assert_eq!(call[at + 1], s(&header), "{call:?}");
         assert!(at < call.iter().position(|a| a.starts_with("-I")).unwrap(), "the forced include precedes -I: {call:?}");
@@ -491,7 +480,7 @@ fn a_marked_cu_without_an_island_is_refused_before_compiling_with_the_lines_to_a
     let (root, shim) = fake_toolkit(tmp.path());
     for accel in [true, false] {
         let mut b = build(tmp.path(), &pkg);
-        b.env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim);
+        b.env("CUDA_PATH", &root).env("NVCC_CCBIN", shim.path());
         if !accel {
             b.no_accel();
         }
@@ -529,19 +518,6 @@ fn a_marked_file_outside_the_declared_island_is_refused_naming_the_lists_to_exte
     assert!(t.contains("[package.metadata.mcpp.island] sources = [\"kernels/scale.cu\", \"host/scale.cpp\", \"kernels/other.cu\"]"), "{t}");
 }
 
-/// A wrapper at `path` that appends its argv (one line per start) to `<path>.log`, then runs `real`.
-fn logging_wrapper(path: &Path, real: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, format!("#!/bin/sh\necho \"$*\" >> '{}.log'\nexec '{}' \"$@\"\n", path.display(), real.display())).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// The argv lines a [`logging_wrapper`] recorded.
-fn logged(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(format!("{}.log", path.display())).unwrap_or_default().lines().map(str::to_string).collect()
-}
-
 /// A unit that compiles only when `FROM_ENV` is 1, and whose object carries `PROBE`.
 const FROM_ENV_UNIT: &str = "#if FROM_ENV != 1\n#error FROM_ENV did not arrive\n#endif\nint from_env_probe() { return PROBE * 1000003; }\n";
 
@@ -560,31 +536,29 @@ fn cxx_with_arguments_reaches_the_cxx_lane_and_nvcc_and_changing_them_recompiles
     std::fs::write(pkg.join("cpp/from_env.cpp"), FROM_ENV_UNIT).unwrap();
     std::fs::write(pkg.join("kernels/from_env.cu"), format!("{FROM_ENV_UNIT}__global__ void from_env_kernel(int* p) {{ *p = FROM_ENV; }}\n")).unwrap();
     // g++ and nvcc behind wrappers that log their argv.
-    let gxx = tmp.path().join("bin/g++");
-    logging_wrapper(&gxx, &support_real("g++"));
+    let gxx = Shim::wrap(&tmp.path().join("bin"), "g++", &real_tool("g++"));
     let real = cuda13();
     let root = tmp.path().join("logged-cuda");
     for d in ["include", "lib"] {
         std::fs::create_dir_all(&root).unwrap();
         std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
     }
-    let nvcc = root.join("bin/nvcc");
-    logging_wrapper(&nvcc, &real.join("bin/nvcc"));
+    let nvcc = Shim::wrap(&root.join("bin"), "nvcc", &real.join("bin/nvcc"));
     let run = |cxx: &str| build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("CXX", cxx).accel("cuda13.0+{sm_90}").try_compile().unwrap();
 
-    let cxx = format!("{} -DFROM_ENV=1 -DPROBE=7", gxx.display());
+    let cxx = format!("{} -DFROM_ENV=1 -DPROBE=7", gxx.path().display());
     let first = run(&cxx);
     for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu"] {
         assert!(first.report.ran.contains(&id.to_string()), "{id}: {:?}", first.report.ran);
     }
     // The C++ lane: the arguments lead the argv, right after the program.
-    let lane: Vec<String> = logged(&gxx).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
+    let lane: Vec<String> = logged(&gxx).filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
     assert_eq!(lane.len(), 1, "{lane:?}");
     assert!(lane[0].starts_with("-DFROM_ENV=1 -DPROBE=7 "), "{}", lane[0]);
     // nvcc: the program as -ccbin, each argument as -Xcompiler <arg>.
-    let nv: Vec<String> = logged(&nvcc).into_iter().filter(|l| l.contains("kernels/from_env.cu")).collect();
+    let nv: Vec<String> = logged(&nvcc).filter(|l| l.contains("kernels/from_env.cu")).collect();
     assert_eq!(nv.len(), 1, "{nv:?}");
-    assert!(nv[0].starts_with(&format!("-ccbin {} -Xcompiler -DFROM_ENV=1 -Xcompiler -DPROBE=7 -gencode ", gxx.display())), "{}", nv[0]);
+    assert!(nv[0].starts_with(&format!("-ccbin {} -Xcompiler -DFROM_ENV=1 -Xcompiler -DPROBE=7 -gencode ", gxx.path().display())), "{}", nv[0]);
     let cpp1 = object_named(&first.variant_dir, "cpp_from_env.cpp");
     let cu1 = object_named(&first.variant_dir, "kernels_from_env.cu");
 
@@ -593,28 +567,28 @@ fn cxx_with_arguments_reaches_the_cxx_lane_and_nvcc_and_changing_them_recompiles
     assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
 
     // Another argument in CXX: both compiles rerun, with other bytes.
-    let changed = run(&format!("{} -DFROM_ENV=1 -DPROBE=9", gxx.display()));
+    let changed = run(&format!("{} -DFROM_ENV=1 -DPROBE=9", gxx.path().display()));
     for id in ["cxx:cpp/from_env.cpp", "cuda:kernels/from_env.cu", "cuda:kernels/scale.cu"] {
         assert!(changed.report.ran.contains(&id.to_string()), "{id}: {:?}", changed.report.ran);
     }
     assert_ne!(object_named(&changed.variant_dir, "cpp_from_env.cpp"), cpp1);
     assert_ne!(object_named(&changed.variant_dir, "kernels_from_env.cu"), cu1);
-    assert_eq!(logged(&nvcc).iter().filter(|l| l.contains("kernels/from_env.cu")).count(), 2, "nvcc compiled from_env.cu twice in three builds");
+    assert_eq!(logged(&nvcc).filter(|l| l.contains("kernels/from_env.cu")).count(), 2, "nvcc compiled from_env.cu twice in three builds");
 }
 
-fn support_real(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| panic!("{name} is not installed; run scripts/setup-toolchains.sh"))
+/// The argument lines (`echo "$*"`) of every start of a wrapper.
+fn logged(wrapper: &Shim) -> impl Iterator<Item = String> {
+    wrapper.records().into_iter().map(|r| r.line())
 }
 
 /// A fake toolkit with the aarch64 server runtime (`targets/sbsa-linux/lib`) beside the
 /// build machine's `lib/`.
-fn fake_cross_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
+fn fake_cross_toolkit(dir: &Path) -> (PathBuf, Shim) {
     let (root, shim) = fake_toolkit(dir);
     std::fs::create_dir_all(root.join("targets/sbsa-linux/lib")).unwrap();
     std::fs::create_dir_all(root.join("targets/sbsa-linux/include")).unwrap();
     std::fs::write(root.join("targets/sbsa-linux/lib/libcudart_static.a"), "!<arch>\n").unwrap();
-    (root, std::fs::canonicalize(shim).unwrap())
+    (root, shim)
 }
 
 #[test]
@@ -631,7 +605,7 @@ fn a_cross_target_gets_its_toolkit_directory_its_runtime_and_its_cxx_as_ccbin() 
         .try_compile()
         .unwrap();
     let (call, _, _) = compile_call(&shim);
-    let cross_gxx = support_real("aarch64-linux-gnu-g++");
+    let cross_gxx = real_tool("aarch64-linux-gnu-g++");
     assert_eq!(call[..8], ["-ccbin", &s(&cross_gxx), "-target-dir", "sbsa-linux", "-Xcompiler", "-DFROM_ENV=1", "-gencode", "arch=compute_90,code=sm_90"]);
     let lines = outcome.cargo.lines();
     assert!(lines.contains(&format!("cargo::rustc-link-search=native={}", s(&root.join("targets/sbsa-linux/lib")))), "{lines:#?}");
@@ -658,7 +632,7 @@ fn an_rdc_flag_without_the_rdc_key_is_refused_naming_the_flag_and_the_key() {
         let (tmp, pkg) = fixture("cuda-island");
         let (root, shim) = fake_toolkit(tmp.path());
         edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", &format!("flags = {flags}"));
-        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap_err();
+        let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", shim.path()).try_compile().unwrap_err();
         assert_eq!(e.kind, ErrorKind::Manifest);
         let t = e.to_string();
         assert!(t.starts_with(&format!("`{shown}` in the CUDA flags turns on relocatable device code")), "{t}");
@@ -667,7 +641,7 @@ fn an_rdc_flag_without_the_rdc_key_is_refused_naming_the_flag_and_the_key() {
         assert_eq!(compile_calls(&shim), 0, "nothing compiled");
         // With the key, the same flags build.
         edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", "[package.metadata.mcpp.cuda]\nrdc = true\n");
-        build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", &shim).try_compile().unwrap();
+        build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_CCBIN", shim.path()).try_compile().unwrap();
     }
 }
 
@@ -676,11 +650,10 @@ fn cxx_naming_clang_with_a_stdlib_argument_compiles_the_lane_with_it() {
     let (tmp, pkg) = fixture("cuda-island");
     edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/from_env.cpp\"]\n");
     std::fs::write(pkg.join("cpp/from_env.cpp"), FROM_ENV_UNIT).unwrap();
-    let clang = tmp.path().join("bin/clang++-19");
-    logging_wrapper(&clang, &support_real("clang++-19"));
-    let out = build(tmp.path(), &pkg).no_accel().env("CXX", format!("{} -stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3", clang.display())).try_compile().unwrap();
+    let clang = Shim::wrap(&tmp.path().join("bin"), "clang++-19", &real_tool("clang++-19"));
+    let out = build(tmp.path(), &pkg).no_accel().env("CXX", format!("{} -stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3", clang.path().display())).try_compile().unwrap();
     assert!(out.report.ran.contains(&"cxx:cpp/from_env.cpp".to_string()), "{:?}", out.report.ran);
-    let lane: Vec<String> = logged(&clang).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
+    let lane: Vec<String> = logged(&clang).filter(|l| l.contains("-c ") && l.contains("cpp/from_env.cpp")).collect();
     assert_eq!(lane.len(), 1, "{lane:?}");
     assert!(lane[0].starts_with("-stdlib=libstdc++ -DFROM_ENV=1 -DPROBE=3 "), "{}", lane[0]);
 }
@@ -713,7 +686,7 @@ fn values_nvcc_would_hand_to_a_shell_are_refused_by_key_and_never_run() {
         assert_eq!(e.key.as_deref(), Some(*key), "case {n}: {text}");
         assert!(text.contains("nvcc would evaluate in a shell"), "case {n}: {text}");
         assert!(!pwned.exists(), "case {n}: the value was run");
-        assert_eq!(starts(&nvcc), 0, "case {n}: nvcc started");
+        assert_eq!(nvcc.starts(), 0, "case {n}: nvcc started");
     }
 }
 
@@ -765,9 +738,8 @@ fn cxxflags_of_the_environment_view_reach_the_cxx_lane() {
     let (tmp, pkg) = fixture("cuda-island");
     edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/from_view.cpp\"]\n");
     std::fs::write(pkg.join("cpp/from_view.cpp"), "#if FROM_VIEW != 1\n#error FROM_VIEW did not arrive\n#endif\nint from_view_probe() { return 7; }\n").unwrap();
-    let gxx = tmp.path().join("bin/g++");
-    logging_wrapper(&gxx, &support_real("g++"));
-    let out = build(tmp.path(), &pkg).no_accel().env("CXX", &gxx).env("CXXFLAGS", "-DFROM_VIEW=1").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let gxx = Shim::wrap(&tmp.path().join("bin"), "g++", &real_tool("g++"));
+    let out = build(tmp.path(), &pkg).no_accel().env("CXX", gxx.path()).env("CXXFLAGS", "-DFROM_VIEW=1").try_compile().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.report.ran.contains(&"cxx:cpp/from_view.cpp".to_string()), "{:?}", out.report.ran);
     let lane: Vec<String> = logged(&gxx).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_view.cpp")).collect();
     assert_eq!(lane.len(), 1, "{lane:?}");
@@ -804,7 +776,7 @@ fn nvcc_flag_variables_are_checked_and_are_inputs() {
         assert!(text.contains("nvcc would evaluate in a shell") && text.contains(&format!("the environment variable {var}")), "{text}");
         assert!(!pwned.exists(), "{var}: the value was run");
         // Only the `--version` probe ran (nvcc runs no shell for it; checked with the real nvcc).
-        assert!(starts(&nvcc) <= 1, "{var}: nvcc compiled");
+        assert!(nvcc.starts() <= 1, "{var}: nvcc compiled");
     }
     let first = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_PREPEND_FLAGS", "-DMCPP_TEST_A=1").try_compile().unwrap();
     assert!(!first.report.ran.is_empty());

@@ -5,9 +5,8 @@
 //! engine would be found by both), the real glslangValidator/glslc behind counting wrappers.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
-use common::{repo, text};
+mod harness;
+use harness::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -37,7 +36,7 @@ fn member(name: &str, shader: &str) -> Vec<(String, String)> {
 
 /// Run `cargo <args>` (or `cargo-mcpp mcpp <args>` when `mcpp`) in `dir` with the engine
 /// named and the GLSL compilers behind the package's counting wrappers.
-fn run_in(pkg: &support::Package, dir: &Path, mcpp: bool, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+fn run_in(pkg: &harness::Package, dir: &Path, mcpp: bool, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
     let mut cmd = if mcpp {
         let mut c = Command::new(engine());
         c.arg("mcpp");
@@ -60,10 +59,6 @@ fn run_in(pkg: &support::Package, dir: &Path, mcpp: bool, args: &[&str], extra_e
     cmd.output().unwrap()
 }
 
-/// The compiler starts logged by the counting wrapper of `program`, but its `--version` probes.
-fn compiles(pkg: &support::Package, program: &str) -> Vec<String> {
-    std::fs::read_to_string(pkg.tools.join(format!("{program}.log"))).unwrap_or_default().lines().filter(|l| !l.contains("--version")).map(str::to_string).collect()
-}
 
 #[test]
 fn cargo_mcpp_build_works_on_the_packages_cargo_builds() {
@@ -71,7 +66,7 @@ fn cargo_mcpp_build_works_on_the_packages_cargo_builds() {
     files.extend(member("a", GOOD_COMP));
     files.extend(member("b", BAD_COMP));
     let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let pkg = support::Package::new(&refs);
+    let pkg = harness::Package::new(&refs);
     let root = pkg.path("");
 
     // -p a: b is neither validated nor compiled; `cargo build -p a` agrees.
@@ -79,11 +74,11 @@ fn cargo_mcpp_build_works_on_the_packages_cargo_builds() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("Device a [vulkan1.2]: 1 compiled, 0 fresh"), "{}", text(&out));
     assert!(!text(&out).contains("Device b"), "{}", text(&out));
-    assert_eq!(compiles(&pkg, "glslangValidator").len(), 1);
+    assert_eq!(pkg.compiles("glslangValidator").len(), 1);
     let out = run_in(&pkg, &root, false, &["build", "-p", "a"], &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!text(&out).contains("Compiling a "), "plain cargo after cargo mcpp must rerun nothing: {}", text(&out));
-    assert_eq!(compiles(&pkg, "glslangValidator").len(), 1);
+    assert_eq!(pkg.compiles("glslangValidator").len(), 1);
 
     // The package of the current directory in a virtual workspace.
     let out = run_in(&pkg, &root.join("a"), true, &["build"], &[]);
@@ -113,7 +108,7 @@ fn cargo_and_cargo_mcpp_agree_on_every_profile_and_the_opt_level_decides_optimis
         "[package]\nname = \"prof\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[package.metadata.mcpp.spirv]\ncompiler = \"glslc\"\n\n[profile.small]\ninherits = \"release\"\nopt-level = \"s\"\n\n[profile.release-noopt]\ninherits = \"release\"\nopt-level = 0\n\n[workspace]\n",
         client_dep()
     );
-    let pkg = support::Package::new(&[
+    let pkg = harness::Package::new(&[
         ("Cargo.toml", &manifest),
         ("build.rs", "fn main() { mcpp_build::build(); }\n"),
         ("src/lib.rs", "pub mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\n"),
@@ -126,10 +121,10 @@ fn cargo_and_cargo_mcpp_agree_on_every_profile_and_the_opt_level_decides_optimis
         // Alternate which command goes first: the second reruns nothing either way.
         let (first, second) = if i % 2 == 0 { (true, false) } else { (false, true) };
         let args: Vec<&str> = std::iter::once("build").chain(profile.iter().copied()).collect();
-        let before = compiles(&pkg, "glslc").len();
+        let before = pkg.compiles("glslc").len();
         let out = run_in(&pkg, &dir, first, &args, &[]);
         assert!(out.status.success(), "{profile:?}: {}", text(&out));
-        let all = compiles(&pkg, "glslc");
+        let all = pkg.compiles("glslc");
         assert_eq!(all.len(), before + 1, "{profile:?}: one compile: {all:?}");
         let argv: Vec<&str> = all.last().unwrap().split(' ').collect();
         assert!(argv.contains(flag), "{profile:?} must give glslc {flag}: {argv:?}");
@@ -137,17 +132,17 @@ fn cargo_and_cargo_mcpp_agree_on_every_profile_and_the_opt_level_decides_optimis
         let out = run_in(&pkg, &dir, second, &args, &[]);
         assert!(out.status.success(), "{profile:?}: {}", text(&out));
         assert!(!text(&out).contains("Compiling prof "), "{profile:?}: the second command must rerun nothing: {}", text(&out));
-        assert_eq!(compiles(&pkg, "glslc").len(), before + 1, "{profile:?}");
+        assert_eq!(pkg.compiles("glslc").len(), before + 1, "{profile:?}");
     }
 }
 
 /// A CUDA island crate with a C++ fallback; `src/lib.rs` documents the generated binding.
-fn island_package() -> support::Package {
+fn island_package() -> harness::Package {
     let manifest = format!(
         "[package]\nname = \"isl\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"cuda13.0+{{sm_90}}\"\nsources = [\"kernels/*.cu\"]\n\n[package.metadata.mcpp.island]\nsources = [\"kernels/k.cu\", \"host/k.cpp\"]\nfallback = [\"host/k.cpp\"]\n\n[workspace]\n",
         client_dep()
     );
-    support::Package::new(&[
+    harness::Package::new(&[
         ("Cargo.toml", &manifest),
         ("build.rs", "fn main() { mcpp_build::build(); }\n"),
         ("src/lib.rs", "//! Kernels.\n/// The boundary.\npub mod kernels { #![allow(non_camel_case_types, dead_code)] include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_kernels.rs\")); }\n"),
@@ -183,7 +178,7 @@ fn docs_rs_documents_an_island_crate_without_a_toolkit_and_every_refusal_names_a
     assert!(!text(&out).contains("build with `--no-accel`"), "{}", text(&out));
     // Under cargo mcpp the refusal names its flags, and its exit code is the refusal's (the
     // toolkit named, so nothing is fetched; `{native}` on a machine without an NVIDIA GPU).
-    let cuda = common::cuda13();
+    let cuda = harness::cuda13();
     let named: &[(&str, &str)] = &[("PATH", &path), ("CUDA_PATH", cuda.to_str().unwrap()), ("CUDA_HOME", "")];
     let out = run_in(&pkg, &dir, true, &["build", "--accel", "cuda13.0"], named);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
@@ -199,8 +194,8 @@ fn a_payload_installed_after_a_plain_cargo_build_reruns_its_build_script() {
     // Plain cargo first, with the glslang payload not installed: the build falls back to PATH
     // (warned). `cargo mcpp build` then installs the payload and writes mcpp.lock; the next
     // build must use the payload, whichever command runs it (fresh-user finding, issue 8).
-    let pkg = support::Package::new(&[
-        ("Cargo.toml", &format!("[package]\nname = \"late\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[workspace]\n", client_dep())),
+    let pkg = harness::Package::new(&[
+        ("Cargo.toml", format!("[package]\nname = \"late\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[workspace]\n", client_dep()).as_str()),
         ("build.rs", "fn main() { mcpp_build::build(); }\n"),
         ("src/lib.rs", "pub mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\n"),
         ("shaders/s.comp", GOOD_COMP),

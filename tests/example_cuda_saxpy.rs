@@ -5,25 +5,25 @@
 //! with clang++-19 compiling the C++20 modules.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
+mod harness;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn example() -> PathBuf {
-    common::repo().join("examples/cuda-saxpy")
+    harness::repo().join("examples/cuda-saxpy")
 }
 
 /// `cargo build` of the example with `envs`; returns the binary.
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
-    let target = common::repo().join("target/example-cuda-saxpy");
+    let target = harness::repo().join("target/example-cuda-saxpy");
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build").current_dir(example()).env("CARGO_TARGET_DIR", &target);
     for v in ["MCPP_ACCEL", "MCPP_NO_ACCEL", "CXX", "RUSTFLAGS", "CARGO_BUILD_TARGET"] {
         c.env_remove(v);
     }
     if std::env::var_os("CUDA_PATH").is_none() {
-        c.env("CUDA_PATH", common::cuda13());
+        c.env("CUDA_PATH", harness::cuda13());
     }
     for (k, v) in envs {
         c.env(k, v);

@@ -7,16 +7,15 @@
 //! Nothing here is timed: the kill waits for the marker, never for a clock.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
-use common::{repo, text};
+mod harness;
+use harness::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A package whose program prints every word of both embedded modules.
-fn kill_package() -> support::Package {
+fn kill_package() -> harness::Package {
     let client = repo().join("mcpp-build");
-    support::Package::new(&[
+    harness::Package::new(&[
         (
             "Cargo.toml",
             &format!(
@@ -29,9 +28,9 @@ fn kill_package() -> support::Package {
             "src/main.rs",
             "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    for (name, code) in [(\"a\", shaders::a::scale_comp().code), (\"b\", shaders::b::scale_comp().code)] {\n        let words: Vec<String> = code.iter().map(|w| format!(\"{w:08x}\")).collect();\n        println!(\"{name}: {}\", words.join(\" \"));\n    }\n}\n",
         ),
-        ("shaders/include/common.glsl", support::COMMON_GLSL),
-        ("shaders/a/scale.comp", support::SCALE_COMP),
-        ("shaders/b/scale.comp", support::SQUARE_COMP),
+        ("shaders/include/common.glsl", harness::COMMON_GLSL),
+        ("shaders/a/scale.comp", harness::SCALE_COMP),
+        ("shaders/b/scale.comp", harness::SQUARE_COMP),
     ])
 }
 
@@ -39,8 +38,8 @@ fn kill_package() -> support::Package {
 /// for the compile of `shaders/b/scale.comp` it writes its pid to `<tools>/at` (renamed into
 /// place) at the mode's point: `before` the real compiler runs, `after` it wrote its output
 /// (then it waits to be killed), `exit` just before it exits (the engine's bookkeeping follows).
-fn stopping_wrapper(pkg: &support::Package) -> PathBuf {
-    let real = support::real_tool("glslangValidator");
+fn stopping_wrapper(pkg: &harness::Package) -> PathBuf {
+    let real = harness::real_tool("glslangValidator");
     let wrapper = pkg.tools.join("glslangValidator");
     let dir = pkg.tools.display();
     let script = format!(
@@ -65,7 +64,7 @@ esac
     wrapper
 }
 
-fn cargo_build_cmd(pkg: &support::Package, target: &Path, compiler: &Path) -> Command {
+fn cargo_build_cmd(pkg: &harness::Package, target: &Path, compiler: &Path) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.arg("build").arg("--manifest-path").arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(target);
     cmd.env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
@@ -76,7 +75,7 @@ fn cargo_build_cmd(pkg: &support::Package, target: &Path, compiler: &Path) -> Co
     cmd
 }
 
-fn cargo_build(pkg: &support::Package, target: &Path, compiler: &Path) -> Output {
+fn cargo_build(pkg: &harness::Package, target: &Path, compiler: &Path) -> Output {
     let out = cargo_build_cmd(pkg, target, compiler).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     out
@@ -101,8 +100,8 @@ fn kill_at(mode: &str) {
     cargo_build(&pkg, &target, &wrapper);
     let first = embedded_words(&target);
 
-    common::edit(&pkg.path("shaders/include/common.glsl"), "SCALE = 3.0", "SCALE = 4.0");
-    common::edit(&pkg.path("shaders/b/scale.comp"), "data[i] * data[i]", "data[i] * data[i] + 2.0");
+    harness::edit(&pkg.path("shaders/include/common.glsl"), "SCALE = 3.0", "SCALE = 4.0");
+    harness::edit(&pkg.path("shaders/b/scale.comp"), "data[i] * data[i]", "data[i] * data[i] + 2.0");
     std::fs::write(&mode_file, mode).unwrap();
     use std::os::unix::process::CommandExt;
     let mut child = cargo_build_cmd(&pkg, &target, &wrapper).process_group(0).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
@@ -129,10 +128,10 @@ fn kill_at(mode: &str) {
     let rebuilt = embedded_words(&target);
     assert_ne!(rebuilt, first, "{mode}: the edits are not in the rebuilt program (wrapper pid was {pid})");
 
-    let clean = support::Package::new(&[]);
-    common::copy_dir(&pkg.path(""), &clean.path(""));
+    let clean = harness::Package::new(&[]);
+    harness::copy_dir(&pkg.path(""), &clean.path(""));
     let clean_target = clean.dir.path().join("target");
-    cargo_build(&clean, &clean_target, &support::real_tool("glslangValidator"));
+    cargo_build(&clean, &clean_target, &harness::real_tool("glslangValidator"));
     assert_eq!(rebuilt, embedded_words(&clean_target), "{mode}: STALE BYTES after kill -9 and a rebuild");
     // And a no-op after the recovery compiles nothing: the wrapper would mark a compile of b.
     std::fs::write(&mode_file, "exit").unwrap();

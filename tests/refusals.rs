@@ -1,8 +1,8 @@
 //! Every refusal of the foundation, asserting its text: what is wrong, where, and the way out.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod support;
-use support::*;
+mod harness;
+use harness::*;
 
 fn package_with(mcpp: &str, files: &[(&str, &str)]) -> Package {
     let mut all = vec![("Cargo.toml", manifest("refusals", mcpp))];

@@ -3,8 +3,8 @@
 //! and the refusal lists every way. Then the two gates before a byte is fetched.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-use common::text;
+mod harness;
+use harness::text;
 use cargo_mcpp::accel::{AccelSet, Backend};
 use cargo_mcpp::env::Env;
 use cargo_mcpp::manifest::Manifest;

@@ -4,11 +4,10 @@
 //! surface generator; the criterion of every rebuild test is the embedded bytes.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
-use common::text;
+mod harness;
+use harness::text;
 use std::path::PathBuf;
-use support::*;
+use harness::*;
 
 /// Variables of the developer's environment that would name slangc before the test's choice.
 const HIDDEN: &[&str] = &["SLANGC", "MCPP_SLANGC", "MCPP_TOOL_SLANGC"];
@@ -30,7 +29,7 @@ fn build(pkg: &Package) -> cargo_mcpp::Build {
 
 /// The argv of every slangc start (one line each), from the wrapper's log.
 fn slangc_calls(pkg: &Package) -> Vec<String> {
-    std::fs::read_to_string(pkg.tools.join("slangc.log")).unwrap_or_default().lines().map(str::to_string).collect()
+    Shim::at(&pkg.tools.join("slangc")).records().iter().map(|r| r.line()).collect()
 }
 
 const MATHUTIL: &str = "module mathutil;\npublic float transform(float x) { return x * 3.0 + 1.0; }\n";

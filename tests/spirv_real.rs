@@ -2,8 +2,8 @@
 //! and the criterion of every rebuild test is the embedded bytes, not the exit code.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod support;
-use support::*;
+mod harness;
+use harness::*;
 
 fn spirv_val(bytes: &[u8], env: &str) {
     let dir = tempfile::tempdir().unwrap();

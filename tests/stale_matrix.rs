@@ -7,13 +7,12 @@
 //! nvcc).
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-mod common;
-mod support;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-use support::*;
+use harness::*;
 
 /// What the surface in `out` embeds: each file the Rust surface includes, and each C data
 /// header, by its path relative to `out`.
@@ -26,7 +25,7 @@ fn embedded(out: &Path) -> BTreeMap<String, Vec<u8>> {
         let rel = Path::new(&path).strip_prefix(out).unwrap_or_else(|_| panic!("{path} is not under {}", out.display())).to_string_lossy().into_owned();
         files.insert(format!("include:{rel}"), std::fs::read(&path).expect("included file"));
     }
-    for f in common::walk(&out.join("mcpp/data")) {
+    for f in harness::walk(&out.join("mcpp/data")) {
         let rel = f.strip_prefix(out).unwrap().to_string_lossy().into_owned();
         files.insert(format!("data:{rel}"), std::fs::read(&f).unwrap());
     }
@@ -39,14 +38,14 @@ fn embedded(out: &Path) -> BTreeMap<String, Vec<u8>> {
 fn compiles(pkg: &Package) -> usize {
     ["glslangValidator", "glslc"]
         .iter()
-        .map(|p| std::fs::read_to_string(pkg.tools.join(format!("{p}.log"))).map(|t| t.lines().filter(|l| l.split(' ').any(|a| a == "-o")).count()).unwrap_or(0))
+        .map(|p| Shim::at(&pkg.tools.join(p)).records().iter().filter(|r| r.has("-o")).count())
         .sum()
 }
 
 /// A clean build of `pkg`'s current state (a copy, fresh out and work dirs) with `accel`.
 fn clean_bytes(pkg: &Package, accel: Option<&str>) -> BTreeMap<String, Vec<u8>> {
     let clean = Package::new(&[]);
-    common::copy_dir(&pkg.path(""), &clean.path(""));
+    harness::copy_dir(&pkg.path(""), &clean.path(""));
     let mut b = clean.build();
     if let Some(a) = accel {
         b.accel(a);
@@ -66,7 +65,7 @@ fn mtime(path: &Path) -> SystemTime {
 
 /// Rewrite `rel` with `from` replaced by `to` (asserting it was there).
 fn edit(pkg: &Package, rel: &str, from: &str, to: &str) {
-    common::edit(&pkg.path(rel), from, to);
+    harness::edit(&pkg.path(rel), from, to);
 }
 
 const A: &str = "spirv:shaders/a/scale.comp";
@@ -206,7 +205,7 @@ fn stable_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
     let x = std::process::Command::new("ar").args(["x", "lib.a"]).current_dir(dir.path()).status().unwrap();
     assert!(x.success(), "ar x");
     let mut out = BTreeMap::new();
-    for member in common::walk(dir.path()) {
+    for member in harness::walk(dir.path()) {
         let name = member.file_name().unwrap().to_string_lossy().into_owned();
         if name == "lib.a" || name.starts_with("section-") {
             continue;
@@ -231,28 +230,27 @@ fn marker(bytes: &[u8]) -> String {
 
 #[test]
 fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
-    let (tmp, pkg) = common::fixture("cuda-island");
-    common::edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    let (tmp, pkg) = harness::fixture("cuda-island");
+    harness::edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
     // A marker the test can read from the archive: the include's value and the define's.
-    common::edit(&pkg.join("kernels/params.cuh"), "#define SCALE_FACTOR 3.0f\n", "#define SCALE_FACTOR 3.0f\n#define MARK_SCALE \"3\"\n");
+    harness::edit(&pkg.join("kernels/params.cuh"), "#define SCALE_FACTOR 3.0f\n", "#define SCALE_FACTOR 3.0f\n#define MARK_SCALE \"3\"\n");
     std::fs::write(
         pkg.join("kernels/scale.cu"),
         std::fs::read_to_string(pkg.join("kernels/scale.cu")).unwrap()
             + "\n#define MCPP_STR2(x) #x\n#define MCPP_STR(x) MCPP_STR2(x)\nextern \"C\" __attribute__((used)) const char mcpp_marker[] = \"MCPP-MARK:\" MARK_SCALE \":\" MCPP_STR(WIDTH);\n",
     )
     .unwrap();
-    let real = common::cuda13();
+    let real = harness::cuda13();
     let root = tmp.path().join("counted-cuda");
     std::fs::create_dir_all(root.join("bin")).unwrap();
     for d in ["include", "lib"] {
         std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
     }
-    let nvcc = root.join("bin/nvcc");
-    common::counting_wrapper(&nvcc, &real.join("bin/nvcc"));
+    let nvcc = Shim::wrap(&root.join("bin"), "nvcc", &real.join("bin/nvcc"));
 
     let clean = |marker_want: &str| -> Vec<u8> {
         let c = tempfile::tempdir().unwrap();
-        common::copy_dir(&pkg, &c.path().join("pkg"));
+        harness::copy_dir(&pkg, &c.path().join("pkg"));
         let o = cuda_build(c.path(), &c.path().join("pkg"), &real).accel("cuda13.0+{sm_80}").try_compile().unwrap();
         let bytes = linked_archive(&o);
         assert_eq!(marker(&bytes), marker_want);
@@ -266,8 +264,8 @@ fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
         (
             "edit the included .cuh",
             Box::new(|| {
-                common::edit(&pkg.join("kernels/params.cuh"), "3.0f", "5.0f");
-                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"3\"", "MARK_SCALE \"5\"");
+                harness::edit(&pkg.join("kernels/params.cuh"), "3.0f", "5.0f");
+                harness::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"3\"", "MARK_SCALE \"5\"");
             }),
             &[AR, CU],
             "MCPP-MARK:5:4",
@@ -275,8 +273,8 @@ fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
         (
             "edit it again (B of ABA)",
             Box::new(|| {
-                common::edit(&pkg.join("kernels/params.cuh"), "5.0f", "7.0f");
-                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"5\"", "MARK_SCALE \"7\"");
+                harness::edit(&pkg.join("kernels/params.cuh"), "5.0f", "7.0f");
+                harness::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"5\"", "MARK_SCALE \"7\"");
             }),
             &[AR, CU],
             "MCPP-MARK:7:4",
@@ -284,19 +282,19 @@ fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
         (
             "revert that edit (ABA)",
             Box::new(|| {
-                common::edit(&pkg.join("kernels/params.cuh"), "7.0f", "5.0f");
-                common::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"7\"", "MARK_SCALE \"5\"");
+                harness::edit(&pkg.join("kernels/params.cuh"), "7.0f", "5.0f");
+                harness::edit(&pkg.join("kernels/params.cuh"), "MARK_SCALE \"7\"", "MARK_SCALE \"5\"");
             }),
             &[AR, CU],
             "MCPP-MARK:5:4",
         ),
-        ("change a define", Box::new(|| common::edit(&pkg.join("Cargo.toml"), "WIDTH = \"4\"", "WIDTH = \"8\"")), &[AR, CU], "MCPP-MARK:5:8"),
+        ("change a define", Box::new(|| harness::edit(&pkg.join("Cargo.toml"), "WIDTH = \"4\"", "WIDTH = \"8\"")), &[AR, CU], "MCPP-MARK:5:8"),
         ("no-op", Box::new(|| {}), &[], "MCPP-MARK:5:8"),
     ];
     let mut previous: Vec<u8> = Vec::new();
     for (i, (name, action, allowed, want)) in steps.iter().enumerate() {
         action();
-        let before = common::starts(&nvcc);
+        let before = nvcc.starts();
         let outcome = cuda_build(tmp.path(), &pkg, &root).accel("cuda13.0+{sm_80}").try_compile().unwrap_or_else(|e| panic!("{e}"));
         let mut ran = outcome.report.ran.clone();
         ran.sort();
@@ -306,7 +304,7 @@ fn every_step_of_the_cuda_matrix_links_the_bytes_of_a_clean_build() {
         assert!(ran.iter().all(|r| want_ran.contains(&r.as_str())), "{step}: {ran:?} ran, only {want_ran:?} may");
         if i > 0 {
             assert_eq!(ran, want_ran, "{step}");
-            assert_eq!(common::starts(&nvcc) - before, ran.iter().filter(|r| r.starts_with("cuda:")).count(), "{step}: nvcc starts are the compiles reported");
+            assert_eq!(nvcc.starts() - before, ran.iter().filter(|r| r.starts_with("cuda:")).count(), "{step}: nvcc starts are the compiles reported");
         }
         let now = linked_archive(&outcome);
         assert_eq!(marker(&now), *want, "{step}: STALE: the linked archive carries another marker");

@@ -1,7 +1,21 @@
-//! Helpers shared by the integration tests: temp copies of fixtures, the toolchains
-//! `scripts/setup-toolchains.sh` installs, a fake CUDA toolkit around a recording shim.
+//! The one harness of the integration tests (`mod harness;` in each `tests/*.rs`):
+//!
+//! - temp packages: [`Package`] (a package written into a temp dir, built through the library
+//!   API) and [`fixture`] (a temp copy of `tests/fixtures/<name>`);
+//! - the real toolchains `scripts/setup-toolchains.sh` installs: [`real_tool`], [`cuda13`],
+//!   [`cuda12_clang`];
+//! - counting/logging wrappers and fake compilers: [`Shim`] (the recording compiler
+//!   `src/bin/mcpp-shim.rs` under any program name) and [`fake_toolkit`];
+//! - the text of outputs ([`text`]) and file helpers ([`walk`], [`copy_dir`], [`edit`]).
 #![allow(dead_code)]
 
+mod package;
+mod shim;
+
+#[allow(unused_imports)] // not every test crate builds packages
+pub use package::*;
+#[allow(unused_imports)]
+pub use shim::*;
 use std::path::{Path, PathBuf};
 
 /// A process's stdout then stderr, as text (for assertions and their messages).
@@ -61,9 +75,18 @@ pub fn edit(path: &Path, from: &str, to: &str) {
     std::fs::write(path, t.replace(from, to)).unwrap();
 }
 
-/// A fake toolkit `<dir>/fake-cuda` whose `bin/nvcc` is the recording shim (13.0 headers
-/// stand-ins, an empty `lib/libcudart_static.a`); returns (root, shim path).
-pub fn fake_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
+/// The real program `name` on PATH (tests fail, not skip, when it is missing: CI installs it).
+pub fn real_tool(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not installed; run scripts/setup-toolchains.sh"))
+}
+
+/// A fake toolkit `<dir>/fake-cuda` whose `bin/nvcc` is a recording [`Shim`] (13.0 headers
+/// stand-ins, an empty `lib/libcudart_static.a`); returns (root, shim).
+pub fn fake_toolkit(dir: &Path) -> (PathBuf, Shim) {
     let root = dir.join("fake-cuda");
     std::fs::create_dir_all(root.join("bin")).unwrap();
     std::fs::create_dir_all(root.join("include")).unwrap();
@@ -71,34 +94,8 @@ pub fn fake_toolkit(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::write(root.join("include/cuda_runtime.h"), "").unwrap();
     std::fs::write(root.join("include/cuda.h"), "#define CUDA_VERSION 13000\n").unwrap();
     std::fs::write(root.join("lib/libcudart_static.a"), "!<arch>\n").unwrap();
-    let shim = root.join("bin/nvcc");
-    std::fs::copy(repo().join("tests/fixtures/record-shim.sh"), &shim).unwrap();
+    let shim = Shim::install(&root.join("bin"), "nvcc");
     (root, shim)
-}
-
-/// The argv lines of each call recorded by a shim.
-pub fn recorded(shim: &Path) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(format!("{}.log", shim.display())).unwrap_or_default();
-    let mut calls = Vec::new();
-    let mut cur = Vec::new();
-    for l in text.lines() {
-        if l == "--end--" {
-            calls.push(std::mem::take(&mut cur));
-        } else {
-            cur.push(l.to_string());
-        }
-    }
-    calls
-}
-
-/// A counting wrapper at `path` running `real`; [`starts`] reads its count.
-pub fn counting_wrapper(path: &Path, real: &Path) {
-    std::fs::copy(repo().join("tests/fixtures/count-wrapper.sh"), path).unwrap();
-    std::fs::write(format!("{}.real", path.display()), real.to_string_lossy().as_bytes()).unwrap();
-}
-
-pub fn starts(path: &Path) -> usize {
-    std::fs::read_to_string(format!("{}.count", path.display())).map(|t| t.lines().count()).unwrap_or(0)
 }
 
 /// Every file below `dir`, recursively (empty when `dir` does not exist).
@@ -115,4 +112,11 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `text` with the temp paths of a test replaced for a snapshot: `<tmp>/pkg` (the package of
+/// [`Package`] and [`fixture`]) by `[PKG]`, any other path under `tmp` by `[TMP]`.
+pub fn redact(text: &str, tmp: &Path) -> String {
+    let tmp = tmp.display().to_string();
+    text.replace(&format!("{tmp}/pkg"), "[PKG]").replace(&tmp, "[TMP]")
 }

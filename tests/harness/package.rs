@@ -1,26 +1,19 @@
-//! Test harness: a package written into a temp dir, built through the library API exactly as
+//! [`Package`]: a package written into a temp dir, built through the library API exactly as
 //! build.rs would (explicit manifest/out/work dirs, an environment view, no process-env
-//! mutation), with the compilers wrapped by a counting script so tests can assert how many
+//! mutation), with the compilers behind counting [`Shim`] wrappers so tests can assert how many
 //! compiler processes a build started.
-#![allow(dead_code)]
 
+use super::{real_tool, Shim};
 use cargo_mcpp::pipeline::Outcome;
 use cargo_mcpp::Build;
 use std::path::PathBuf;
 
-/// A package in a temp dir.
+/// A package in a temp dir: the package at `<dir>/pkg`, its counting wrappers in `tools`.
 pub struct Package {
+    /// The temp dir holding the package, its out/work dirs and `MCPP_HOME`.
     pub dir: tempfile::TempDir,
+    /// Where the counting wrappers live.
     pub tools: PathBuf,
-}
-
-/// The real program `name` on PATH (tests fail, not skip, when it is missing: CI installs it).
-pub fn real_tool(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} is not installed; run scripts/setup-toolchains.sh"))
 }
 
 /// The real slangc: `MCPP_SLANGC` (which `scripts/setup-toolchains.sh` names in its env.sh),
@@ -43,46 +36,49 @@ impl Package {
         }
         p
     }
+    /// The path of `rel` in the package.
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join("pkg").join(rel)
     }
+    /// Write `text` to `rel` in the package (creating its directory).
     pub fn write(&self, rel: &str, text: &str) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
+    /// The text of `rel` in the package.
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap()
     }
+    /// The build's `OUT_DIR`.
     pub fn out_dir(&self) -> PathBuf {
         self.dir.path().join("out")
     }
+    /// The build's work dir (the device cache).
     pub fn work_dir(&self) -> PathBuf {
         self.dir.path().join("work")
     }
-    /// A wrapper for the real `program` that logs each start to `<tools>/<program>.log`.
+    /// A wrapper (a [`Shim`]) for the real `program` that records each start; made once.
     pub fn counting_tool(&self, program: &str) -> PathBuf {
         self.counting_wrapper_of(program, &real_tool(program))
     }
-    /// A wrapper named `program` for the program at `real`, logging each start's argv to
-    /// `<tools>/<program>.log` (one line a start; [`Package::starts`] counts them).
+    /// A wrapper (a [`Shim`]) named `program` for the program at `real`, recording each start
+    /// ([`Package::starts`], [`Package::compiles`]); made once.
     pub fn counting_wrapper_of(&self, program: &str, real: &std::path::Path) -> PathBuf {
         let wrapper = self.tools.join(program);
-        let log = self.tools.join(format!("{program}.log"));
-        if wrapper.exists() {
-            return wrapper;
-        }
-        std::fs::write(&wrapper, format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real.display())).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if !wrapper.exists() {
+            Shim::wrap(&self.tools, program, real);
         }
         wrapper
     }
     /// How many times the counting wrapper of `program` was started.
     pub fn starts(&self, program: &str) -> usize {
-        std::fs::read_to_string(self.tools.join(format!("{program}.log"))).map(|t| t.lines().count()).unwrap_or(0)
+        Shim::at(&self.tools.join(program)).starts()
+    }
+    /// The argument lines (`echo "$*"`) of each start of `program`'s wrapper but its
+    /// `--version`/`--help` probes.
+    pub fn compiles(&self, program: &str) -> Vec<String> {
+        Shim::at(&self.tools.join(program)).calls().iter().map(|r| r.line()).collect()
     }
     /// A builder for this package with both GLSL compilers wrapped by counters.
     pub fn build(&self) -> Build {
@@ -136,8 +132,11 @@ pub fn manifest(name: &str, mcpp: &str) -> String {
     format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\n{mcpp}\n")
 }
 
+/// An included GLSL file (no stage) with one function.
 pub const COMMON_GLSL: &str = "const float SCALE = 3.0;\nfloat transform(float x) { return x * SCALE; }\n";
+/// A compute shader including `common.glsl`, its workgroup size from the define `WORKGROUP`.
 pub const SCALE_COMP: &str = "#version 450\n#extension GL_GOOGLE_include_directive : require\n#include \"common.glsl\"\nlayout(local_size_x = WORKGROUP) in;\nlayout(std430, binding = 0) buffer Data { float data[]; };\nvoid main() { uint i = gl_GlobalInvocationID.x; data[i] = transform(data[i]); }\n";
+/// A compute shader squaring its buffer, its workgroup size from the define `WORKGROUP`.
 pub const SQUARE_COMP: &str = "#version 450\nlayout(local_size_x = WORKGROUP) in;\nlayout(std430, binding = 0) buffer Data { float data[]; };\nvoid main() { uint i = gl_GlobalInvocationID.x; data[i] = data[i] * data[i]; }\n";
 
 /// The example-like package: two shaders sharing a stem in two directories, one including a

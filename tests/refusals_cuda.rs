@@ -1,0 +1,80 @@
+//! The refusal texts of the CUDA lane, pinned as one snapshot
+//! (`tests/snapshots/refusals_cuda__cuda_refusals.snap`): each bad input on a temp copy of
+//! `tests/fixtures/cuda-island` with a fake toolkit (a recording [`Shim`] as nvcc), the temp
+//! paths replaced by `[PKG]` and `[TMP]`. Accept a change of wording with `INSTA_UPDATE=always`.
+
+mod harness;
+use cargo_mcpp::Build;
+use harness::*;
+use std::path::Path;
+
+fn build(tmp: &Path, pkg: &Path, toolkit: &Path) -> Build {
+    let mut b = Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
+    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+        b.env_remove(v);
+    }
+    b.env("CUDA_PATH", toolkit);
+    b
+}
+
+/// One bad input: an edit of the fixture's manifest (`from` -> `to`, none when `from` is
+/// empty), an extra change of the builder, and its refusal text. Nothing may compile.
+fn refusal(from: &str, to: &str, change: impl Fn(&mut Build, &Path)) -> String {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, nvcc) = fake_toolkit(tmp.path());
+    if !from.is_empty() {
+        edit(&pkg.join("Cargo.toml"), from, to);
+    }
+    let mut b = build(tmp.path(), &pkg, &root);
+    change(&mut b, &pkg);
+    let text = match b.try_compile() {
+        Ok(_) => panic!("{from} -> {to}: the build was expected to be refused"),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(nvcc.calls().iter().filter(|c| c.has("-c")).count(), 0, "{from} -> {to}: nothing may compile before the refusal:\n{text}");
+    redact(&text, tmp.path())
+}
+
+fn accel(a: &'static str) -> impl Fn(&mut Build, &Path) {
+    move |b, _| {
+        b.accel(a);
+    }
+}
+
+#[test]
+fn cuda_refusals() {
+    let same = |_: &mut Build, _: &Path| {};
+    let cases: Vec<(&str, String)> = vec![
+        ("a CUDA version without a minor", refusal("", "", accel("cuda13+{sm_90}"))),
+        ("a PTX floor above every architecture", refusal("", "", accel("cuda13.0+{sm_90} ptx>=95"))),
+        ("an empty architecture list", refusal("", "", accel("cuda13.0+{}"))),
+        ("an architecture of another backend", refusal("", "", accel("cuda13.0+{gfx942}"))),
+        ("a toolkit of another CUDA version", refusal("", "", accel("cuda12.9+{sm_90}"))),
+        (
+            "no toolkit at all",
+            refusal("", "", |b, _| {
+                b.env_remove("CUDA_PATH").env("PATH", "/nonexistent");
+            }),
+        ),
+        (
+            "a named CUDA_PATH that is no toolkit",
+            refusal("", "", |b, _| {
+                b.env("CUDA_PATH", "/nonexistent");
+            }),
+        ),
+        ("an rdc flag without the rdc key", refusal("flags = [\"--extra-flag\"]", "flags = [\"-rdc=true\"]", same)),
+        ("a define nvcc would hand to a shell", refusal("defines = { WIDTH = \"4\" }", "defines = { WIDTH = \"$(touch pwned)\" }", same)),
+        ("a define name that is no identifier", refusal("defines = { WIDTH = \"4\" }", "defines = { \"WIDTH=5 -DX\" = \"4\" }", same)),
+        ("a ccbin that does not exist", refusal("includes = [\"include\"]", "includes = [\"include\"]\nccbin = \"/nonexistent/g++\"", same)),
+        (
+            "island halves that disagree",
+            refusal("", "", |b, pkg| {
+                edit(&pkg.join("host/scale.cpp"), "int scale_run(float* y, unsigned n)", "int scale_run(float* y, int n)");
+                b.accel("cuda13.0+{sm_90}");
+            }),
+        ),
+    ];
+    let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();
+    insta::assert_snapshot!("cuda_refusals", all);
+}
