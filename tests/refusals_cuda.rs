@@ -2,6 +2,7 @@
 //! (`tests/snapshots/refusals_cuda__cuda_refusals.snap`): each bad input on a temp copy of
 //! `tests/fixtures/cuda-island` with a fake toolkit (a recording [`Shim`] as nvcc), the temp
 //! paths replaced by `[PKG]` and `[TMP]`. Accept a change of wording with `INSTA_UPDATE=always`.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
 use cargo_mcpp::Build;

@@ -2,6 +2,7 @@
 //! (`tests/snapshots/refusals_spirv__spirv_refusals.snap`): each bad input's whole text, the
 //! temp paths replaced by `[PKG]` (the package) and `[TMP]` (its temp dir). A change of wording
 //! shows as a snapshot diff; accept it with `INSTA_UPDATE=always` (or `cargo insta review`).
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
 use harness::*;

@@ -1,6 +1,7 @@
 //! The recording compiler `mcpp-shim` itself (the harness's [`Shim`]): it refuses to run outside
 //! the tests, records each start (program name, argv, cwd, environment), writes the outputs and
 //! depfiles a command line names, answers probes as told, fails on request and wraps real programs.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
 use harness::*;

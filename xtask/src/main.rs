@@ -90,7 +90,8 @@ pub fn tidy(root: &Path) -> Vec<String> {
 /// Cargo directives only through `CargoOutput` (src/cargo_output.rs): no other module has a
 /// string literal that starts a directive (`"cargo:` or `"cargo::`), builds a warning directive
 /// itself, or prints to standard output, which a build script's cargo reads as directives
-/// (cli.rs prints its own answers: `why tool` and the engine handshake, no directive).
+/// (cli.rs prints its own answers: `why tool` and the engine handshake, no directive; the
+/// test-only compiler shim `src/bin/mcpp-shim.rs` prints what the compiler it plays prints).
 pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if rel.ends_with("src/cargo_output.rs") {
@@ -108,7 +109,7 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
             problems.push(format!("{rel}:{}: builds a warning directive; use CargoOutput::warning", n + 1));
         }
         let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
-        if prints && !rel.ends_with("src/cli.rs") {
+        if prints && !rel.ends_with("src/cli.rs") && !rel.ends_with("src/bin/mcpp-shim.rs") {
             problems.push(format!("{rel}:{}: prints to standard output, which cargo reads as directives; use CargoOutput (or eprintln!)", n + 1));
         }
     }
