@@ -741,7 +741,7 @@ fn cxxflags_of_the_environment_view_reach_the_cxx_lane() {
     let gxx = Shim::wrap(&tmp.path().join("bin"), "g++", &real_tool("g++"));
     let out = build(tmp.path(), &pkg).no_accel().env("CXX", gxx.path()).env("CXXFLAGS", "-DFROM_VIEW=1").try_compile().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.report.ran.contains(&"cxx:cpp/from_view.cpp".to_string()), "{:?}", out.report.ran);
-    let lane: Vec<String> = logged(&gxx).into_iter().filter(|l| l.contains("-c ") && l.contains("cpp/from_view.cpp")).collect();
+    let lane: Vec<String> = logged(&gxx).filter(|l| l.contains("-c ") && l.contains("cpp/from_view.cpp")).collect();
     assert_eq!(lane.len(), 1, "{lane:?}");
     assert!(lane[0].split(' ').any(|a| a == "-DFROM_VIEW=1"), "{}", lane[0]);
 }
