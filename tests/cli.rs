@@ -51,7 +51,7 @@ impl Example {
     }
     fn slang_compiles(&self) -> usize {
         // Every start of the slangc wrapper but the one `-v` probe.
-        std::fs::read_to_string(self.tools.tools.join("slangc.log")).map(|t| t.lines().filter(|l| *l != "-v").count()).unwrap_or(0)
+        harness::Shim::at(&self.tools.tools.join("slangc")).records().iter().filter(|r| r.line() != "-v").count()
     }
     fn run(&self) -> Output {
         Command::new(self.target.join("debug/vulkan-compute")).output().unwrap()
