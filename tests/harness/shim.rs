@@ -63,14 +63,15 @@ impl Record {
 }
 
 impl Shim {
-    /// Install the shim as `<dir>/<name>` (a hard link, else a copy) acting as a compiler.
+    /// Install the shim as `<dir>/<name>` (a copy) acting as a compiler.
     pub fn install(dir: &Path, name: &str) -> Shim {
         std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         let path = dir.join(name);
         let _ = std::fs::remove_file(&path);
-        if std::fs::hard_link(shim_binary(), &path).is_err() {
-            std::fs::copy(shim_binary(), &path).unwrap_or_else(|e| panic!("cannot copy the shim to {}: {e}", path.display()));
-        }
+        // A copy, never a hard link: a link to the one shim binary would change the ctime of the
+        // inode every installed shim shares, and the engine's version cache (keyed by size,
+        // mtime, ctime, inode) would then ask every shim its version again.
+        std::fs::copy(shim_binary(), &path).unwrap_or_else(|e| panic!("cannot copy the shim to {}: {e}", path.display()));
         let shim = Shim { path };
         let _ = std::fs::remove_dir_all(shim.log_dir());
         shim.write_settings(&BTreeMap::new());
