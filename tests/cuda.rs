@@ -786,3 +786,18 @@ fn nvcc_flag_variables_are_checked_and_are_inputs() {
     let changed = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("NVCC_PREPEND_FLAGS", "-DMCPP_TEST_A=2").try_compile().unwrap();
     assert!(changed.report.ran.iter().any(|id| id.starts_with("cuda:")), "a changed NVCC_PREPEND_FLAGS recompiles: {:?}", changed.report.ran);
 }
+
+/// The ways the ccbin refusal lists all work (fresh-user finding, issue "Nothing escapes"
+/// item 11): `[package.metadata.mcpp.tools] ccbin` and `MCPP_TOOL_CCBIN` name nvcc's host
+/// compiler (a missing one is refused naming it, never ignored or called an unknown tool).
+#[test]
+fn every_listed_way_to_name_ccbin_is_honoured() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let (root, _) = fake_toolkit(tmp.path());
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).env("MCPP_TOOL_CCBIN", "/nonexistent/g++").try_compile().unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/g++") && e.contains("MCPP_TOOL_CCBIN"), "{e}");
+    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.island]", "[package.metadata.mcpp.tools]\nccbin = \"/nonexistent/g++\"\n\n[package.metadata.mcpp.island]");
+    let e = build(tmp.path(), &pkg).env("CUDA_PATH", &root).try_compile().unwrap_err().to_string();
+    assert!(!e.contains("unknown tool"), "{e}");
+    assert!(e.contains("/nonexistent/g++"), "{e}");
+}

@@ -793,7 +793,7 @@ pub fn archive(format: ArchiveFormat, name: &str, dir: &Path, objects: &[PathBuf
 
 impl Rule for CudaRule {
     fn tools(&self) -> &'static [ToolSpec] {
-        &[NVCC, CLANG]
+        &[NVCC, CLANG, CCBIN]
     }
     /// The nvcc route drives the `cuda-nvcc` payload at an exact version (the runtime must not
     /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
@@ -926,10 +926,16 @@ impl Rule for CudaRule {
                     .ccbin
                     .as_ref()
                     .map(|p| if p.components().count() > 1 && p.is_relative() { ctx.manifest.dir().join(p) } else { p.clone() })
+                    .or_else(|| ctx.tools.builder.get(CCBIN.name).or_else(|| ctx.tools.manifest.get(CCBIN.name)).cloned())
                     .or_else(|| CCBIN.env_vars.iter().find_map(|v| ctx.env.get_nonempty(v)).map(PathBuf::from))
+                    .or_else(|| ctx.env.get_nonempty(&tool::override_var(CCBIN.name)).map(PathBuf::from))
                     .unwrap_or_else(|| host.cxx.clone());
+                let named = ctx.tools.builder.contains_key(CCBIN.name) || ctx.tools.manifest.contains_key(CCBIN.name);
+                let override_set = ctx.env.get_nonempty(&tool::override_var(CCBIN.name)).is_some();
                 let (ccbin_source, ccbin_origin) = match (&opts.ccbin, CCBIN.env_vars.iter().find(|v| ctx.env.get_nonempty(v).is_some())) {
                     (Some(_), _) => (ToolSource::ManifestKey { manifest: ctx.manifest.path.clone(), key: format!("[{MANIFEST_KEY}] ccbin") }, format!("{} [{MANIFEST_KEY}] ccbin", ctx.manifest.path.display())),
+                    (None, _) if named => (ToolSource::Manifest(ctx.manifest.path.clone()), "the explicit choice (Build::tool or [package.metadata.mcpp.tools]) ccbin".to_string()),
+                    (None, None) if override_set => (ToolSource::Env(tool::override_var(CCBIN.name)), format!("the environment variable {}", tool::override_var(CCBIN.name))),
                     (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
                     (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
                 };

@@ -268,11 +268,11 @@ pub fn accessor_base(module: &[String], item: &PayloadItem) -> String {
 pub fn check_module_name(name: &str) -> Result<Vec<String>> {
     let key = "package.metadata.mcpp.module-name";
     match names::module_segments(name) {
-        Err((seg, fix)) => Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a usable module name: the segment `{seg}` is not an identifier"))
+        Err((seg, fix)) => Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a usable module name: the segment `{}` is not an identifier", crate::text::echo(name), crate::text::echo(&seg)))
             .key(key)
             .detail("Each segment becomes a C++ namespace and a part of the Rust path, so it has to be an identifier of both.")
             .help(format!("`{fix}` would work"))),
-        Ok(segs) if segs[0] == "std" => Err(Error::new(ErrorKind::Manifest, format!("`{name}` is not a usable module name: `std` is the C++ standard library's namespace"))
+        Ok(segs) if segs[0] == "std" => Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a usable module name: `std` is the C++ standard library's namespace", crate::text::echo(name)))
             .key(key)
             .help("name it after the package, e.g. `my_app.shaders`")),
         Ok(segs) => Ok(segs),
