@@ -267,6 +267,26 @@ pub fn include_define_args(includes: &[PathBuf], defines: &BTreeMap<String, Stri
     a
 }
 
+/// Whether `name` is a C-like identifier (`[A-Za-z_][A-Za-z0-9_]*`): a macro or function name.
+pub fn is_identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The refusal of a define in `[package.metadata.mcpp.<rule>] defines` whose name is no
+/// identifier (`-DNAME=value` of every lane; on nvcc the name also reaches a shell), or
+/// `None`: naming the key's `file:line:col`, the key (the name escaped) and the fix.
+pub fn define_name_refusal(manifest: &crate::manifest::Manifest, rule: &str, name: &str) -> Option<Error> {
+    if is_identifier(name) {
+        return None;
+    }
+    Some(
+        Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
+            .file(manifest.at_col(&format!("{rule}.defines.{name}")))
+            .key(format!("{}.{rule}.defines.{}", crate::manifest::MCPP_TABLE, crate::text::echo(name)))
+            .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""),
+    )
+}
+
 /// Resolve manifest include directories against the package root, refusing a missing one or a
 /// relative one that resolves outside the package (naming the key `<table>.includes[i]`;
 /// [`crate::walk::package_dir`]).

@@ -579,22 +579,6 @@ pub fn check_nvcc_shell_safe(value: &str, key: &str, manifest_path: &Path) -> Re
 /// `NVCC_APPEND_FLAGS`): inputs of the compile, and values nvcc hands to its shell.
 pub const NVCC_ENV_FLAGS: &[&str] = &["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"];
 
-/// A CUDA define's name must be an identifier, as SPIR-V's are (`-DNAME=value`; on the nvcc
-/// route the name also reaches a shell).
-///
-/// # Errors
-/// [`ErrorKind::Manifest`] naming the file and `package.metadata.mcpp.cuda.defines.<name>`.
-pub fn check_define_name(name: &str, manifest_path: &Path) -> Result<()> {
-    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        return Ok(());
-    }
-    Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
-        .file(manifest_path)
-        .key(format!("{MANIFEST_KEY}.defines.{}", crate::text::echo(name)))
-        .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""))
-}
-
 /// The nvcc route's manifest values and source names, checked with [`check_nvcc_shell_safe`].
 fn check_nvcc_values(opts: &CudaOptions, sources: &[&DeviceSource], manifest_path: &Path) -> Result<()> {
     for (name, value) in &opts.defines {
@@ -840,8 +824,9 @@ impl Rule for CudaRule {
                 .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
                 .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
         }
-        for name in opts.defines.keys() {
-            check_define_name(name, &ctx.manifest.path)?;
+        // A define's name is an identifier (on nvcc it also reaches a shell).
+        if let Some(e) = opts.defines.keys().find_map(|name| crate::host::define_name_refusal(ctx.manifest, self.name(), name)) {
+            return Err(e);
         }
         if route == CudaCompilerName::Nvcc {
             check_nvcc_values(&opts, sources, &ctx.manifest.path)?;

@@ -170,11 +170,6 @@ pub fn profile_for(vulkan: Option<&str>) -> Option<&'static str> {
     }
 }
 
-/// Whether `name` is a C-like identifier (a macro or function name).
-fn is_identifier(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// The Slang rule.
 pub struct SlangRule;
 
@@ -184,15 +179,8 @@ impl SlangRule {
     fn options(&self, manifest: &Manifest) -> Result<SlangOptions> {
         let opts: SlangOptions = manifest.rule_options(self.name())?;
         let mut problems = Vec::new();
-        for name in opts.defines.keys().filter(|n| !is_identifier(n)) {
-            problems.push(
-                Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
-                    .file(manifest.at_col(&format!("slang.defines.{name}")))
-                    .key(format!("{TABLE}.defines.{name}"))
-                    .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""),
-            );
-        }
-        if let Some(entry) = opts.entry.as_deref().filter(|e| !is_identifier(e)) {
+        problems.extend(opts.defines.keys().filter_map(|name| crate::host::define_name_refusal(manifest, self.name(), name)));
+        if let Some(entry) = opts.entry.as_deref().filter(|e| !crate::host::is_identifier(e)) {
             problems.push(
                 Error::new(ErrorKind::Manifest, format!("`{}` is not a Slang function name", crate::text::echo(entry)))
                     .file(manifest.at_col("slang.entry"))

@@ -151,14 +151,8 @@ impl Rule for SpirvRule {
             (None, None) => "vulkan1.0".to_string(),
         };
         check_target_env(ctx, &tool, &opts, &target_env)?;
-        for name in opts.defines.keys() {
-            let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !ok {
-                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
-                    .file(ctx.manifest.at_col(&format!("spirv.defines.{name}")))
-                    .key(format!("package.metadata.mcpp.spirv.defines.{}", crate::text::echo(name)))
-                    .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""));
-            }
+        if let Some(e) = opts.defines.keys().find_map(|name| crate::host::define_name_refusal(ctx.manifest, self.name(), name)) {
+            return Err(e);
         }
         // `optimize` overrides on/off; the level (speed or size) is cargo's `OPT_LEVEL`.
         let optimize = match opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes()) {
