@@ -334,7 +334,7 @@ impl Manifest {
             let inner = e.into_inner();
             let location = inner.span().map(|s| line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
             // A field or value serde quotes can be any length: quoted parts are cut.
-            let message = crate::text::echo_quoted(inner.message());
+            let message = crate::text::echo_serde(inner.message());
             let table = key.rsplit_once('.').map(|(t, _)| t.to_string()).unwrap_or_default();
             let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}"))
                 .file(format!("{}{location}", path.display()))
@@ -419,11 +419,17 @@ impl Manifest {
     /// for an unknown key, the keys valid in the table.
     pub fn rule_options<T: serde::de::DeserializeOwned + Default>(&self, rule: &str) -> Result<T> {
         let Some(value) = self.mcpp.rule_tables.get(rule) else { return Ok(T::default()) };
+        if !value.is_table() {
+            // Refused once, by check_keys ("not a table"); nothing of it is read.
+            return Ok(T::default());
+        }
         serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let inner_path = e.path().to_string();
             let key = if inner_path.is_empty() || inner_path == "." { format!("{MCPP_TABLE}.{rule}") } else { format!("{MCPP_TABLE}.{rule}.{inner_path}") };
             let message = e.into_inner().to_string();
-            let message = message.lines().next().unwrap_or_default().to_string();
+            // One line, and every value serde quotes cut and escaped (a 70 KB string in a wrong
+            // place must not come back whole).
+            let message = crate::text::echo_serde(message.lines().next().unwrap_or_default());
             // The unknown key itself is not in the error's path: find its name in the message.
             let unknown = message.strip_prefix("unknown field `").and_then(|r| r.split_once('`')).map(|(k, _)| k.to_string());
             // serde_path_to_error names an unknown key as the last segment of the path already.

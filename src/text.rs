@@ -56,6 +56,12 @@ pub fn echo_quoted(s: &str) -> String {
     s.split('`').enumerate().map(|(i, part)| if i % 2 == 1 { echo(part) } else { part.to_string() }).collect::<Vec<_>>().join("`")
 }
 
+/// [`echo_quoted`] for both quote marks serde uses: every `` `...` `` and `"..."` part of
+/// `s` cut and escaped as [`echo`] does (serde's `invalid type: string "...", expected ...`).
+pub fn echo_serde(s: &str) -> String {
+    echo_quoted(&s.split('"').enumerate().map(|(i, part)| if i % 2 == 1 { echo(part) } else { part.to_string() }).collect::<Vec<_>>().join("\""))
+}
+
 /// A window of at most [`ECHO_MAX`] characters of `s` around the character index `at`
 /// (40 before, the rest after), control characters escaped, `...` where it is cut; and the
 /// caret's column (0-based, in characters of the shown text) under the character `at`.
@@ -105,6 +111,16 @@ pub fn has_control(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn serde_messages_quote_values_cut_in_both_quote_marks() {
+        let long = "x".repeat(100_000);
+        let m = echo_serde(&format!("invalid type: string \"{long}\", expected a boolean"));
+        assert!(m.len() < 300 && m.starts_with("invalid type: string \"") && m.ends_with("\", expected a boolean"), "{m}");
+        let m = echo_serde(&format!("unknown variant `{long}`, expected `glslang` or `glslc`"));
+        assert!(m.len() < 300 && m.ends_with("expected `glslang` or `glslc`"), "{m}");
+    }
+
     use super::*;
 
     #[test]
