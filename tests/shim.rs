@@ -21,7 +21,7 @@ fn run(program: &std::path::Path, args: &[&str], cwd: &std::path::Path, env: &[(
 fn outside_the_tests_it_refuses_with_exit_2_and_records_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let bare = tmp.path().join("nvcc");
-    std::fs::copy(shim_binary(), &bare).unwrap();
+    copy_executable(&shim_binary(), &bare);
     std::fs::write(tmp.path().join("k.cu"), "").unwrap();
     let mut c = Command::new(&bare);
     c.args(["-c", "k.cu", "-o", "k.o"]).current_dir(tmp.path());

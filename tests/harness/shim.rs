@@ -62,6 +62,14 @@ impl Record {
     }
 }
 
+/// Copy the executable `from` to `to` with `cp`, in its own process: a copy written by this
+/// process would leave its write descriptor, for an instant, in a child another test thread is
+/// forking, and executing the copy then fails with "Text file busy" (ETXTBSY).
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp").arg(from).arg(to).status().unwrap_or_else(|e| panic!("cannot run cp: {e}"));
+    assert!(status.success(), "cp {} {} failed", from.display(), to.display());
+}
+
 impl Shim {
     /// Install the shim as `<dir>/<name>` (a copy) acting as a compiler.
     pub fn install(dir: &Path, name: &str) -> Shim {
@@ -71,7 +79,7 @@ impl Shim {
         // A copy, never a hard link: a link to the one shim binary would change the ctime of the
         // inode every installed shim shares, and the engine's version cache (keyed by size,
         // mtime, ctime, inode) would then ask every shim its version again.
-        std::fs::copy(shim_binary(), &path).unwrap_or_else(|e| panic!("cannot copy the shim to {}: {e}", path.display()));
+        copy_executable(&shim_binary(), &path);
         let shim = Shim { path };
         let _ = std::fs::remove_dir_all(shim.log_dir());
         shim.write_settings(&BTreeMap::new());
