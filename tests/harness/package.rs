@@ -65,6 +65,10 @@ impl Package {
     /// A wrapper (a [`Shim`]) named `program` for the program at `real`, recording each start
     /// ([`Package::starts`], [`Package::compiles`]); made once.
     pub fn counting_wrapper_of(&self, program: &str, real: &std::path::Path) -> PathBuf {
+        // Builders made on several threads at once install each wrapper once, whole (the
+        // program and its settings) before any of them runs it.
+        static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
         let wrapper = self.tools.join(program);
         if !wrapper.exists() {
             Shim::wrap(&self.tools, program, real);

@@ -65,9 +65,15 @@ impl Record {
 /// Copy the executable `from` to `to` with `cp`, in its own process: a copy written by this
 /// process would leave its write descriptor, for an instant, in a child another test thread is
 /// forking, and executing the copy then fails with "Text file busy" (ETXTBSY).
+/// The copy goes to a temporary name first and is renamed into place, so nobody can start it
+/// half written.
 pub fn copy_executable(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp").arg(from).arg(to).status().unwrap_or_else(|e| panic!("cannot run cp: {e}"));
-    assert!(status.success(), "cp {} {} failed", from.display(), to.display());
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let tmp = to.with_file_name(format!(".{}.{}.{n}.tmp", to.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
+    let status = std::process::Command::new("cp").arg(from).arg(&tmp).status().unwrap_or_else(|e| panic!("cannot run cp: {e}"));
+    assert!(status.success(), "cp {} {} failed", from.display(), tmp.display());
+    std::fs::rename(&tmp, to).unwrap_or_else(|e| panic!("cannot rename {} to {}: {e}", tmp.display(), to.display()));
 }
 
 impl Shim {
