@@ -4,31 +4,18 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
-use harness::{repo, text};
+use harness::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A SPIR-V package whose build.rs is `mcpp_build::build()`; its program prints the length and
 /// a checksum of the embedded SPIR-V words of `shaders/a/scale.comp`.
 fn client_package(extra_mcpp: &str) -> harness::Package {
-    let client = repo().join("mcpp-build");
-    harness::Package::new(&[
-        (
-            "Cargo.toml",
-            &format!(
-                "[package]\nname = \"client-pkg\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{extra_mcpp}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"64\" }}\n\n[workspace]\n",
-                client.display().to_string()
-            ),
-        ),
-        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
-        (
-            "src/main.rs",
-            "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let code = shaders::a::scale_comp().code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, checksum {sum}\", code.len());\n}\n",
-        ),
-        ("shaders/include/common.glsl", harness::COMMON_GLSL),
-        ("shaders/a/scale.comp", harness::SCALE_COMP),
-        ("shaders/b/scale.comp", harness::SQUARE_COMP),
-    ])
+    harness::client_package(
+        "client-pkg",
+        extra_mcpp,
+        "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let code = shaders::a::scale_comp().code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, checksum {sum}\", code.len());\n}\n",
+    )
 }
 
 /// `cargo build` of `pkg` with the given engine variable (None: unset) and CARGO_HOME.

@@ -6,7 +6,7 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
-use harness::{repo, text};
+use harness::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,7 +15,7 @@ fn engine() -> PathBuf {
 }
 
 fn client_dep() -> String {
-    format!("[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n", repo().join("mcpp-build").display().to_string())
+    harness::client_dependency()
 }
 
 const BAD_COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { this does not compile; }\n";

@@ -8,30 +8,17 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
-use harness::{repo, text};
+use harness::text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A package whose program prints every word of both embedded modules.
 fn kill_package() -> harness::Package {
-    let client = repo().join("mcpp-build");
-    harness::Package::new(&[
-        (
-            "Cargo.toml",
-            &format!(
-                "[package]\nname = \"kill-pkg\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"64\" }}\n\n[workspace]\n",
-                client.display().to_string()
-            ),
-        ),
-        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
-        (
-            "src/main.rs",
-            "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    for (name, code) in [(\"a\", shaders::a::scale_comp().code), (\"b\", shaders::b::scale_comp().code)] {\n        let words: Vec<String> = code.iter().map(|w| format!(\"{w:08x}\")).collect();\n        println!(\"{name}: {}\", words.join(\" \"));\n    }\n}\n",
-        ),
-        ("shaders/include/common.glsl", harness::COMMON_GLSL),
-        ("shaders/a/scale.comp", harness::SCALE_COMP),
-        ("shaders/b/scale.comp", harness::SQUARE_COMP),
-    ])
+    harness::client_package(
+        "kill-pkg",
+        "",
+        "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    for (name, code) in [(\"a\", shaders::a::scale_comp().code), (\"b\", shaders::b::scale_comp().code)] {\n        let words: Vec<String> = code.iter().map(|w| format!(\"{w:08x}\")).collect();\n        println!(\"{name}: {}\", words.join(\" \"));\n    }\n}\n",
+    )
 }
 
 /// The glslangValidator wrapper of `pkg`: it reads its mode from `<tools>/mode` at each start;

@@ -159,3 +159,30 @@ pub fn shader_package(compiler: &str) -> Package {
         ("shaders/b/scale.comp", SQUARE_COMP),
     ])
 }
+
+/// `[build-dependencies] mcpp-build = { path = "<this repository>/mcpp-build" }`: the
+/// dependency-free build.rs client, for packages built by real cargo with this engine.
+pub fn client_dependency() -> String {
+    format!("[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n", super::repo().join("mcpp-build").display().to_string())
+}
+
+/// The example-like SPIR-V package (two `scale.comp` in `shaders/a` and `shaders/b`, one
+/// including `shaders/include/common.glsl`, glslang with a define) whose build.rs is
+/// `mcpp_build::build()`: named `name`, `extra_mcpp` appended to `[package.metadata.mcpp]`,
+/// `main_rs` its program (which includes the surface as `mod shaders`).
+pub fn client_package(name: &str, extra_mcpp: &str, main_rs: &str) -> Package {
+    Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{extra_mcpp}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"64\" }}\n\n[workspace]\n",
+                client_dependency()
+            ),
+        ),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("src/main.rs", main_rs),
+        ("shaders/include/common.glsl", COMMON_GLSL),
+        ("shaders/a/scale.comp", SCALE_COMP),
+        ("shaders/b/scale.comp", SQUARE_COMP),
+    ])
+}
