@@ -3,7 +3,8 @@
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::pipeline::{self, AccelChoice, Config, Outcome};
+use crate::pipeline::{self, Config, Outcome};
+use crate::plan::accel::AccelChoice;
 use crate::report::{DeviceEvent, Reporter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -87,7 +88,7 @@ impl Build {
     }
     /// Name a tool's program explicitly (first in the resolver's order), e.g.
     /// `.tool("glslc", "/opt/shaderc/bin/glslc")`. The calling line is recorded with the
-    /// decision (`cargo mcpp why tool glslc` prints it), and the tool's payload is not needed.
+    /// decision (`cargo mcpp why tool glslc` prints it), and the tool's toolchain package is not needed.
     #[track_caller]
     pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
         let at = std::panic::Location::caller();

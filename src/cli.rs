@@ -1,12 +1,13 @@
 //! `cargo mcpp ...`: argument parsing (clap derive, `bin_name = "cargo"`) and the commands:
-//! `build` (fetch the payloads, run the device phase with progress, then `cargo build` with
-//! the arguments passed through, whose build.rs step finds everything fresh), `fetch` (install
-//! the payloads the package's build needs and record their hashes in `mcpp.lock`), and
+//! `build` (fetch the toolchain packages, run the device phase with progress, then `cargo build`
+//! with the arguments passed through, whose build.rs step finds everything fresh), `fetch`
+//! (install the toolchain packages the package's build needs and record their hashes in `mcpp.lock`), and
 //! `why tool <name>` (print the resolver's recorded decision).
 
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::manifest::Manifest;
-use crate::pipeline::{self, AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
+use crate::pipeline;
+use crate::plan::accel::{AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
 
 /// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
 /// `build-script` mode (followed by its version): the client's own constants.
@@ -35,9 +36,9 @@ pub struct McppCli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command_ {
-    /// Fetch the payloads, compile the device sources (with progress), then run `cargo build` with the same arguments.
+    /// Fetch the toolchain packages, compile the device sources (with progress), then run `cargo build` with the same arguments.
     Build(BuildArgs),
-    /// Install the payloads (toolchains) this package's build needs, and record their hashes in mcpp.lock.
+    /// Install the toolchain packages (compilers) this package's build needs, and record their hashes in mcpp.lock.
     Fetch(FetchArgs),
     /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
     Why(WhyArgs),
@@ -64,16 +65,16 @@ pub struct BuildScriptArgs {
 /// `cargo mcpp fetch` options.
 #[derive(Debug, Args)]
 pub struct FetchArgs {
-    /// Payloads to fetch (NAME or NAME@VERSION), regardless of the gates; default: those the build needs.
-    #[arg(value_name = "PAYLOAD")]
-    pub payloads: Vec<String>,
+    /// Toolchain packages to fetch (NAME or NAME@VERSION), regardless of the gates; default: those the build needs.
+    #[arg(value_name = "PACKAGE")]
+    pub packages: Vec<String>,
     /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
     #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
     pub accel: Option<String>,
     /// Fetch for a build with no accelerator (fetches nothing).
     #[arg(long)]
     pub no_accel: bool,
-    /// Use only the cache; refuse when a payload is not in it (also CARGO_NET_OFFLINE=true).
+    /// Use only the cache; refuse when a toolchain package is not in it (also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
     /// Path to Cargo.toml.
@@ -164,7 +165,7 @@ pub struct BuildArgs {
     /// Parallel compilers (passed to cargo too).
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
-    /// Fetch nothing: use the payload cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
+    /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
     /// Further `cargo build` arguments.
@@ -329,35 +330,35 @@ fn fetch(args: &FetchArgs) -> Result<i32> {
     };
     for (name, manifest_path) in &located.packages {
         let manifest = Manifest::read(manifest_path)?;
-        if !manifest.has_mcpp_table && args.payloads.is_empty() {
+        if !manifest.has_mcpp_table && args.packages.is_empty() {
             continue;
         }
-        fetch_one(name, manifest_path, &accel, args.offline, &args.payloads, true)?;
+        fetch_one(name, manifest_path, &accel, args.offline, &args.packages, true)?;
     }
     Ok(exit_code::SUCCESS)
 }
 
 /// Fetch for one package and say what happened; `verbose` (the `fetch` command) also says
-/// when nothing was needed and which payloads were already installed.
+/// when nothing was needed and which toolchain packages were already installed.
 fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice, offline: bool, names: &[String], verbose: bool) -> Result<()> {
     let env = crate::env::Env::process();
     let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names)?;
     for r in &report.reports {
         eprintln!("    Override {r}");
     }
-    if report.payloads.is_empty() && verbose {
-        eprintln!("     Nothing to fetch for {package}: no rule in use here drives a payload for this accelerator set, or its tool is named explicitly");
+    if report.packages.is_empty() && verbose {
+        eprintln!("     Nothing to fetch for {package}: no rule in use here drives a toolchain package for this accelerator set, or its tool is named explicitly");
     }
-    for (inst, what, why) in &report.payloads {
+    for (inst, what, why) in &report.packages {
         let verb = match what {
             crate::fetch::Fetched::Installed => "Installed",
             crate::fetch::Fetched::Fresh if verbose => "Fresh",
             crate::fetch::Fetched::Fresh => continue,
         };
-        eprintln!("{verb:>12} payload {} {} ({why}) in {}", inst.name, inst.version, inst.dir.display());
+        eprintln!("{verb:>12} toolchain package {} {} ({why}) in {}", inst.name, inst.version, inst.dir.display());
     }
     if report.lock_written {
-        eprintln!("      Locked {}", manifest_path.parent().unwrap_or(std::path::Path::new(".")).join(crate::payload::LOCKFILE).display());
+        eprintln!("      Locked {}", manifest_path.parent().unwrap_or(std::path::Path::new(".")).join(crate::toolchain_package::LOCKFILE).display());
     }
     Ok(())
 }
@@ -460,7 +461,7 @@ fn build_script(args: &BuildScriptArgs) -> Result<i32> {
 }
 
 /// `cargo mcpp build`: validate the selected packages' device phases (every problem, before
-/// cargo starts), fetch the toolchain payloads they need, then run `cargo build` with the
+/// cargo starts), fetch the toolchain packages they need, then run `cargo build` with the
 /// user's arguments and show the progress its build scripts report over the side channel
 /// ([`crate::report`]). The device work itself runs only in the build scripts, with cargo's
 /// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.

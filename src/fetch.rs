@@ -1,10 +1,10 @@
-//! Installing a payload into the shared cache (issue 4; seed 002: install time is when a
+//! Installing a toolchain package into the shared cache (issue 4; seed 002: install time is when a
 //! download is legitimate, build time is not). Only `cargo mcpp fetch` (and `cargo mcpp build`
 //! before it starts cargo) calls this; build.rs never does.
 //!
-//! For one selected payload, under an exclusive file lock (`locks/<name>-<version>.lock`,
+//! For one selected toolchain package, under an exclusive file lock (`locks/<name>-<version>.lock`,
 //! fs4), so concurrent fetches serialise and the second finds the first's install:
-//! 1. remove what an interrupted fetch of this payload left in `tmp/`;
+//! 1. remove what an interrupted fetch of this package left in `tmp/`;
 //! 2. each distribution's archive comes from `archives/<dist>-<version>/`, or is downloaded with
 //!    the ordinary Python package client, `python3 -m pip download --no-deps
 //!    --only-binary=:all: NAME==VERSION -d <tmp>` (the user's index and mirror configuration
@@ -18,17 +18,17 @@
 //! 4. every entry of every archive is checked first (an entry escaping the target, an absolute
 //!    path or a link is refused, and nothing is written), then all are unpacked into a temp dir
 //!    with their executable bits, a marker is written inside, and the directory is renamed into
-//!    `payloads/<name>/<version>`: an install is either complete or absent.
+//!    `packages/<name>/<version>`: an install is either complete or absent.
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fingerprint::sha256_hex;
-use crate::payload::{ArchiveRecord, Catalog, Home, Installed, LockedPayload, Lockfile, Marker, Selected, MARKER};
+use crate::toolchain_package::{ArchiveRecord, Catalog, Home, Installed, LockedPackage, Lockfile, Marker, Selected, CATALOG_FILE, MARKER};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What [`fetch`] did for one payload.
+/// What [`fetch`] did for one toolchain package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fetched {
     /// It was unpacked by this call.
@@ -55,14 +55,14 @@ pub use crate::lock::FileLock;
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a hash mismatch against `mcpp.lock`, an offline fetch of an
-/// archive not in the cache, or a payload for another platform; [`ErrorKind::ToolFailed`] when
+/// archive not in the cache, or a toolchain package for another platform; [`ErrorKind::ToolFailed`] when
 /// pip fails; [`ErrorKind::Io`] for the cache; an archive with an escaping entry is refused
 /// before anything of it is written.
 pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile, env: &Env, opts: &FetchOptions) -> Result<(Installed, Fetched)> {
     let desc = catalog.get(&sel.name)?;
-    let platform = crate::payload::host_platform();
+    let platform = crate::toolchain_package::host_platform();
     if desc.platform != platform {
-        return Err(Error::new(ErrorKind::Manifest, format!("payload {} is described for {} only; this machine is {platform}", sel.name, desc.platform))
+        return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} is described for {} only; this machine is {platform}", sel.name, desc.platform))
             .help("name the tool itself instead: [package.metadata.mcpp.tools] <name> = \"/path\" (README.md \"Declared toolchains\")"));
     }
     let tmp = home.tmp_dir();
@@ -112,10 +112,10 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     if !missing.is_empty() {
         if opts.offline {
             let list: Vec<String> = missing.iter().map(|(d, v)| format!("{d}=={v}")).collect();
-            return Err(Error::new(ErrorKind::Manifest, format!("offline, and payload {} {} is not in the cache ({})", sel.name, sel.version, home.root.display()))
+            return Err(Error::new(ErrorKind::Manifest, format!("offline, and toolchain package {} {} is not in the cache ({})", sel.name, sel.version, home.root.display()))
                 .detail(format!("missing archives: {}", list.join(", ")))
                 .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command))
-                .help("or provide the tool another way, which comes before the payload: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
+                .help("or provide the tool another way, which comes before the toolchain package: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
         }
         let dl = tempfile::Builder::new().prefix(&format!("{prefix}download-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
         pip_download(&missing, dl.path(), env)?;
@@ -142,12 +142,12 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     }
     // Keep the descriptor's distribution order.
     records.sort_by_key(|r| sel.dists.iter().position(|(d, _)| d == &r.distribution).unwrap_or(usize::MAX));
-    lock.set(LockedPayload { name: sel.name.clone(), version: sel.version.clone(), archives: records.clone() });
+    lock.set(LockedPackage { name: sel.name.clone(), version: sel.version.clone(), archives: records.clone() });
 
     if let Some(inst) = home.installed(catalog, &sel.name, &sel.version) {
         // Fresh only when unpacked from these archives AND every installed file still has the
         // bytes it was installed with; a damaged install is reinstalled below.
-        if crate::payload::same_archives(&inst.archives, &records) && inst.damage(true).is_none() {
+        if crate::toolchain_package::same_archives(&inst.archives, &records) && inst.damage(true).is_none() {
             return Ok((inst, Fetched::Fresh));
         }
     }
@@ -162,8 +162,8 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     let root = staging.path().join(&desc.root);
     for b in &desc.bin {
         if !root.join(b).is_dir() {
-            return Err(Error::new(ErrorKind::Manifest, format!("payload {} {}: the archives have no `{}/{b}` directory", sel.name, sel.version, desc.root))
-                .help("the wheel's layout differs from payloads.toml; pin a listed version or name the tool in [package.metadata.mcpp.tools]"));
+            return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} {}: the archives have no `{}/{b}` directory", sel.name, sel.version, desc.root))
+                .help(format!("the wheel's layout differs from {CATALOG_FILE}; pin a listed version or name the tool in [package.metadata.mcpp.tools]")));
         }
     }
     let files = inventory(staging.path())?;
@@ -184,14 +184,14 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     let staged = staging.keep();
     std::fs::rename(&staged, &dest).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staged);
-        Error::io("cannot rename the unpacked payload to", &dest, e)
+        Error::io("cannot rename the unpacked toolchain package to", &dest, e)
     })?;
     let inst = home.installed(catalog, &sel.name, &sel.version).ok_or_else(|| Error::new(ErrorKind::Io, format!("{} vanished after install", dest.display())))?;
     Ok((inst, Fetched::Installed))
 }
 
-/// Remove what an interrupted fetch of this payload left in `tmp` (names starting with `prefix`);
-/// called with the payload's lock held, so no live fetch owns them.
+/// Remove what an interrupted fetch of this toolchain package left in `tmp` (names starting with `prefix`);
+/// called with the package's lock held, so no live fetch owns them.
 fn clean_tmp(tmp: &Path, prefix: &str) {
     if let Ok(rd) = std::fs::read_dir(tmp) {
         for e in rd.flatten() {
@@ -210,7 +210,7 @@ fn cached_archive(home: &Home, dist: &str, ver: &str) -> Option<PathBuf> {
 }
 
 /// Hash `path`; compare with the lock's record of `dist` when there is one.
-fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, opts: &FetchOptions, home: &Home) -> Result<ArchiveRecord> {
+fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPackage>, opts: &FetchOptions, home: &Home) -> Result<ArchiveRecord> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
     let sha256 = sha256_hex(&bytes);
     let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -227,7 +227,7 @@ fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, op
                     .help(format!("if the cached archive changed, delete {} and run `{}`: the download is checked against the lockfile again", path.display(), opts.command))
             } else {
                 e.help("the package index served other bytes than the lockfile records; if the lockfile is right, check your index or mirror configuration")
-                    .help(format!("if you changed the version on purpose, remove the [[payload]] entry from {} and fetch again", opts.lock_path.display()))
+                    .help(format!("if you changed the version on purpose, remove the [[toolchain-package]] entry from {} and fetch again", opts.lock_path.display()))
             };
             return Err(e);
         }
@@ -235,11 +235,11 @@ fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPayload>, op
     Ok(ArchiveRecord { distribution: dist.to_string(), version: ver.to_string(), file, sha256 })
 }
 
-/// The refusal of an archive whose sha256 is not the one the installed payload's marker
+/// The refusal of an archive whose sha256 is not the one the installed toolchain package's marker
 /// records (with no `mcpp.lock` record to decide): the install is kept.
 fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, home: &Home, name: &str, version: &str, opts: &FetchOptions) -> Error {
     let install = home.install_dir(name, version);
-    Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {}=={}: {} is not the archive payload {name} {version} was installed from", found.distribution, found.version, path.display()))
+    Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {}=={}: {} is not the archive toolchain package {name} {version} was installed from", found.distribution, found.version, path.display()))
         .file(install.join(MARKER))
         .detail(format!("installed from: {} {}", marker.file, marker.sha256))
         .detail(format!("found:          {} {}", found.file, found.sha256))
@@ -251,7 +251,7 @@ fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, h
 /// The refusal of an offline fetch of a cached archive that neither `mcpp.lock` nor an
 /// install's marker records: nothing can vouch for its bytes without asking the index.
 fn unverifiable(path: &Path, found: &ArchiveRecord, name: &str, version: &str, opts: &FetchOptions) -> Error {
-    Error::new(ErrorKind::Manifest, format!("offline, and the cached archive of {}=={} cannot be verified: neither {} nor an install of payload {name} {version} records its sha256", found.distribution, found.version, opts.lock_path.display()))
+    Error::new(ErrorKind::Manifest, format!("offline, and the cached archive of {}=={} cannot be verified: neither {} nor an install of toolchain package {name} {version} records its sha256", found.distribution, found.version, opts.lock_path.display()))
         .file(path)
         .detail(format!("cached: {} {}", found.file, found.sha256))
         .help(format!("run `{}` once with network access: the archive is obtained through pip again (which checks the index's published sha256) and compared", opts.command))
@@ -263,7 +263,7 @@ fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()>
     let python = match env.get_nonempty("MCPP_PYTHON") {
         Some(p) => PathBuf::from(p),
         None => crate::tool::find_on_path("python3", env).ok_or_else(|| {
-            Error::new(ErrorKind::ToolNotFound, "no python3 on PATH to download payloads with")
+            Error::new(ErrorKind::ToolNotFound, "no python3 on PATH to download toolchain packages with")
                 .help("install Python 3 with pip (Debian: apt-get install python3-pip), or set MCPP_PYTHON=/path/to/python")
         })?,
     };
@@ -394,30 +394,31 @@ pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
 /// What [`fetch_package`] did.
 #[derive(Debug, Clone, Default)]
 pub struct FetchReport {
-    /// Each payload with what happened to it and why its version was chosen.
-    pub payloads: Vec<(Installed, Fetched, String)>,
+    /// Each toolchain package with what happened to it and why its version was chosen.
+    pub packages: Vec<(Installed, Fetched, String)>,
     /// Overrides to report (a project's pin replacing a rule's exact default).
     pub reports: Vec<String>,
     /// Whether `mcpp.lock` was written (changed).
     pub lock_written: bool,
 }
 
-/// `cargo mcpp fetch` for one package: the payloads its build needs after both gates (or
+/// `cargo mcpp fetch` for one package: the toolchain packages its build needs after both gates (or
 /// those `names` lists), installed or verified, their hashes recorded in `mcpp.lock`. Offline
 /// when `offline` or `CARGO_NET_OFFLINE` is `true`/`1`.
 ///
 /// # Errors
 /// Any refusal of the manifest, the accelerator set, the sources, the version rules, a hash
 /// mismatch, pip, or the cache.
-pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice, env: &Env, offline: bool, names: &[String]) -> Result<FetchReport> {
-    use crate::payload::{Requirement, VersionReq};
+pub fn fetch_package(manifest_path: &Path, accel: &crate::plan::accel::AccelChoice, env: &Env, offline: bool, names: &[String]) -> Result<FetchReport> {
+    use crate::plan::toolchain_packages;
+    use crate::toolchain_package::{Requirement, VersionReq};
     let manifest = crate::manifest::Manifest::read(manifest_path)?;
     let catalog = Catalog::builtin()?;
-    let accel_set = crate::pipeline::resolve_accel(accel, &manifest, env)?;
+    let accel_set = crate::plan::accel::resolve_accel(accel, &manifest, env)?;
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
         let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
-        crate::pipeline::payload_requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?
+        toolchain_packages::requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?
     } else {
         let mut v = Vec::new();
         for n in names {
@@ -426,32 +427,32 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::pipeline::AccelChoice,
                 None => (n.as_str(), None),
             };
             catalog.get(name)?;
-            v.push(Requirement { payload: name.to_string(), req, by: "the command line".into() });
+            v.push(Requirement { package: name.to_string(), req, by: "the command line".into() });
         }
         v
     };
-    let lock_path = manifest.dir().join(crate::payload::LOCKFILE);
-    let pins = manifest.payload_pins(&catalog)?;
+    let lock_path = toolchain_packages::lockfile_path(&manifest);
+    let pins = manifest.toolchain_package_pins(&catalog)?;
     let mut report = FetchReport::default();
-    if crate::payload::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty() {
+    if crate::toolchain_package::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty() {
         return Ok(report);
     }
     let home = Home::from_env(env)?;
-    let command = crate::pipeline::fetch_command(&manifest, &accel_set);
+    let command = toolchain_packages::fetch_command(&manifest, &accel_set);
     let offline = offline || env.get("CARGO_NET_OFFLINE").is_some_and(|v| v == "true" || v == "1");
     // One writer of this package's mcpp.lock at a time.
     let key = &crate::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
     let _project = FileLock::acquire(&home.lock_dir().join(format!("project-{key}.lock")))?;
     let mut lock = Lockfile::read(&lock_path)?;
-    let selected = crate::payload::select_locked(&catalog, &requirements, &pins, &manifest.path, Some((&lock, &lock_path)))?;
+    let selected = crate::toolchain_package::select_locked(&catalog, &requirements, &pins, &manifest.path, Some((&lock, &lock_path)))?;
     let opts = FetchOptions { offline, command: &command, lock_path: &lock_path };
     for s in &selected {
         let (inst, what) = fetch(&catalog, &home, s, &mut lock, env, &opts)?;
         report.reports.extend(s.reports.iter().cloned());
-        report.payloads.push((inst, what, s.why.clone()));
+        report.packages.push((inst, what, s.why.clone()));
     }
     report.lock_written = lock.write(&lock_path)?;
-    if report.lock_written || report.payloads.iter().any(|(_, what, _)| *what == Fetched::Installed) {
+    if report.lock_written || report.packages.iter().any(|(_, what, _)| *what == Fetched::Installed) {
         // A build script that ran while these were missing reruns (see Home::installs_stamp).
         home.touch_installs_stamp()?;
     }

@@ -225,7 +225,7 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<Host
 
 /// The compiler wrapper as a tool (`ccache --version` is its identity).
 pub const WRAPPER: crate::tool::ToolSpec =
-    crate::tool::ToolSpec { name: "c++ wrapper", programs: &["ccache"], env_vars: &[], version_args: &["--version"], install_hint: "install the wrapper CXX names, or drop it from CXX", payload: None, toolkit: None };
+    crate::tool::ToolSpec { name: "c++ wrapper", programs: &["ccache"], env_vars: &[], version_args: &["--version"], install_hint: "install the wrapper CXX names, or drop it from CXX", toolchain_package: None, toolkit: None };
 
 /// The program the host C++ lane runs for `compiler` (the resolved [`HostToolchain::cxx`]):
 /// the compiler itself, or, when `CXX` names a wrapper, the wrapper, whose identity then

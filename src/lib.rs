@@ -19,6 +19,10 @@
 //! let spirv: &'static [u32] = shaders::a::scale_comp().code;
 //! ```
 //!
+//! Two words with one meaning each: a *payload* is the bytes a build embeds (one per device
+//! output, reached through the generated surface: [`surface`]); a *toolchain package* is a
+//! compiler package a rule drives, which `cargo mcpp fetch` installs ([`toolchain_package`]).
+//!
 //! `cargo mcpp fetch` (never build.rs) also reads `MCPP_PYTHON` (the interpreter that runs
 //! `pip download`, default `python3` on PATH) and `CARGO_NET_OFFLINE`, and gives pip the
 //! environment (its own index configuration applies).
@@ -26,8 +30,8 @@
 //! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
 //! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `MCPP_TOOL_<NAME>`
-//! (the global override of any tool), `MCPP_HOME`/`CARGO_HOME`/`HOME` (the payload cache; see
-//! [`payload::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`,
+//! (the global override of any tool), `MCPP_HOME`/`CARGO_HOME`/`HOME` (the toolchain package
+//! cache; see [`toolchain_package::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`,
 //! `CARGO_PKG_NAME`, `PROFILE`, `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`,
 //! `NVCC_CCBIN`, `CUDAHOSTCXX`, `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for
 //! the host compiler (`CXX`, `CXXFLAGS`, with their target-prefixed forms; archives are written in process, so `AR` is not read), `TARGET`,
@@ -58,8 +62,8 @@ pub mod host;
 pub mod island;
 pub mod lock;
 pub mod manifest;
-pub mod payload;
 pub mod pipeline;
+pub mod plan;
 #[cfg(feature = "cli")]
 pub mod progress;
 pub mod reference;
@@ -69,6 +73,7 @@ pub mod sources;
 pub mod surface;
 pub mod text;
 pub mod tool;
+pub mod toolchain_package;
 pub mod walk;
 
 pub use api::{build, default_jobs, Build};

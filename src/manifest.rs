@@ -46,11 +46,12 @@ pub struct McppMetadata {
     pub cxx_sources: Vec<String>,
     /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources.
     pub cxx: Option<CxxOptions>,
-    /// `[package.metadata.mcpp.payloads]`: the project's version of a payload, by payload name
-    /// (`glslang = "13.1.1"`, a choice; `glslang = ">=13.1"`, a requirement); see
-    /// [`crate::payload`] and README.md "Declared toolchains".
+    /// `[package.metadata.mcpp.toolchain-packages]`: the project's version of a toolchain
+    /// package, by name (`glslang = "13.1.1"`, a choice; `glslang = ">=13.1"`, a requirement);
+    /// see [`crate::toolchain_package`] and README.md "Declared toolchains". The earlier key
+    /// `payloads` is refused naming this one ([`RENAMED_KEYS`]).
     #[serde(default)]
-    pub payloads: BTreeMap<String, String>,
+    pub toolchain_packages: BTreeMap<String, String>,
     /// Every other key, by name: a rule's options table (`spirv`, `cuda`, ...) when the name is
     /// a rule's, else an unknown key ([`Manifest::check_keys`] refuses it).
     #[serde(flatten)]
@@ -83,8 +84,14 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "island", default: "none", meaning: "the `extern \"C\"` boundary between a device island and its host fallback: the table `island.*` below" },
     KeyDoc { key: "cxx-sources", default: "`[]`", meaning: "the crate's own C++ host sources (globs): `.cpp`/`.cc`/`.cxx` units and `.cppm`/`.ixx` C++20 module interfaces, compiled with the `cc` crate's compiler, interfaces first, linked into the crate" },
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
-    KeyDoc { key: "payloads", default: "`{}`", meaning: "the project's version of a payload by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\"" },
+    KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
 ];
+
+/// Keys of `[package.metadata.mcpp]` renamed while cargo-mcpp is at 0.1: (old, new). A manifest
+/// with an old key is refused by [`Manifest::parse`], naming `file:line:col`, the key and the
+/// new name, rather than read as an unknown key (`payloads` named the fetched compiler
+/// packages; "payload" now means only the bytes a build embeds).
+pub const RENAMED_KEYS: &[(&str, &str)] = &[("payloads", "toolchain-packages")];
 
 /// The keys of `[package.metadata.mcpp.island]` ([`IslandOptions`]).
 pub const ISLAND_KEYS: &[KeyDoc] = &[
@@ -354,10 +361,27 @@ impl Manifest {
         })?;
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
-        Ok(Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) })
+        let manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        manifest.refuse_renamed_keys()?;
+        Ok(manifest)
     }
 
-    /// `path:line` of a key of `[package.metadata.mcpp]` (`tools.glslc`, `payloads.glslang`,
+    /// Refuse a key of [`RENAMED_KEYS`] (it lands among the rule tables, being no typed key):
+    /// its `file:line:col`, the key, and the new name.
+    fn refuse_renamed_keys(&self) -> Result<()> {
+        for (old, new) in RENAMED_KEYS {
+            if self.mcpp.rule_tables.contains_key(*old) {
+                return Err(Error::new(ErrorKind::Manifest, format!("invalid manifest: `{old}` is a key of an earlier cargo-mcpp 0.1, renamed to `{new}`"))
+                    .file(self.at_col(old))
+                    .key(format!("{MCPP_TABLE}.{old}"))
+                    .detail("\"payload\" now means only the bytes a build embeds; the compiler packages a rule drives are toolchain packages")
+                    .help(format!("renamed to `{new}`: write [{MCPP_TABLE}.{new}] with the same entries (README.md \"Declared toolchains\")")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `path:line` of a key of `[package.metadata.mcpp]` (`tools.glslc`, `toolchain-packages.glslang`,
     /// `base-dir`), or the path alone.
     pub fn at(&self, key: &str) -> String {
         match self.line(key) {
@@ -453,25 +477,26 @@ impl Manifest {
         })
     }
 
-    /// The project's payload versions from `[package.metadata.mcpp.payloads]`, each checked
-    /// against the payload names of `catalog` and parsed as a version rule.
+    /// The project's toolchain package versions from
+    /// `[package.metadata.mcpp.toolchain-packages]`, each checked against the names of
+    /// `catalog` and parsed as a version rule.
     ///
     /// # Errors
-    /// [`ErrorKind::Manifest`] naming the file:line, the key and the valid payload names or
-    /// the two valid spellings.
-    pub fn payload_pins(&self, catalog: &crate::payload::Catalog) -> Result<BTreeMap<String, crate::payload::ProjectPin>> {
+    /// [`ErrorKind::Manifest`] naming the file:line, the key and the valid toolchain package
+    /// names or the two valid spellings.
+    pub fn toolchain_package_pins(&self, catalog: &crate::toolchain_package::Catalog) -> Result<BTreeMap<String, crate::toolchain_package::ProjectPin>> {
         let mut out = BTreeMap::new();
-        for (name, text) in &self.mcpp.payloads {
-            let key = format!("package.metadata.mcpp.payloads.{name}");
-            let at = self.at(&format!("payloads.{name}"));
-            if !catalog.payloads.contains_key(name) {
-                return Err(Error::new(ErrorKind::Manifest, format!("unknown payload `{name}`"))
+        for (name, text) in &self.mcpp.toolchain_packages {
+            let key = format!("{MCPP_TABLE}.toolchain-packages.{name}");
+            let at = self.at(&format!("toolchain-packages.{name}"));
+            if !catalog.packages.contains_key(name) {
+                return Err(Error::new(ErrorKind::Manifest, format!("unknown toolchain package `{name}`"))
                     .file(&at)
                     .key(key)
-                    .help(format!("the payloads cargo-mcpp knows are {}; see README.md \"Declared toolchains\"", catalog.names().join(", "))));
+                    .help(format!("the toolchain packages cargo-mcpp knows are {}; see README.md \"Declared toolchains\"", catalog.names().join(", "))));
             }
-            let req = crate::payload::VersionReq::parse(text).map_err(|m| Error::new(ErrorKind::Manifest, m).file(&at).key(key.clone()).help("e.g. glslang = \"13.1.1\" or glslang = \">=13.1\""))?;
-            out.insert(name.clone(), crate::payload::ProjectPin { req, at });
+            let req = crate::toolchain_package::VersionReq::parse(text).map_err(|m| Error::new(ErrorKind::Manifest, m).file(&at).key(key.clone()).help("e.g. glslang = \"13.1.1\" or glslang = \">=13.1\""))?;
+            out.insert(name.clone(), crate::toolchain_package::ProjectPin { req, at });
         }
         Ok(out)
     }
@@ -505,12 +530,12 @@ mod key_docs {
         // documented key is taken by the typed struct, so none lands among the rule tables.
         let manifest = Manifest::parse(
             Path::new("Cargo.toml"),
-            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\npayloads = {}\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
+            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\ntoolchain-packages = {}\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
         )
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "payloads"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages"]);
     }
 }
 
@@ -568,18 +593,35 @@ flags = ["-g"]
     }
 
     #[test]
-    fn tool_and_payload_keys_have_lines_and_pins_are_checked() {
-        let m = parse("[package.metadata.mcpp]\ntools = { glslc = \"/x/glslc\" }\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\nspirv-tools = \">=2025.1\"\n").unwrap();
+    fn tool_and_toolchain_package_keys_have_lines_and_pins_are_checked() {
+        let m = parse("[package.metadata.mcpp]\ntools = { glslc = \"/x/glslc\" }\n[package.metadata.mcpp.toolchain-packages]\nglslang = \"13.1.1\"\nspirv-tools = \">=2025.1\"\n").unwrap();
         assert_eq!(m.at("tools.glslc"), "/p/Cargo.toml:6");
-        assert_eq!(m.at("payloads.glslang"), "/p/Cargo.toml:8");
-        let c = crate::payload::Catalog::builtin().unwrap();
-        let pins = m.payload_pins(&c).unwrap();
-        assert_eq!(pins["spirv-tools"].req, crate::payload::VersionReq::AtLeast("2025.1".into()));
+        assert_eq!(m.at("toolchain-packages.glslang"), "/p/Cargo.toml:8");
+        let c = crate::toolchain_package::Catalog::builtin().unwrap();
+        let pins = m.toolchain_package_pins(&c).unwrap();
+        assert_eq!(pins["spirv-tools"].req, crate::toolchain_package::VersionReq::AtLeast("2025.1".into()));
         assert_eq!(pins["glslang"].at, "/p/Cargo.toml:8");
-        let e = parse("[package.metadata.mcpp.payloads]\nglslangg = \"1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
-        assert!(e.contains("unknown payload `glslangg`") && e.contains("Cargo.toml:6") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
-        let e = parse("[package.metadata.mcpp.payloads]\nglslang = \"~1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
-        assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.payloads.glslang"), "{e}");
+        let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslangg = \"1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("Cargo.toml:6") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslang = \"~1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
+        assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.toolchain-packages.glslang"), "{e}");
+    }
+
+    #[test]
+    fn the_old_key_payloads_is_refused_naming_its_new_name() {
+        // As a table of its own, and as an inline table in [package.metadata.mcpp].
+        let e = parse("[package.metadata.mcpp]\naccel = \"vulkan\"\n\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\n").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Manifest);
+        assert_eq!(e.file.as_deref(), Some(Path::new("/p/Cargo.toml:8:24")), "{e}");
+        assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.payloads"));
+        let t = e.to_string();
+        assert!(t.contains("`payloads` is a key of an earlier cargo-mcpp 0.1, renamed to `toolchain-packages`"), "{t}");
+        assert!(t.contains("help: renamed to `toolchain-packages`: write [package.metadata.mcpp.toolchain-packages]"), "{t}");
+        let e = parse("[package.metadata.mcpp]\npayloads = { glslang = \"13.1.1\" }\n").unwrap_err();
+        assert_eq!(e.file.as_deref(), Some(Path::new("/p/Cargo.toml:6:1")), "{e}");
+        assert!(e.to_string().contains("renamed to `toolchain-packages`"), "{e}");
+        // Whatever its value, the old key is not read as something else.
+        assert!(parse("[package.metadata.mcpp]\npayloads = 3\n").unwrap_err().to_string().contains("renamed to `toolchain-packages`"));
     }
 
     #[test]

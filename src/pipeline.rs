@@ -11,27 +11,12 @@ use crate::manifest::Manifest;
 use crate::rules::{self, RuleContext};
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::payload::{self, Catalog, Home, Lockfile, Requirement, VersionReq};
+use crate::plan::accel::{accel_origin, docs_rs, resolve_accel, AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
+use crate::plan::toolchain_packages::{self, fetch_command};
+use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The environment variable `cargo mcpp build --accel SPEC` sets for build.rs.
-pub const ACCEL_ENV: &str = "MCPP_ACCEL";
-/// The environment variable `cargo mcpp build --no-accel` sets (to `1`) for build.rs.
-pub const NO_ACCEL_ENV: &str = "MCPP_NO_ACCEL";
-
-/// Where the accelerator set of one build comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum AccelChoice {
-    /// `[package.metadata.mcpp] accel`, unless the environment overrides it.
-    #[default]
-    Manifest,
-    /// `--accel SPEC` / [`crate::Build::accel`].
-    Spec(String),
-    /// `--no-accel` / [`crate::Build::no_accel`]: the empty set; no device source compiles.
-    NoAccel,
-}
 
 /// Everything one device phase needs.
 #[derive(Debug, Clone)]
@@ -71,47 +56,6 @@ pub struct Outcome {
     pub variant_dir: PathBuf,
     /// Number of payloads in the surface.
     pub payloads: usize,
-}
-
-/// Resolve the accelerator set: the empty set under docs.rs ([`docs_rs`]), else the explicit choice, else `MCPP_NO_ACCEL` / `MCPP_ACCEL` from
-/// the environment (set by `cargo mcpp build`), else the manifest.
-///
-/// # Errors
-/// [`ErrorKind::Accel`] naming where the malformed string came from.
-pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
-    if docs_rs(env) {
-        return Ok(AccelSet::none());
-    }
-    let (text, origin, key) = match choice {
-        AccelChoice::NoAccel => return Ok(AccelSet::none()),
-        AccelChoice::Spec(s) => (s.clone(), "--accel".to_string(), None),
-        AccelChoice::Manifest => {
-            if env.get_nonempty(NO_ACCEL_ENV).is_some() {
-                return Ok(AccelSet::none());
-            }
-            match env.get(ACCEL_ENV) {
-                Some(s) => (s, format!("the environment variable {ACCEL_ENV}"), None),
-                None => (manifest.mcpp.accel.clone().unwrap_or_default(), manifest.path.display().to_string(), Some("package.metadata.mcpp.accel")),
-            }
-        }
-    };
-    AccelSet::parse(&text).map_err(|e| {
-        let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {origin}")).detail(e.to_string());
-        if let Some(k) = key {
-            err = err.file(manifest.at_col("accel")).key(k);
-        }
-        err.help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (README.md \"The accelerator set\")")
-    })
-}
-
-/// Where the accelerator set came from when not from the manifest: `--accel` / the builder, or
-/// the environment variable `cargo mcpp build` sets; `None` for the manifest (and `--no-accel`).
-fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
-    match choice {
-        AccelChoice::Spec(s) => Some(format!("--accel \"{}\"", crate::text::echo(s))),
-        AccelChoice::NoAccel => None,
-        AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{}\" (`cargo mcpp build --accel`)", crate::text::echo(&v))),
-    }
 }
 
 /// A package's device phase, checked before anything runs: the manifest, the accelerator set,
@@ -172,16 +116,6 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     Ok(Validated { manifest, accel, collected, module_name })
 }
 
-/// Whether this is a docs.rs build (`DOCS_RS` set): documentation only, so no device compiler
-/// runs; the build has the empty accelerator set and its surface and bindings are generated
-/// as for `MCPP_NO_ACCEL=1`, with nothing compiled or linked.
-pub fn docs_rs(env: &Env) -> bool {
-    env.get_nonempty(DOCS_RS_ENV).is_some()
-}
-
-/// The variable docs.rs sets for the builds it documents.
-pub const DOCS_RS_ENV: &str = "DOCS_RS";
-
 /// Run the device phase.
 ///
 /// # Errors
@@ -215,21 +149,21 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         ));
     }
     let catalog = Catalog::builtin()?;
-    let requirements = payload_requirements(&manifest, &accel, &collected, &registry, env, &config.builder_tools)?;
-    let lock_path = manifest.dir().join(payload::LOCKFILE);
+    let requirements = toolchain_packages::requirements(&manifest, &accel, &collected, &registry, env, &config.builder_tools)?;
+    let lock_path = toolchain_packages::lockfile_path(&manifest);
     let lock = if requirements.is_empty() { Lockfile::default() } else { Lockfile::read(&lock_path)? };
-    let selected = payload::select_locked(&catalog, &requirements, &manifest.payload_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;
+    let selected = toolchain_package::select_locked(&catalog, &requirements, &manifest.toolchain_package_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;
     let fetch_command = fetch_command(&manifest, &accel);
     let mut availability = BTreeMap::new();
     if !selected.is_empty() {
         let home = Home::from_env(env)?;
-        availability = payload::availability(&catalog, &home, &selected, &lock, &lock_path, &fetch_command);
+        availability = toolchain_package::availability(&catalog, &home, &selected, &lock, &lock_path, &fetch_command);
         // A new fetch rewrites the lockfile or reinstalls (a new marker): rerun the build script.
         cargo.rerun_if_changed(&lock_path);
         for s in &selected {
-            cargo.rerun_if_changed(&home.install_dir(&s.name, &s.version).join(payload::MARKER));
+            cargo.rerun_if_changed(&home.install_dir(&s.name, &s.version).join(toolchain_package::MARKER));
         }
-        if availability.values().any(|a| matches!(a, payload::Availability::Missing { .. })) {
+        if availability.values().any(|a| matches!(a, toolchain_package::Availability::Missing { .. })) {
             // Installed later by a fetch, which rewrites the stamp: this build script reruns.
             let stamp = home.installs_stamp();
             if !stamp.exists() {
@@ -249,7 +183,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         manifest: manifest.mcpp.tools.iter().map(|(k, v)| (k.clone(), if v.is_absolute() { v.clone() } else { manifest.dir().join(v) })).collect(),
         manifest_lines: manifest.mcpp.tools.keys().filter_map(|k| manifest.line(&format!("tools.{k}")).map(|l| (k.clone(), l))).collect(),
         manifest_path: manifest.path.clone(),
-        payloads: availability,
+        toolchain_packages: availability,
         fetch_command,
     };
     let island = prepare_island(&manifest, &collected, &registry, &config.work_dir)?;
@@ -378,57 +312,6 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         }
     }
     Ok(Outcome { accel, report, cargo, generated, variant_dir, payloads: items.len() })
-}
-
-/// The payload requirements of a build, after the two gates (issue 4; seed 000): a rule's
-/// payloads count only when the package has sources of that rule selected for this build AND
-/// the accelerator set names the rule's backend. A payload whose tool the project names
-/// explicitly (the builder, manifest `tools`, the rule's variables, `MCPP_TOOL_<NAME>`, its
-/// toolkit's root variables such as `CUDA_PATH`) is not required: a choice never causes the
-/// payload to be fetched.
-///
-/// # Errors
-/// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
-pub fn payload_requirements(
-    manifest: &Manifest,
-    accel: &AccelSet,
-    collected: &sources::Collected,
-    registry: &[Box<dyn rules::Rule>],
-    env: &Env,
-    builder_tools: &BTreeMap<String, PathBuf>,
-) -> Result<Vec<Requirement>> {
-    let mut out = Vec::new();
-    for (index, rule) in registry.iter().enumerate() {
-        if accel.entry(rule.backend()).is_none() || !collected.sources.iter().any(|s| s.rule == index && s.selected) {
-            continue;
-        }
-        for req in rule.payloads(manifest) {
-            let t = &req.tool;
-            let chosen = builder_tools.contains_key(t.name)
-                || manifest.mcpp.tools.contains_key(t.name)
-                || t.env_vars.iter().chain(req.named_by_env).chain(t.toolkit.map_or(&[][..], |k| k.root_vars)).any(|v| env.get_nonempty(v).is_some())
-                || env.get_nonempty(&crate::tool::override_var(t.name)).is_some();
-            if chosen {
-                continue;
-            }
-            let version = VersionReq::parse(req.version)
-                .map_err(|m| Error::new(ErrorKind::Manifest, format!("the {} rule declares payload {} with a bad version rule: {m}", rule.name(), req.payload)).help("this is a defect of cargo-mcpp; report it"))?;
-            out.push(Requirement { payload: req.payload.to_string(), req: Some(version), by: format!("the {} rule", rule.name()) });
-        }
-    }
-    Ok(out)
-}
-
-/// The exact command that installs the payloads of this build:
-/// `cargo mcpp fetch --manifest-path <path>`, with `--accel "<set>"` when the set is not the
-/// manifest's.
-pub fn fetch_command(manifest: &Manifest, accel: &AccelSet) -> String {
-    let mut c = format!("cargo mcpp fetch --manifest-path {}", manifest.path.display());
-    let from_manifest = manifest.mcpp.accel.as_deref().and_then(|a| AccelSet::parse(a).ok());
-    if from_manifest.as_ref() != Some(accel) {
-        c.push_str(&format!(" --accel \"{accel}\""));
-    }
-    c
 }
 
 fn directives(
@@ -754,7 +637,7 @@ pub fn plan_cxx(manifest: &Manifest, island: Option<&IslandState>, config: &Conf
         let source = crate::tool::ToolSource::Derived(format!("the cc crate's {what}"));
         crate::tool::resolve_at(spec, path, source, "the cc crate", &config.env, &config.work_dir)
     };
-    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None, toolkit: None };
+    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
     let compiler = crate::host::lane_tool(&host, tool_at(&CXX, &host.cxx, "C++ compiler (CXX or its default)")?, &config.env, &config.work_dir)?;
     let lib_name = format!("mcpp_cxx_{}", surface::names::identifier(&manifest.package_name, "package"));
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());

@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn the_reference_names_every_package_key_rule_key_tool_and_variable() {
         let r = manifest_reference();
-        for k in ["`cxx-sources`", "`payloads`", "`island.fallback`", "`cxx.std`", "`spirv.target-env`", "`cuda.rdc`", "`GLSLANG_VALIDATOR`", "`MCPP_TOOL_NVCC`", "`.comp`", "`.cu`"] {
+        for k in ["`cxx-sources`", "`toolchain-packages`", "`island.fallback`", "`cxx.std`", "`spirv.target-env`", "`cuda.rdc`", "`GLSLANG_VALIDATOR`", "`MCPP_TOOL_NVCC`", "`.comp`", "`.cu`"] {
             assert!(r.contains(k), "{k} missing:\n{r}");
         }
         let readme = format!("intro\n{BEGIN}\nold\n{END}\nrest\n");

@@ -11,16 +11,16 @@
 //! 4. for a tool that lives in a toolkit ([`ToolSpec::toolkit`]: CUDA, ROCm, oneAPI, CANN), the
 //!    toolkit's root variables ([`ToolkitSpec::root_vars`], e.g. `CUDA_PATH`, `CUDA_HOME`), the
 //!    program being [`ToolkitSpec::program_in_root`] inside the root;
-//! 5. the declared payload ([`ToolSpec::payload`]), when installed (build.rs never downloads:
-//!    a payload declared by the manifest or `mcpp.lock` but not installed is refused with the
-//!    exact `cargo mcpp fetch` command);
+//! 5. the declared toolchain package ([`ToolSpec::toolchain_package`]), when installed (build.rs
+//!    never downloads: a toolchain package declared by the manifest or `mcpp.lock` but not
+//!    installed is refused with the exact `cargo mcpp fetch` command);
 //! 6. PATH (found with the `which` crate), with a warning saying how to declare it instead.
 //!
 //! For a toolkit tool the root and the program are two answers of the one order: a program
 //! named in steps 1-3 is what runs, and its toolkit is the one it sits in (a named program
 //! outside any toolkit, a wrapper, still runs, with the root from the next steps); the root
-//! comes from the rule's root key, the named program, the root variables, the payload or the
-//! program on PATH, and is accepted only when it holds every [`ToolkitSpec::marker_files`].
+//! comes from the rule's root key, the named program, the root variables, the toolchain package or
+//! the program on PATH, and is accepted only when it holds every [`ToolkitSpec::marker_files`].
 //!
 //! A stated choice that does not exist is refused, never replaced by a later source (a root
 //! variable that names no toolkit too). Every decision (and every refusal) is recorded, with
@@ -33,12 +33,12 @@
 //! refused, naming it), and cached by the program file's stat data (path, size, mtime, ctime,
 //! inode: the hash cache's key, [`crate::fingerprint`]), so a no-op build starts no compiler
 //! process at all, not even `--version`, and a program replaced in place (`cp -p` keeps size
-//! and mtime, not ctime) is asked again. A payload tool runs with its library directories on
+//! and mtime, not ctime) is asked again. A toolchain package's tool runs with its library directories on
 //! `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity.
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::payload::Availability;
+use crate::toolchain_package::Availability;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -54,7 +54,7 @@ pub const DECISIONS_FILE: &str = "tool-decisions.json";
 pub struct ToolSpec {
     /// The key under `[package.metadata.mcpp.tools]` and for [`crate::Build::tool`].
     pub name: &'static str,
-    /// Program names tried in a payload's bin directories and on PATH, in order.
+    /// Program names tried in a toolchain package's bin directories and on PATH, in order.
     pub programs: &'static [&'static str],
     /// The rule's conventional environment variables naming the program, in order.
     pub env_vars: &'static [&'static str],
@@ -62,9 +62,10 @@ pub struct ToolSpec {
     pub version_args: &'static [&'static str],
     /// How to install it, for the refusal (e.g. `apt install glslang-tools`).
     pub install_hint: &'static str,
-    /// The payload (a name in `payloads.toml`) that provides it, if any. For a toolkit tool
-    /// the payload's root ([`crate::payload::Installed::root`]) is the toolkit root.
-    pub payload: Option<&'static str>,
+    /// The toolchain package (a name in `toolchain-packages.toml`) that provides it, if any. For
+    /// a toolkit tool the package's root ([`crate::toolchain_package::Installed::root`]) is the
+    /// toolkit root.
+    pub toolchain_package: Option<&'static str>,
     /// The toolkit the program lives in, when the rule needs the toolkit's root as well as the
     /// program (headers, runtime libraries): CUDA's nvcc, HIP's hipcc, oneAPI's icpx, CANN's
     /// bisheng. `None` for a tool that stands alone (glslangValidator, clang++).
@@ -72,7 +73,7 @@ pub struct ToolSpec {
 }
 
 /// A toolkit: a directory tree holding the program and what the rule compiles against,
-/// named by a root variable, installed as a payload, or found around the program. Declared by
+/// named by a root variable, installed as a toolchain package, or found around the program. Declared by
 /// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
 /// declares one of these instead of writing a resolver.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +141,7 @@ pub struct ToolkitRoot {
     /// The root directory.
     pub root: PathBuf,
     /// What named it, short, for messages: `CUDA_PATH`, `[package.metadata.mcpp.cuda] toolkit`,
-    /// `payload cuda-nvcc 13.0.88 (...)`, `PATH`, or the origin of the named program.
+    /// `toolchain package cuda-nvcc 13.0.88 (...)`, `PATH`, or the origin of the named program.
     pub found_by: String,
     /// What named it, with its value or line, as recorded for `why tool`.
     pub origin: String,
@@ -173,9 +174,9 @@ pub enum ToolSource {
     Env(String),
     /// The global override `MCPP_TOOL_<NAME>`.
     Override(String),
-    /// An installed payload.
-    Payload {
-        /// Payload name.
+    /// An installed toolchain package.
+    ToolchainPackage {
+        /// Toolchain package name.
         name: String,
         /// Its version.
         version: String,
@@ -195,7 +196,7 @@ pub enum ToolSource {
 }
 
 impl ToolSource {
-    /// The class shown by `why tool`: `choice`, `env`, `override`, `root`, `payload`, `path`,
+    /// The class shown by `why tool`: `choice`, `env`, `override`, `root`, `toolchain-package`, `path`,
     /// `derived`.
     pub fn class(&self) -> &'static str {
         match self {
@@ -203,7 +204,7 @@ impl ToolSource {
             ToolSource::Env(_) => "env",
             ToolSource::Override(_) => "override",
             ToolSource::Root { .. } => "root",
-            ToolSource::Payload { .. } => "payload",
+            ToolSource::ToolchainPackage { .. } => "toolchain-package",
             ToolSource::Path => "path",
             ToolSource::Derived(_) => "derived",
         }
@@ -218,7 +219,7 @@ impl std::fmt::Display for ToolSource {
             ToolSource::ManifestKey { manifest, key } => write!(f, "{} {key}", manifest.display()),
             ToolSource::Env(v) => write!(f, "the environment variable {v}"),
             ToolSource::Override(v) => write!(f, "the global override {v}"),
-            ToolSource::Payload { name, version } => write!(f, "the payload {name} {version}"),
+            ToolSource::ToolchainPackage { name, version } => write!(f, "the toolchain package {name} {version}"),
             ToolSource::Root { var, root } => write!(f, "the toolkit root {var}={}", root.display()),
             ToolSource::Derived(how) => write!(f, "{how}"),
             ToolSource::Path => write!(f, "PATH"),
@@ -237,11 +238,12 @@ pub struct Tool {
     pub version: String,
     /// Where it came from.
     pub source: ToolSource,
-    /// Variables set for every run of the program (a payload's `LD_LIBRARY_PATH`); empty otherwise.
+    /// Variables set for every run of the program (a toolchain package's `LD_LIBRARY_PATH`); empty
+    /// otherwise.
     pub env: Vec<(String, OsString)>,
-    /// The payload's root directory when the tool comes from a payload (for include and
+    /// The toolchain package's root directory when the tool comes from one (for include and
     /// library directories a rule derives from it).
-    pub payload_root: Option<PathBuf>,
+    pub toolchain_package_root: Option<PathBuf>,
 }
 
 impl Tool {
@@ -276,7 +278,7 @@ impl Tool {
 }
 
 /// Everything the resolver consults besides the environment: explicit choices (the
-/// builder's, the manifest's) and the payloads this build declared.
+/// builder's, the manifest's) and the toolchain packages this build declared.
 #[derive(Debug, Clone, Default)]
 pub struct ToolChoices {
     /// From [`crate::Build::tool`].
@@ -289,9 +291,9 @@ pub struct ToolChoices {
     pub manifest_lines: BTreeMap<String, usize>,
     /// The manifest file (for messages).
     pub manifest_path: PathBuf,
-    /// The payloads this build uses (after both gates), and whether each is installed.
-    pub payloads: BTreeMap<String, Availability>,
-    /// The exact command that installs this build's payloads (`cargo mcpp fetch --manifest-path ...`).
+    /// The toolchain packages this build uses (after both gates), and whether each is installed.
+    pub toolchain_packages: BTreeMap<String, Availability>,
+    /// The exact command that installs this build's toolchain packages (`cargo mcpp fetch --manifest-path ...`).
     pub fetch_command: String,
 }
 
@@ -304,10 +306,10 @@ pub struct Decision {
     pub answer: Option<PathBuf>,
     /// The first line of its version.
     pub version: Option<String>,
-    /// `choice`, `env`, `override`, `payload`, `path` or `none`.
+    /// `choice`, `env`, `override`, `root`, `toolchain-package`, `path`, `derived` or `none`.
     pub source: String,
     /// What made the decision, with its line: `/p/Cargo.toml:12 [package.metadata.mcpp.tools] glslc`,
-    /// `the environment variable GLSLC=/usr/bin/glslc`, `payload glslang 13.1.1 (pinned at /p/Cargo.toml:9)`.
+    /// `the environment variable GLSLC=/usr/bin/glslc`, `toolchain package glslang 13.1.1 (pinned at /p/Cargo.toml:9)`.
     pub origin: String,
     /// The sources consulted before it, in order, each with why it did not answer.
     pub considered: Vec<String>,
@@ -356,7 +358,7 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
         };
         check_named(spec, &empty, &path, &source, origin)?;
         let version = version_of(spec, &path, &[], cache_dir, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
-        Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), payload_root: None })
+        Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), toolchain_package_root: None })
     })();
     match found {
         Ok(tool) => {
@@ -422,7 +424,7 @@ fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: 
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when no source answers, a named path does not exist or does
 /// not run, or the version is not answered within [`PROBE_TIMEOUT`] (the text lists every way
-/// to name the tool); [`ErrorKind::Manifest`] when the payload is declared but not installed
+/// to name the tool); [`ErrorKind::Manifest`] when the toolchain package is declared but not installed
 /// (naming the `cargo mcpp fetch` command) or does not match `mcpp.lock`.
 pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache_dir: &Path) -> Result<(Tool, Option<String>)> {
     let r = resolve_toolkit(spec, choices, None, env, cache_dir)?;
@@ -457,7 +459,7 @@ pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&Roo
     });
     match result {
         Ok((found, version)) => {
-            let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, payload_root: found.payload_root };
+            let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, toolchain_package_root: found.toolchain_package_root };
             record_answer(&tool, found.origin, considered, found.warning.clone(), found.toolkit.as_ref(), cache_dir)?;
             Ok(Resolved { tool, warning: found.warning, toolkit: found.toolkit })
         }
@@ -490,7 +492,7 @@ struct Found {
     source: ToolSource,
     origin: String,
     env: Vec<(String, OsString)>,
-    payload_root: Option<PathBuf>,
+    toolchain_package_root: Option<PathBuf>,
     warning: Option<String>,
     toolkit: Option<ToolkitRoot>,
 }
@@ -520,7 +522,7 @@ fn find_named(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mu
         check_named(spec, choices, &path, &source, &origin)?;
         // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
         let path = std::path::absolute(&path).unwrap_or(path);
-        Ok(Some(Found { path, source, origin, env: Vec::new(), payload_root: None, warning: None, toolkit: None }))
+        Ok(Some(Found { path, source, origin, env: Vec::new(), toolchain_package_root: None, warning: None, toolkit: None }))
     };
     // 1. The explicit choice.
     if let Some(p) = choices.builder.get(spec.name) {
@@ -549,8 +551,8 @@ fn find_named(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mu
     Ok(None)
 }
 
-/// `LD_LIBRARY_PATH` for a payload's programs: its existing library directories.
-fn payload_env(lib_dirs: &[PathBuf]) -> Vec<(String, OsString)> {
+/// `LD_LIBRARY_PATH` for a toolchain package's programs: its existing library directories.
+fn package_env(lib_dirs: &[PathBuf]) -> Vec<(String, OsString)> {
     let dirs: Vec<&PathBuf> = lib_dirs.iter().filter(|d| d.is_dir()).collect();
     if dirs.is_empty() {
         return Vec::new();
@@ -558,10 +560,10 @@ fn payload_env(lib_dirs: &[PathBuf]) -> Vec<(String, OsString)> {
     vec![("LD_LIBRARY_PATH".to_string(), std::env::join_paths(dirs).unwrap_or_default())]
 }
 
-/// The refusal of a payload that is declared (a pin, `mcpp.lock`) but not installed.
+/// The refusal of a toolchain package that is declared (a pin, `mcpp.lock`) but not installed.
 fn declared_not_installed(spec: &ToolSpec, p: &str, version: &str, by: &str, choices: &ToolChoices) -> Error {
-    Error::new(ErrorKind::Manifest, format!("{} needs the payload {p} {version}, which is declared ({by}) but not installed", spec.name))
-        .detail("build.rs never downloads; payloads are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
+    Error::new(ErrorKind::Manifest, format!("{} needs the toolchain package {p} {version}, which is declared ({by}) but not installed", spec.name))
+        .detail("build.rs never downloads; toolchain packages are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
         .help(format!("run `{}`", choices.fetch_command))
 }
 
@@ -591,31 +593,31 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: 
         return Ok(found);
     }
     let ovr = override_var(spec.name);
-    // 5. The declared payload.
-    if let Some(p) = spec.payload {
-        match choices.payloads.get(p) {
+    // 5. The declared toolchain package.
+    if let Some(p) = spec.toolchain_package {
+        match choices.toolchain_packages.get(p) {
             Some(Availability::Ready { installed, lib_dirs, why }) => {
                 let program = spec.programs.iter().find_map(|prog| installed.bin_dirs.iter().map(|d| d.join(prog)).find(|c| is_executable(c)));
                 let Some(path) = program else {
-                    return Err(Error::new(ErrorKind::ToolNotFound, format!("payload {p} {} has no {} in {}", installed.version, spec.programs.join(" or "), installed.root.display()))
-                        .help("its layout differs from payloads.toml; name the tool instead: [package.metadata.mcpp.tools]"));
+                    return Err(Error::new(ErrorKind::ToolNotFound, format!("toolchain package {p} {} has no {} in {}", installed.version, spec.programs.join(" or "), installed.root.display()))
+                        .help("its layout differs from toolchain-packages.toml; name the tool instead: [package.metadata.mcpp.tools]"));
                 };
                 return Ok(Found {
                     path,
-                    source: ToolSource::Payload { name: p.to_string(), version: installed.version.clone() },
-                    origin: format!("payload {p} {} ({why}), installed in {}", installed.version, installed.dir.display()),
-                    env: payload_env(lib_dirs),
-                    payload_root: Some(installed.root.clone()),
+                    source: ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() },
+                    origin: format!("toolchain package {p} {} ({why}), installed in {}", installed.version, installed.dir.display()),
+                    env: package_env(lib_dirs),
+                    toolchain_package_root: Some(installed.root.clone()),
                     warning: None,
                     toolkit: None,
                 });
             }
             Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
             Some(Availability::Missing { version, declared_by: None, .. }) => {
-                considered.push(format!("payload {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
+                considered.push(format!("toolchain package {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
             }
             Some(Availability::Refused(e)) => return Err(e.clone()),
-            None => considered.push(format!("payload {p} (not used by this build)")),
+            None => considered.push(format!("toolchain package {p} (not used by this build)")),
         }
     }
     // 6. PATH.
@@ -628,19 +630,19 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: 
             path.display(),
             spec.env_vars.first().copied().unwrap_or(ovr.as_str())
         );
-        if let Some(p) = spec.payload {
-            w.push_str(&format!(", or install the payload {p} with `{}`", choices.fetch_command));
+        if let Some(p) = spec.toolchain_package {
+            w.push_str(&format!(", or install the toolchain package {p} with `{}`", choices.fetch_command));
         }
         // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
         let path = std::path::absolute(&path).unwrap_or(path);
-        return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), payload_root: None, warning: Some(w), toolkit: None });
+        return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, warning: Some(w), toolkit: None });
     }
     considered.push(format!("PATH (no {})", spec.programs.join(", ")));
     Err(nothing_answered(spec, choices, considered))
 }
 
 /// The toolkit steps: the root from the root key, the named program's location, the root
-/// variables, the payload, PATH; the program is the named one, else the root's own.
+/// variables, the toolchain package, PATH; the program is the named one, else the root's own.
 #[allow(clippy::too_many_arguments)]
 fn find_in_toolkit(
     spec: &ToolSpec,
@@ -653,7 +655,7 @@ fn find_in_toolkit(
     considered: &mut Vec<String>,
 ) -> Result<Found> {
     // The program for a root: the named one (with the root added), else the root's own.
-    let in_root = |named: Option<Found>, toolkit: ToolkitRoot, source: ToolSource, env_vars: Vec<(String, OsString)>, payload_root: Option<PathBuf>, considered: &[String]| -> Result<Found> {
+    let in_root = |named: Option<Found>, toolkit: ToolkitRoot, source: ToolSource, env_vars: Vec<(String, OsString)>, package_root: Option<PathBuf>, considered: &[String]| -> Result<Found> {
         if let Some(n) = named {
             return Ok(Found { toolkit: Some(toolkit), ..n });
         }
@@ -662,7 +664,7 @@ fn find_in_toolkit(
             let e = refusal(spec, choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, toolkit.root.display(), toolkit.origin, kit.program_in_root));
             return Err(consulted(e, considered));
         }
-        Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, payload_root, warning: None, toolkit: Some(toolkit) })
+        Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, toolchain_package_root: package_root, warning: None, toolkit: Some(toolkit) })
     };
     // 1. The rule's root key.
     if let Some(c) = root_choice {
@@ -707,24 +709,24 @@ fn find_in_toolkit(
         let toolkit = ToolkitRoot { root: root.clone(), found_by: var.to_string(), origin: format!("the environment variable {var}={v}") };
         return in_root(named, toolkit, ToolSource::Root { var: var.to_string(), root }, Vec::new(), None, considered);
     }
-    // 5. The declared payload: its root is the toolkit root.
-    if let Some(p) = spec.payload {
-        match choices.payloads.get(p) {
+    // 5. The declared toolchain package: its root is the toolkit root.
+    if let Some(p) = spec.toolchain_package {
+        match choices.toolchain_packages.get(p) {
             Some(Availability::Ready { installed, lib_dirs, why }) => match kit.missing_marker(&installed.root) {
                 None => {
-                    let by = format!("payload {p} {} ({why})", installed.version);
+                    let by = format!("toolchain package {p} {} ({why})", installed.version);
                     let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", installed.dir.display()), found_by: by };
-                    let source = ToolSource::Payload { name: p.to_string(), version: installed.version.clone() };
-                    return in_root(named, toolkit, source, payload_env(lib_dirs), Some(installed.root.clone()), considered);
+                    let source = ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() };
+                    return in_root(named, toolkit, source, package_env(lib_dirs), Some(installed.root.clone()), considered);
                 }
-                Some(m) => considered.push(format!("the payload {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
+                Some(m) => considered.push(format!("the toolchain package {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
             },
             Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
             Some(Availability::Missing { version, declared_by: None, .. }) => {
-                considered.push(format!("payload {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
+                considered.push(format!("toolchain package {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
             }
             Some(Availability::Refused(e)) => return Err(e.clone()),
-            None => considered.push(format!("payload {p} (not used by this build)")),
+            None => considered.push(format!("toolchain package {p} (not used by this build)")),
         }
     }
     // 6. The program on PATH, when it sits in a root (warned).
@@ -739,8 +741,8 @@ fn find_in_toolkit(
         let mut declare: Vec<String> = kit.root_key.map(|k| format!("{k} = \"{}\"", root.display())).into_iter().collect();
         declare.extend(kit.root_vars.first().map(|v| format!("{v}={}", root.display())));
         let mut w = format!("the {} was found through {prog} on PATH ({}); declare it instead: {}", kit.name, path.display(), declare.join(" or "));
-        if let Some(p) = spec.payload {
-            w.push_str(&format!(", or install the payload {p} with `{}`", choices.fetch_command));
+        if let Some(p) = spec.toolchain_package {
+            w.push_str(&format!(", or install the toolchain package {p} with `{}`", choices.fetch_command));
         }
         let toolkit = ToolkitRoot { root, found_by: "PATH".into(), origin: format!("PATH ({})", path.display()) };
         let mut found = in_root(named, toolkit, ToolSource::Path, Vec::new(), None, considered)?;
@@ -754,7 +756,7 @@ fn find_in_toolkit(
 }
 
 /// A refusal of `spec` with `headline`, listing every way to name it, numbered in order (a
-/// tool without variables, a toolkit or a payload has fewer ways), and the way out.
+/// tool without variables, a toolkit or a toolchain package has fewer ways), and the way out.
 fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
     let prog = spec.programs[0];
     let mut e = Error::new(ErrorKind::ToolNotFound, headline);
@@ -777,9 +779,9 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
         holds.extend(kit.marker_files.iter().copied());
         ways.push(format!("the {} root: {} (a root holds {})", kit.name, roots.join(" or "), holds.join(" and ")));
     }
-    if let Some(p) = spec.payload {
+    if let Some(p) = spec.toolchain_package {
         let cmd = if choices.fetch_command.is_empty() { "cargo mcpp fetch".to_string() } else { choices.fetch_command.clone() };
-        ways.push(format!("the payload {p}: `{cmd}` installs it (pin a version with [package.metadata.mcpp.payloads] {p} = \"...\")"));
+        ways.push(format!("the toolchain package {p}: `{cmd}` installs it (pin a version with [package.metadata.mcpp.toolchain-packages] {p} = \"...\")"));
     }
     let inside = spec.toolkit.map(|k| format!(", inside a {} root", k.name)).unwrap_or_default();
     ways.push(format!("on PATH as {}{inside} (a warning asks you to declare it)", spec.programs.join(" or ")));
@@ -942,7 +944,7 @@ fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cac
     if matches!(status.code(), None | Some(126) | Some(127)) {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, path.display(), status))
             .detail(text.trim().lines().take(5).collect::<Vec<_>>().join("\n"))
-            .help("a payload's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
+            .help("a toolchain package's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
     }
     let version = if text.trim().is_empty() { "unknown".to_string() } else { text.trim().to_string() };
     cache.insert(key, version.clone());
@@ -973,7 +975,7 @@ mod tests {
         let hang = dir.path().join("hangcc");
         std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
         std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let spec = ToolSpec { name: "hangcc", programs: &["hangcc"], env_vars: &[], version_args: &["--version"], install_hint: "none", payload: None, toolkit: None };
+        let spec = ToolSpec { name: "hangcc", programs: &["hangcc"], env_vars: &[], version_args: &["--version"], install_hint: "none", toolchain_package: None, toolkit: None };
         let started = Instant::now();
         let e = version_of(&spec, &hang, &[], dir.path(), Duration::from_millis(300)).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10), "stopped at the timeout, not when sleep ended: {:?}", started.elapsed());

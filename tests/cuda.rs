@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 fn build(tmp: &Path, pkg: &Path) -> Build {
     let mut b = Build::new();
-    // A private payload cache: an installed cuda-nvcc elsewhere must not answer for the toolkit.
+    // A private toolchain package cache: an installed cuda-nvcc elsewhere must not answer for the toolkit.
     b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
     for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
         b.env_remove(v);
@@ -157,7 +157,7 @@ fn no_toolkit_is_refused_naming_every_way() {
         "2. the environment: NVCC=/path/to/nvcc or MCPP_NVCC=/path/to/nvcc",
         "3. the global override: MCPP_TOOL_NVCC=/path/to/nvcc",
         "4. the CUDA toolkit root: CUDA_PATH=/path/to/root or CUDA_HOME=/path/to/root (a root holds bin/nvcc and include/cuda_runtime.h)",
-        "5. the payload cuda-nvcc: `cargo mcpp fetch --manifest-path",
+        "5. the toolchain package cuda-nvcc: `cargo mcpp fetch --manifest-path",
         "6. on PATH as nvcc, inside a CUDA toolkit root",
         "consulted:",
         "CUDA_PATH (unset)",

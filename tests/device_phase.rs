@@ -190,10 +190,10 @@ fn docs_rs_documents_an_island_crate_without_a_toolkit_and_every_refusal_names_a
 }
 
 #[test]
-fn a_payload_installed_after_a_plain_cargo_build_reruns_its_build_script() {
-    // Plain cargo first, with the glslang payload not installed: the build falls back to PATH
-    // (warned). `cargo mcpp build` then installs the payload and writes mcpp.lock; the next
-    // build must use the payload, whichever command runs it (fresh-user finding, issue 8).
+fn a_toolchain_package_installed_after_a_plain_cargo_build_reruns_its_build_script() {
+    // Plain cargo first, with the glslang toolchain package not installed: the build falls back
+    // to PATH (warned). `cargo mcpp build` then installs the package and writes mcpp.lock; the
+    // next build must use the package, whichever command runs it (fresh-user finding, issue 8).
     let pkg = harness::Package::new(&[
         ("Cargo.toml", format!("[package]\nname = \"late\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[workspace]\n", client_dep()).as_str()),
         ("build.rs", "fn main() { mcpp_build::build(); }\n"),
@@ -220,10 +220,10 @@ fn a_payload_installed_after_a_plain_cargo_build_reruns_its_build_script() {
     assert!(text(&out).contains("found on PATH"), "{}", text(&out));
     let out = cmd(true, &["build"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("Installed payload glslang"), "{}", text(&out));
-    assert!(text(&out).contains("Device late [vulkan1.2]: 1 compiled"), "the build script reran with the payload: {}", text(&out));
+    assert!(text(&out).contains("Installed toolchain package glslang"), "{}", text(&out));
+    assert!(text(&out).contains("Device late [vulkan1.2]: 1 compiled"), "the build script reran with the toolchain package: {}", text(&out));
     let why = cmd(true, &["why", "tool", "glslangValidator"]);
-    assert!(text(&why).contains("source:  payload"), "{}", text(&why));
+    assert!(text(&why).contains("source:  toolchain-package"), "{}", text(&why));
     // And now the two agree: nothing reruns.
     let out = cmd(false, &["build"]);
     assert!(out.status.success() && !text(&out).contains("Compiling late "), "{}", text(&out));

@@ -5,13 +5,14 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use cargo_mcpp::manifest::Manifest;
-use cargo_mcpp::pipeline::{validate, AccelChoice};
+use cargo_mcpp::pipeline::validate;
+use cargo_mcpp::plan::accel::AccelChoice;
 use cargo_mcpp::{Error, ErrorKind};
 use proptest::prelude::*;
 use toml::Value;
 
 const KEYS: &[&str] = &[
-    "accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "payloads", "spirv", "cuda", "slang",
+    "accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "payloads", "spirv", "cuda", "slang",
 ];
 const INNER_KEYS: &[&str] = &[
     "compiler", "includes", "defines", "flags", "ccbin", "toolkit", "rdc", "target-env", "sources", "fallback", "header-includes", "glob", "accel",

@@ -41,6 +41,7 @@ fn spirv_refusals() {
         ("glob leaving the package", "accel = \"vulkan\"\nsources = [\"../*.comp\"]", &[("s/x.comp", COMP)]),
         ("missing include directory", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nincludes = [\"nope\"]", &[("s/x.comp", COMP)]),
         ("bad module name", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nmodule-name = \"my-app.shaders\"", &[("s/x.comp", COMP)]),
+        ("renamed key payloads", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"", &[("s/x.comp", COMP)]),
         ("unknown tool key", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ntools = { glslangvalidator = \"/usr/bin/true\" }", &[("s/x.comp", COMP)]),
         ("another backend's constraint", "accel = \"vulkan\"\nsources = [{ glob = \"s/*.comp\", accel = \"cuda12.9+{sm_90}\" }]", &[("s/x.comp", COMP)]),
         ("define name", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ndefines = { \"A B\" = \"1\" }", &[("s/x.comp", COMP)]),

@@ -8,8 +8,8 @@ use harness::text;
 use cargo_mcpp::accel::{AccelSet, Backend};
 use cargo_mcpp::env::Env;
 use cargo_mcpp::manifest::Manifest;
-use cargo_mcpp::payload::{Availability, Installed};
-use cargo_mcpp::rules::{self, PayloadReq, Rule, RuleContext, RulePlan};
+use cargo_mcpp::toolchain_package::{Availability, Installed};
+use cargo_mcpp::rules::{self, Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use cargo_mcpp::sources::DeviceSource;
 use cargo_mcpp::tool::{self, RootChoice, ToolChoices, ToolSpec, ToolkitSpec};
 use std::collections::BTreeMap;
@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
 
-const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", payload: Some("glslang"), toolkit: None };
+const FAKE: ToolSpec = ToolSpec { name: "fakecc", programs: &["fakecc"], env_vars: &["FAKECC", "MCPP_FAKECC"], version_args: &["--version"], install_hint: "none", toolchain_package: Some("glslang"), toolkit: None };
 
 /// An executable script printing `fakecc <label>` (run by the kernel from its `#!` line).
 fn fake(dir: &Path, label: &str) -> PathBuf {
@@ -63,9 +63,9 @@ impl Setup {
         assert!(o.status.success(), "{}", text(&o));
         text(&o)
     }
-    fn payload(&self) -> Availability {
-        let dir = self.root.join("payload");
-        fake(&dir.join("bin"), "payload");
+    fn package(&self) -> Availability {
+        let dir = self.root.join("package");
+        fake(&dir.join("bin"), "package");
         std::fs::create_dir_all(dir.join("lib")).unwrap();
         Availability::Ready {
             installed: Installed {
@@ -98,7 +98,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
         manifest: [("fakecc".to_string(), s.root.join("manifest/fakecc"))].into(),
         manifest_lines: [("fakecc".to_string(), s.manifest.line("tools.fakecc").unwrap())].into(),
         manifest_path: s.manifest.path.clone(),
-        payloads: [("glslang".to_string(), s.payload())].into(),
+        toolchain_packages: [("glslang".to_string(), s.package())].into(),
         fetch_command: "cargo mcpp fetch --manifest-path X".into(),
     };
     let mut env = Env::empty();
@@ -129,14 +129,14 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
     // 3. The global override.
     env.remove("FAKECC");
     check(&choices, &env, "override", "override", "the environment variable MCPP_TOOL_FAKECC=");
-    // 4. The declared payload; its library directory goes on LD_LIBRARY_PATH and into the identity.
+    // 4. The declared toolchain package; its library directory goes on LD_LIBRARY_PATH and into the identity.
     env.remove("MCPP_TOOL_FAKECC");
-    check(&choices, &env, "payload", "payload", "payload glslang 13.1.1 (the test's default)");
+    check(&choices, &env, "toolchain-package", "package", "toolchain package glslang 13.1.1 (the test's default)");
     let (t, _) = tool::resolve(&FAKE, &choices, &env, &s.cache()).unwrap();
-    assert_eq!(t.env, [("LD_LIBRARY_PATH".to_string(), s.root.join("payload/lib").into_os_string())]);
+    assert_eq!(t.env, [("LD_LIBRARY_PATH".to_string(), s.root.join("package/lib").into_os_string())]);
     assert!(t.identity().contains("LD_LIBRARY_PATH="));
     // 5. PATH, with a warning saying how to declare it.
-    choices.payloads.clear();
+    choices.toolchain_packages.clear();
     let w = check(&choices, &env, "path", "path", "PATH (").expect("a PATH answer warns");
     assert!(w.contains("fakecc was found on PATH") && w.contains("declare it instead: [package.metadata.mcpp.tools] fakecc = ") && w.contains("cargo mcpp fetch"), "{w}");
     assert!(s.why().contains("warning: fakecc was found on PATH"));
@@ -148,7 +148,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
         "or in Cargo.toml: [package.metadata.mcpp.tools] fakecc = \"/path/to/fakecc\"",
         "2. the environment: FAKECC=/path/to/fakecc or MCPP_FAKECC=/path/to/fakecc",
         "3. the global override: MCPP_TOOL_FAKECC=/path/to/fakecc",
-        "4. the payload glslang: `cargo mcpp fetch --manifest-path X` installs it",
+        "4. the toolchain package glslang: `cargo mcpp fetch --manifest-path X` installs it (pin a version with [package.metadata.mcpp.toolchain-packages] glslang = \"...\")",
         "5. on PATH as fakecc",
     ];
     let mut at = 0;
@@ -156,7 +156,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
         let i = e[at..].find(w).unwrap_or_else(|| panic!("missing or out of order `{w}` in:\n{e}"));
         at += i + w.len();
     }
-    assert!(e.contains("payload glslang (not used by this build)"), "the consulted list: {e}");
+    assert!(e.contains("toolchain package glslang (not used by this build)"), "the consulted list: {e}");
     let why = s.why();
     assert!(why.contains("source:  none") && why.contains("refused:") && why.contains("5. on PATH as fakecc"), "{why}");
     // A stated choice that does not exist is refused, not replaced by a later source.
@@ -166,9 +166,9 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
     assert!(e.contains("which does not exist") && e.contains(&format!("Cargo.toml:{line}")), "{e}");
 }
 
-/// A CUDA rule that plans nothing and declares the CUDA payload, to test the gates with both backends.
+/// A CUDA rule that plans nothing and declares the CUDA toolchain package, to test the gates with both backends.
 struct FakeCuda;
-const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc"), toolkit: None };
+const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC"], version_args: &["--version"], install_hint: "none", toolchain_package: Some("cuda-nvcc"), toolkit: None };
 impl Rule for FakeCuda {
     fn tools(&self) -> &'static [ToolSpec] {
         &[NVCC]
@@ -185,13 +185,13 @@ impl Rule for FakeCuda {
     fn plan(&self, _: &RuleContext, _: &[&DeviceSource]) -> cargo_mcpp::Result<RulePlan> {
         Ok(RulePlan::default())
     }
-    fn payloads(&self, _: &Manifest) -> Vec<PayloadReq> {
-        vec![PayloadReq { payload: "cuda-nvcc", version: "13.0.88", tool: NVCC, named_by_env: &[] }]
+    fn toolchain_packages(&self, _: &Manifest) -> Vec<ToolchainPackageReq> {
+        vec![ToolchainPackageReq { package: "cuda-nvcc", version: "13.0.88", tool: NVCC, named_by_env: &[] }]
     }
 }
 
 #[test]
-fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no_payload() {
+fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no_toolchain_package() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     std::fs::create_dir_all(root.join("k")).unwrap();
@@ -203,13 +203,13 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     let needed = |accel: &str, env: &Env| -> Vec<String> {
         let a = AccelSet::parse(accel).unwrap();
         let c = cargo_mcpp::sources::collect(&m, &a, &registry, &cargo_mcpp::env::Env::empty()).unwrap();
-        cargo_mcpp::pipeline::payload_requirements(&m, &a, &c, &registry, env, &BTreeMap::new()).unwrap().into_iter().map(|r| format!("{} {}", r.payload, r.req.unwrap())).collect()
+        cargo_mcpp::plan::toolchain_packages::requirements(&m, &a, &c, &registry, env, &BTreeMap::new()).unwrap().into_iter().map(|r| format!("{} {}", r.package, r.req.unwrap())).collect()
     };
     assert_eq!(needed("vulkan1.2", &env), ["glslang >=11.0"]);
     assert_eq!(needed("", &env), Vec::<String>::new());
     assert_eq!(needed("vulkan1.2, cuda12.9+{sm_90}", &env), ["glslang >=11.0", "cuda-nvcc 13.0.88"], "both gates open: the control");
     assert_eq!(needed("cuda12.9+{sm_90}", &env), ["cuda-nvcc 13.0.88"]);
-    // A choice never causes the payload to be fetched.
+    // A choice never causes the toolchain package to be fetched.
     let mut chosen = Env::empty();
     chosen.set("NVCC", "/opt/nvcc");
     chosen.set("MCPP_TOOL_GLSLANGVALIDATOR", "/opt/glslangValidator");
@@ -218,7 +218,7 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     let cuda: Vec<Box<dyn Rule>> = vec![Box::new(rules::spirv::SpirvRule), Box::new(rules::cuda::CudaRule)];
     let a = AccelSet::parse("cuda13.0+{sm_90}").unwrap();
     let c = cargo_mcpp::sources::collect(&m, &a, &cuda, &Env::empty()).unwrap();
-    let cuda_needed = |env: &Env| cargo_mcpp::pipeline::payload_requirements(&m, &a, &c, &cuda, env, &BTreeMap::new()).unwrap().len();
+    let cuda_needed = |env: &Env| cargo_mcpp::plan::toolchain_packages::requirements(&m, &a, &c, &cuda, env, &BTreeMap::new()).unwrap().len();
     assert_eq!(cuda_needed(&env), 1, "the control");
     for var in ["CUDA_PATH", "CUDA_HOME"] {
         let mut named = Env::empty();
@@ -261,15 +261,15 @@ fn vulkan_only_and_no_accel_cargo_mcpp_builds_leave_the_cuda_cache_untouched() {
     let o = run(&["build"]);
     assert!(o.status.success(), "{}", text(&o));
     let t = text(&o);
-    assert!(t.contains("Installed payload glslang") && t.contains("Device gates [vulkan1.2]: 1 compiled"), "{t}");
+    assert!(t.contains("Installed toolchain package glslang") && t.contains("Device gates [vulkan1.2]: 1 compiled"), "{t}");
     let names = |d: &str| -> Vec<String> { std::fs::read_dir(home.join(d)).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect() };
-    let mut payloads = names("payloads");
-    payloads.sort();
-    assert_eq!(payloads, ["glslang", "spirv-tools"]);
+    let mut packages = names("packages");
+    packages.sort();
+    assert_eq!(packages, ["glslang", "spirv-tools"]);
     assert!(names("archives").iter().all(|a| !a.starts_with("nvidia")), "{:?}", names("archives"));
-    // The build script's device phase used the payload, and recorded it.
+    // The build script's device phase used the toolchain package, and recorded it.
     let why = Command::new(BIN).args(["mcpp", "why", "tool", "glslangValidator", "--manifest-path"]).arg(root.join("Cargo.toml")).arg("--target-dir").arg(tmp.path().join("target")).output().unwrap();
-    assert!(text(&why).contains("source:  payload"), "{}", text(&why));
+    assert!(text(&why).contains("source:  toolchain-package"), "{}", text(&why));
 }
 
 /// A fake toolkit root at `dir`: `bin/<program>` printing `<program> <label>` and the marker file.
@@ -288,7 +288,7 @@ fn fake_kit(dir: &Path, program: &str, marker: &str, label: &str) -> PathBuf {
 /// The toolkit steps of the one resolver, with the CUDA rule's own declaration
 /// (`rules::cuda::NVCC`): the root key, the root a named nvcc sits in (a wrapper outside any
 /// keeps running), `CUDA_PATH` then `CUDA_HOME` (one naming no toolkit is refused, not skipped),
-/// the payload's root, PATH (warned); `why tool nvcc` names the source and the root.
+/// the toolchain package's root, PATH (warned); `why tool nvcc` names the source and the root.
 #[test]
 fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source() {
     let s = Setup::new();
@@ -353,17 +353,17 @@ fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source(
     assert_eq!(e.key.as_deref(), Some("CUDA_PATH"));
     assert!(e.to_string().contains(&format!("CUDA_PATH=`{}` has no include/cuda_runtime.h", s.root.join("nope").display())), "{e}");
     assert!(s.why_tool("nvcc").contains("source:  none"));
-    // The payload's root is the toolkit root.
+    // The toolchain package's root is the toolkit root.
     env.remove("CUDA_PATH");
     env.remove("CUDA_HOME");
-    let payload_root = s.root.join("payload-kit");
-    fake_kit(&payload_root, "nvcc", "include/cuda_runtime.h", "payload");
-    let mut with_payload = choices.clone();
-    let Availability::Ready { mut installed, lib_dirs, why } = s.payload() else { unreachable!() };
-    installed.root = payload_root.clone();
-    with_payload.payloads.insert("cuda-nvcc".into(), Availability::Ready { installed, lib_dirs, why });
-    let r = tool::resolve_toolkit(&nvcc, &with_payload, None, &env, &s.cache()).unwrap();
-    assert_eq!((r.tool.version.as_str(), r.tool.source.class(), r.toolkit.unwrap().root), ("nvcc payload", "payload", payload_root));
+    let package_root = s.root.join("package-kit");
+    fake_kit(&package_root, "nvcc", "include/cuda_runtime.h", "package");
+    let mut with_package = choices.clone();
+    let Availability::Ready { mut installed, lib_dirs, why } = s.package() else { unreachable!() };
+    installed.root = package_root.clone();
+    with_package.toolchain_packages.insert("cuda-nvcc".into(), Availability::Ready { installed, lib_dirs, why });
+    let r = tool::resolve_toolkit(&nvcc, &with_package, None, &env, &s.cache()).unwrap();
+    assert_eq!((r.tool.version.as_str(), r.tool.source.class(), r.toolkit.unwrap().root), ("nvcc package", "toolchain-package", package_root));
     // PATH: the toolkit around the nvcc found there, warned with the ways to declare it.
     let r = tool::resolve_toolkit(&nvcc, &choices, None, &env, &s.cache()).unwrap();
     assert_eq!((r.tool.source.class(), r.toolkit.unwrap().root), ("path", var_root.canonicalize().unwrap()));
@@ -377,7 +377,7 @@ fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source(
 #[test]
 fn another_lane_declares_a_toolkit_and_gets_the_same_order_and_refusal() {
     const ROCM: ToolkitSpec = ToolkitSpec { name: "ROCm", root_key: None, root_vars: &["HIP_PATH", "ROCM_PATH"], program_in_root: "bin/hipcc", marker_files: &["include/hip/hip_runtime.h"] };
-    const HIPCC: ToolSpec = ToolSpec { name: "hipcc", programs: &["hipcc"], env_vars: &["HIPCC"], version_args: &["--version"], install_hint: "apt install rocm-hip-sdk", payload: None, toolkit: Some(&ROCM) };
+    const HIPCC: ToolSpec = ToolSpec { name: "hipcc", programs: &["hipcc"], env_vars: &["HIPCC"], version_args: &["--version"], install_hint: "apt install rocm-hip-sdk", toolchain_package: None, toolkit: Some(&ROCM) };
     let s = Setup::new();
     let hipcc = fake_kit(&s.root.join("rocm"), "hipcc", "include/hip/hip_runtime.h", "6.2");
     let choices = ToolChoices { manifest_path: s.manifest.path.clone(), ..Default::default() };

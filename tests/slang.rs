@@ -202,8 +202,8 @@ fn options_are_the_rules_own_and_refused_with_file_line_col_key_and_fix() {
     assert!(refused.contains("vulkan2.0") && refused.contains("package.metadata.mcpp.accel") && refused.contains("[package.metadata.mcpp.slang] profile"), "{refused}");
     assert!(pkg.compile(build(&pkg).accel("vulkan1.2")).payloads == 2, "an --accel with a known version compiles");
 
-    // `entry` names the function; `optimize = true` asks slangc for -O1, which the payload's
-    // slangc cannot do (no spirv-opt): its own error is shown.
+    // `entry` names the function; `optimize = true` asks slangc for -O1, which the toolchain
+    // package's slangc cannot do (no spirv-opt): its own error is shown.
     let pkg = slang_package("entry = \"scale\"\n");
     pkg.write("shaders/slang/scale.slang", &SCALE_SLANG.replace("void main", "void scale"));
     pkg.write("shaders/slang/square.slang", &SQUARE_SLANG.replace("void main", "void scale"));
@@ -267,7 +267,7 @@ fn why_tool_slangc_answers_from_the_one_resolver() {
     pkg.compile(&b);
     let why = why_slangc(&pkg);
     assert!(why.contains("source:  choice") && why.contains(&format!("{} [package.metadata.mcpp.tools] slangc =", at(&pkg, "slangc = ").trim_end_matches(":1"))), "{why}");
-    // Nothing answers: the refusal lists every way, the payload among them, and is recorded.
+    // Nothing answers: the refusal lists every way, the toolchain package among them, and is recorded.
     pkg.write("Cargo.toml", &pkg.read("Cargo.toml").replace("[package.metadata.mcpp.tools]\n", "").replace(&format!("slangc = {:?}\n", counting_slangc(&pkg).display().to_string()), ""));
     let mut b = pkg.build();
     b.work_dir(&cache).env("PATH", "/usr/bin:/bin");
@@ -275,9 +275,9 @@ fn why_tool_slangc_answers_from_the_one_resolver() {
         b.env_remove(v);
     }
     let refused = pkg.refuse(&b);
-    for way in ["no slangc found", "SLANGC=/path/to/slangc or MCPP_SLANGC=/path/to/slangc", "MCPP_TOOL_SLANGC=/path/to/slangc", "4. the payload slang: `cargo mcpp fetch"] {
+    for way in ["no slangc found", "SLANGC=/path/to/slangc or MCPP_SLANGC=/path/to/slangc", "MCPP_TOOL_SLANGC=/path/to/slangc", "4. the toolchain package slang: `cargo mcpp fetch"] {
         assert!(refused.contains(way), "{way}: {refused}");
     }
     let why = why_slangc(&pkg);
-    assert!(why.contains("source:  none") && why.contains("refused:") && why.contains("payload slang"), "{why}");
+    assert!(why.contains("source:  none") && why.contains("refused:") && why.contains("toolchain package slang"), "{why}");
 }

@@ -18,7 +18,7 @@
 //! program come from the one resolver ([`tool::resolve_toolkit`], the toolkit declared as
 //! [`CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
 //! `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), `CUDA_PATH`, `CUDA_HOME`, the
-//! `cuda-nvcc` payload, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
+//! `cuda-nvcc` toolchain package, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
 //! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
 //! can be probed (libcuda's `cuDriverGetVersion`), a toolkit whose major version is newer than
 //! the driver's is refused before anything compiles (CUDA minor-version compatibility makes
@@ -69,7 +69,7 @@ pub struct CudaOptions {
     pub compiler: Option<CudaCompilerName>,
     /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
     /// package root or absolute; first in the resolver's order for the root (then the toolkit a
-    /// named nvcc sits in, `CUDA_PATH`, `CUDA_HOME`, the payload, PATH). For the clang route it
+    /// named nvcc sits in, `CUDA_PATH`, `CUDA_HOME`, the toolchain package, PATH). For the clang route it
     /// is the `--cuda-path`.
     pub toolkit: Option<PathBuf>,
     /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
@@ -95,7 +95,7 @@ pub struct CudaOptions {
 /// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
 const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
-    crate::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` payload, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
+    crate::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` toolchain package, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
@@ -105,9 +105,9 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except one: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead" },
 ];
 
-/// The exact `cuda-nvcc` payload version the nvcc route declares (CUDA 13.0: the H200
+/// The exact `cuda-nvcc` toolchain package version the nvcc route declares (CUDA 13.0: the H200
 /// machines' driver 580 supports it).
-pub const CUDA_NVCC_PAYLOAD: &str = "13.0.88";
+pub const CUDA_NVCC_VERSION: &str = "13.0.88";
 
 /// The CUDA toolkit, as the resolver reads it: `[package.metadata.mcpp.cuda] toolkit`, then
 /// `CUDA_PATH`, `CUDA_HOME`; a root holds `bin/nvcc` and `include/cuda_runtime.h`.
@@ -120,14 +120,14 @@ pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
 };
 
 /// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
-/// toolkit root ([`CUDA_TOOLKIT`]), the `cuda-nvcc` payload, then PATH.
+/// toolkit root ([`CUDA_TOOLKIT`]), the `cuda-nvcc` toolchain package, then PATH.
 pub const NVCC: ToolSpec = ToolSpec {
     name: "nvcc",
     programs: &["nvcc"],
     env_vars: &["NVCC", "MCPP_NVCC"],
     version_args: &["--version"],
-    install_hint: "pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm, or cargo mcpp fetch (the cuda-nvcc payload)",
-    payload: Some("cuda-nvcc"),
+    install_hint: "pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm, or cargo mcpp fetch (the cuda-nvcc toolchain package)",
+    toolchain_package: Some("cuda-nvcc"),
     toolkit: Some(&CUDA_TOOLKIT),
 };
 /// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
@@ -137,11 +137,11 @@ pub const CLANG: ToolSpec = ToolSpec {
     env_vars: &["MCPP_CUDA_CLANG"],
     version_args: &["--version"],
     install_hint: "apt install clang-19",
-    payload: None,
+    toolchain_package: None,
     toolkit: None,
 };
 /// nvcc's host compiler (`-ccbin`).
-pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", payload: None, toolkit: None };
+pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
 
 const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
 
@@ -754,7 +754,7 @@ pub fn archive(format: ArchiveFormat, name: &str, dir: &Path, objects: &[PathBuf
         version: crate::archive::writer_identity(format),
         source: ToolSource::Derived("built into cargo-mcpp".into()),
         env: Vec::new(),
-        payload_root: None,
+        toolchain_package_root: None,
     };
     let mut args: Vec<OsString> = vec![lib.clone().into()];
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));
@@ -779,23 +779,23 @@ impl Rule for CudaRule {
     fn tools(&self) -> &'static [ToolSpec] {
         &[NVCC, CLANG, CCBIN]
     }
-    /// The nvcc route drives the `cuda-nvcc` payload at an exact version (the runtime must not
+    /// The nvcc route drives the `cuda-nvcc` toolchain package at an exact version (the runtime must not
     /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
     /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
-    /// The clang route needs a CUDA 12.x layout no payload ships yet, so it declares none.
+    /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
         manifest.rule_options::<CudaOptions>(self.name()).map(drop)
     }
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS
     }
-    fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
+    fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         let opts = manifest.rule_options::<CudaOptions>(self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
         }
         // `CUDA_PATH`/`CUDA_HOME` name the toolkit: they are NVCC's toolkit root variables.
-        vec![super::PayloadReq { payload: "cuda-nvcc", version: CUDA_NVCC_PAYLOAD, tool: NVCC, named_by_env: &[] }]
+        vec![super::ToolchainPackageReq { package: "cuda-nvcc", version: CUDA_NVCC_VERSION, tool: NVCC, named_by_env: &[] }]
     }
     fn name(&self) -> &'static str {
         "cuda"

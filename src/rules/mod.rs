@@ -58,7 +58,8 @@ pub enum LinkDirective {
 pub struct RulePlan {
     /// The actions to run (fingerprinted by the engine).
     pub actions: Vec<Action>,
-    /// Payloads for the surface: (package-relative source, raw identifier, payload path).
+    /// Payloads (the bytes the surface embeds): (package-relative source, raw identifier,
+    /// the compiled file).
     pub payloads: Vec<(String, String, PathBuf)>,
     /// Warnings to show (e.g. a tool found on PATH).
     pub warnings: Vec<String>,
@@ -68,21 +69,23 @@ pub struct RulePlan {
     pub link: Vec<LinkDirective>,
 }
 
-/// A payload a rule drives, with its version rule (issue 4; seed 000 "Each rule brings its own
-/// environment"): exact (`"13.0.88"`) where the payload is coupled to something the rule cannot
-/// see (a CUDA runtime must not be newer than the driver), a floor (`">=11.0"`) where not.
+/// A toolchain package a rule drives, with its version rule (issue 4; seed 000 "Each rule
+/// brings its own environment"): exact (`"13.0.88"`) where the package is coupled to something
+/// the rule cannot see (a CUDA runtime must not be newer than the driver), a floor
+/// (`">=11.0"`) where not.
 #[derive(Debug, Clone, Copy)]
-pub struct PayloadReq {
-    /// The payload name in `payloads.toml`.
-    pub payload: &'static str,
-    /// `"X.Y.Z"` (exact) or `">=X.Y"` (floor); parsed by [`crate::payload::VersionReq::parse`].
+pub struct ToolchainPackageReq {
+    /// The toolchain package name in `toolchain-packages.toml`.
+    pub package: &'static str,
+    /// `"X.Y.Z"` (exact) or `">=X.Y"` (floor); parsed by
+    /// [`crate::toolchain_package::VersionReq::parse`].
     pub version: &'static str,
     /// The tool it provides: when the project names that tool explicitly (manifest `tools`,
-    /// the rule's variables, `MCPP_TOOL_<NAME>`), the payload is not fetched.
+    /// the rule's variables, `MCPP_TOOL_<NAME>`), the package is not fetched.
     pub tool: crate::tool::ToolSpec,
     /// Further environment variables that name the tool's installation, beyond its toolkit's
     /// root variables ([`crate::tool::ToolkitSpec::root_vars`], e.g. CUDA's `CUDA_PATH`, which
-    /// count already): when one is set, the payload is not fetched either.
+    /// count already): when one is set, the package is not fetched either.
     pub named_by_env: &'static [&'static str],
 }
 
@@ -128,10 +131,10 @@ pub trait Rule: Send + Sync {
     /// # Errors
     /// A refusal specific to the rule (a stage-less shader, a missing compiler, ...).
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan>;
-    /// The payloads this rule drives for `manifest` (its options may choose the compiler).
-    /// Fetched only when the package has sources of this rule and the accelerator set names
-    /// its backend. Default: none.
-    fn payloads(&self, _manifest: &Manifest) -> Vec<PayloadReq> {
+    /// The toolchain packages this rule drives for `manifest` (its options may choose the
+    /// compiler). Fetched only when the package has sources of this rule and the accelerator
+    /// set names its backend. Default: none.
+    fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
         Vec::new()
     }
 }

