@@ -607,4 +607,16 @@ mod tests {
         assert!(b.no_accel);
         assert_eq!(b.cargo_args, ["--features", "x"]);
     }
+
+    #[test]
+    fn fetch_takes_toolchain_packages_by_name_and_says_so() {
+        use clap::CommandFactory;
+        let mut cli = CargoCli::command();
+        let help = cli.find_subcommand_mut("mcpp").and_then(|m| m.find_subcommand_mut("fetch")).expect("fetch").render_help().to_string();
+        assert!(help.contains("[PACKAGE]...") && help.contains("Toolchain packages to fetch (NAME or NAME@VERSION)"), "{help}");
+        assert!(!help.to_lowercase().contains("payload"), "{help}");
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "fetch", "glslang@13.1.1", "slang"]).unwrap();
+        let Command_::Fetch(f) = m.command else { panic!("not fetch") };
+        assert_eq!(f.packages, ["glslang@13.1.1", "slang"]);
+    }
 }

@@ -148,3 +148,27 @@ impl Installed {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_install_is_a_version_directory_under_packages_with_its_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home { root: dir.path().to_path_buf() };
+        let install = home.install_dir("glslang", "13.1.1");
+        assert_eq!(install, dir.path().join("packages/glslang/13.1.1"));
+        let catalog = Catalog::builtin().unwrap();
+        // Without its marker a directory is not an install (an interrupted or older layout).
+        std::fs::create_dir_all(install.join("cmeel.prefix/bin")).unwrap();
+        assert!(home.installed(&catalog, "glslang", "13.1.1").is_none());
+        std::fs::create_dir_all(dir.path().join("payloads/glslang/13.1.1")).unwrap();
+        std::fs::write(dir.path().join("payloads/glslang/13.1.1/.mcpp-payload.json"), r#"{"name":"glslang","version":"13.1.1","archives":[]}"#).unwrap();
+        assert!(home.installed(&catalog, "glslang", "13.1.1").is_none(), "the layout of an earlier cargo-mcpp is not read");
+        std::fs::write(install.join(MARKER), r#"{"name":"glslang","version":"13.1.1","archives":[],"files":[]}"#).unwrap();
+        let inst = home.installed(&catalog, "glslang", "13.1.1").expect("an install");
+        assert_eq!((inst.root.clone(), inst.bin_dirs.clone()), (install.join("cmeel.prefix"), vec![install.join("cmeel.prefix/bin")]));
+        assert_eq!(inst.damage(true), None);
+    }
+}

@@ -182,7 +182,8 @@ mod tests {
         let c = Catalog::builtin().unwrap();
         let s = select(&c, &[req("glslang", Some(">=11.0"), "the spirv rule")], &BTreeMap::new(), Path::new("Cargo.toml")).unwrap();
         assert_eq!(s.iter().map(|s| (s.name.as_str(), s.version.as_str())).collect::<Vec<_>>(), [("glslang", "13.1.1"), ("spirv-tools", "2025.5")]);
-        assert!(!s[0].pinned && s[0].why.contains("the spirv rule (>=11.0)"), "{}", s[0].why);
+        assert!(!s[0].pinned && s[0].why == "toolchain-packages.toml default for the spirv rule (>=11.0)", "{}", s[0].why);
+        assert_eq!(s[1].why, "toolchain-packages.toml default for the glslang toolchain package (its programs load spirv-tools's libraries)");
     }
 
     #[test]
