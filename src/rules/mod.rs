@@ -4,6 +4,7 @@
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
 pub mod cuda;
+pub mod options;
 pub mod slang;
 pub mod spirv;
 
@@ -58,8 +59,8 @@ pub enum LinkDirective {
 pub struct RulePlan {
     /// The actions to run (fingerprinted by the engine).
     pub actions: Vec<Action>,
-    /// Payloads for the surface: (package-relative source, raw identifier, payload path).
-    pub payloads: Vec<(String, String, PathBuf)>,
+    /// Payloads for the surface, each with its kind (SPIR-V: [`crate::surface::PayloadKind::Words32`]).
+    pub payloads: Vec<crate::surface::Payload>,
     /// Warnings to show (e.g. a tool found on PATH).
     pub warnings: Vec<String>,
     /// Tools the plan runs (their files are watched for changes).
