@@ -106,7 +106,8 @@ pub const CXX_KEYS: &[KeyDoc] = &[
 /// The fields a serde `Deserialize` struct `T` accepts, as it spells them (renames applied),
 /// asked of its derived code with a deserializer that only records them; `None` for a type
 /// that is not a plain struct (a `flatten`ed one reads a map). What tests hold the documented
-/// key lists ([`KeyDoc`]) equal to.
+/// key lists ([`KeyDoc`]) equal to, and how [`crate::rules::options::parse`] tells a rule's own
+/// keys from unknown ones.
 pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'static str]> {
     struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
     impl<'de> serde::Deserializer<'de> for Probe<'_> {

@@ -87,6 +87,9 @@ pub struct CudaOptions {
 
 impl super::options::RuleOptions for CudaOptions {
     const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &super::options::CommonOptions {
+        &self.common
+    }
     fn common_mut(&mut self) -> &mut super::options::CommonOptions {
         &mut self.common
     }
@@ -790,7 +793,7 @@ impl Rule for CudaRule {
         OPTION_KEYS
     }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
-        let opts = super::options::read::<CudaOptions>(manifest, self.name()).unwrap_or_default();
+        let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
         }

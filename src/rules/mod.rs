@@ -108,8 +108,9 @@ pub trait Rule: Send + Sync {
         self.extensions().contains(&ext)
     }
     /// Check this rule's options table, `[package.metadata.mcpp.<name>]`, read into the rule's
-    /// own options type ([`Manifest::rule_options`]): run for every rule before anything
-    /// compiles, whether or not the build has sources of the rule.
+    /// own options type ([`options::read`] for one that shares the common shapes,
+    /// [`Manifest::rule_options`] otherwise): run for every rule before anything compiles,
+    /// whether or not the build has sources of the rule.
     ///
     /// # Errors
     /// [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the valid keys.

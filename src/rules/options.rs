@@ -4,11 +4,12 @@
 //! embeds it ([`RuleOptions`]) and is read by [`read`].
 //!
 //! serde's `flatten` does not combine with `deny_unknown_fields`, so [`read`] splits the raw
-//! table instead: an unknown key is refused first (naming `file:line:col` and every key of the
-//! table, shared ones included, in the documented order), then the shared keys are read into
-//! [`CommonOptions`] and the rest into the rule's own struct (still `deny_unknown_fields`),
-//! both through the manifest's one error path, so a wrong type names its key and position as
-//! before. Then the shared checks and the rule's own run, every problem at once.
+//! table instead ([`parse`]): an unknown key is refused first (naming `file:line:col` and every
+//! key of the table, shared ones included, in the documented order), then the shared keys are
+//! read into [`CommonOptions`] and the rest into the rule's own struct (still
+//! `deny_unknown_fields`), both through the manifest's one error path, so a wrong type names its
+//! key and position as before. [`read`] then runs the shared checks and the rule's own, every
+//! problem at once.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{KeyDoc, Manifest, MCPP_TABLE};
@@ -94,13 +95,15 @@ impl CommonOptions {
 }
 
 /// A rule's options type: its own keys as a serde struct with `deny_unknown_fields`, and a
-/// [`CommonOptions`] field marked `#[serde(skip)]` that [`read`] fills from the shared keys.
+/// [`CommonOptions`] field marked `#[serde(skip)]` that [`parse`] fills from the shared keys.
 pub trait RuleOptions: serde::de::DeserializeOwned + Default {
     /// Every key of the table, shared ones included, documented, in the order README.md's
     /// reference and the unknown-key refusal list them (what [`crate::rules::Rule::option_keys`]
     /// returns; a test holds it equal to the keys [`read`] accepts).
     const KEYS: &'static [KeyDoc];
-    /// The shared shapes inside, for [`read`] to fill.
+    /// The shared shapes inside.
+    fn common(&self) -> &CommonOptions;
+    /// The same, for [`parse`] to fill.
     fn common_mut(&mut self) -> &mut CommonOptions;
     /// The rule's own checks of its values beyond serde's types, every problem, each naming its
     /// `file:line:col` and key. Default: none.
@@ -109,16 +112,30 @@ pub trait RuleOptions: serde::de::DeserializeOwned + Default {
     }
 }
 
-/// Read the table of `rule` into `T`: `T::default()` when it is absent (or not a table, which
-/// [`Manifest::check_keys`] refuses once).
+/// Read the table of `rule` into `T` and check it: [`parse`], then every problem of
+/// [`CommonOptions::problems`] and [`RuleOptions::problems`] at once.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`]: as [`parse`], then the problems, each naming its key and position.
+pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
+    let opts: T = parse(manifest, rule)?;
+    let mut problems = opts.common().problems(manifest, rule);
+    problems.extend(opts.problems(manifest, rule));
+    Error::all(problems)?;
+    Ok(opts)
+}
+
+/// Read the table of `rule` into `T`, types only (what a rule needs to say which toolchain
+/// packages it drives, where a value problem is refused by [`read`] elsewhere):
+/// `T::default()` when the table is absent (or not a table, which [`Manifest::check_keys`]
+/// refuses once).
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`]: an unknown key (its `file:line:col`, the dotted key and every key
 /// valid in the table: the documented ones `T` or [`CommonOptions`] accepts, in
-/// [`RuleOptions::KEYS`] order, then any accepted but undocumented), a value of a wrong type (as
-/// [`Manifest::rule_options`] words it), then every problem of [`CommonOptions::problems`] and
-/// [`RuleOptions::problems`] at once.
-pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
+/// [`RuleOptions::KEYS`] order, then any accepted but undocumented), or a value of a wrong type
+/// (as [`Manifest::rule_options`] words it).
+pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
     let Some(table) = manifest.rule_table(rule) else { return Ok(T::default()) };
     let own: &[&str] = crate::manifest::serde_fields::<T>().unwrap_or(&[]);
     let accepted = |k: &str| CommonOptions::KEYS.contains(&k) || own.contains(&k);
@@ -134,10 +151,7 @@ pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
     let (shared, rest): (toml::Table, toml::Table) = table.clone().into_iter().partition(|(k, _)| CommonOptions::KEYS.contains(&k.as_str()));
     let common: CommonOptions = manifest.read_rule_table(rule, shared)?;
     let mut opts: T = manifest.read_rule_table(rule, rest)?;
-    let mut problems = common.problems(manifest, rule);
     *opts.common_mut() = common;
-    problems.extend(opts.problems(manifest, rule));
-    Error::all(problems)?;
     Ok(opts)
 }
 
@@ -206,5 +220,17 @@ mod tests {
         assert!(text.contains("the value of this define has a NUL character") && text.contains("(key `package.metadata.mcpp.spirv.defines.C`)"), "{text}");
         assert!(text.contains("this flag has a NUL character") && text.contains("/p/Cargo.toml:5:16 (key `package.metadata.mcpp.spirv.flags[1]`)"), "{text}");
         assert!(text.contains("this include directory has a NUL character") && text.contains("(key `package.metadata.mcpp.spirv.includes[0]`)"), "{text}");
+    }
+
+    #[test]
+    fn parse_reads_the_types_and_read_adds_the_shared_and_the_rules_own_checks() {
+        let m = manifest("compiler = \"glslc\"\ndefines = { \"A B\" = \"1\" }\n");
+        let o: SpirvOptions = parse(&m, "spirv").unwrap();
+        assert_eq!(o.compiler, Some(SpirvCompilerName::Glslc), "which compiler (and so which toolchain package) is known without the value checks");
+        assert!(read::<SpirvOptions>(&m, "spirv").unwrap_err().to_string().contains("`A B` is not a preprocessor macro name"));
+        let slang = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.slang]\nentry = \"a b\"\ndefines = { \"X Y\" = \"1\" }\n").unwrap();
+        let e = read::<crate::rules::slang::SlangOptions>(&slang, "slang").unwrap_err();
+        assert_eq!(e.problems(), 2, "the shared problem and the rule's own, at once: {e}");
+        assert!(e.to_string().contains("`X Y` is not a preprocessor macro name") && e.to_string().contains("`a b` is not a Slang function name"), "{e}");
     }
 }

@@ -125,6 +125,9 @@ pub struct SlangOptions {
 
 impl RuleOptions for SlangOptions {
     const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &CommonOptions {
+        &self.common
+    }
     fn common_mut(&mut self) -> &mut CommonOptions {
         &mut self.common
     }

@@ -41,6 +41,9 @@ pub struct SpirvOptions {
 
 impl RuleOptions for SpirvOptions {
     const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &CommonOptions {
+        &self.common
+    }
     fn common_mut(&mut self) -> &mut CommonOptions {
         &mut self.common
     }
@@ -114,7 +117,7 @@ impl Rule for SpirvRule {
         OPTION_KEYS
     }
     fn payloads(&self, manifest: &crate::manifest::Manifest) -> Vec<super::PayloadReq> {
-        match options::read::<SpirvOptions>(manifest, self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
+        match options::parse::<SpirvOptions>(manifest, self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
             SpirvCompilerName::Glslang => vec![super::PayloadReq { payload: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
         }
