@@ -113,7 +113,8 @@ pub const CXX_KEYS: &[KeyDoc] = &[
 /// The fields a serde `Deserialize` struct `T` accepts, as it spells them (renames applied),
 /// asked of its derived code with a deserializer that only records them; `None` for a type
 /// that is not a plain struct (a `flatten`ed one reads a map). What tests hold the documented
-/// key lists ([`KeyDoc`]) equal to.
+/// key lists ([`KeyDoc`]) equal to, and how [`crate::rules::options::parse`] tells a rule's own
+/// keys from unknown ones.
 pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'static str]> {
     struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
     impl<'de> serde::Deserializer<'de> for Probe<'_> {
@@ -436,45 +437,78 @@ impl Manifest {
 
     /// The options of the rule `rule`: its table `[package.metadata.mcpp.<rule>]` read into the
     /// rule's own type `T` (which has its own `deny_unknown_fields`), or `T::default()` when the
-    /// table is absent.
+    /// table is absent. A rule whose options share the common shapes reads them with
+    /// [`crate::rules::options::read`], which splits the table and then reads each part here.
     ///
     /// # Errors
     /// [`ErrorKind::Manifest`] naming `file:line:col` of the offending key, the dotted key and,
     /// for an unknown key, the keys valid in the table.
     pub fn rule_options<T: serde::de::DeserializeOwned + Default>(&self, rule: &str) -> Result<T> {
-        let Some(value) = self.mcpp.rule_tables.get(rule) else { return Ok(T::default()) };
-        if !value.is_table() {
-            // Refused once, by check_keys ("not a table"); nothing of it is read.
-            return Ok(T::default());
+        match self.rule_table(rule) {
+            Some(table) => self.read_rule_table(rule, table.clone()),
+            None => Ok(T::default()),
         }
-        serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+    }
+
+    /// The raw table `[package.metadata.mcpp.<rule>]`, when present and a table (an entry that
+    /// is not a table is refused once, by [`Manifest::check_keys`], and nothing of it is read).
+    pub fn rule_table(&self, rule: &str) -> Option<&toml::Table> {
+        self.mcpp.rule_tables.get(rule).and_then(toml::Value::as_table)
+    }
+
+    /// Read `table`, keys of `[package.metadata.mcpp.<rule>]` (the whole table or part of it),
+    /// into `T`.
+    ///
+    /// # Errors
+    /// As [`Manifest::rule_options`]: the first problem serde meets, at its key's position.
+    pub fn read_rule_table<T: serde::de::DeserializeOwned>(&self, rule: &str, table: toml::Table) -> Result<T> {
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
             let inner_path = e.path().to_string();
-            let key = if inner_path.is_empty() || inner_path == "." { format!("{MCPP_TABLE}.{rule}") } else { format!("{MCPP_TABLE}.{rule}.{inner_path}") };
-            let message = e.into_inner().to_string();
-            // One line, and every value serde quotes cut and escaped (a 70 KB string in a wrong
-            // place must not come back whole).
-            let message = crate::text::echo_serde(message.lines().next().unwrap_or_default());
-            // The unknown key itself is not in the error's path: find its name in the message.
-            let unknown = message.strip_prefix("unknown field `").and_then(|r| r.split_once('`')).map(|(k, _)| k.to_string());
-            // serde_path_to_error names an unknown key as the last segment of the path already.
-            let located = match &unknown {
-                Some(k) if !key.ends_with(&format!(".{k}")) => format!("{key}.{k}"),
-                _ => key.clone(),
-            };
-            let position = self.spans.position(&located).or_else(|| self.spans.position(&key));
-            let file = match position {
-                Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
-                None => self.path.display().to_string(),
-            };
-            let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(file).key(located);
-            let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
-            if let (true, Some(valid)) = (unknown.is_some(), valid) {
-                err = err.help(format!("the keys valid in [{MCPP_TABLE}.{rule}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
-            } else if message.starts_with("unknown variant") {
-                err = err.help(format!("`{key}` takes one of the values listed above"));
-            }
-            err
+            self.rule_table_error(rule, &inner_path, &e.into_inner().to_string())
         })
+    }
+
+    /// The refusal of `key` in `[package.metadata.mcpp.<rule>]`, which is none of `valid`: in
+    /// serde's words ("unknown field ..., expected one of ..."), at the key's position, with the
+    /// valid keys in the help, as [`Manifest::rule_options`] refuses an unknown key.
+    pub fn unknown_rule_key(&self, rule: &str, key: &str, valid: &[&str]) -> Error {
+        let quoted: Vec<String> = valid.iter().map(|k| format!("`{k}`")).collect();
+        let expected = match quoted.as_slice() {
+            [] => "there are no fields".to_string(),
+            [one] => format!("expected {one}"),
+            [a, b] => format!("expected {a} or {b}"),
+            more => format!("expected one of {}", more.join(", ")),
+        };
+        self.rule_table_error(rule, key, &format!("unknown field `{key}`, {expected}"))
+    }
+
+    /// A serde `message` about `inner_path` (`compiler`, `flags[1]`; empty for the table
+    /// itself) of the table of `rule`, as a refusal.
+    fn rule_table_error(&self, rule: &str, inner_path: &str, message: &str) -> Error {
+        let key = if inner_path.is_empty() || inner_path == "." { format!("{MCPP_TABLE}.{rule}") } else { format!("{MCPP_TABLE}.{rule}.{inner_path}") };
+        // One line, and every value serde quotes cut and escaped (a 70 KB string in a wrong
+        // place must not come back whole).
+        let message = crate::text::echo_serde(message.lines().next().unwrap_or_default());
+        // The unknown key itself is not in the error's path: find its name in the message.
+        let unknown = message.strip_prefix("unknown field `").and_then(|r| r.split_once('`')).map(|(k, _)| k.to_string());
+        // serde_path_to_error names an unknown key as the last segment of the path already.
+        let located = match &unknown {
+            Some(k) if !key.ends_with(&format!(".{k}")) => format!("{key}.{k}"),
+            _ => key.clone(),
+        };
+        let position = self.spans.position(&located).or_else(|| self.spans.position(&key));
+        let file = match position {
+            Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
+            None => self.path.display().to_string(),
+        };
+        let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(file).key(located);
+        let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
+        if let (true, Some(valid)) = (unknown.is_some(), valid) {
+            err = err.help(format!("the keys valid in [{MCPP_TABLE}.{rule}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
+        } else if message.starts_with("unknown variant") {
+            err = err.help(format!("`{key}` takes one of the values listed above"));
+        }
+        err
     }
 
     /// The project's toolchain package versions from
@@ -570,14 +604,14 @@ flags = ["-g"]
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
         assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: "vulkan1.2".into() }));
-        let s: crate::rules::spirv::SpirvOptions = m.rule_options("spirv").unwrap();
+        let s: crate::rules::spirv::SpirvOptions = crate::rules::options::read(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
-        assert_eq!(s.defines["WORKGROUP"], "64");
+        assert_eq!(s.common.defines["WORKGROUP"], "64");
     }
 
     #[test]
     fn unknown_key_names_key_file_line_and_valid_keys() {
-        let e = parse("[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"\n").unwrap().rule_options::<crate::rules::spirv::SpirvOptions>("spirv").unwrap_err();
+        let e = crate::rules::options::read::<crate::rules::spirv::SpirvOptions>(&parse("[package.metadata.mcpp.spirv]\ncompilr = \"glslc\"\n").unwrap(), "spirv").unwrap_err();
         let text = e.to_string();
         assert_eq!(e.kind, ErrorKind::Manifest);
         assert!(text.contains("unknown field `compilr`"), "{text}");

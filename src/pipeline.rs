@@ -246,7 +246,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         tool_files.extend(plan.tools.iter().map(|t| t.path.clone()));
         path_tools |= plan.tools.iter().any(|t| t.source == crate::tool::ToolSource::Path);
         append_actions(&mut actions, plan.actions);
-        payloads.extend(plan.payloads);
+        payloads.extend(plan.payloads.into_iter().map(|p| (rule.name(), p)));
         link.extend(plan.link);
     }
     if let Some((cxx_actions, cxx_link, cxx_tools)) = plan_cxx(&manifest, island.as_ref(), config, &variant_dir)? {
@@ -254,7 +254,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         link.extend(cxx_link);
         tool_files.extend(cxx_tools);
     }
-    let base = surface::resolve_base(&manifest, payloads.iter().map(|(s, _, _)| s.as_str()))?;
+    let base = surface::resolve_base(&manifest, payloads.iter().map(|(_, p)| p.source.as_str()))?;
     let items = surface::name_payloads(&payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
     let options = RunOptions { state_dir: &variant_dir.join("fingerprints"), jobs: config.jobs, jobserver };
     // docs.rs documents the crate: nothing is compiled, and nothing is linked below.

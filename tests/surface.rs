@@ -285,3 +285,120 @@ fn a_bad_base_dir_or_a_payload_outside_it_is_refused_naming_the_key_and_line() {
     std::fs::create_dir_all(pkg.path("shaders/b")).unwrap();
     assert!(pkg.refuse(&pkg.build()).contains("help: set base-dir to a directory holding every device source (base-dir = \"shaders/a\" does), or move `shaders/a/one.comp` under `shaders/b`"));
 }
+
+/// A surface of one bytes payload (`data/w.bin`) and one text payload (`k.ptx`) under `dir`,
+/// fed to the generator directly (no rule hands these kinds yet), with the hashes the device
+/// phase would have verified.
+fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::Generated {
+    use cargo_mcpp::surface::{self, Payload, SurfaceOptions};
+    let payloads = [("data", Payload::bytes("data/w.bin", "w_bin", dir.join("data/w.bin"))), ("cuda", Payload::text("k.cu", "k_ptx", dir.join("k.ptx")))];
+    let items = surface::name_payloads(&payloads, &[]).unwrap();
+    let verified = payloads.iter().map(|(_, p)| (p.path.clone(), cargo_mcpp::fingerprint::hash_file(&p.path).unwrap())).collect();
+    let out = dir.join("out");
+    let opts = SurfaceOptions {
+        package_name: "kinds".into(),
+        module_name: "kinds.shaders".into(),
+        modules,
+        cpp_dir: out.join("mcpp"),
+        rust_file: out.join("mcpp_shaders.rs"),
+        payload_dir: out.join("mcpp/payloads"),
+        verified,
+    };
+    surface::generate(&items, &opts).unwrap()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The generated Rust of a bytes and a text payload, compiled by rustc and run: what it reads
+/// back is the files' bytes (the bytes 16-byte aligned, the text and its NUL-terminated form
+/// one and the same), and after an edit of each file it is the new bytes.
+#[test]
+fn bytes_and_text_payloads_read_back_in_rust_as_the_files_bytes_and_follow_an_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let main = d.join("main.rs");
+    std::fs::write(
+        &main,
+        format!(
+            r#"mod shaders {{ include!({:?}); }}
+fn hex(b: &[u8]) -> String {{ b.iter().map(|x| format!("{{x:02x}}")).collect() }}
+fn main() {{
+    let b = shaders::data::w_bin();
+    assert_eq!(b.bytes.as_ptr() as usize % 16, 0, "16-byte aligned");
+    let t = shaders::k_ptx();
+    assert_eq!(t.c_str.to_bytes(), t.text.as_bytes());
+    assert_eq!(t.c_str.to_bytes_with_nul().as_ptr(), t.text.as_ptr(), "one copy of the text");
+    assert_eq!((shaders::all().len(), shaders::all_bytes()[0], shaders::all_text()[0]), (0, b, t));
+    println!("{{}} {{}} {{}} {{}}", hex(b.bytes), hex(t.text.as_bytes()), b.source, t.source);
+}}
+"#,
+            d.join("out/mcpp_shaders.rs").display().to_string()
+        ),
+    )
+    .unwrap();
+    let exe = d.join("kinds-main");
+    let read_back = |bytes: &[u8], text: &str| {
+        std::fs::write(d.join("data/w.bin"), bytes).unwrap();
+        std::fs::write(d.join("k.ptx"), text).unwrap();
+        kinds_surface(d, true);
+        run(Command::new("rustc").args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(&main));
+        let printed = run(&mut Command::new(&exe));
+        assert_eq!(printed, format!("{} {} data/w.bin k.cu\n", hex(bytes), hex(text.as_bytes())));
+    };
+    read_back(&[0, 1, 0xff, 0x80, 0x7f, 0, 0, 9], ".version 8.0\n// ∑ sum\n");
+    // An edit of each file, of another length: the bytes read back follow it.
+    read_back(&[0xca, 0xfe, 0], ".version 8.1\n.target sm_90\n");
+}
+
+/// The C header of a bytes and a text payload, compiled by gcc (C) and g++ (C++): the bytes are
+/// the file's, 16-byte aligned; the text is NUL-terminated and its size leaves the NUL out.
+/// And the C++ module of the same surface, compiled by g++ `-fmodules-ts`.
+#[test]
+fn bytes_and_text_payloads_serve_c_and_cpp() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let (bytes, text) = ([0x00u8, 0xff, 0x10, 0x80], ".version 8.0\n// ∑\n");
+    std::fs::write(d.join("data/w.bin"), bytes).unwrap();
+    std::fs::write(d.join("k.ptx"), text).unwrap();
+    let (gcc, gxx) = (real_tool("gcc"), real_tool("g++"));
+    let expected = format!("{} {} {}|{text}|\n", hex(&bytes), bytes.len(), text.len());
+
+    kinds_surface(d, false);
+    let mcpp = d.join("out/mcpp");
+    std::fs::write(
+        mcpp.join("c.c"),
+        "#include \"kinds.shaders.h\"\n#include <stdio.h>\n#include <string.h>\nint main(void) {\n  const unsigned char* b = mcpp_embed_5kinds7shaders4data5w_bin_data();\n  unsigned long n = mcpp_embed_5kinds7shaders4data5w_bin_size();\n  if ((unsigned long)b % 16 != 0) return 1;\n  for (unsigned long i = 0; i < n; i++) printf(\"%02x\", b[i]);\n  const char* t = mcpp_embed_5kinds7shaders5k_ptx_data();\n  if (strlen(t) != mcpp_embed_5kinds7shaders5k_ptx_size()) return 2;\n  printf(\" %lu %lu|%s|\\n\", n, mcpp_embed_5kinds7shaders5k_ptx_size(), t);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        mcpp.join("cpp.cpp"),
+        "#include \"kinds.shaders.h\"\n#include <cstdio>\n#include <cstring>\nint main() {\n  kinds::shaders::bytes_payload b = kinds::shaders::data::w_bin();\n  kinds::shaders::text_payload t = kinds::shaders::k_ptx();\n  if (reinterpret_cast<unsigned long>(b.data) % 16 != 0 || std::strlen(t.text) != t.size_bytes) return 1;\n  for (unsigned long i = 0; i < b.size_bytes; i++) std::printf(\"%02x\", b.data[i]);\n  std::printf(\" %lu %lu|%s|\\n\", b.size_bytes, t.size_bytes, t.text);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    run(Command::new(&gxx).args(["-c", "kinds.shaders.impl.cpp", "-o", "impl.o"]).current_dir(&mcpp));
+    run(Command::new(&gcc).args(["-std=c11", "-Wall", "-Werror", "-c", "c.c", "-o", "c.o"]).current_dir(&mcpp));
+    run(Command::new(&gxx).args(["c.o", "impl.o", "-o", "c_consumer"]).current_dir(&mcpp));
+    run(Command::new(&gxx).args(["-std=c++17", "-Wall", "-Werror", "cpp.cpp", "impl.o", "-o", "cpp_consumer"]).current_dir(&mcpp));
+    assert_eq!(run(&mut Command::new(mcpp.join("c_consumer"))), expected);
+    assert_eq!(run(&mut Command::new(mcpp.join("cpp_consumer"))), expected);
+
+    std::fs::remove_dir_all(d.join("out")).unwrap();
+    let g = kinds_surface(d, true);
+    let module = std::fs::read_to_string(&g.interface_file).unwrap();
+    assert!(!module.contains("std::") && !module.contains("#include"), "the module interface stays std-free: {module}");
+    std::fs::write(
+        mcpp.join("consumer.cpp"),
+        "import kinds.shaders;\nextern \"C\" int printf(const char*, ...);\nint main() {\n  auto b = kinds::shaders::data::w_bin();\n  auto t = kinds::shaders::k_ptx();\n  for (unsigned long i = 0; i < b.size_bytes; i++) printf(\"%02x\", b.data[i]);\n  printf(\" %lu %lu|%s|\\n\", b.size_bytes, t.size_bytes, t.text);\n  return t.text[t.size_bytes] == 0 ? 0 : 1;\n}\n",
+    )
+    .unwrap();
+    let c = |args: &[&str]| run(Command::new(&gxx).args(args).current_dir(&mcpp));
+    c(&["-std=c++20", "-fmodules-ts", "-x", "c++", "-c", "kinds.shaders.cppm", "-o", "m.o"]);
+    c(&["-std=c++20", "-fmodules-ts", "-c", "consumer.cpp", "-o", "consumer.o"]);
+    c(&["-std=c++20", "-c", "kinds.shaders.impl.cpp", "-o", "impl.o"]);
+    c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
+    assert_eq!(run(&mut Command::new(mcpp.join("consumer"))), expected);
+}

@@ -79,17 +79,20 @@ pub struct CudaOptions {
     pub cudart: Option<Cudart>,
     /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
     pub rdc: Option<bool>,
-    /// Include directories, relative to the package root (or absolute).
-    #[serde(default)]
-    pub includes: Vec<PathBuf>,
-    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
-    #[serde(default)]
-    pub defines: BTreeMap<String, String>,
-    /// Override of optimisation (default: on in release profiles, off with `-lineinfo` in debug).
-    pub optimize: Option<bool>,
-    /// Extra arguments appended last, passed unexamined.
-    #[serde(default)]
-    pub flags: Vec<String>,
+    /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
+    /// profiles, off with `-lineinfo` in debug), `flags` (appended last).
+    #[serde(skip)]
+    pub common: super::options::CommonOptions,
+}
+
+impl super::options::RuleOptions for CudaOptions {
+    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &super::options::CommonOptions {
+        &self.common
+    }
+    fn common_mut(&mut self) -> &mut super::options::CommonOptions {
+        &mut self.common
+    }
 }
 
 /// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
@@ -99,8 +102,8 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
-    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
-    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    super::options::CommonOptions::INCLUDES_DOC,
+    super::options::CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except one: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead" },
 ];
@@ -581,13 +584,13 @@ pub const NVCC_ENV_FLAGS: &[&str] = &["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
 
 /// The nvcc route's manifest values and source names, checked with [`check_nvcc_shell_safe`].
 fn check_nvcc_values(opts: &CudaOptions, sources: &[&DeviceSource], manifest_path: &Path) -> Result<()> {
-    for (name, value) in &opts.defines {
+    for (name, value) in &opts.common.defines {
         check_nvcc_shell_safe(value, &format!("{MANIFEST_KEY}.defines.{name}"), manifest_path)?;
     }
-    for flag in &opts.flags {
+    for flag in &opts.common.flags {
         check_nvcc_shell_safe(flag, &format!("{MANIFEST_KEY}.flags"), manifest_path)?;
     }
-    for dir in &opts.includes {
+    for dir in &opts.common.includes {
         check_nvcc_shell_safe(&dir.to_string_lossy(), &format!("{MANIFEST_KEY}.includes"), manifest_path)?;
     }
     if let Some(ccbin) = &opts.ccbin {
@@ -784,13 +787,13 @@ impl Rule for CudaRule {
     /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
-        manifest.rule_options::<CudaOptions>(self.name()).map(drop)
+        super::options::read::<CudaOptions>(manifest, self.name()).map(drop)
     }
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS
     }
     fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
-        let opts = manifest.rule_options::<CudaOptions>(self.name()).unwrap_or_default();
+        let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
         }
@@ -808,7 +811,7 @@ impl Rule for CudaRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: CudaOptions = ctx.manifest.rule_options(self.name())?;
+        let opts: CudaOptions = super::options::read(ctx.manifest, self.name())?;
         let route = opts.compiler.unwrap_or_default();
         let rdc = opts.rdc.unwrap_or(false);
         if rdc && route == CudaCompilerName::Clang {
@@ -817,16 +820,12 @@ impl Rule for CudaRule {
                 .key(format!("{MANIFEST_KEY}.rdc"))
                 .help("use compiler = \"nvcc\", or drop `rdc`"));
         }
-        if let (false, CudaCompilerName::Nvcc, Some(i)) = (rdc, route, rdc_flag(&opts.flags)) {
-            return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags turns on relocatable device code, which needs the device-link step `rdc = true` plans", opts.flags[i]))
+        if let (false, CudaCompilerName::Nvcc, Some(i)) = (rdc, route, rdc_flag(&opts.common.flags)) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags turns on relocatable device code, which needs the device-link step `rdc = true` plans", opts.common.flags[i]))
                 .file(ctx.manifest.at_col(&format!("cuda.flags[{i}]")))
                 .key(format!("{MANIFEST_KEY}.flags[{i}]"))
                 .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
                 .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
-        }
-        // A define's name is an identifier (on nvcc it also reaches a shell).
-        if let Some(e) = opts.defines.keys().find_map(|name| crate::host::define_name_refusal(ctx.manifest, self.name(), name)) {
-            return Err(e);
         }
         if route == CudaCompilerName::Nvcc {
             check_nvcc_values(&opts, sources, &ctx.manifest.path)?;
@@ -964,8 +963,8 @@ impl Rule for CudaRule {
         if let Some(known) = known_archs(route, &compiler, ctx.tool_cache) {
             check_known_archs(ctx.accel, &archs, &known)?;
         }
-        let includes = crate::host::resolve_includes(ctx.manifest, MANIFEST_KEY, &opts.includes)?;
-        let optimize = opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes());
+        let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
+        let optimize = opts.common.optimize_or(ctx.facts.opt_level.optimizes());
         let root = ctx.manifest.dir();
         let out_dir = ctx.work_dir.join("cuda");
         let mut objects = Vec::new();
@@ -985,8 +984,8 @@ impl Rule for CudaRule {
                 rdc,
                 force_include: island_half,
                 includes: &includes,
-                defines: &opts.defines,
-                flags: &opts.flags,
+                defines: &opts.common.defines,
+                flags: &opts.common.flags,
             };
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));

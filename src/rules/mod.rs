@@ -4,6 +4,7 @@
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
 pub mod cuda;
+pub mod options;
 pub mod slang;
 pub mod spirv;
 
@@ -58,9 +59,8 @@ pub enum LinkDirective {
 pub struct RulePlan {
     /// The actions to run (fingerprinted by the engine).
     pub actions: Vec<Action>,
-    /// Payloads (the bytes the surface embeds): (package-relative source, raw identifier,
-    /// the compiled file).
-    pub payloads: Vec<(String, String, PathBuf)>,
+    /// Payloads for the surface, each with its kind (SPIR-V: [`crate::surface::PayloadKind::Words32`]).
+    pub payloads: Vec<crate::surface::Payload>,
     /// Warnings to show (e.g. a tool found on PATH).
     pub warnings: Vec<String>,
     /// Tools the plan runs (their files are watched for changes).
@@ -110,8 +110,9 @@ pub trait Rule: Send + Sync {
         self.extensions().contains(&ext)
     }
     /// Check this rule's options table, `[package.metadata.mcpp.<name>]`, read into the rule's
-    /// own options type ([`Manifest::rule_options`]): run for every rule before anything
-    /// compiles, whether or not the build has sources of the rule.
+    /// own options type ([`options::read`] for one that shares the common shapes,
+    /// [`Manifest::rule_options`] otherwise): run for every rule before anything compiles,
+    /// whether or not the build has sources of the rule.
     ///
     /// # Errors
     /// [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the valid keys.

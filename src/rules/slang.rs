@@ -9,6 +9,7 @@
 //! `vulkan` entry of the accelerator set; `-O0` is the default because the toolchain package's slangc
 //! (from the slangtorch wheel) has no `spirv-opt` and fails on any optimising build.
 
+use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -17,7 +18,6 @@ use crate::manifest::Manifest;
 use crate::sources::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -102,7 +102,7 @@ impl SlangStage {
     }
 }
 
-/// `[package.metadata.mcpp.slang]`; every key has a default.
+/// `[package.metadata.mcpp.slang]`; every key has a default. Read with [`options::read`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of Slang rule keys ([package.metadata.mcpp.slang])")]
 pub struct SlangOptions {
@@ -111,21 +111,47 @@ pub struct SlangOptions {
     pub entry: Option<String>,
     /// The stage of every source (`-stage`, default `compute`).
     pub stage: Option<SlangStage>,
-    /// Module search directories (`-I`), relative to the package root (or absolute), so that
-    /// `import name;` finds `name.slang` there (the importer's own directory is searched first).
-    #[serde(default)]
-    pub includes: Vec<PathBuf>,
-    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
-    #[serde(default)]
-    pub defines: BTreeMap<String, String>,
     /// Override of the SPIR-V profile (default: from the accelerator's Vulkan version).
     pub profile: Option<String>,
-    /// `true`: `-O1` (slangc's default level, which needs a slangc that can load `spirv-opt`);
-    /// absent or `false`: `-O0`, the only level the toolchain package's slangc builds.
-    pub optimize: Option<bool>,
-    /// Extra arguments appended after the rule's own (before `-depfile`), passed unexamined.
-    #[serde(default)]
-    pub flags: Vec<String>,
+    /// `includes`: module search directories (`-I`), relative to the package root (or
+    /// absolute), so that `import name;` finds `name.slang` there (the importer's own directory
+    /// is searched first); `defines` (`-DNAME=value`); `optimize`: `true` is `-O1` (slangc's
+    /// default level, which needs a slangc that can load `spirv-opt`), absent or `false` is
+    /// `-O0`, the only level the toolchain package's slangc builds; `flags`: appended after the rule's
+    /// own (before `-depfile`), passed unexamined.
+    #[serde(skip)]
+    pub common: CommonOptions,
+}
+
+impl RuleOptions for SlangOptions {
+    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &CommonOptions {
+        &self.common
+    }
+    fn common_mut(&mut self) -> &mut CommonOptions {
+        &mut self.common
+    }
+    /// An entry that is no identifier, an empty profile (or one that reads as a flag).
+    fn problems(&self, manifest: &Manifest, _rule: &str) -> Vec<Error> {
+        let mut problems = Vec::new();
+        if let Some(entry) = self.entry.as_deref().filter(|e| !crate::host::is_identifier(e)) {
+            problems.push(
+                Error::new(ErrorKind::Manifest, format!("`{}` is not a Slang function name", crate::text::echo(entry)))
+                    .file(manifest.at_col("slang.entry"))
+                    .key(format!("{TABLE}.entry"))
+                    .help("name the entry point function ([A-Za-z_][A-Za-z0-9_]*), or leave `entry` out for `main`"),
+            );
+        }
+        if self.profile.as_deref().is_some_and(|p| p.trim().is_empty() || p.starts_with('-')) {
+            problems.push(
+                Error::new(ErrorKind::Manifest, "`profile` names no Slang profile")
+                    .file(manifest.at_col("slang.profile"))
+                    .key(format!("{TABLE}.profile"))
+                    .help("write a profile such as \"spirv_1_5\", or leave `profile` out to derive it from the `vulkan` entry of `accel`"),
+            );
+        }
+        problems
+    }
 }
 
 /// The keys of `[package.metadata.mcpp.slang]`, documented (README's generated reference).
@@ -137,7 +163,7 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
         meaning: "the stage of every `.slang` source (`-stage`): `compute`, `vertex`, `fragment`, `geometry`, `hull`, `domain`, `mesh`, `amplification`, `raygeneration`, `intersection`, `anyhit`, `closesthit`, `miss`, `callable`; names the payload `<stem>_comp`, `_vert`, `_frag`, ...",
     },
     crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
-    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry (see \"The Slang lane\")" },
     crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the toolchain package's cannot)" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
@@ -173,34 +199,6 @@ pub fn profile_for(vulkan: Option<&str>) -> Option<&'static str> {
 /// The Slang rule.
 pub struct SlangRule;
 
-impl SlangRule {
-    /// The options, with the values a compiler would misread refused (a define or entry that
-    /// is no identifier, an empty profile), every problem at once.
-    fn options(&self, manifest: &Manifest) -> Result<SlangOptions> {
-        let opts: SlangOptions = manifest.rule_options(self.name())?;
-        let mut problems = Vec::new();
-        problems.extend(opts.defines.keys().filter_map(|name| crate::host::define_name_refusal(manifest, self.name(), name)));
-        if let Some(entry) = opts.entry.as_deref().filter(|e| !crate::host::is_identifier(e)) {
-            problems.push(
-                Error::new(ErrorKind::Manifest, format!("`{}` is not a Slang function name", crate::text::echo(entry)))
-                    .file(manifest.at_col("slang.entry"))
-                    .key(format!("{TABLE}.entry"))
-                    .help("name the entry point function ([A-Za-z_][A-Za-z0-9_]*), or leave `entry` out for `main`"),
-            );
-        }
-        if opts.profile.as_deref().is_some_and(|p| p.trim().is_empty() || p.starts_with('-')) {
-            problems.push(
-                Error::new(ErrorKind::Manifest, "`profile` names no Slang profile")
-                    .file(manifest.at_col("slang.profile"))
-                    .key(format!("{TABLE}.profile"))
-                    .help("write a profile such as \"spirv_1_5\", or leave `profile` out to derive it from the `vulkan` entry of `accel`"),
-            );
-        }
-        Error::all(problems)?;
-        Ok(opts)
-    }
-}
-
 impl Rule for SlangRule {
     fn name(&self) -> &'static str {
         "slang"
@@ -218,14 +216,14 @@ impl Rule for SlangRule {
         OPTION_KEYS
     }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        self.options(manifest).map(drop)
+        options::read::<SlangOptions>(manifest, self.name()).map(drop)
     }
     fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
         vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts = self.options(ctx.manifest)?;
+        let opts: SlangOptions = options::read(ctx.manifest, self.name())?;
         let profile = match (&opts.profile, profile_for(ctx.accel.version.as_deref())) {
             (Some(p), _) => p.clone(),
             (None, Some(p)) => p.to_string(),
@@ -241,7 +239,7 @@ impl Rule for SlangRule {
             }
         };
         let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.tool_cache)?;
-        let includes = crate::host::resolve_includes(ctx.manifest, TABLE, &opts.includes)?;
+        let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let stage = opts.stage.unwrap_or_default();
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
@@ -264,7 +262,7 @@ impl Rule for SlangRule {
                 deps: Vec::new(),
                 builtin: None,
             });
-            plan.payloads.push((s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
+            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
         }
         plan.tools.push(tool);
         Ok(plan)
@@ -279,16 +277,14 @@ pub fn argv(opts: &SlangOptions, profile: &str, includes: &[PathBuf], depfile: &
     a.extend(["-target".into(), "spirv".into(), "-profile".into(), profile.into()]);
     a.extend(["-entry".into(), opts.entry.as_deref().unwrap_or("main").into()]);
     a.extend(["-stage".into(), opts.stage.unwrap_or_default().slang_name().into()]);
-    a.push(if opts.optimize == Some(true) { "-O1" } else { "-O0" }.into());
-    for (k, v) in &opts.defines {
-        a.push(format!("-D{k}={v}").into());
-    }
+    a.push(if opts.common.optimize_or(false) { "-O1" } else { "-O0" }.into());
+    a.extend(opts.common.define_args());
     for inc in includes {
         let mut s = OsString::from("-I");
         s.push(inc);
         a.push(s);
     }
-    a.extend(opts.flags.iter().map(OsString::from));
+    a.extend(opts.common.flags.iter().map(OsString::from));
     a.extend(["-depfile".into(), depfile.into(), "-o".into(), out.into(), src.into()]);
     a
 }
@@ -310,14 +306,15 @@ mod tests {
 
     #[test]
     fn the_command_is_argv_with_o0_unless_optimize_is_true() {
-        let mut opts = SlangOptions { defines: [("N".to_string(), "a b".to_string())].into(), flags: vec!["-g".into()], ..Default::default() };
+        let common = CommonOptions { defines: [("N".to_string(), "a b".to_string())].into(), flags: vec!["-g".into()], ..Default::default() };
+        let mut opts = SlangOptions { common, ..Default::default() };
         let a = argv(&opts, "spirv_1_5", &[PathBuf::from("/m o")], Path::new("/w/x.d"), Path::new("/w/x.spv"), Path::new("/p/x.slang"));
         let words: Vec<&str> = a.iter().map(|s| s.to_str().unwrap()).collect();
         assert_eq!(
             words,
             ["-target", "spirv", "-profile", "spirv_1_5", "-entry", "main", "-stage", "compute", "-O0", "-DN=a b", "-I/m o", "-g", "-depfile", "/w/x.d", "-o", "/w/x.spv", "/p/x.slang"]
         );
-        opts.optimize = Some(true);
+        opts.common.optimize = Some(true);
         opts.entry = Some("scale".into());
         opts.stage = Some(SlangStage::Fragment);
         let a = argv(&opts, "spirv_1_6", &[], Path::new("d"), Path::new("o"), Path::new("s"));

@@ -3,13 +3,12 @@
 //! Flag spellings are upstream-facts 3.5; the producer writes a bare `.spv` and a depfile,
 //! and the surface generator does the rest (seed 003 section 4).
 
+use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
 use serde::Deserialize;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use crate::sources::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use std::ffi::OsString;
@@ -25,33 +24,36 @@ pub enum SpirvCompilerName {
     Glslc,
 }
 
-/// `[package.metadata.mcpp.spirv]`; every key has a default.
+/// `[package.metadata.mcpp.spirv]`; every key has a default. Read with [`options::read`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of SPIR-V rule keys ([package.metadata.mcpp.spirv])")]
 pub struct SpirvOptions {
     /// `"glslang"` (default) or `"glslc"`.
     pub compiler: Option<SpirvCompilerName>,
-    /// Include directories, relative to the package root (or absolute).
-    #[serde(default)]
-    pub includes: Vec<PathBuf>,
-    /// Preprocessor definitions `NAME = "value"` (`-DNAME=value`).
-    #[serde(default)]
-    pub defines: BTreeMap<String, String>,
     /// Override of the target environment (default: from the accelerator's Vulkan version,
     /// `vulkan1.0` for a bare `vulkan`).
     pub target_env: Option<String>,
-    /// Override of optimisation (default: on in release profiles, off in debug).
-    pub optimize: Option<bool>,
-    /// Extra arguments appended last, passed unexamined.
-    #[serde(default)]
-    pub flags: Vec<String>,
+    /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
+    /// profiles, off in debug) and `flags` (appended last, passed unexamined).
+    #[serde(skip)]
+    pub common: CommonOptions,
+}
+
+impl RuleOptions for SpirvOptions {
+    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &CommonOptions {
+        &self.common
+    }
+    fn common_mut(&mut self) -> &mut CommonOptions {
+        &mut self.common
+    }
 }
 
 /// The keys of [`SpirvOptions`], documented ([`Rule::option_keys`]).
 const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "compiler", default: "`\"glslang\"`", meaning: "`\"glslang\"` (glslangValidator) or `\"glslc\"`: chosen by declaration, never by what is installed" },
-    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
-    crate::manifest::KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" },
+    CommonOptions::INCLUDES_DOC,
+    CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (glslang 13.1.1, the default toolchain package, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
@@ -109,13 +111,13 @@ impl Rule for SpirvRule {
     }
 
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
-        manifest.rule_options::<SpirvOptions>(self.name()).map(drop)
+        options::read::<SpirvOptions>(manifest, self.name()).map(drop)
     }
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS
     }
     fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
-        match manifest.rule_options::<SpirvOptions>(self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
+        match options::parse::<SpirvOptions>(manifest, self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
             SpirvCompilerName::Glslang => vec![super::ToolchainPackageReq { package: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
         }
@@ -131,7 +133,7 @@ impl Rule for SpirvRule {
                     .help(format!("rename it to one of .{}, or leave it out of `sources` and `#include` it", STAGES.join(" ."))));
             }
         }
-        let opts: SpirvOptions = ctx.manifest.rule_options(self.name())?;
+        let opts: SpirvOptions = options::read(ctx.manifest, self.name())?;
         let which = opts.compiler.unwrap_or_default();
         let spec = match which {
             SpirvCompilerName::Glslang => GLSLANG,
@@ -151,17 +153,14 @@ impl Rule for SpirvRule {
             (None, None) => "vulkan1.0".to_string(),
         };
         check_target_env(ctx, &tool, &opts, &target_env)?;
-        if let Some(e) = opts.defines.keys().find_map(|name| crate::host::define_name_refusal(ctx.manifest, self.name(), name)) {
-            return Err(e);
-        }
         // `optimize` overrides on/off; the level (speed or size) is cargo's `OPT_LEVEL`.
-        let optimize = match opts.optimize.unwrap_or(ctx.facts.opt_level.optimizes()) {
+        let optimize = match opts.common.optimize_or(ctx.facts.opt_level.optimizes()) {
             false => Optimization::Off,
             true if ctx.facts.opt_level.for_size() => Optimization::Size,
             true => Optimization::Speed,
         };
         let root = ctx.manifest.dir();
-        let includes = crate::host::resolve_includes(ctx.manifest, "package.metadata.mcpp.spirv", &opts.includes)?;
+        let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
         for s in sources {
@@ -183,7 +182,7 @@ impl Rule for SpirvRule {
                 deps: Vec::new(),
                 builtin: None,
             });
-            plan.payloads.push((s.rel.clone(), format!("{stem}_{}", s.ext), out));
+            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", s.ext), out));
         }
         plan.tools.push(tool);
         Ok(plan)
@@ -285,15 +284,13 @@ pub fn argv(
             }.into());
         }
     }
-    for (k, v) in &opts.defines {
-        a.push(format!("-D{k}={v}").into());
-    }
+    a.extend(opts.common.define_args());
     for inc in includes {
         let mut s = OsString::from("-I");
         s.push(inc);
         a.push(s);
     }
-    a.extend(opts.flags.iter().map(OsString::from));
+    a.extend(opts.common.flags.iter().map(OsString::from));
     match which {
         SpirvCompilerName::Glslang => a.extend(["--depfile".into(), depfile.into()]),
         SpirvCompilerName::Glslc => a.extend(["-MD".into(), "-MF".into(), depfile.into()]),

@@ -1,18 +1,29 @@
 //! The generated surface: one generator, reused by every lane that embeds payloads (seed 000
-//! "Naming", seed 003 section 4, upstream-facts section 4). From a list of payload files it
-//! writes, under OUT_DIR:
+//! "Naming", seed 003 section 4, upstream-facts section 4). From a list of payload files, each
+//! with its kind ([`Payload`], [`PayloadKind`]: 32-bit words, bytes or text), it writes, under
+//! OUT_DIR:
 //!
-//! - `mcpp_shaders.rs`: a Rust module tree, one accessor per payload returning [`Payload`]-shaped
-//!   values (`code: &'static [u32]`, `size_bytes`), included with
-//!   `mod shaders { include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs")); }`;
+//! - `mcpp_shaders.rs`: a Rust module tree, one accessor per payload returning a value of its
+//!   kind's type (words: `Payload { code: &'static [u32], size_bytes, source }`; bytes:
+//!   `BytesPayload { bytes: &'static [u8], source }`, 16-byte aligned; text:
+//!   `TextPayload { text: &'static str, c_str: &'static CStr, source }`), included with
+//!   `mod shaders { include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs")); }`. `all()` lists the
+//!   words payloads (`[Payload; N]`, as before kinds existed, so adding a payload of another
+//!   kind never changes its type), `all_bytes()` and `all_text()` the others; a kind's type,
+//!   helpers and list appear with its first payload, so a SPIR-V-only surface is unchanged;
 //! - `mcpp/<module>.cppm` (or `mcpp/<module>.h` under `modules = false`): a std-free C++
-//!   interface, a POD `payload` and one accessor per payload;
+//!   interface, the PODs `payload` (`const unsigned int* code`), `bytes_payload`
+//!   (`const unsigned char* data`) and `text_payload` (`const char* text`, NUL-terminated),
+//!   each with `size_bytes`, and one accessor per payload;
 //! - `mcpp/<module>.impl.cpp` and `mcpp/data/**.h`: the implementation unit and the bytes
 //!   (header storage: the bytes are compiled in).
 //!
-//! - `mcpp/payloads/**.spv`: a copy of each payload, the file `mcpp_shaders.rs` includes: the
-//!   device phase writes it from bytes it verified against the hash its compiler run left
-//!   (never a file of the device cache that anything could overwrite after the build script).
+//! - `mcpp/payloads/**.spv` (`.bin`, `.txt`): a copy of each payload, the file
+//!   `mcpp_shaders.rs` includes (a text's copy has one NUL after it): the device phase writes it
+//!   from bytes it verified against the hash its compiler run left (never a file of the device
+//!   cache that anything could overwrite after the build script), after checking them against
+//!   the kind (a words payload that is no whole number of words, a text that is not UTF-8 or
+//!   holds a NUL, is refused naming the file and the rule).
 //!
 //! Every file is written only when its content changes, atomically. Values that land in a
 //! comment (file names, the package name) go through [`crate::text::comment`], so no newline
@@ -21,7 +32,10 @@
 //!
 //! [`Payload`]: ../../templates/payload.rs
 
+pub mod kind;
 pub mod names;
+
+pub use kind::{Payload, PayloadKind};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fingerprint::write_if_changed;
@@ -29,7 +43,7 @@ use crate::text::comment;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// One payload to expose.
+/// One payload to expose, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadItem {
     /// The device source, package-relative (`shaders/a/scale.comp`).
@@ -38,8 +52,12 @@ pub struct PayloadItem {
     pub namespace: Vec<String>,
     /// The accessor's identifier (`scale_comp`).
     pub identifier: String,
-    /// The payload file (a bare `.spv`), absolute.
+    /// The payload file (a bare `.spv`, ...), absolute.
     pub payload: PathBuf,
+    /// What its bytes are.
+    pub kind: PayloadKind,
+    /// The rule that made it (`spirv`), named when its bytes are refused.
+    pub rule: String,
 }
 
 /// The base directory of the surface's names and where it came from.
@@ -112,19 +130,21 @@ pub fn resolve_base<'a>(manifest: &crate::manifest::Manifest, sources: impl Into
     Ok(BaseDir::Pinned(base))
 }
 
-/// Name payloads from `(source, raw identifier, payload)` triples: namespace = the source's
-/// directories below `base`; identifier sanitised ([`names::identifier`]).
+/// Name payloads from `(rule, payload)` pairs: namespace = the source's directories below
+/// `base`; identifier sanitised ([`names::identifier`]); one name space for every kind.
 ///
 /// # Errors
 /// [`ErrorKind::Sources`] when two sources map to one name (namespace and identifier), naming both.
-pub fn name_payloads(entries: &[(String, String, PathBuf)], base: &[String]) -> Result<Vec<PayloadItem>> {
+pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec<PayloadItem>> {
     let mut items: Vec<PayloadItem> = Vec::new();
-    for (source, raw, payload) in entries {
+    for (rule, payload) in entries {
         let item = PayloadItem {
-            source: source.clone(),
-            namespace: names::namespace_of(source, base),
-            identifier: names::identifier(raw, "payload"),
-            payload: payload.clone(),
+            source: payload.source.clone(),
+            namespace: names::namespace_of(&payload.source, base),
+            identifier: names::identifier(&payload.identifier, "payload"),
+            payload: payload.path.clone(),
+            kind: payload.kind,
+            rule: rule.to_string(),
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item_path(&item);
@@ -283,8 +303,9 @@ pub fn check_module_name(name: &str) -> Result<Vec<String>> {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] when the module name is not usable; [`ErrorKind::ToolFailed`] when
-/// a payload is not a whole number of 32-bit words, or its bytes are not those the device
-/// phase verified (changed by another writer since); [`ErrorKind::Io`] for writes.
+/// a payload's bytes are not of its kind ([`PayloadKind::check`]: naming the file and the rule),
+/// or are not those the device phase verified (changed by another writer since);
+/// [`ErrorKind::Io`] for reads and writes.
 pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generated> {
     let module = check_module_name(&opts.module_name)?;
     let mut written = Vec::new();
@@ -297,8 +318,11 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     let mut data_headers = Vec::new();
     for item in items {
         let bytes = std::fs::read(&item.payload).map_err(|e| Error::io("cannot read the payload", &item.payload, e))?;
-        if bytes.len() % 4 != 0 {
-            return Err(Error::new(ErrorKind::ToolFailed, format!("the payload of {} is {} bytes, not a whole number of 32-bit words", item.source, bytes.len())).file(&item.payload));
+        if let Err(problem) = item.kind.check(&bytes) {
+            return Err(Error::new(ErrorKind::ToolFailed, format!("the payload of {} from the {} rule {problem}", item.source, item.rule))
+                .file(&item.payload)
+                .detail(format!("The {} rule hands this payload to the surface as {}, which these bytes are not.", item.rule, item.kind.describe()))
+                .help(format!("the compiler that wrote it is not doing what the {} rule expects: see what ran with `cargo mcpp why tool <name>`, then build again", item.rule)));
         }
         if let Some(want) = opts.verified.get(&item.payload) {
             if crate::fingerprint::sha256_hex(&bytes) != *want {
@@ -308,19 +332,9 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
                     .help("build again: the device phase compiles it anew"));
             }
         }
-        write(&payload_copy(opts, item), &bytes)?;
+        write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
         let rel = format!("data/{}", item.namespace.iter().map(|s| format!("{s}/")).collect::<String>()) + &item.identifier + ".h";
-        let sym = format!("{}_words", accessor_base(&module, item));
-        let mut text = format!("// Generated by cargo-mcpp from {} for the package `{}`. Do not edit.\n", comment(&item.source), comment(&opts.package_name));
-        let _ = writeln!(text, "static const unsigned int {sym}[] = {{");
-        for chunk in bytes.chunks(4 * 8) {
-            text.push_str("   ");
-            for w in chunk.chunks(4) {
-                let _ = write!(text, " 0x{:08x}u,", u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
-            }
-            text.push('\n');
-        }
-        text.push_str("};\n");
+        let (sym, text) = data_header(item, &accessor_base(&module, item), &bytes, opts);
         write(&opts.cpp_dir.join(&rel), text.as_bytes())?;
         data_headers.push((rel, sym));
     }
@@ -339,21 +353,96 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     for (rel, _) in &data_headers {
         let _ = writeln!(body, "#include \"{rel}\"");
     }
-    body.push_str("\nstatic_assert(sizeof(unsigned int) == 4, \"cargo-mcpp: SPIR-V words assume a 32-bit `unsigned int`\");\n\n");
+    if items.iter().any(|i| i.kind == PayloadKind::Words32) {
+        body.push_str("\nstatic_assert(sizeof(unsigned int) == 4, \"cargo-mcpp: SPIR-V words assume a 32-bit `unsigned int`\");\n\n");
+    } else {
+        body.push('\n');
+    }
     for (item, (_, sym)) in items.iter().zip(&data_headers) {
         let base = accessor_base(&module, item);
-        let _ = writeln!(body, "extern \"C\" const unsigned int* {base}_data() {{ return {sym}; }}");
-        let _ = writeln!(body, "extern \"C\" unsigned long {base}_size() {{ return sizeof {sym}; }}");
+        let (data, size) = match item.kind {
+            PayloadKind::Words32 => (sym.clone(), format!("sizeof {sym}")),
+            PayloadKind::Bytes => (sym.clone(), format!("{sym}_size")),
+            PayloadKind::Text => (format!("reinterpret_cast<const char*>({sym})"), format!("{sym}_size")),
+        };
+        let _ = writeln!(body, "extern \"C\" const {}* {base}_data() {{ return {data}; }}", c_type(item.kind));
+        let _ = writeln!(body, "extern \"C\" unsigned long {base}_size() {{ return {size}; }}");
     }
     write(&impl_file, body.as_bytes())?;
     Ok(Generated { rust_file: opts.rust_file.clone(), interface_file, impl_file, written })
 }
 
-/// The copy of `item`'s payload the Rust surface includes: `<payload_dir>/<namespace>/<identifier>.spv`.
+/// The element type a payload's `_data()` points to in C and C++, by kind.
+fn c_type(kind: PayloadKind) -> &'static str {
+    match kind {
+        PayloadKind::Words32 => "unsigned int",
+        PayloadKind::Bytes => "unsigned char",
+        PayloadKind::Text => "char",
+    }
+}
+
+/// The C++ struct an accessor of the kind returns (`templates/payload*.hpp`).
+fn cpp_struct(kind: PayloadKind) -> &'static str {
+    match kind {
+        PayloadKind::Words32 => "payload",
+        PayloadKind::Bytes => "bytes_payload",
+        PayloadKind::Text => "text_payload",
+    }
+}
+
+/// The data header of one payload (header storage): its array symbol and text. Words: one
+/// `unsigned int` array (little-endian words, 8 a line, `sizeof` is the size); bytes: an
+/// `alignas(16)` `unsigned char` array and a `<sym>_size` (an empty payload keeps one unused
+/// byte: C++ has no empty array); text: the bytes and one NUL, and `<sym>_size` without it.
+/// Numeric literals only, never a string literal (no escaping, any byte).
+fn data_header(item: &PayloadItem, base: &str, bytes: &[u8], opts: &SurfaceOptions) -> (String, String) {
+    let mut text = format!("// Generated by cargo-mcpp from {} for the package `{}`. Do not edit.\n", comment(&item.source), comment(&opts.package_name));
+    let sym = match item.kind {
+        PayloadKind::Words32 => {
+            let sym = format!("{base}_words");
+            let _ = writeln!(text, "static const unsigned int {sym}[] = {{");
+            for chunk in bytes.chunks(4 * 8) {
+                text.push_str("   ");
+                for w in chunk.chunks(4) {
+                    let _ = write!(text, " 0x{:08x}u,", u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+                }
+                text.push('\n');
+            }
+            text.push_str("};\n");
+            return (sym, text);
+        }
+        PayloadKind::Bytes => {
+            let sym = format!("{base}_bytes");
+            let _ = writeln!(text, "alignas({}) static const unsigned char {sym}[] = {{", kind::BYTES_ALIGN);
+            sym
+        }
+        PayloadKind::Text => {
+            let sym = format!("{base}_text");
+            let _ = writeln!(text, "static const unsigned char {sym}[] = {{");
+            sym
+        }
+    };
+    let stored = match item.kind {
+        PayloadKind::Bytes if bytes.is_empty() => vec![0],
+        kind => kind.copy_bytes(bytes),
+    };
+    for chunk in stored.chunks(16) {
+        text.push_str("   ");
+        for b in chunk {
+            let _ = write!(text, " 0x{b:02x},");
+        }
+        text.push('\n');
+    }
+    let _ = write!(text, "}};\nstatic const unsigned long {sym}_size = {};\n", bytes.len());
+    (sym, text)
+}
+
+/// The copy of `item`'s payload the Rust surface includes:
+/// `<payload_dir>/<namespace>/<identifier>.<spv|bin|txt>` ([`PayloadKind::copy_extension`]).
 fn payload_copy(opts: &SurfaceOptions, item: &PayloadItem) -> PathBuf {
     let mut p = opts.payload_dir.clone();
     p.extend(&item.namespace);
-    p.join(format!("{}.spv", item.identifier))
+    p.join(format!("{}.{}", item.identifier, item.kind.copy_extension()))
 }
 
 /// Remove data headers of payloads that are gone (a deleted source), so no stale bytes stay
@@ -377,13 +466,35 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
          // Include it in a module: mod shaders {{ include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }}\n\n",
         comment(&opts.package_name), comment(&opts.module_name)
     );
+    let of = |kind: PayloadKind| items.iter().filter(move |i| i.kind == kind);
+    let (has_bytes, has_text) = (of(PayloadKind::Bytes).next().is_some(), of(PayloadKind::Text).next().is_some());
     out.push_str(include_str!("../../templates/payload.rs"));
-    let _ = writeln!(out, "\n/// Every payload of this surface, in name order.\n#[allow(dead_code)]\npub fn all() -> [Payload; {}] {{\n    [", items.len());
-    for item in items {
-        let path: Vec<&str> = item.namespace.iter().map(String::as_str).chain(std::iter::once(item.identifier.as_str())).collect();
-        let _ = writeln!(out, "        {}(),", path.join("::"));
+    if has_bytes {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_bytes.rs"));
     }
-    out.push_str("    ]\n}\n");
+    if has_text {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_text.rs"));
+    }
+    let path = |item: &PayloadItem| item.namespace.iter().map(String::as_str).chain(std::iter::once(item.identifier.as_str())).collect::<Vec<_>>().join("::");
+    let others: Vec<&str> = [(has_bytes, "`all_bytes()`"), (has_text, "`all_text()`")].into_iter().filter(|(has, _)| *has).map(|(_, f)| f).collect();
+    let doc = if others.is_empty() {
+        "Every payload of this surface, in name order.".to_string()
+    } else {
+        format!("Every 32-bit-word (SPIR-V) payload of this surface, in name order; {} list the others.", others.join(" and "))
+    };
+    let lists = [(PayloadKind::Words32, "all", "Payload", doc), (PayloadKind::Bytes, "all_bytes", "BytesPayload", "Every bytes payload of this surface, in name order.".into()), (PayloadKind::Text, "all_text", "TextPayload", "Every text payload of this surface, in name order.".into())];
+    for (kind, name, ty, doc) in lists {
+        if kind != PayloadKind::Words32 && of(kind).next().is_none() {
+            continue;
+        }
+        let _ = writeln!(out, "\n/// {doc}\n#[allow(dead_code)]\npub fn {name}() -> [{ty}; {}] {{\n    [", of(kind).count());
+        for item in of(kind) {
+            let _ = writeln!(out, "        {}(),", path(item));
+        }
+        out.push_str("    ]\n}\n");
+    }
     let mut open: Vec<String> = Vec::new();
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
@@ -399,16 +510,28 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         let ind = "    ".repeat(open.len());
         let sup = "super::".repeat(open.len());
         let payload = format!("{:?}", payload_copy(opts, item).to_string_lossy());
-        let _ = write!(
-            out,
-            "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
-             {ind}    const BYTES: &[u8] = include_bytes!({payload});\n\
-             {ind}    static WORDS: [u32; BYTES.len() / 4] = {sup}words(BYTES);\n\
-             {ind}    {sup}Payload {{ code: &WORDS, size_bytes: BYTES.len(), source: {src:?} }}\n{ind}}}\n",
-            src = item.source,
-            doc = comment(&item.source),
-            id = item.identifier,
-        );
+        let (src, doc, id) = (&item.source, comment(&item.source), &item.identifier);
+        let _ = match item.kind {
+            PayloadKind::Words32 => write!(
+                out,
+                "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
+                 {ind}    const BYTES: &[u8] = include_bytes!({payload});\n\
+                 {ind}    static WORDS: [u32; BYTES.len() / 4] = {sup}words(BYTES);\n\
+                 {ind}    {sup}Payload {{ code: &WORDS, size_bytes: BYTES.len(), source: {src:?} }}\n{ind}}}\n",
+            ),
+            PayloadKind::Bytes => write!(
+                out,
+                "\n{ind}/// `{doc}`: its bytes, 16-byte aligned.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}BytesPayload {{\n\
+                 {ind}    static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
+                 {ind}    {sup}BytesPayload {{ bytes: &BYTES.bytes, source: {src:?} }}\n{ind}}}\n",
+            ),
+            PayloadKind::Text => write!(
+                out,
+                "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
+                 {ind}    const TEXT: {sup}TextPayload = {sup}text_payload(include_bytes!({payload}), {src:?});\n\
+                 {ind}    TEXT\n{ind}}}\n",
+            ),
+        };
     }
     while open.pop().is_some() {
         let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
@@ -426,7 +549,7 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
     let void = if as_module { "" } else { "void" };
     for item in items {
         let base = accessor_base(module, item);
-        let _ = writeln!(out, "const unsigned int* {base}_data({void});\nunsigned long {base}_size({void});");
+        let _ = writeln!(out, "const {}* {base}_data({void});\nunsigned long {base}_size({void});", c_type(item.kind));
     }
     if as_module {
         out.push_str("}\n\n");
@@ -439,6 +562,14 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
     }
     out.push('\n');
     out.push_str(include_str!("../../templates/payload.hpp"));
+    if items.iter().any(|i| i.kind == PayloadKind::Bytes) {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_bytes.hpp"));
+    }
+    if items.iter().any(|i| i.kind == PayloadKind::Text) {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_text.hpp"));
+    }
     let mut open: Vec<String> = Vec::new();
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
@@ -452,7 +583,7 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
             open.push(seg.clone());
         }
         let base = accessor_base(module, item);
-        let _ = writeln!(out, "inline payload {}() {{ return {{ {base}_data(), {base}_size() }}; }}", item.identifier);
+        let _ = writeln!(out, "inline {} {}() {{ return {{ {base}_data(), {base}_size() }}; }}", cpp_struct(item.kind), item.identifier);
     }
     while let Some(seg) = open.pop() {
         let _ = writeln!(out, "}} // namespace {seg}");
@@ -478,7 +609,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let payload = dir.path().join("x.spv");
         std::fs::write(&payload, [3u8, 2, 0x23, 7]).unwrap();
-        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload };
+        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into() };
         let opts = SurfaceOptions {
             package_name: "p\n#error pkg".into(),
             module_name: "p.shaders".into(),
@@ -498,5 +629,141 @@ mod tests {
         let rust = std::fs::read_to_string(dir.path().join("mcpp_shaders.rs")).unwrap();
         assert!(rust.contains("/// `s/x\\n#error injected\\n.comp`, compiled to SPIR-V."), "{rust}");
         assert!(rust.contains("source: \"s/x\\n#error injected\\n.comp\""), "{rust}");
+    }
+
+    /// Options writing into `dir`, nothing verified.
+    fn options_in(dir: &Path, modules: bool) -> SurfaceOptions {
+        SurfaceOptions {
+            package_name: "kinds".into(),
+            module_name: "kinds.shaders".into(),
+            modules,
+            cpp_dir: dir.join("mcpp"),
+            rust_file: dir.join("mcpp_shaders.rs"),
+            payload_dir: dir.join("mcpp/payloads"),
+            verified: Default::default(),
+        }
+    }
+
+    /// One payload of each kind (and an empty bytes payload), named as the pipeline names them.
+    fn mixed(dir: &Path) -> Vec<PayloadItem> {
+        let files: [(&str, &[u8]); 4] = [("scale.spv", &[3, 2, 0x23, 7, 0, 0, 1, 0]), ("w.bin", &[0, 0xff, 0x10]), ("empty.bin", &[]), ("k.ptx", "// PTX ∑\n.version 8.0\n".as_bytes())];
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        let payloads = [
+            ("spirv", Payload::words("s/scale.comp", "scale_comp", dir.join("scale.spv"))),
+            ("data", Payload::bytes("s/nn/w.bin", "w_bin", dir.join("w.bin"))),
+            ("data", Payload::bytes("s/nn/empty.bin", "empty_bin", dir.join("empty.bin"))),
+            ("cuda", Payload::text("s/k.cu", "k_ptx", dir.join("k.ptx"))),
+        ];
+        name_payloads(&payloads, &["s".to_string()]).unwrap()
+    }
+
+    /// Every generated file of `dir` (payload copies as bytes), `dir` shown as `[DIR]`.
+    fn generated_text(dir: &Path) -> String {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.starts_with(dir.join("mcpp")) || p.ends_with("mcpp_shaders.rs") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let mut out = String::new();
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            let text = if f.starts_with(dir.join("mcpp/payloads")) { format!("{bytes:?}") } else { String::from_utf8(bytes).unwrap() };
+            let _ = writeln!(out, "===== {}\n{}", f.strip_prefix(dir).unwrap().display(), text.replace(&dir.display().to_string(), "[DIR]"));
+        }
+        out
+    }
+
+    /// The generated text of each kind, in Rust, the C++ module, the C header, the impl unit and
+    /// the data headers (words exactly as before kinds existed: tests/snapshots/surface__*.snap).
+    #[test]
+    fn each_kind_has_its_accessors_in_every_language() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = mixed(dir.path());
+        assert_eq!(items.iter().map(|i| (i.identifier.as_str(), i.kind, i.rule.as_str())).collect::<Vec<_>>(), [
+            ("k_ptx", PayloadKind::Text, "cuda"),
+            ("scale_comp", PayloadKind::Words32, "spirv"),
+            ("empty_bin", PayloadKind::Bytes, "data"),
+            ("w_bin", PayloadKind::Bytes, "data"),
+        ]);
+        generate(&items, &options_in(dir.path(), true)).unwrap();
+        insta::assert_snapshot!("kinds_module", generated_text(dir.path()));
+        let header = tempfile::tempdir().unwrap();
+        generate(&mixed(header.path()), &options_in(header.path(), false)).unwrap();
+        insta::assert_snapshot!("kinds_header", std::fs::read_to_string(header.path().join("mcpp/kinds.shaders.h")).unwrap());
+    }
+
+    /// A surface without words payloads still has `all()` (empty), and its own lists; a
+    /// words-only surface has no type, helper or list of the other kinds.
+    #[test]
+    fn a_kinds_type_and_list_come_with_its_first_payload() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.txt"), "x").unwrap();
+        let items = name_payloads(&[("data", Payload::text("t.txt", "t_txt", dir.path().join("t.txt")))], &[]).unwrap();
+        generate(&items, &options_in(dir.path(), true)).unwrap();
+        let rust = std::fs::read_to_string(dir.path().join("mcpp_shaders.rs")).unwrap();
+        assert!(rust.contains("pub fn all() -> [Payload; 0] {\n    [\n    ]\n}") && rust.contains("pub fn all_text() -> [TextPayload; 1] {\n    [\n        t_txt(),\n    ]\n}"), "{rust}");
+        assert!(!rust.contains("BytesPayload") && !rust.contains("all_bytes"), "{rust}");
+        let body = std::fs::read_to_string(dir.path().join("mcpp/kinds.shaders.impl.cpp")).unwrap();
+        assert!(!body.contains("static_assert"), "no words, no word-size assertion: {body}");
+        assert_eq!(std::fs::read(dir.path().join("mcpp/payloads/t_txt.txt")).unwrap(), b"x\0");
+
+        let words = tempfile::tempdir().unwrap();
+        std::fs::write(words.path().join("x.spv"), [3u8, 2, 0x23, 7]).unwrap();
+        let items = name_payloads(&[("spirv", Payload::words("x.comp", "x_comp", words.path().join("x.spv")))], &[]).unwrap();
+        generate(&items, &options_in(words.path(), true)).unwrap();
+        let rust = std::fs::read_to_string(words.path().join("mcpp_shaders.rs")).unwrap();
+        assert!(!rust.contains("BytesPayload") && !rust.contains("TextPayload") && !rust.contains("AlignedBytes") && rust.contains("/// Every payload of this surface, in name order."), "{rust}");
+        let module = std::fs::read_to_string(words.path().join("mcpp/kinds.shaders.cppm")).unwrap();
+        assert!(!module.contains("bytes_payload") && !module.contains("text_payload"), "{module}");
+    }
+
+    /// A payload that is not of its kind is refused naming the file and the rule, and nothing
+    /// of the surface is written.
+    #[test]
+    fn a_payload_not_of_its_kind_is_refused_with_its_path_and_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(Payload, &[u8], &str); 3] = [
+            (Payload::words("s/x.comp", "x_comp", dir.path().join("x.spv")), &[1, 2, 3, 4, 5, 6, 7], "the payload of s/x.comp from the spirv rule is 7 bytes, not a whole number of 32-bit words"),
+            (Payload::text("s/k.cu", "k_ptx", dir.path().join("k.ptx")), b"ok\xc3(", "the payload of s/k.cu from the spirv rule is not UTF-8 text: the byte at offset 2 (0xc3) starts no UTF-8 character"),
+            (Payload::text("s/k.cu", "k_ptx", dir.path().join("k.ptx")), b"a\0b", "the payload of s/k.cu from the spirv rule has a NUL byte at offset 1, where its NUL-terminated form would end"),
+        ];
+        for (payload, bytes, message) in cases {
+            std::fs::write(&payload.path, bytes).unwrap();
+            let out = tempfile::tempdir().unwrap();
+            let items = name_payloads(&[("spirv", payload.clone())], &[]).unwrap();
+            let e = generate(&items, &options_in(out.path(), true)).unwrap_err();
+            assert_eq!((e.kind, e.message.as_str(), e.file.as_deref()), (ErrorKind::ToolFailed, message, Some(payload.path.as_path())));
+            assert!(e.to_string().contains(&format!("The spirv rule hands this payload to the surface as {}", payload.kind.describe())), "{e}");
+            assert!(!out.path().join("mcpp_shaders.rs").exists());
+        }
+    }
+
+    /// The bytes of every kind are checked against the hash the device phase verified.
+    #[test]
+    fn a_payload_of_any_kind_changed_after_its_compiler_is_refused() {
+        for kind in [PayloadKind::Words32, PayloadKind::Bytes, PayloadKind::Text] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("p");
+            std::fs::write(&path, b"abcd").unwrap();
+            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind })], &[]).unwrap();
+            let mut opts = options_in(dir.path(), true);
+            opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abce"));
+            let e = generate(&items, &opts).unwrap_err();
+            assert!(e.message.contains("changed after its compiler wrote it"), "{kind:?}: {e}");
+            opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abcd"));
+            generate(&items, &opts).unwrap();
+            let copy = dir.path().join("mcpp/payloads").join(format!("p.{}", kind.copy_extension()));
+            assert_eq!(std::fs::read(copy).unwrap(), kind.copy_bytes(b"abcd"));
+        }
     }
 }

@@ -1,0 +1,236 @@
+//! The options a rule's table `[package.metadata.mcpp.<rule>]` shares with the other rules'
+//! (issue 9, "Rule options belong to the rule"): the shapes `includes`, `defines`, `optimize`
+//! and `flags` are one type, [`CommonOptions`], with their checks; each rule's own options type
+//! embeds it ([`RuleOptions`]) and is read by [`read`].
+//!
+//! serde's `flatten` does not combine with `deny_unknown_fields`, so [`read`] splits the raw
+//! table instead ([`parse`]): an unknown key is refused first (naming `file:line:col` and every
+//! key of the table, shared ones included, in the documented order), then the shared keys are
+//! read into [`CommonOptions`] and the rest into the rule's own struct (still
+//! `deny_unknown_fields`), both through the manifest's one error path, so a wrong type names its
+//! key and position as before. [`read`] then runs the shared checks and the rule's own, every
+//! problem at once.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::{KeyDoc, Manifest, MCPP_TABLE};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The option shapes every rule's table has: `includes`, `defines`, `optimize`, `flags`. What
+/// each means for its compiler (the flag spelling, the default of `optimize`) is the rule's,
+/// documented in its [`RuleOptions::KEYS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CommonOptions {
+    /// `includes`: include (or module search) directories as written, relative to the package
+    /// root (which must hold them) or absolute; resolved by [`CommonOptions::resolve_includes`].
+    #[serde(default)]
+    pub includes: Vec<PathBuf>,
+    /// `defines`: preprocessor definitions `NAME = "value"` (`-DNAME=value`), in name order;
+    /// every name an identifier ([`read`] refuses another).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// `optimize`: optimisation on or off; `None` leaves it to the rule's default
+    /// ([`CommonOptions::optimize_or`]).
+    pub optimize: Option<bool>,
+    /// `flags`: extra arguments, one argv element each, in order, where the rule puts them.
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+impl CommonOptions {
+    /// The shared keys as written in a table (what [`read`] takes out for this type).
+    pub const KEYS: &'static [&'static str] = &["includes", "defines", "optimize", "flags"];
+
+    /// The documentation of `includes` where it is a plain `-I` list (SPIR-V, CUDA).
+    pub const INCLUDES_DOC: KeyDoc = KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" };
+
+    /// The documentation of `defines`, the same for every rule.
+    pub const DEFINES_DOC: KeyDoc = KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" };
+
+    /// The shared checks, every problem: a define name that is no identifier
+    /// ([`crate::host::define_name_refusal`]), and a NUL character in a define value, a flag or
+    /// an include directory (no process argument can carry one; the compiler would never start).
+    /// Each names `file:line:col` of its key and the key (`<table>.flags[1]`).
+    pub fn problems(&self, manifest: &Manifest, rule: &str) -> Vec<Error> {
+        let mut out: Vec<Error> = self.defines.keys().filter_map(|name| crate::host::define_name_refusal(manifest, rule, name)).collect();
+        let nul = |key: String, what: &str| {
+            Error::new(ErrorKind::Manifest, format!("{what} has a NUL character, which no process argument can carry"))
+                .file(manifest.at_col(&format!("{rule}.{key}")))
+                .key(format!("{MCPP_TABLE}.{rule}.{}", crate::text::echo(&key)))
+                .help("remove the `\\u0000` from the value")
+        };
+        for name in self.defines.iter().filter(|(_, v)| v.contains('\0')).map(|(name, _)| name) {
+            out.push(nul(format!("defines.{name}"), "the value of this define"));
+        }
+        for (i, _) in self.flags.iter().enumerate().filter(|(_, f)| f.contains('\0')) {
+            out.push(nul(format!("flags[{i}]"), "this flag"));
+        }
+        for (i, _) in self.includes.iter().enumerate().filter(|(_, p)| p.as_os_str().to_string_lossy().contains('\0')) {
+            out.push(nul(format!("includes[{i}]"), "this include directory"));
+        }
+        out
+    }
+
+    /// The include directories resolved against the package root, in order.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming `<table>.includes[i]` for a directory that does not exist
+    /// or a relative one that leaves the package ([`crate::host::resolve_includes`]).
+    pub fn resolve_includes(&self, manifest: &Manifest, rule: &str) -> Result<Vec<PathBuf>> {
+        crate::host::resolve_includes(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes)
+    }
+
+    /// `-DNAME=value` for every define, in name order (the spelling of every compiler here).
+    pub fn define_args(&self) -> Vec<OsString> {
+        self.defines.iter().map(|(k, v)| OsString::from(format!("-D{k}={v}"))).collect()
+    }
+
+    /// Whether to optimise: `optimize` when set, else the rule's `default`.
+    pub fn optimize_or(&self, default: bool) -> bool {
+        self.optimize.unwrap_or(default)
+    }
+}
+
+/// A rule's options type: its own keys as a serde struct with `deny_unknown_fields`, and a
+/// [`CommonOptions`] field marked `#[serde(skip)]` that [`parse`] fills from the shared keys.
+pub trait RuleOptions: serde::de::DeserializeOwned + Default {
+    /// Every key of the table, shared ones included, documented, in the order README.md's
+    /// reference and the unknown-key refusal list them (what [`crate::rules::Rule::option_keys`]
+    /// returns; a test holds it equal to the keys [`read`] accepts).
+    const KEYS: &'static [KeyDoc];
+    /// The shared shapes inside.
+    fn common(&self) -> &CommonOptions;
+    /// The same, for [`parse`] to fill.
+    fn common_mut(&mut self) -> &mut CommonOptions;
+    /// The rule's own checks of its values beyond serde's types, every problem, each naming its
+    /// `file:line:col` and key. Default: none.
+    fn problems(&self, _manifest: &Manifest, _rule: &str) -> Vec<Error> {
+        Vec::new()
+    }
+}
+
+/// Read the table of `rule` into `T` and check it: [`parse`], then every problem of
+/// [`CommonOptions::problems`] and [`RuleOptions::problems`] at once.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`]: as [`parse`], then the problems, each naming its key and position.
+pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
+    let opts: T = parse(manifest, rule)?;
+    let mut problems = opts.common().problems(manifest, rule);
+    problems.extend(opts.problems(manifest, rule));
+    Error::all(problems)?;
+    Ok(opts)
+}
+
+/// Read the table of `rule` into `T`, types only (what a rule needs to say which toolchain
+/// packages it drives, where a value problem is refused by [`read`] elsewhere):
+/// `T::default()` when the table is absent (or not a table, which [`Manifest::check_keys`]
+/// refuses once).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`]: an unknown key (its `file:line:col`, the dotted key and every key
+/// valid in the table: the documented ones `T` or [`CommonOptions`] accepts, in
+/// [`RuleOptions::KEYS`] order, then any accepted but undocumented), or a value of a wrong type
+/// (as [`Manifest::rule_options`] words it).
+pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
+    let Some(table) = manifest.rule_table(rule) else { return Ok(T::default()) };
+    let own: &[&str] = crate::manifest::serde_fields::<T>().unwrap_or(&[]);
+    let accepted = |k: &str| CommonOptions::KEYS.contains(&k) || own.contains(&k);
+    if let Some(unknown) = table.keys().find(|k| !accepted(k)) {
+        let mut valid: Vec<&str> = T::KEYS.iter().map(|d| d.key).filter(|k| accepted(k)).collect();
+        for k in own.iter().chain(CommonOptions::KEYS) {
+            if !valid.contains(k) {
+                valid.push(k);
+            }
+        }
+        return Err(manifest.unknown_rule_key(rule, unknown, &valid));
+    }
+    let (shared, rest): (toml::Table, toml::Table) = table.clone().into_iter().partition(|(k, _)| CommonOptions::KEYS.contains(&k.as_str()));
+    let common: CommonOptions = manifest.read_rule_table(rule, shared)?;
+    let mut opts: T = manifest.read_rule_table(rule, rest)?;
+    *opts.common_mut() = common;
+    Ok(opts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::spirv::{SpirvCompilerName, SpirvOptions};
+    use std::path::Path;
+
+    fn manifest(table: &str) -> Manifest {
+        Manifest::parse(Path::new("/p/Cargo.toml"), &format!("[package]\nname = \"p\"\n[package.metadata.mcpp.spirv]\n{table}")).expect("a manifest")
+    }
+
+    #[test]
+    fn the_shared_keys_are_the_ones_serde_reads_into_common_options() {
+        assert_eq!(crate::manifest::serde_fields::<CommonOptions>(), Some(CommonOptions::KEYS));
+        // The rules' own types leave them out (serde skips the embedded field).
+        for own in [crate::manifest::serde_fields::<SpirvOptions>(), crate::manifest::serde_fields::<crate::rules::slang::SlangOptions>(), crate::manifest::serde_fields::<crate::rules::cuda::CudaOptions>()] {
+            let own = own.expect("a plain struct");
+            assert!(CommonOptions::KEYS.iter().all(|k| !own.contains(k)), "{own:?}");
+        }
+    }
+
+    #[test]
+    fn a_table_is_split_into_the_shared_shapes_and_the_rules_own_keys() {
+        let m = manifest("compiler = \"glslc\"\nincludes = [\"inc\"]\ndefines = { N = \"4\" }\ntarget-env = \"vulkan1.1\"\noptimize = false\nflags = [\"-g\", \"-x\"]\n");
+        let o: SpirvOptions = read(&m, "spirv").unwrap();
+        assert_eq!((o.compiler, o.target_env.as_deref()), (Some(SpirvCompilerName::Glslc), Some("vulkan1.1")));
+        assert_eq!(
+            o.common,
+            CommonOptions { includes: vec![PathBuf::from("inc")], defines: [("N".to_string(), "4".to_string())].into(), optimize: Some(false), flags: vec!["-g".into(), "-x".into()] }
+        );
+        assert_eq!(o.common.define_args(), [OsString::from("-DN=4")]);
+        assert!(!o.common.optimize_or(true));
+        // Absent table: every default.
+        let none = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
+        let d: SpirvOptions = read(&none, "spirv").unwrap();
+        assert_eq!(d.common, CommonOptions::default());
+        assert!(d.common.optimize_or(true));
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_at_its_position_listing_every_key_in_the_documented_order() {
+        let e = read::<SpirvOptions>(&manifest("includes = []\ncompilr = \"glslc\"\n"), "spirv").unwrap_err().to_string();
+        assert!(e.starts_with("invalid manifest: unknown field `compilr`, expected one of `compiler`, `includes`, `defines`, `target-env`, `optimize`, `flags`\n"), "{e}");
+        assert!(e.contains("--> /p/Cargo.toml:5:1 (key `package.metadata.mcpp.spirv.compilr`)"), "{e}");
+        assert!(e.contains("help: the keys valid in [package.metadata.mcpp.spirv] are `compiler`, `includes`,"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_of_a_shared_or_own_key_names_that_key_and_its_position() {
+        let e = read::<SpirvOptions>(&manifest("compiler = \"glslc\"\nincludes = 3\n"), "spirv").unwrap_err().to_string();
+        assert!(e.contains("invalid type: integer `3`, expected a sequence") && e.contains("/p/Cargo.toml:5:1 (key `package.metadata.mcpp.spirv.includes`)"), "{e}");
+        let e = read::<SpirvOptions>(&manifest("flags = [\"-g\", 7]\n"), "spirv").unwrap_err().to_string();
+        assert!(e.contains("(key `package.metadata.mcpp.spirv.flags[1]`)"), "{e}");
+        let e = read::<SpirvOptions>(&manifest("includes = []\ncompiler = \"shaderc\"\n"), "spirv").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `shaderc`") && e.contains("/p/Cargo.toml:5:1 (key `package.metadata.mcpp.spirv.compiler`)"), "{e}");
+    }
+
+    #[test]
+    fn every_shared_problem_is_refused_at_once_naming_its_key() {
+        let e = read::<SpirvOptions>(&manifest("defines = { \"A B\" = \"1\", C = \"x\\u0000y\" }\nflags = [\"-g\", \"a\\u0000\"]\nincludes = [\"i\\u0000\"]\n"), "spirv").unwrap_err();
+        assert_eq!(e.problems(), 4, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("`A B` is not a preprocessor macro name") && text.contains("(key `package.metadata.mcpp.spirv.defines.A B`)"), "{text}");
+        assert!(text.contains("the value of this define has a NUL character") && text.contains("(key `package.metadata.mcpp.spirv.defines.C`)"), "{text}");
+        assert!(text.contains("this flag has a NUL character") && text.contains("/p/Cargo.toml:5:16 (key `package.metadata.mcpp.spirv.flags[1]`)"), "{text}");
+        assert!(text.contains("this include directory has a NUL character") && text.contains("(key `package.metadata.mcpp.spirv.includes[0]`)"), "{text}");
+    }
+
+    #[test]
+    fn parse_reads_the_types_and_read_adds_the_shared_and_the_rules_own_checks() {
+        let m = manifest("compiler = \"glslc\"\ndefines = { \"A B\" = \"1\" }\n");
+        let o: SpirvOptions = parse(&m, "spirv").unwrap();
+        assert_eq!(o.compiler, Some(SpirvCompilerName::Glslc), "which compiler (and so which toolchain package) is known without the value checks");
+        assert!(read::<SpirvOptions>(&m, "spirv").unwrap_err().to_string().contains("`A B` is not a preprocessor macro name"));
+        let slang = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.slang]\nentry = \"a b\"\ndefines = { \"X Y\" = \"1\" }\n").unwrap();
+        let e = read::<crate::rules::slang::SlangOptions>(&slang, "slang").unwrap_err();
+        assert_eq!(e.problems(), 2, "the shared problem and the rule's own, at once: {e}");
+        assert!(e.to_string().contains("`X Y` is not a preprocessor macro name") && e.to_string().contains("`a b` is not a Slang function name"), "{e}");
+    }
+}
