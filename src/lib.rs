@@ -56,10 +56,13 @@ pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
+pub mod layout;
+pub mod link;
 pub mod lock;
 pub mod manifest;
 pub mod payload;
 pub mod pipeline;
+pub mod plan;
 #[cfg(feature = "cli")]
 pub mod progress;
 pub mod reference;

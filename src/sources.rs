@@ -5,7 +5,7 @@
 use crate::accel::AccelSet;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, SourceEntry};
-use crate::rules::Rule;
+use crate::rules::{DeviceSource, Rule};
 use std::path::{Path, PathBuf};
 
 /// The device extensions cargo-mcpp knows (the engine table of upstream-facts 2.2, plus
@@ -14,24 +14,6 @@ pub const DEVICE_EXTENSIONS: &[&str] = &[
     "cu", "hip", "sycl", "asc", "cce", "comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit",
     "rchit", "rmiss", "rcall", "glsl", "hlsl", "cl", "metal", "slang",
 ];
-
-/// One device source of the package.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceSource {
-    /// Absolute path.
-    pub path: PathBuf,
-    /// Package-root-relative path with `/` separators, as shown in messages.
-    pub rel: String,
-    /// The extension without the dot (`comp`), from the file name's last `.`.
-    pub ext: String,
-    /// The index of the rule (in the registry) that claims it.
-    pub rule: usize,
-    /// The index of the `sources` entry that listed it (for `sources[i]` in messages).
-    pub entry: usize,
-    /// Whether this build compiles it: its constraint (if any) is covered and its rule's
-    /// backend is in the accelerator set.
-    pub selected: bool,
-}
 
 /// The outcome of collection.
 #[derive(Debug, Clone, Default)]
@@ -172,4 +154,44 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
 
 fn rule_list(rules: &[Box<dyn Rule>]) -> String {
     rules.iter().map(|r| format!("{} ({})", r.name(), r.extensions().iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("; ")
+}
+
+/// Files (absolute, package-relative name) and directories to watch, from [`expand_globs`].
+pub type Expanded = (Vec<(PathBuf, String)>, Vec<PathBuf>);
+
+/// Expand package-relative globs (`key` names the manifest list for messages), sorted, without
+/// duplicates; each file with its package-relative name.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a glob that is invalid, leaves the package, or matches nothing.
+pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<Expanded> {
+    let root = manifest.dir();
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut watch = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, pattern) in globs.iter().enumerate() {
+        let k = format!("{key}[{i}]");
+        let subject = format!("`{}`", crate::text::echo(pattern));
+        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &k, subject: &subject })?;
+        if matched.is_empty() {
+            return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
+                .file(&manifest.path)
+                .key(k)
+                .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
+        }
+        for m in matched {
+            // One file once (by its resolved path), in a hash set: linear.
+            if seen.insert(m.real) {
+                files.push((m.path, m.rel));
+            }
+        }
+        let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+        if fixed.len() < pattern.split('/').count() && !fixed.is_empty() {
+            let dir = root.join(fixed.join("/"));
+            if dir.is_dir() && !watch.contains(&dir) {
+                watch.push(dir);
+            }
+        }
+    }
+    Ok((files, watch))
 }

@@ -395,7 +395,7 @@ fn resolve_with_payloads(fx: &Fixture, spec: &ToolSpec, payload: &str) -> (tool:
     };
     let mut env = cargo_mcpp::env::Env::empty();
     env.set("PATH", "/nonexistent");
-    tool::resolve(spec, &choices, &env, &fx.work_dir()).unwrap_or_else(|e| panic!("{e}"))
+    tool::resolve(spec, &choices, &env, &cargo_mcpp::layout::DeviceCache::at(fx.work_dir())).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
