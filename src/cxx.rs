@@ -14,7 +14,7 @@
 //! [`plan_host`] gathers the units ([`units`]: `cxx-sources`, the island's fallback, the
 //! island's generated interface when a unit imports it), resolves the compiler ([`compiler`])
 //! and checks `std` ([`check_cxx_std`]); [`plan`] reads the module lines ([`Modules::read`]),
-//! orders the units, and plans each unit's actions ([`unit_actions`]) and the archive
+//! orders the units, and plans each unit's actions (`unit_actions`) and the archive
 //! ([`crate::link::archive`]).
 
 use crate::cargo_facts::CargoFacts;
@@ -287,9 +287,9 @@ pub struct Modules {
 }
 
 impl Modules {
-    /// Read and check the units' module lines: one interface per module ([`providers`]), what
-    /// the lane does not support ([`check_supported`]), every import provided
-    /// ([`check_imports`]), no cycle ([`order`]).
+    /// Read and check the units' module lines: one interface per module (`providers`), what
+    /// the lane does not support (`check_supported`), every import provided
+    /// (`check_imports`), no cycle (`order`).
     ///
     /// # Errors
     /// [`ErrorKind::Sources`] for each of those; [`ErrorKind::Io`] for an unreadable unit;
@@ -487,7 +487,7 @@ fn write_module_map(input: &CxxPlanInput, modules: &Modules) -> Result<()> {
 }
 
 /// The actions (in dependency order, `deps` indices local to the returned list) and the link
-/// directives: each unit's actions ([`unit_actions`]) in module order, then the archive of
+/// directives: each unit's actions (`unit_actions`) in module order, then the archive of
 /// their objects and the C++ runtime.
 ///
 /// # Errors

@@ -11,7 +11,7 @@
 //!   tool-versions.json                    tool versions, keyed by the program file's stat data
 //!   tool-probes.json                      what a tool accepts (`--help`, `--list-gpu-code`)
 //!   host-toolchain.json, cc-probe/        the `cc` crate's host compiler choice
-//!   island/                               the island's generated header and C++ module
+//!   island/                               the island's generated header, C++ module, Rust bindings
 //!   <variant>/                            Variant: `host`, or 16 hex of sha256(accelerator set)
 //!     lock                                one device phase at a time on this variant
 //!     surface-base                        the base directory the last surface was named by
@@ -24,6 +24,10 @@
 //!
 //! Object and archive names inside a lane's directories are [`crate::link`]'s. The on-disk
 //! names are the interface of tests and of `cargo mcpp why`: they do not change.
+//!
+//! The surface directory (build.rs's `OUT_DIR`, what the crate `include!`s) is named here too
+//! ([`OutDir`]): `mcpp_shaders.rs`, `mcpp_kernels.rs`, and `mcpp/` with the C++ surface, the
+//! island's header and module, and `payloads/`.
 
 use crate::accel::AccelSet;
 use std::path::{Path, PathBuf};
@@ -96,7 +100,7 @@ impl DeviceCache {
         self.dir.join("cc-probe")
     }
 
-    /// `island/`: the island's generated `extern "C"` header and C++ module (shared by the
+    /// `island/`: the island's generated `extern "C"` header, C++ module and Rust bindings (shared by the
     /// variants, so `cargo mcpp build` and build.rs plan one argv).
     pub fn island_dir(&self) -> PathBuf {
         self.dir.join("island")
@@ -176,6 +180,40 @@ impl Variant {
     }
 }
 
+/// The surface directory of a build script, its `OUT_DIR`: what the crate includes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutDir {
+    dir: PathBuf,
+}
+
+impl OutDir {
+    /// The surface directory at `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> OutDir {
+        OutDir { dir: dir.into() }
+    }
+
+    /// `mcpp_shaders.rs`: the Rust surface (`include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs"))`).
+    pub fn rust_surface(&self) -> PathBuf {
+        self.dir.join("mcpp_shaders.rs")
+    }
+
+    /// `mcpp_kernels.rs`: the Rust bindings of the island's boundary.
+    pub fn island_bindings(&self) -> PathBuf {
+        self.dir.join("mcpp_kernels.rs")
+    }
+
+    /// `mcpp/`: the C++ surface (module or header, impl unit, data headers) and the island's
+    /// header and module.
+    pub fn cpp_dir(&self) -> PathBuf {
+        self.dir.join("mcpp")
+    }
+
+    /// `mcpp/payloads/`: the verified payload copies `mcpp_shaders.rs` includes.
+    pub fn payload_dir(&self) -> PathBuf {
+        self.cpp_dir().join("payloads")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +241,13 @@ mod tests {
         let a = v.action_record("cuda:a/b.cu");
         assert!(a.starts_with(v.fingerprints_dir()) && a.file_name().unwrap().to_str().unwrap().starts_with("cuda_a_b.cu."), "{}", a.display());
         assert_ne!(a, v.action_record("cuda:a_b.cu"), "ids that flatten alike differ by the hash");
+    }
+
+    #[test]
+    fn the_surface_directory_keeps_its_names() {
+        let out = OutDir::at("/o");
+        assert_eq!(out.rust_surface(), Path::new("/o/mcpp_shaders.rs"));
+        assert_eq!(out.island_bindings(), Path::new("/o/mcpp_kernels.rs"));
+        assert_eq!(out.payload_dir(), Path::new("/o/mcpp/payloads"));
     }
 }

@@ -2,7 +2,7 @@
 //! a lane's objects (one static library per lane, [`crate::archive`]) and the link directives
 //! that put it, and the runtimes it needs, into the crate. A lane plans its compiles into
 //! [`object_path`]s, then [`archive`]s them; the pipeline prints the directives of every lane,
-//! in plan order, with [`print`].
+//! in plan order, with [`print()`].
 
 use crate::archive::ArchiveFormat;
 use crate::cargo_output::CargoOutput;
@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// A link directive a plan asks for; the pipeline prints it through [`CargoOutput`] in plan
-/// order (order matters to the linker), with [`print`].
+/// order (order matters to the linker), with [`print()`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkDirective {
     /// `cargo::rustc-link-search=native=<dir>`.

@@ -9,7 +9,7 @@ use crate::cargo_output::CargoOutput;
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Observer, RunOptions, RunReport};
-use crate::layout::Variant;
+use crate::layout::{OutDir, Variant};
 use crate::manifest::Manifest;
 use crate::plan::directives::DirectiveInputs;
 use crate::plan::island::IslandState;
@@ -168,11 +168,11 @@ pub fn docs_rs(env: &Env) -> bool {
 pub const DOCS_RS_ENV: &str = "DOCS_RS";
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
-/// ([`lock_variant`]), say what will not compile ([`source_warnings`]), gather the resolver's
-/// choices and the payloads ([`tool_choices`]), prepare the island
+/// ([`lock_variant`]), say what will not compile (`source_warnings`), gather the resolver's
+/// choices and the payloads (`tool_choices`), prepare the island
 /// ([`crate::plan::island::prepare_island`]), plan every lane ([`crate::plan::lanes::plan`]),
-/// name the payloads ([`name_payloads`]), run the actions ([`run_actions`]), write the surface
-/// ([`write_surface`]) and the cargo directives ([`crate::plan::directives::emit`]).
+/// name the payloads (`name_payloads`), run the actions (`run_actions`), write the surface
+/// (`write_surface`) and the cargo directives ([`crate::plan::directives::emit`]).
 ///
 /// # Errors
 /// Any refusal of the manifest, accelerator set, sources or rules, a missing tool, or a
@@ -345,6 +345,7 @@ fn run_actions(cargo: &mut CargoOutput, planned: &Planned, variant: &Variant, co
 /// As [`surface::generate`], [`surface::note_base`] and the island's publishing.
 fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Variant, named: &Named, report: &RunReport, island: Option<&IslandState>, config: &Config) -> Result<Option<Generated>> {
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
+    let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
     let generated = surface::generate(
         &named.items,
@@ -352,9 +353,9 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             package_name: manifest.package_name.clone(),
             module_name: validated.module_name.clone(),
             modules: manifest.mcpp.modules.unwrap_or(true),
-            cpp_dir: out_dir.join("mcpp"),
-            rust_file: out_dir.join("mcpp_shaders.rs"),
-            payload_dir: out_dir.join("mcpp").join("payloads"),
+            cpp_dir: out.cpp_dir(),
+            rust_file: out.rust_surface(),
+            payload_dir: out.payload_dir(),
             verified: report.outputs.clone(),
         },
     )?;
@@ -362,7 +363,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
         cargo.warning(&w);
     }
     if let Some(island) = island {
-        crate::plan::island::publish_island(island, out_dir)?;
+        crate::plan::island::publish_island(island, &out)?;
     }
     Ok(Some(generated))
 }

@@ -22,7 +22,7 @@ use std::process::{Command, ExitStatus};
 /// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.
 ///
 /// # Errors
-/// Every refusal of every selected package, at once ([`validate_packages`]); a failed fetch;
+/// Every refusal of every selected package, at once (`validate_packages`); a failed fetch;
 /// a progress channel or a `cargo build` that cannot start. A failed build is an exit code.
 pub fn build(args: &BuildArgs) -> Result<i32> {
     let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;

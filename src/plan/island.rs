@@ -6,7 +6,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::island::{emit, Entry};
-use crate::layout::DeviceCache;
+use crate::layout::{DeviceCache, OutDir};
 use crate::manifest::{IslandOptions, Manifest};
 use crate::rules::Rule;
 use crate::sources::{self, expand_globs, Collected};
@@ -46,8 +46,8 @@ impl IslandState {
 /// # Errors
 /// As [`crate::island::scan`] and [`crate::island::emit::emit`]; a glob matching nothing; an
 /// island without sources, a marker that is no identifier, a header include that cannot be
-/// written ([`check_island_options`]); a signature using a standard type no header declares
-/// ([`check_std_types`]); an entry point one half lacks ([`check_island_halves`]).
+/// written (`check_island_options`); a signature using a standard type no header declares
+/// (`check_std_types`); an entry point one half lacks ([`check_island_halves`]).
 pub fn prepare_island(manifest: &Manifest, collected: &Collected, registry: &[Box<dyn Rule>], cache: &DeviceCache) -> Result<Option<IslandState>> {
     let Some(opts) = &manifest.mcpp.island else { return Ok(None) };
     if opts.sources.is_empty() {
@@ -181,19 +181,20 @@ pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island:
 }
 
 /// Mirror the island's header and module into `OUT_DIR/mcpp/` and write its Rust bindings to
-/// `OUT_DIR/mcpp_kernels.rs` (for `include!`).
+/// `OUT_DIR/mcpp_kernels.rs` (for `include!`); the bindings are generated beside the header in
+/// the device cache first.
 ///
 /// # Errors
 /// As [`crate::island::bindings::generate`]; [`ErrorKind::Io`] for writes.
-pub fn publish_island(island: &IslandState, out_dir: &Path) -> Result<()> {
+pub fn publish_island(island: &IslandState, out: &OutDir) -> Result<()> {
     for f in [&island.emitted.header, &island.emitted.interface] {
         let bytes = std::fs::read(f).map_err(|e| Error::io("cannot read", f, e))?;
         let name = f.file_name().unwrap_or_default();
-        crate::fingerprint::write_if_changed(&out_dir.join("mcpp").join(name), &bytes)?;
+        crate::fingerprint::write_if_changed(&out.cpp_dir().join(name), &bytes)?;
     }
     let bindings = island.emitted.dir.join(format!("{}.rs", island.emitted.module_name));
     crate::island::bindings::generate(&island.emitted.header, &island.entries, &bindings)?;
     let bytes = std::fs::read(&bindings).map_err(|e| Error::io("cannot read", &bindings, e))?;
-    crate::fingerprint::write_if_changed(&out_dir.join("mcpp_kernels.rs"), &bytes)?;
+    crate::fingerprint::write_if_changed(&out.island_bindings(), &bytes)?;
     Ok(())
 }

@@ -61,7 +61,7 @@ fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
 /// [`PROBE_TIMEOUT`], and return its stdout when it exits 0; `None` when it cannot start,
 /// fails or hangs. Probes are facts, never refusals by themselves (seed 002 "facts and floors").
 pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
-    #[allow(clippy::disallowed_methods)] // tool.rs runs hardware and driver probes (argv)
+    #[allow(clippy::disallowed_methods)] // tool/process.rs runs hardware and driver probes (argv)
     let mut cmd = Command::new(program);
     match run_timed(cmd.args(args), PROBE_TIMEOUT).ok()? {
         Ran::Exited { status, stdout, .. } => status.success().then(|| String::from_utf8_lossy(&stdout).into_owned()),
@@ -117,7 +117,7 @@ pub fn probe_cached(tool: &Tool, args: &[&str], cache: &DeviceCache) -> Option<S
     if let Some(v) = cache.get(&key) {
         return Some(v.clone());
     }
-    #[allow(clippy::disallowed_methods)] // tool.rs asks a tool what it accepts (argv, cached)
+    #[allow(clippy::disallowed_methods)] // tool/process.rs asks a tool what it accepts (argv, cached)
     let mut cmd = Command::new(&tool.path);
     cmd.args(args);
     tool.apply_env(&mut cmd);
@@ -151,7 +151,7 @@ pub(super) fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsSt
     if let Some(v) = cache.get(&key) {
         return Ok(v.clone());
     }
-    #[allow(clippy::disallowed_methods)] // tool.rs asks a tool its version (argv, cached)
+    #[allow(clippy::disallowed_methods)] // tool/process.rs asks a tool its version (argv, cached)
     let mut cmd = Command::new(path);
     cmd.args(spec.version_args);
     for (k, v) in tool_env {
@@ -202,7 +202,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains(&format!("hangcc cannot be used: `{} --version` did not answer within 0.3 s", hang.display())), "{text}");
         assert!(text.contains("MCPP_TOOL_HANGCC"), "the way out: {text}");
-        assert!(!dir.path().join("tool-versions.json").exists(), "nothing cached");
+        assert!(!DeviceCache::at(dir.path()).tool_versions().exists(), "nothing cached");
         // A probe that answers in time is read whole, stdout then stderr.
         let ok = dir.path().join("okcc");
         std::fs::write(&ok, "#!/bin/sh\necho out; echo err >&2; exit 3\n").unwrap();

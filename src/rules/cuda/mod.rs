@@ -15,7 +15,7 @@
 //!
 //! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
 //! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
-//! program come from the one resolver ([`tool::resolve_toolkit`], the toolkit declared as
+//! program come from the one resolver ([`crate::tool::resolve_toolkit`], the toolkit declared as
 //! [`CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
 //! `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), `CUDA_PATH`, `CUDA_HOME`, the
 //! `cuda-nvcc` payload, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
@@ -27,9 +27,9 @@
 //! [`CudaRule::plan`] is a list of named steps: the options checked for the route
 //! ([`check_route_options`]), the architectures ([`probe::entry_archs`]), the toolkit and its
 //! target runtime ([`toolkit::locate`], [`toolkit::target_runtime`]), the compilers
-//! ([`toolkit::compilers`]), one compile per source ([`plan_compiles`], argv from
-//! [`argv::argv`]), the device link ([`plan_device_link`]), the archive ([`crate::link::archive`])
-//! and the runtime's link directives ([`runtime_link`]).
+//! ([`toolkit::compilers`]), one compile per source (`plan_compiles`, argv from
+//! [`argv::argv`]), the device link (`plan_device_link`), the archive ([`crate::link::archive`])
+//! and the runtime's link directives (`runtime_link`).
 
 pub mod argv;
 pub mod probe;

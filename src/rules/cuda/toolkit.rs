@@ -191,7 +191,7 @@ pub struct TargetRuntime {
 
 /// Where the runtime of the build's target is in `toolkit`. A cross build needs the target's
 /// runtime under `targets/<dir>/lib` (never the build machine's `lib/`); a native build without
-/// one is refused later, only when a runtime is linked ([`super::runtime_link`]).
+/// one is refused later, only when a runtime is linked (`super::runtime_link`).
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] for a cross target the toolkit has no runtime for, naming the
