@@ -128,11 +128,11 @@ impl Build {
             None => self.required("OUT_DIR")?,
         };
         let manifest_path = manifest_dir.join("Cargo.toml");
-        let work_dir = match &self.work_dir {
-            Some(d) => d.clone(),
+        let cache = match &self.work_dir {
+            Some(d) => crate::layout::DeviceCache::at(d),
             None => {
                 let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
-                pipeline::work_dir_from_out_dir(&out_dir, &package)
+                crate::layout::DeviceCache::from_out_dir(&out_dir, &package)
             }
         };
         let facts = crate::cargo_facts::CargoFacts::from_env(&self.env);
@@ -144,7 +144,7 @@ impl Build {
         Ok(Config {
             manifest_path,
             accel: self.accel.clone(),
-            work_dir,
+            cache,
             out_dir: Some(out_dir),
             facts,
             jobs,

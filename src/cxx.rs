@@ -10,15 +10,32 @@
 //!   importers get `-fmodule-file=X=bmi/X.pcm` (toolchains README section 9).
 //! - gcc: `-fmodules-ts` with a module mapper file naming `bmi/X.gcm` for every module, so no
 //!   `gcm.cache/` appears in the package.
+//!
+//! [`plan_host`] gathers the units ([`units`]: `cxx-sources`, the island's fallback, the
+//! island's generated interface when a unit imports it), resolves the compiler ([`compiler`])
+//! and checks `std` ([`check_cxx_std`]); [`plan`] reads the module lines ([`Modules::read`]),
+//! orders the units, and plans each unit's actions (`unit_actions`) and the archive
+//! ([`crate::link::archive`]).
 
+use crate::cargo_facts::CargoFacts;
+use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
 use crate::host::{Family, HostToolchain};
-use crate::rules::LinkDirective;
+use crate::layout::{DeviceCache, Variant};
+use crate::link::{self, LinkDirective};
+use crate::manifest::Manifest;
 use crate::tool::Tool;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+/// The lane name: the variant's directory for objects, BMIs and the archive (`<variant>/cxx/`)
+/// and the archive's name (`mcpp_cxx_<package>`).
+pub const LANE: &str = "cxx";
+
+/// The manifest list this lane compiles.
+const SOURCES_KEY: &str = "package.metadata.mcpp.cxx-sources";
 
 /// One C++ unit to compile.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +98,152 @@ pub fn module_lines(text: &str) -> ModuleLines {
     m
 }
 
+/// What the host C++ lane needs of the island (`[package.metadata.mcpp.island]`): its scanned
+/// files (which get the boundary header as a forced include), the fallback to compile in this
+/// build, and the emitted header and module.
+#[derive(Debug, Clone, Copy)]
+pub struct IslandUnits<'a> {
+    /// Every file the island scan read, absolute.
+    pub scanned: &'a [PathBuf],
+    /// The host fallback files to compile in this build (absolute, package-relative name);
+    /// empty when the device half compiles.
+    pub fallback: &'a [(PathBuf, String)],
+    /// The generated header and C++ module interface.
+    pub emitted: &'a crate::island::emit::Emitted,
+}
+
+/// What the host C++ lane planned.
+#[derive(Debug, Clone)]
+pub struct HostPlan {
+    /// The compiles and the archive, `deps` local to this list.
+    pub actions: Vec<Action>,
+    /// The archive and the C++ runtime, in order.
+    pub link: Vec<LinkDirective>,
+    /// What to watch: the `cxx-sources` glob directories (a new file there reruns the build
+    /// script) and the compiler.
+    pub watch: Vec<PathBuf>,
+}
+
+/// Plan the host C++ lane: `cxx-sources`, the island's fallback when its device half is not
+/// compiled, and the island's generated module when a unit imports it. `None` when there is
+/// nothing to compile.
+///
+/// # Errors
+/// A glob matching nothing, a file that is not C++, a missing include directory, no host
+/// compiler, a `std` the lane refuses ([`check_cxx_std`]), a module problem ([`plan`]).
+pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, env: &Env, facts: &CargoFacts, cache: &DeviceCache, variant: &Variant) -> Result<Option<HostPlan>> {
+    let (units, watch_dirs) = units(manifest, island)?;
+    if units.is_empty() {
+        return Ok(None);
+    }
+    let opts = manifest.mcpp.cxx.clone().unwrap_or_default();
+    let mut includes: Vec<PathBuf> = island.map(|i| i.emitted.dir.clone()).into_iter().collect();
+    includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
+    let (host, compiler) = compiler(env, facts, cache)?;
+    let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
+    let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
+        let m = module_lines(&t);
+        m.provides.is_some() || !m.requires.is_empty()
+    }));
+    check_cxx_std(&std, module_unit.map(|u| u.rel.as_str()), &manifest.path)?;
+    let (actions, link) = plan(&CxxPlanInput {
+        host: &host,
+        compiler: &compiler,
+        units: &units,
+        std: &std,
+        includes: &includes,
+        defines: &opts.defines,
+        flags: &opts.flags,
+        variant,
+        cwd: manifest.dir(),
+        package: &manifest.package_name,
+    })?;
+    // The glob directories are watched like the device sources', so a new C++ file there
+    // reruns the build script; the tools are watched too.
+    Ok(Some(HostPlan { actions, link, watch: watch_dirs.into_iter().chain([compiler.path]).collect() }))
+}
+
+/// The units of the lane, in order: `cxx-sources` (expanded), then the island's fallback files
+/// not listed there, then the island's generated interface when a unit imports its module. The
+/// island's own files get its header as a forced include (no `#include` needed). Returns them
+/// with the glob directories to watch.
+///
+/// # Errors
+/// A glob matching nothing ([`crate::sources::expand_globs`]); a unit that is not C++ (`.cpp .cc
+/// .cxx .c++`, or a `.cppm .ixx .mpp` module interface).
+pub fn units(manifest: &Manifest, island: Option<IslandUnits>) -> Result<(Vec<Unit>, Vec<PathBuf>)> {
+    let (listed, watch_dirs) = crate::sources::expand_globs(manifest, SOURCES_KEY, &manifest.mcpp.cxx_sources)?;
+    // The island's own files (its fallback, or an island source listed in cxx-sources) read the
+    // generated header as a forced include, as its device half does: no `#include` needed.
+    let forced = |path: &Path| island.filter(|i| i.scanned.iter().any(|s| s == path)).map(|i| i.emitted.header.clone());
+    let mut units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { force_include: forced(&path), path, rel }).collect();
+    if let Some(i) = island {
+        for (path, rel) in i.fallback {
+            if !units.iter().any(|u| u.path == *path) {
+                units.push(Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path) });
+            }
+        }
+    }
+    if units.is_empty() {
+        return Ok((units, watch_dirs));
+    }
+    for u in &units {
+        let ext = crate::sources::extension(&u.path).unwrap_or_default();
+        if !["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp"].contains(&ext.as_str()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ source", u.rel))
+                .file(&u.path)
+                .key(SOURCES_KEY)
+                .help("the host C++ lane compiles .cpp .cc .cxx .c++ units and .cppm .ixx .mpp module interfaces"));
+        }
+    }
+    if let Some(i) = island {
+        let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name)));
+        if imported {
+            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None });
+        }
+    }
+    Ok((units, watch_dirs))
+}
+
+/// The host compiler: the `cc` crate's choice (`CXX` or its default) for cargo's `TARGET`,
+/// recorded as such for `cargo mcpp why tool c++`, run through the wrapper `CXX` names
+/// ([`crate::host::lane_tool`]).
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when `cc` finds none, or it or the wrapper does not run.
+pub fn compiler(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
+    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
+    let host = crate::host::toolchain(env, facts, cache)?;
+    let source = crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string());
+    let resolved = crate::tool::resolve_at(&CXX, &host.cxx, source, "the cc crate", env, cache)?;
+    let compiler = crate::host::lane_tool(&host, resolved, env, cache)?;
+    Ok((host, compiler))
+}
+
+/// `[package.metadata.mcpp.cxx] std`: `c++NN` or `gnu++NN` (NN one of 11 14 17 20 23 26, or
+/// the draft names 2a 2b 2c), and C++20 or later when a unit (`module_unit`, its path relative
+/// to the package) declares or imports a module.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the key and the accepted values.
+pub fn check_cxx_std(std: &str, module_unit: Option<&str>, manifest_path: &Path) -> Result<()> {
+    let key = "package.metadata.mcpp.cxx.std";
+    let year = std.strip_prefix("c++").or_else(|| std.strip_prefix("gnu++"));
+    let Some(year) = year.filter(|y| ["11", "14", "17", "20", "23", "26", "2a", "2b", "2c"].contains(y)) else {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` is not a C++ standard this lane accepts (c++11 through c++26, or gnu++)"))
+            .file(manifest_path)
+            .key(key)
+            .help("write c++20 (the default), c++23, c++26, c++17, ... (or 2a/2b/2c), or their gnu++ forms"));
+    };
+    if let Some(unit) = module_unit.filter(|_| ["11", "14", "17"].contains(&year)) {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{std}` has no modules, and `{unit}` declares or imports one"))
+            .file(manifest_path)
+            .key(key)
+            .help("use c++20 or later (the default is c++20), or drop the module declarations"));
+    }
+    Ok(())
+}
+
 /// The options of one host C++ compile.
 #[derive(Debug, Clone)]
 pub struct CxxPlanInput<'a> {
@@ -98,51 +261,90 @@ pub struct CxxPlanInput<'a> {
     pub defines: &'a BTreeMap<String, String>,
     /// Extra flags, appended last.
     pub flags: &'a [String],
-    /// Where objects and module files go.
-    pub dir: &'a Path,
+    /// The variant of the device cache: objects, module files and the archive go to its
+    /// `cxx/` directory ([`crate::layout::Variant::lane_dir`]).
+    pub variant: &'a Variant,
     /// The working directory (package root).
     pub cwd: &'a Path,
-    /// The archive's library name, e.g. `mcpp_cxx_app`.
-    pub lib_name: &'a str,
+    /// The package name, which names the archive ([`crate::link::lib_name`]: `mcpp_cxx_<package>`).
+    pub package: &'a str,
 }
 
-/// The actions (in dependency order, `deps` indices local to the returned list) and the link
-/// directives.
+/// The module structure of the units: what each declares, who provides each module, the order
+/// interfaces-before-importers, and each unit's transitive requirements.
+#[derive(Debug, Clone)]
+pub struct Modules {
+    /// Each unit's module lines, in unit order.
+    pub lines: Vec<ModuleLines>,
+    /// The unit providing each module.
+    pub provider: BTreeMap<String, usize>,
+    /// The units in dependency order (interfaces before importers).
+    pub order: Vec<usize>,
+    /// Each unit's transitive module requirements, in order of first need.
+    pub closure: Vec<Vec<String>>,
+    /// Whether any unit declares or imports a module.
+    pub any: bool,
+}
+
+impl Modules {
+    /// Read and check the units' module lines: one interface per module (`providers`), what
+    /// the lane does not support (`check_supported`), every import provided
+    /// (`check_imports`), no cycle (`order`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::Sources`] for each of those; [`ErrorKind::Io`] for an unreadable unit;
+    /// [`ErrorKind::ToolNotFound`] for modules under MSVC.
+    pub fn read(units: &[Unit], family: Family) -> Result<Modules> {
+        let mut lines = Vec::new();
+        for u in units {
+            let text = std::fs::read_to_string(&u.path).map_err(|e| Error::io("cannot read the C++ source", &u.path, e))?;
+            lines.push(module_lines(&text));
+        }
+        let provider = providers(units, &lines)?;
+        let any = !provider.is_empty() || lines.iter().any(|m| !m.requires.is_empty());
+        if any && family == Family::Msvc {
+            return Err(Error::new(ErrorKind::ToolNotFound, "C++20 modules in the host sources need gcc or clang; the cc crate chose MSVC")
+                .help("set CXX to clang++ or g++, or use headers instead of modules"));
+        }
+        check_supported(units, &lines)?;
+        check_imports(units, &lines, &provider)?;
+        let order = order(units, &lines, &provider)?;
+        let closure = closure(&order, &lines, &provider);
+        Ok(Modules { lines, provider, order, closure, any })
+    }
+}
+
+/// The unit that is the interface of each module.
 ///
 /// # Errors
-/// [`ErrorKind::Sources`] for a module provided twice, an import no unit provides (that is not
-/// a standard header unit), or an import cycle; [`ErrorKind::ToolNotFound`] for MSVC with modules.
-pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
-    let mut lines = Vec::new();
-    for u in input.units {
-        let text = std::fs::read_to_string(&u.path).map_err(|e| Error::io("cannot read the C++ source", &u.path, e))?;
-        lines.push(module_lines(&text));
-    }
+/// [`ErrorKind::Sources`] for two interfaces of one module, naming both.
+fn providers(units: &[Unit], lines: &[ModuleLines]) -> Result<BTreeMap<String, usize>> {
     let mut provider: BTreeMap<String, usize> = BTreeMap::new();
     for (i, m) in lines.iter().enumerate() {
         if let Some(name) = &m.provides {
             if let Some(&j) = provider.get(name) {
                 return Err(Error::new(ErrorKind::Sources, format!("two units are the interface of the module `{name}`"))
-                    .file(&input.units[i].path)
-                    .detail(input.units[j].rel.clone())
-                    .detail(input.units[i].rel.clone())
+                    .file(&units[i].path)
+                    .detail(units[j].rel.clone())
+                    .detail(units[i].rel.clone())
                     .help("one module has one primary interface unit; rename one of the modules"));
             }
             provider.insert(name.clone(), i);
         }
     }
-    let modules = !provider.is_empty() || lines.iter().any(|m| !m.requires.is_empty());
-    if modules && input.host.family == Family::Msvc {
-        return Err(Error::new(ErrorKind::ToolNotFound, "C++20 modules in the host sources need gcc or clang; the cc crate chose MSVC")
-            .help("set CXX to clang++ or g++, or use headers instead of modules"));
-    }
+    Ok(provider)
+}
+
+/// Refuse what the lane does not build: header units (`import <vector>;`), partitions, the
+/// standard library module, an interface importing itself.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] naming the unit and the way out.
+fn check_supported(units: &[Unit], lines: &[ModuleLines]) -> Result<()> {
     for (i, m) in lines.iter().enumerate() {
-        let unit = &input.units[i];
+        let unit = &units[i];
         let unsupported = |what: &str, help: &str| {
-            Err(Error::new(ErrorKind::Sources, format!("{}: {what} is not supported by the host C++ lane", unit.rel))
-                .file(&unit.path)
-                .key("package.metadata.mcpp.cxx-sources")
-                .help(help.to_string()))
+            Err(Error::new(ErrorKind::Sources, format!("{}: {what} is not supported by the host C++ lane", unit.rel)).file(&unit.path).key(SOURCES_KEY).help(help.to_string()))
         };
         if let Some(h) = &m.header_unit {
             return unsupported(&format!("the header unit `import {h};`"), "include the header instead (`#include <...>`): header units need per-compiler scanning this lane does not do");
@@ -161,19 +363,33 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
             }
         }
     }
+    Ok(())
+}
+
+/// Every imported module is provided by a unit.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] naming the importer and the module.
+fn check_imports(units: &[Unit], lines: &[ModuleLines], provider: &BTreeMap<String, usize>) -> Result<()> {
     for (i, m) in lines.iter().enumerate() {
         for r in &m.requires {
             if !provider.contains_key(r) {
-                return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}`, which no C++ source provides", input.units[i].rel))
-                    .file(&input.units[i].path)
-                    .key("package.metadata.mcpp.cxx-sources")
+                return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}`, which no C++ source provides", units[i].rel))
+                    .file(&units[i].path)
+                    .key(SOURCES_KEY)
                     .help(format!("add the unit with `export module {r};` to cxx-sources (the island's module is generated when [package.metadata.mcpp.island] is declared)")));
             }
         }
     }
-    // Topological order of units: interfaces before importers.
-    let mut order: Vec<usize> = Vec::new();
-    let mut state = vec![0u8; lines.len()];
+    Ok(())
+}
+
+/// The units in topological order: each after the interfaces it imports (depth first, in unit
+/// order otherwise).
+///
+/// # Errors
+/// [`ErrorKind::Sources`] for an import cycle, naming the chain.
+fn order(units: &[Unit], lines: &[ModuleLines], provider: &BTreeMap<String, usize>) -> Result<Vec<usize>> {
     fn visit(i: usize, lines: &[ModuleLines], provider: &BTreeMap<String, usize>, state: &mut [u8], order: &mut Vec<usize>, units: &[Unit], stack: &mut Vec<usize>) -> Result<()> {
         match state[i] {
             2 => return Ok(()),
@@ -200,20 +416,19 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         order.push(i);
         Ok(())
     }
+    let mut order: Vec<usize> = Vec::new();
+    let mut state = vec![0u8; lines.len()];
     for i in 0..lines.len() {
-        visit(i, &lines, &provider, &mut state, &mut order, input.units, &mut Vec::new())?;
+        visit(i, lines, provider, &mut state, &mut order, units, &mut Vec::new())?;
     }
-    let bmi_ext = if input.host.family == Family::Clang { "pcm" } else { "gcm" };
-    let bmi = |name: &str| input.dir.join("bmi").join(format!("{name}.{bmi_ext}"));
-    let mapper = input.dir.join("module.map");
-    if modules && input.host.family == Family::Gnu {
-        let text: String = provider.keys().map(|n| format!("{n} {}\n", bmi(n).display())).collect();
-        crate::fingerprint::write_if_changed(&mapper, text.as_bytes())?;
-        std::fs::create_dir_all(input.dir.join("bmi")).map_err(|e| Error::io("cannot create", input.dir, e))?;
-    }
-    // Transitive module requirements of each unit.
+    Ok(order)
+}
+
+/// Each unit's transitive module requirements (what it imports, and what those import), in
+/// order of first need.
+fn closure(order: &[usize], lines: &[ModuleLines], provider: &BTreeMap<String, usize>) -> Vec<Vec<String>> {
     let mut closure: Vec<Vec<String>> = vec![Vec::new(); lines.len()];
-    for &i in &order {
+    for &i in order {
         let mut all: Vec<String> = Vec::new();
         for r in &lines[i].requires {
             let p = provider[r];
@@ -225,139 +440,176 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
         }
         closure[i] = all;
     }
+    closure
+}
+
+/// The compiled interface of module `name`: `<variant>/cxx/bmi/<name>.pcm` (clang) or `.gcm` (g++).
+fn bmi(input: &CxxPlanInput, name: &str) -> PathBuf {
+    let ext = if input.host.family == Family::Clang { "pcm" } else { "gcm" };
+    input.variant.bmi_dir().join(format!("{name}.{ext}"))
+}
+
+/// The arguments every unit starts with: the compiler (after a wrapper), its arguments, `-std`,
+/// g++'s module flags and mapper, then (at the returned index, where a forced include goes)
+/// `-I`/`-D` and the flags.
+fn common_args(input: &CxxPlanInput, modules: &Modules) -> (Vec<OsString>, usize) {
     // Under a wrapper (`CXX="ccache g++"`) the program run is the wrapper ([`crate::host::lane_tool`]),
     // and the compiler is its first argument.
     let mut common: Vec<OsString> = input.host.wrapper.iter().map(|_| input.host.cxx.clone().into_os_string()).collect();
     common.extend(input.host.cxx_args.iter().map(OsString::from));
     common.push(format!("-std={}", input.std).into());
-    if modules && input.host.family == Family::Gnu {
+    if modules.any && input.host.family == Family::Gnu {
         common.push("-fmodules-ts".into());
         let mut m = OsString::from("-fmodule-mapper=");
-        m.push(&mapper);
+        m.push(input.variant.module_map());
         common.push(m);
     }
     // A forced include goes here: after the language options, before -I/-D and the flags.
     let forced_at = common.len();
     common.extend(crate::host::include_define_args(input.includes, input.defines));
     common.extend(input.flags.iter().map(OsString::from));
+    (common, forced_at)
+}
+
+/// g++'s module mapper (every module to its BMI), written when g++ compiles modules, with the
+/// BMI directory it writes into.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when either cannot be written.
+fn write_module_map(input: &CxxPlanInput, modules: &Modules) -> Result<()> {
+    if !(modules.any && input.host.family == Family::Gnu) {
+        return Ok(());
+    }
+    let text: String = modules.provider.keys().map(|n| format!("{n} {}\n", bmi(input, n).display())).collect();
+    crate::fingerprint::write_if_changed(&input.variant.module_map(), text.as_bytes())?;
+    let dir = input.variant.bmi_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))
+}
+
+/// The actions (in dependency order, `deps` indices local to the returned list) and the link
+/// directives: each unit's actions (`unit_actions`) in module order, then the archive of
+/// their objects and the C++ runtime.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] for a module provided twice, an import no unit provides (that is not
+/// a standard header unit), or an import cycle; [`ErrorKind::ToolNotFound`] for MSVC with modules.
+pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
+    let modules = Modules::read(input.units, input.host.family)?;
+    write_module_map(input, &modules)?;
+    let (common, forced_at) = common_args(input, &modules);
     let mut actions: Vec<Action> = Vec::new();
     // The index of the action whose output is each module's BMI.
     let mut bmi_action: BTreeMap<String, usize> = BTreeMap::new();
     let mut objects = Vec::new();
-    for &i in &order {
-        let u = &input.units[i];
-        let obj = input.dir.join("obj").join(crate::rules::cuda::object_name(&u.rel, "o"));
-        let depfile = obj.with_extension("d");
-        let mut args = common.clone();
-        let mut inputs = vec![u.path.clone()];
-        if let Some(header) = u.force_include.as_ref().filter(|_| !lines[i].module_unit) {
-            let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
-            args.splice(forced_at..forced_at, forced);
-            inputs.push(header.clone());
-        }
-        let mut deps = Vec::new();
-        for r in &closure[i] {
-            inputs.push(bmi(r));
-            deps.push(bmi_action[r]);
-            if input.host.family == Family::Clang {
-                let mut f = OsString::from(format!("-fmodule-file={r}="));
-                f.push(bmi(r));
-                args.push(f);
-            }
-        }
-        if modules && input.host.family == Family::Gnu {
-            inputs.push(mapper.clone());
-        }
-        let provides = lines[i].provides.clone();
-        match (&provides, input.host.family) {
-            (Some(name), Family::Clang) => {
-                let pcm = bmi(name);
-                let mut pre = args.clone();
-                pre.extend(["-MD".into(), "-MF".into(), depfile.clone().into(), "-x".into(), "c++-module".into(), "--precompile".into()]);
-                pre.extend([u.path.clone().into(), "-o".into(), pcm.clone().into()]);
-                actions.push(Action {
-                    id: format!("cxx:{}:bmi", u.rel),
-                    description: format!("{} --precompile {}", input.compiler.name, u.rel),
-                    role: Role::Source,
-                    tool: input.compiler.clone(),
-                    args: pre,
-                    cwd: input.cwd.to_path_buf(),
-                    inputs,
-                    outputs: vec![pcm.clone()],
-                    depfile: Some(depfile),
-                    include_dirs: input.includes.to_vec(),
-                    deps: deps.clone(),
-                    builtin: None,
-                });
-                let pre_index = actions.len() - 1;
-                bmi_action.insert(name.clone(), pre_index);
-                let mut c = common.clone();
-                for r in &closure[i] {
-                    let mut f = OsString::from(format!("-fmodule-file={r}="));
-                    f.push(bmi(r));
-                    c.push(f);
-                }
-                c.extend(["-c".into(), pcm.clone().into(), "-o".into(), obj.clone().into()]);
-                let mut d = deps;
-                d.push(pre_index);
-                actions.push(Action {
-                    id: format!("cxx:{}", u.rel),
-                    description: format!("{} {}", input.compiler.name, u.rel),
-                    role: Role::Object,
-                    tool: input.compiler.clone(),
-                    args: c,
-                    cwd: input.cwd.to_path_buf(),
-                    inputs: vec![pcm],
-                    outputs: vec![obj.clone()],
-                    depfile: None,
-                    include_dirs: Vec::new(),
-                    deps: d,
-                    builtin: None,
-                });
-            }
-            _ => {
-                args.extend(["-MD".into(), "-MF".into(), depfile.clone().into()]);
-                if provides.is_some() {
-                    args.extend(["-x".into(), "c++".into()]);
-                }
-                args.extend(["-c".into(), u.path.clone().into(), "-o".into(), obj.clone().into()]);
-                let mut outputs = vec![obj.clone()];
-                if let Some(name) = &provides {
-                    outputs.push(bmi(name));
-                }
-                actions.push(Action {
-                    id: format!("cxx:{}", u.rel),
-                    description: format!("{} {}", input.compiler.name, u.rel),
-                    role: Role::Object,
-                    tool: input.compiler.clone(),
-                    args,
-                    cwd: input.cwd.to_path_buf(),
-                    inputs,
-                    outputs,
-                    depfile: Some(depfile),
-                    include_dirs: input.includes.to_vec(),
-                    deps,
-                    builtin: None,
-                });
-                if let Some(name) = provides {
-                    bmi_action.insert(name, actions.len() - 1);
-                }
-            }
-        }
-        objects.push(obj);
+    for &i in &modules.order {
+        objects.push(unit_actions(input, &modules, i, (&common, forced_at), &mut actions, &mut bmi_action));
     }
     let all: Vec<usize> = (0..actions.len()).collect();
-    let (archive, mut link) = crate::rules::cuda::archive(input.host.archive_format, input.lib_name, input.dir, &objects, all, input.cwd);
+    let (archive, mut link) = link::archive(input.variant, LANE, input.package, input.host.archive_format, &objects, all, input.cwd);
     actions.push(archive);
-    if let Some(std) = &input.host.cpp_stdlib {
-        link.push(LinkDirective::Lib(format!("dylib={std}")));
-    }
+    link.extend(link::cpp_runtime(input.host));
     Ok((actions, link))
+}
+
+/// Plan unit `i`'s actions into `actions` and return its object: for a clang interface,
+/// `--precompile` to its BMI then the BMI to the object; otherwise one compile (g++ writes an
+/// interface's BMI beside the object). An importer reads every BMI of its closure (inputs and
+/// dependencies; `-fmodule-file=` on clang); an island file gets the boundary header forced.
+fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forced_at): (&[OsString], usize), actions: &mut Vec<Action>, bmi_action: &mut BTreeMap<String, usize>) -> PathBuf {
+    let u = &input.units[i];
+    let clang = input.host.family == Family::Clang;
+    let obj = link::object_path(input.variant, LANE, &u.rel);
+    let depfile = obj.with_extension("d");
+    let mut args = common.to_vec();
+    let mut inputs = vec![u.path.clone()];
+    if let Some(header) = u.force_include.as_ref().filter(|_| !modules.lines[i].module_unit) {
+        let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
+        args.splice(forced_at..forced_at, forced);
+        inputs.push(header.clone());
+    }
+    let mut deps = Vec::new();
+    for r in &modules.closure[i] {
+        inputs.push(bmi(input, r));
+        deps.push(bmi_action[r]);
+        if clang {
+            args.push(module_file_arg(input, r));
+        }
+    }
+    if modules.any && input.host.family == Family::Gnu {
+        inputs.push(input.variant.module_map());
+    }
+    let action = |id: String, description: String, role: Role, args: Vec<OsString>, inputs: Vec<PathBuf>, outputs: Vec<PathBuf>, depfile: Option<PathBuf>, deps: Vec<usize>| Action {
+        include_dirs: if depfile.is_some() { input.includes.to_vec() } else { Vec::new() },
+        id,
+        description,
+        role,
+        tool: input.compiler.clone(),
+        args,
+        cwd: input.cwd.to_path_buf(),
+        inputs,
+        outputs,
+        depfile,
+        deps,
+        builtin: None,
+    };
+    let provides = modules.lines[i].provides.clone();
+    match (&provides, clang) {
+        (Some(name), true) => {
+            let pcm = bmi(input, name);
+            let mut pre = args;
+            pre.extend(["-MD".into(), "-MF".into(), depfile.clone().into(), "-x".into(), "c++-module".into(), "--precompile".into()]);
+            pre.extend([u.path.clone().into(), "-o".into(), pcm.clone().into()]);
+            let description = format!("{} --precompile {}", input.compiler.name, u.rel);
+            actions.push(action(format!("cxx:{}:bmi", u.rel), description, Role::Source, pre, inputs, vec![pcm.clone()], Some(depfile), deps.clone()));
+            let pre_index = actions.len() - 1;
+            bmi_action.insert(name.clone(), pre_index);
+            let mut c = common.to_vec();
+            c.extend(modules.closure[i].iter().map(|r| module_file_arg(input, r)));
+            c.extend(["-c".into(), pcm.clone().into(), "-o".into(), obj.clone().into()]);
+            let mut d = deps;
+            d.push(pre_index);
+            actions.push(action(format!("cxx:{}", u.rel), format!("{} {}", input.compiler.name, u.rel), Role::Object, c, vec![pcm], vec![obj.clone()], None, d));
+        }
+        _ => {
+            args.extend(["-MD".into(), "-MF".into(), depfile.clone().into()]);
+            if provides.is_some() {
+                args.extend(["-x".into(), "c++".into()]);
+            }
+            args.extend(["-c".into(), u.path.clone().into(), "-o".into(), obj.clone().into()]);
+            let mut outputs = vec![obj.clone()];
+            outputs.extend(provides.as_deref().map(|name| bmi(input, name)));
+            actions.push(action(format!("cxx:{}", u.rel), format!("{} {}", input.compiler.name, u.rel), Role::Object, args, inputs, outputs, Some(depfile), deps));
+            if let Some(name) = provides {
+                bmi_action.insert(name, actions.len() - 1);
+            }
+        }
+    }
+    obj
+}
+
+/// clang's `-fmodule-file=<module>=<its BMI>`.
+fn module_file_arg(input: &CxxPlanInput, module: &str) -> OsString {
+    let mut f = OsString::from(format!("-fmodule-file={module}="));
+    f.push(bmi(input, module));
+    f
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cxx_standard_is_checked_against_the_known_ones_and_modules() {
+        let m = Path::new("Cargo.toml");
+        for ok in ["c++20", "gnu++23", "c++2c", "c++17"] {
+            assert!(check_cxx_std(ok, None, m).is_ok(), "{ok}");
+        }
+        let e = check_cxx_std("c++20x", None, m).unwrap_err().to_string();
+        assert!(e.contains("`c++20x` is not a C++ standard") && e.contains("package.metadata.mcpp.cxx.std"), "{e}");
+        assert!(check_cxx_std("20", None, m).is_err());
+        let e = check_cxx_std("c++17", Some("cpp/seam.cppm"), m).unwrap_err().to_string();
+        assert!(e.contains("`c++17` has no modules, and `cpp/seam.cppm` declares or imports one"), "{e}");
+    }
 
     #[test]
     fn module_lines_are_read() {

@@ -103,8 +103,9 @@ impl Observer for Silent {}
 
 /// How to run the graph.
 pub struct RunOptions<'a> {
-    /// Where fingerprint state is kept (one JSON file per action).
-    pub state_dir: &'a Path,
+    /// The variant of the device cache whose fingerprint state this run reads and writes (one
+    /// record per action, and the hash cache: [`crate::layout::Variant::fingerprints_dir`]).
+    pub variant: &'a crate::layout::Variant,
     /// Parallelism when there is no jobserver.
     pub jobs: usize,
     /// Cargo's jobserver, when running under cargo.
@@ -172,12 +173,6 @@ pub fn warning_lines(description: &str, args: &[OsString], stdout: &str, stderr:
     out
 }
 
-fn state_file(dir: &Path, id: &str) -> PathBuf {
-    let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
-    let short = &sha256_hex(id.as_bytes())[..8];
-    dir.join(format!("{safe}.{short}.json"))
-}
-
 /// Run the stale actions of `actions`.
 ///
 /// # Errors
@@ -185,15 +180,16 @@ fn state_file(dir: &Path, id: &str) -> PathBuf {
 /// command line and output are in the detail); the first failure stops scheduling further
 /// actions. [`ErrorKind::Io`] for state files.
 pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) -> Result<RunReport> {
-    std::fs::create_dir_all(options.state_dir).map_err(|e| Error::io("cannot create", options.state_dir, e))?;
-    let hash_cache = options.state_dir.join("file-hashes.json");
+    let state_dir = options.variant.fingerprints_dir();
+    std::fs::create_dir_all(&state_dir).map_err(|e| Error::io("cannot create", &state_dir, e))?;
+    let hash_cache = options.variant.hash_cache();
     crate::fingerprint::load_hash_cache(&hash_cache);
     let mut report = RunReport::default();
     let mut stale = vec![false; actions.len()];
     let mut keys = vec![String::new(); actions.len()];
     for (i, a) in actions.iter().enumerate() {
         keys[i] = a.key();
-        let state = ActionState::load(&state_file(options.state_dir, &a.id));
+        let state = ActionState::load(&options.variant.action_record(&a.id));
         let deps_stale = a.deps.iter().any(|&d| stale[d]);
         stale[i] = deps_stale || !state.as_ref().is_some_and(|s| s.is_fresh(&keys[i]));
         if !stale[i] {
@@ -249,7 +245,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
                     observer.started(&actions[i]);
-                    let outcome = execute(&actions[i], &wave_keys[n], options.state_dir);
+                    let outcome = execute(&actions[i], &wave_keys[n], options.variant);
                     running.fetch_sub(1, Ordering::SeqCst);
                     match outcome {
                         Ok(read) => {
@@ -335,8 +331,8 @@ type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>, Vec<String>);
 
 /// Run one action, check its outputs, record its state; returns the files it read and the
 /// outputs with their hashes.
-fn execute(action: &Action, key: &str, state_dir: &Path) -> Result<Executed> {
-    let state_path = state_file(state_dir, &action.id);
+fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Result<Executed> {
+    let state_path = variant.action_record(&action.id);
     remove_if_present(&state_path)?;
     // Outputs and depfile go first: a tool that exits 0 without writing them must not leave
     // the previous run's bytes looking current.

@@ -8,6 +8,7 @@
 use crate::cargo_facts::CargoFacts;
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::DeviceCache;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -136,24 +137,25 @@ fn stamp(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The host toolchain for a build, from the cache in `cache_dir` when nothing it depends on
-/// changed, else asked of the `cc` crate (which runs the compiler once to learn its family).
+/// The host toolchain for a build, from the device cache's `host-toolchain.json`
+/// ([`DeviceCache::host_toolchain`]) when nothing it depends on changed, else asked of the `cc`
+/// crate (which runs the compiler once to learn its family, in [`DeviceCache::cc_probe_dir`]).
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler.
-pub fn toolchain(env: &Env, facts: &CargoFacts, cache_dir: &Path) -> Result<HostToolchain> {
+pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<HostToolchain> {
     let (target, host) = (&facts.target, &facts.host);
     let mut key = format!("{target}|{host}|{}|{}", facts.opt_level.as_str(), facts.debug);
     for var in cc_env_vars(target) {
         key.push_str(&format!("|{var}={}", env.get(&var).unwrap_or_default()));
     }
-    let cache_file = cache_dir.join("host-toolchain.json");
+    let cache_file = cache.host_toolchain();
     if let Some(c) = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice::<Cached>(&b).ok()) {
         if c.key == key && c.stamp == stamp(&c.toolchain.cxx) {
             return Ok(c.toolchain);
         }
     }
-    let probe_dir = cache_dir.join("cc-probe");
+    let probe_dir = cache.cc_probe_dir();
     std::fs::create_dir_all(&probe_dir).map_err(|e| Error::io("cannot create", &probe_dir, e))?;
     let mut b = cc::Build::new();
     // cc reads CXX, CXXFLAGS, CRATE_CC_NO_DEFAULTS, ... itself: it gets this build's view
@@ -234,10 +236,10 @@ pub const WRAPPER: crate::tool::ToolSpec =
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when the wrapper does not run.
-pub fn lane_tool(host: &HostToolchain, compiler: crate::tool::Tool, env: &Env, cache_dir: &Path) -> Result<crate::tool::Tool> {
+pub fn lane_tool(host: &HostToolchain, compiler: crate::tool::Tool, env: &Env, cache: &DeviceCache) -> Result<crate::tool::Tool> {
     let Some(w) = &host.wrapper else { return Ok(compiler) };
     let source = crate::tool::ToolSource::Derived("the compiler wrapper named in CXX".into());
-    let wrapper = crate::tool::resolve_at(&WRAPPER, w, source, "the cc crate", env, cache_dir)?;
+    let wrapper = crate::tool::resolve_at(&WRAPPER, w, source, "the cc crate", env, cache)?;
     Ok(crate::tool::Tool {
         version: format!("{}\nwrapping {}: {}", wrapper.version, compiler.path.display(), compiler.version),
         path: wrapper.path,

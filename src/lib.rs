@@ -60,6 +60,8 @@ pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
+pub mod layout;
+pub mod link;
 pub mod lock;
 pub mod manifest;
 pub mod pipeline;

@@ -1,7 +1,7 @@
 //! Exclusive advisory file locks (fs4: `flock` on Unix, `LockFileEx` on Windows), held until
 //! dropped. Two users: `cargo mcpp fetch` serialising installs into the shared toolchain package cache
 //! (`fetch.rs`), and every device phase serialising its work on one package variant of the
-//! device cache (`pipeline::run`), so two cargo processes whose build scripts run the same
+//! device cache (`pipeline::lock_variant`, the variant's `lock`), so two cargo processes whose build scripts run the same
 //! device phase never delete or half-write each other's outputs.
 
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@
 use crate::accel::AccelSet;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, SourceEntry};
-use crate::rules::Rule;
+use crate::rules::{DeviceSource, Rule};
 use std::path::{Path, PathBuf};
 
 /// The device extensions cargo-mcpp knows (the engine table of upstream-facts 2.2, plus
@@ -14,24 +14,6 @@ pub const DEVICE_EXTENSIONS: &[&str] = &[
     "cu", "hip", "sycl", "asc", "cce", "comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit",
     "rchit", "rmiss", "rcall", "glsl", "hlsl", "cl", "metal", "slang",
 ];
-
-/// One device source of the package.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceSource {
-    /// Absolute path.
-    pub path: PathBuf,
-    /// Package-root-relative path with `/` separators, as shown in messages.
-    pub rel: String,
-    /// The extension without the dot (`comp`), from the file name's last `.`.
-    pub ext: String,
-    /// The index of the rule (in the registry) that claims it.
-    pub rule: usize,
-    /// The index of the `sources` entry that listed it (for `sources[i]` in messages).
-    pub entry: usize,
-    /// Whether this build compiles it: its constraint (if any) is covered and its rule's
-    /// backend is in the accelerator set.
-    pub selected: bool,
-}
 
 /// The outcome of collection.
 #[derive(Debug, Clone, Default)]
@@ -65,111 +47,183 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
     let mut out = Collected::default();
     let mut seen = std::collections::HashSet::new();
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
-        let key = format!("package.metadata.mcpp.sources[{index}]");
-        let pattern = entry.glob();
-        let subject = format!("sources entry '{}'", crate::text::echo(pattern));
-        let mut constraint_backends = None;
-        let constrained_in = match entry {
-            SourceEntry::Glob(_) => true,
-            SourceEntry::Constrained(c) => {
-                let constraint = AccelSet::parse(&c.accel).map_err(|e| {
-                    Error::new(ErrorKind::Accel, format!("{subject} has a malformed `accel` constraint"))
-                        .file(&manifest.path)
-                        .key(format!("{key}.accel"))
-                        .detail(e.to_string())
-                })?;
-                if constraint.is_empty() {
-                    return Err(Error::new(ErrorKind::Manifest, format!("{subject} is constrained to an empty accelerator"))
-                        .file(&manifest.path)
-                        .key(format!("{key}.accel"))
-                        .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
-                }
-                constraint_backends = Some((c.accel.clone(), constraint.entries.iter().map(|e| e.backend).collect::<Vec<_>>()));
-                if !accel.names_backends_of(&constraint) {
-                    false
-                } else if accel.covers(&constraint) {
-                    true
-                } else {
-                    return Err(Error::new(
-                        ErrorKind::Sources,
-                        format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(&c.accel)),
-                    )
-                    .file(&manifest.path)
-                    .key(format!("{key}.accel"))
-                    .detail(format!("this build targets: {accel}"))
-                    .help(format!(
-                        "build with an accelerator set covering it ({}), or with {} to leave every constrained glob out (the CPU-only variant)",
-                        crate::report::accel_way(env, &c.accel),
-                        crate::report::no_accel_way(env)
-                    )));
-                }
-            }
-        };
-        let files = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &key, subject: &subject })?;
-        let mut matched = 0usize;
-        for crate::walk::Matched { path, rel, real } in files {
-            matched += 1;
+        let listing = Listing { manifest, index, key: format!("package.metadata.mcpp.sources[{index}]"), subject: format!("sources entry '{}'", crate::text::echo(entry.glob())) };
+        let constraint = constraint(&listing, entry, accel, env)?;
+        let files = crate::walk::expand(root, entry.glob(), crate::walk::Asker { manifest: &manifest.path, key: &listing.key, subject: &listing.subject })?;
+        let matched = files.len();
+        for m in files {
             // One file once across entries (by its resolved path), in a hash set: linear.
-            if !seen.insert(real) {
-                continue;
+            if seen.insert(m.real.clone()) {
+                out.sources.push(classify(&listing, m, constraint.as_ref(), accel, rules)?);
             }
-            let ext = extension(&path).unwrap_or_default();
-            let rule = rules.iter().position(|r| r.claims(&ext));
-            let Some(rule) = rule else {
-                let err = if DEVICE_EXTENSIONS.contains(&ext.as_str()) {
-                    Error::new(ErrorKind::Sources, format!("device source that no rule compiles: {rel}"))
-                        .file(&path)
-                        .detail(format!("A `.{ext}` file is device code, and no rule of this cargo-mcpp claims `.{ext}`,"))
-                        .detail("so it would be listed and never compiled.")
-                        .help(format!("drop it from `sources`, or use a cargo-mcpp with a rule for `.{ext}` (rules: {})", rule_list(rules)))
-                } else {
-                    let shown = if ext.is_empty() { "no extension".to_string() } else { format!("the extension '.{ext}'") };
-                    Error::new(ErrorKind::Sources, format!("'{rel}' is listed in sources, and cargo-mcpp has no role for {shown}"))
-                        .file(&path)
-                        .detail("No rule would compile it, so listing it would build nothing; this is refused rather than ignored.")
-                        .help(format!("the extensions this cargo-mcpp compiles: {}", rule_list(rules)))
-                        .help("host C/C++ files are compiled by build.rs (the cc crate), not listed in [package.metadata.mcpp] sources")
-                };
-                return Err(err.key(key));
-            };
-            if let Some((text, backends)) = &constraint_backends {
-                let backend = rules[rule].backend();
-                if !backends.contains(&backend) {
-                    return Err(Error::new(
-                        ErrorKind::Sources,
-                        format!("{subject} constrains {rel} to accel \"{text}\", but a `.{ext}` file is compiled only for {backend}"),
-                    )
-                    .file(&manifest.path)
-                    .key(format!("{key}.accel"))
-                    .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
-                    .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
-                }
-            }
-            let selected = constrained_in && accel.entry(rules[rule].backend()).is_some();
-            out.sources.push(DeviceSource { path, rel, ext, rule, entry: index, selected });
         }
         if matched == 0 {
-            return Err(Error::new(ErrorKind::Sources, format!("{subject} matches no file"))
+            return Err(Error::new(ErrorKind::Sources, format!("{} matches no file", listing.subject))
                 .file(&manifest.path)
-                .key(key)
+                .key(listing.key)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
         }
-        let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
-        let fixed = if fixed.len() == pattern.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
-        // The package root itself is never watched: it holds `target/`, which changes on
-        // every build and would rerun the build script forever.
-        let dir = root.join(fixed.join("/"));
-        if fixed.is_empty() {
-            out.warnings.push(format!(
-                "{subject} matches files at the package root; cargo cannot watch the root for new files (it holds target/), so cargo (and `cargo mcpp build`, which runs the same build script) notices a new one only after Cargo.toml changes; keep device sources in a directory"
-            ));
-        } else if dir.is_dir() && !out.watch_dirs.contains(&dir) {
-            out.watch_dirs.push(dir);
-        }
+        watch(&mut out, root, entry.glob(), &listing.subject);
     }
     Ok(out)
 }
 
+/// One entry of `sources`, as messages name it.
+struct Listing<'a> {
+    /// The manifest.
+    manifest: &'a Manifest,
+    /// The entry's index in `sources`.
+    index: usize,
+    /// `package.metadata.mcpp.sources[i]`.
+    key: String,
+    /// `sources entry '<glob>'`.
+    subject: String,
+}
+
+/// The accelerator constraint of a constrained glob, for this build.
+struct Constraint {
+    /// The constraint as written.
+    text: String,
+    /// The backends it names.
+    backends: Vec<crate::accel::Backend>,
+    /// Whether this build compiles its files (it names their backends and covers the constraint).
+    included: bool,
+}
+
+/// The constraint of `entry` (`None` for a plain glob): included when the build covers it, left
+/// out when the build names none of its backends.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] for a malformed constraint; [`ErrorKind::Manifest`] for an empty one;
+/// [`ErrorKind::Sources`] when the build names its backends but does not cover it.
+fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &crate::env::Env) -> Result<Option<Constraint>> {
+    let SourceEntry::Constrained(c) = entry else { return Ok(None) };
+    let (manifest, key, subject) = (listing.manifest, &listing.key, &listing.subject);
+    let constraint = AccelSet::parse(&c.accel).map_err(|e| {
+        Error::new(ErrorKind::Accel, format!("{subject} has a malformed `accel` constraint"))
+            .file(&manifest.path)
+            .key(format!("{key}.accel"))
+            .detail(e.to_string())
+    })?;
+    if constraint.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, format!("{subject} is constrained to an empty accelerator"))
+            .file(&manifest.path)
+            .key(format!("{key}.accel"))
+            .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
+    }
+    let backends = constraint.entries.iter().map(|e| e.backend).collect();
+    let included = if !accel.names_backends_of(&constraint) {
+        false
+    } else if accel.covers(&constraint) {
+        true
+    } else {
+        return Err(Error::new(ErrorKind::Sources, format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(&c.accel)))
+            .file(&manifest.path)
+            .key(format!("{key}.accel"))
+            .detail(format!("this build targets: {accel}"))
+            .help(format!(
+                "build with an accelerator set covering it ({}), or with {} to leave every constrained glob out (the CPU-only variant)",
+                crate::report::accel_way(env, &c.accel),
+                crate::report::no_accel_way(env)
+            )));
+    };
+    Ok(Some(Constraint { text: c.accel.clone(), backends, included }))
+}
+
+/// Give a matched file to the rule that claims its extension; it is selected when its
+/// constraint (if any) is included and the build names its rule's backend.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] for a device extension no rule claims, an extension with no role, or
+/// a constraint naming another backend than the file's rule compiles for.
+fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Constraint>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
+    let crate::walk::Matched { path, rel, .. } = m;
+    let ext = extension(&path).unwrap_or_default();
+    let Some(rule) = rules.iter().position(|r| r.claims(&ext)) else {
+        let err = if DEVICE_EXTENSIONS.contains(&ext.as_str()) {
+            Error::new(ErrorKind::Sources, format!("device source that no rule compiles: {rel}"))
+                .file(&path)
+                .detail(format!("A `.{ext}` file is device code, and no rule of this cargo-mcpp claims `.{ext}`,"))
+                .detail("so it would be listed and never compiled.")
+                .help(format!("drop it from `sources`, or use a cargo-mcpp with a rule for `.{ext}` (rules: {})", rule_list(rules)))
+        } else {
+            let shown = if ext.is_empty() { "no extension".to_string() } else { format!("the extension '.{ext}'") };
+            Error::new(ErrorKind::Sources, format!("'{rel}' is listed in sources, and cargo-mcpp has no role for {shown}"))
+                .file(&path)
+                .detail("No rule would compile it, so listing it would build nothing; this is refused rather than ignored.")
+                .help(format!("the extensions this cargo-mcpp compiles: {}", rule_list(rules)))
+                .help("host C/C++ files are compiled by build.rs (the cc crate), not listed in [package.metadata.mcpp] sources")
+        };
+        return Err(err.key(listing.key.clone()));
+    };
+    let backend = rules[rule].backend();
+    if let Some(c) = constraint.filter(|c| !c.backends.contains(&backend)) {
+        return Err(Error::new(ErrorKind::Sources, format!("{} constrains {rel} to accel \"{}\", but a `.{ext}` file is compiled only for {backend}", listing.subject, c.text))
+            .file(&listing.manifest.path)
+            .key(format!("{}.accel", listing.key))
+            .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
+            .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
+    }
+    let selected = constraint.map_or(true, |c| c.included) && accel.entry(backend).is_some();
+    Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected })
+}
+
+/// Watch the fixed directory prefix of `pattern` for added files (an existing directory, once);
+/// a glob at the package root is warned instead: the root holds `target/`, which changes on
+/// every build and would rerun the build script forever.
+fn watch(out: &mut Collected, root: &Path, pattern: &str, subject: &str) {
+    let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+    let fixed = if fixed.len() == pattern.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
+    let dir = root.join(fixed.join("/"));
+    if fixed.is_empty() {
+        out.warnings.push(format!(
+            "{subject} matches files at the package root; cargo cannot watch the root for new files (it holds target/), so cargo (and `cargo mcpp build`, which runs the same build script) notices a new one only after Cargo.toml changes; keep device sources in a directory"
+        ));
+    } else if dir.is_dir() && !out.watch_dirs.contains(&dir) {
+        out.watch_dirs.push(dir);
+    }
+}
+
 fn rule_list(rules: &[Box<dyn Rule>]) -> String {
     rules.iter().map(|r| format!("{} ({})", r.name(), r.extensions().iter().map(|e| format!(".{e}")).collect::<Vec<_>>().join(" "))).collect::<Vec<_>>().join("; ")
+}
+
+/// Files (absolute, package-relative name) and directories to watch, from [`expand_globs`].
+pub type Expanded = (Vec<(PathBuf, String)>, Vec<PathBuf>);
+
+/// Expand package-relative globs (`key` names the manifest list for messages), sorted, without
+/// duplicates; each file with its package-relative name.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a glob that is invalid, leaves the package, or matches nothing.
+pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<Expanded> {
+    let root = manifest.dir();
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let mut watch = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, pattern) in globs.iter().enumerate() {
+        let k = format!("{key}[{i}]");
+        let subject = format!("`{}`", crate::text::echo(pattern));
+        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &k, subject: &subject })?;
+        if matched.is_empty() {
+            return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
+                .file(&manifest.path)
+                .key(k)
+                .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
+        }
+        for m in matched {
+            // One file once (by its resolved path), in a hash set: linear.
+            if seen.insert(m.real) {
+                files.push((m.path, m.rel));
+            }
+        }
+        let fixed: Vec<&str> = pattern.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+        if fixed.len() < pattern.split('/').count() && !fixed.is_empty() {
+            let dir = root.join(fixed.join("/"));
+            if dir.is_dir() && !watch.contains(&dir) {
+                watch.push(dir);
+            }
+        }
+    }
+    Ok((files, watch))
 }

@@ -118,7 +118,7 @@ proptest::proptest! {
         let pkg = package("accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[("s/y.comp", COMP)]);
         let glob = format!("{}/*.comp", parts.join("/"));
         let m = cargo_mcpp::manifest::Manifest::read(&pkg.path("Cargo.toml")).unwrap();
-        match cargo_mcpp::pipeline::expand_globs(&m, "k", std::slice::from_ref(&glob)) {
+        match cargo_mcpp::sources::expand_globs(&m, "k", std::slice::from_ref(&glob)) {
             Ok((files, _)) => {
                 let root = std::fs::canonicalize(pkg.path("")).unwrap();
                 for (p, rel) in files {

@@ -9,8 +9,7 @@ use cargo_mcpp::accel::{AccelSet, Backend};
 use cargo_mcpp::env::Env;
 use cargo_mcpp::manifest::Manifest;
 use cargo_mcpp::toolchain_package::{Availability, Installed};
-use cargo_mcpp::rules::{self, Rule, RuleContext, RulePlan, ToolchainPackageReq};
-use cargo_mcpp::sources::DeviceSource;
+use cargo_mcpp::rules::{self, DeviceSource, Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use cargo_mcpp::tool::{self, RootChoice, ToolChoices, ToolSpec, ToolkitSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,8 +45,9 @@ impl Setup {
         let manifest = Manifest::read(&root.join("Cargo.toml")).unwrap();
         Setup { _tmp: tmp, root, manifest }
     }
-    fn cache(&self) -> PathBuf {
-        self.root.join("target/debug/mcpp/resolver-fixture")
+    /// The device cache `cargo mcpp why tool` reads for this fixture (the dev profile).
+    fn cache(&self) -> cargo_mcpp::layout::DeviceCache {
+        cargo_mcpp::layout::DeviceCache::in_profile(&self.root.join("target/debug"), "resolver-fixture")
     }
     fn why(&self) -> String {
         self.why_tool("fakecc")

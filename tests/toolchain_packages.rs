@@ -419,7 +419,7 @@ fn resolve_with_packages(fx: &Fixture, spec: &ToolSpec, package: &str) -> (tool:
     };
     let mut env = cargo_mcpp::env::Env::empty();
     env.set("PATH", "/nonexistent");
-    tool::resolve(spec, &choices, &env, &fx.work_dir()).unwrap_or_else(|e| panic!("{e}"))
+    tool::resolve(spec, &choices, &env, &cargo_mcpp::layout::DeviceCache::at(fx.work_dir())).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

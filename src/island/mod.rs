@@ -284,9 +284,10 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
     Ok(out)
 }
 
-/// Refuse a marked entry point outside the declared island, before anything compiles: a `.cu`
-/// in `sources` or a file of `cxx-sources` whose text has a definition marked with the island's
-/// marker (`MCPP_EXPORT_C` when no island is declared) while it is not among
+/// Refuse a marked entry point outside the declared island, before anything compiles: of the
+/// `candidates` (absolute path, package-relative name: the `.cu` files of `sources` and the
+/// files of `cxx-sources`), one whose text has a definition marked with the island's marker
+/// (`MCPP_EXPORT_C` when no island is declared) while it is not among
 /// `[package.metadata.mcpp.island] sources` (`island_sources`, absolute; `None` when there is no
 /// island). Its marker would be undefined (the generated header is given only to the island's
 /// files) and nothing would declare the entry point to Rust. Each candidate file is read once;
@@ -295,13 +296,11 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
 /// # Errors
 /// [`ErrorKind::Sources`] naming `file:line` of the first marked definition, the key, and the
 /// `[package.metadata.mcpp.island]` lines that declare it; [`ErrorKind::Io`] for an unreadable
-/// file; a `cxx-sources` glob matching nothing ([`crate::pipeline::expand_globs`]).
-pub fn refuse_marked_outside(manifest: &crate::manifest::Manifest, collected: &crate::sources::Collected, island_sources: Option<&[PathBuf]>) -> Result<()> {
+/// file.
+pub fn refuse_marked_outside(manifest: &crate::manifest::Manifest, candidates: impl IntoIterator<Item = (PathBuf, String)>, island_sources: Option<&[PathBuf]>) -> Result<()> {
     let opts = manifest.mcpp.island.as_ref();
     let marker = opts.and_then(|o| o.marker.clone()).unwrap_or_else(|| DEFAULT_MARKER.to_string());
-    let cu = collected.sources.iter().filter(|s| s.ext == "cu").map(|s| (s.path.clone(), s.rel.clone()));
-    let (cxx, _) = crate::pipeline::expand_globs(manifest, "package.metadata.mcpp.cxx-sources", &manifest.mcpp.cxx_sources)?;
-    for (path, rel) in cu.chain(cxx) {
+    for (path, rel) in candidates {
         if island_sources.is_some_and(|s| s.contains(&path)) {
             continue;
         }

@@ -1,6 +1,14 @@
-//! What one build plans below the orchestrator (`pipeline`), shared with `cargo mcpp fetch`
-//! (`crate::fetch`), which does not import the orchestrator: the accelerator set with its
-//! origin ([`accel`]) and the toolchain packages the build needs ([`toolchain_packages`]).
+//! The planning steps of the device phase, below the orchestrator ([`crate::pipeline::run`]),
+//! in the order it takes them: the accelerator set with its origin ([`accel`]) and the
+//! toolchain packages the build needs ([`toolchain_packages`]), both shared with
+//! `cargo mcpp fetch` (`crate::fetch`, which does not import the orchestrator); what a run is
+//! given ([`config`]), the island prepared before the rules plan ([`island`]), the rules' and
+//! the host C++ lane's actions gathered into one graph ([`lanes`]), and what the build script
+//! tells cargo ([`directives`]). Paths come from [`crate::layout`], computed once.
 
 pub mod accel;
+pub mod config;
+pub mod directives;
+pub mod island;
+pub mod lanes;
 pub mod toolchain_packages;

@@ -12,10 +12,30 @@ use crate::accel::{AccelEntry, Backend};
 use crate::env::Env;
 use crate::error::Result;
 use crate::graph::Action;
+use crate::layout::{DeviceCache, Variant};
+use crate::link::LinkDirective;
 use crate::manifest::Manifest;
-use crate::sources::DeviceSource;
 use crate::tool::ToolChoices;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// One device source of the package, classified by [`crate::sources::collect`] (it lives here,
+/// with the rules that read it, so the rules never import the classification).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSource {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Package-root-relative path with `/` separators, as shown in messages.
+    pub rel: String,
+    /// The extension without the dot (`comp`), from the file name's last `.`.
+    pub ext: String,
+    /// The index of the rule (in the registry) that claims it.
+    pub rule: usize,
+    /// The index of the `sources` entry that listed it (for `sources[i]` in messages).
+    pub entry: usize,
+    /// Whether this build compiles it: its constraint (if any) is covered and its rule's
+    /// backend is in the accelerator set.
+    pub selected: bool,
+}
 
 /// What a rule gets to plan with.
 pub struct RuleContext<'a> {
@@ -26,10 +46,12 @@ pub struct RuleContext<'a> {
     /// The whole accelerator set of the build (a rule may read another backend's entry, as
     /// HIP on NVIDIA reads the `cuda` entry).
     pub set: &'a crate::accel::AccelSet,
-    /// The directory this build variant's outputs go to (under the device cache).
-    pub work_dir: &'a Path,
-    /// Where tool versions are cached.
-    pub tool_cache: &'a Path,
+    /// The package's device cache: tool decisions, versions and probes, the host toolchain
+    /// ([`crate::layout`]).
+    pub cache: &'a DeviceCache,
+    /// This build's variant of it: where the rule's outputs go ([`Variant::lane_dir`],
+    /// [`crate::link::object_path`]).
+    pub variant: &'a Variant,
     /// The environment (every read is declared to cargo).
     pub env: &'a Env,
     /// Explicit tool choices.
@@ -40,18 +62,6 @@ pub struct RuleContext<'a> {
     /// a rule compiling one of its device sources gives the compiler the header as a forced
     /// include on that rule's own command line.
     pub island: Option<&'a crate::island::Boundary>,
-}
-
-/// A link directive a plan asks for; the pipeline prints it through
-/// [`crate::cargo_output::CargoOutput`] in plan order (order matters to the linker).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LinkDirective {
-    /// `cargo::rustc-link-search=native=<dir>`.
-    Search(PathBuf),
-    /// `cargo::rustc-link-lib=<spec>`, e.g. `static=mcpp_cuda_app` or `dylib=stdc++`.
-    Lib(String),
-    /// `cargo::rustc-link-arg=<arg>`, e.g. `-Wl,-rpath,<dir>` for a shared runtime.
-    Arg(String),
 }
 
 /// What a rule planned.

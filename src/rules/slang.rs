@@ -15,7 +15,7 @@ use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
 use crate::manifest::Manifest;
-use crate::sources::DeviceSource;
+use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -238,14 +238,14 @@ impl Rule for SlangRule {
                 .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"))
             }
         };
-        let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.tool_cache)?;
+        let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.cache)?;
         let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let stage = opts.stage.unwrap_or_default();
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
         for s in sources {
-            let out = ctx.work_dir.join("slang").join(format!("{}.spv", s.rel));
-            let depfile = ctx.work_dir.join("slang").join(format!("{}.d", s.rel));
+            let out = ctx.variant.lane_dir("slang").join(format!("{}.spv", s.rel));
+            let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
             let args = argv(&opts, &profile, &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {

@@ -9,7 +9,7 @@ use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Action, Role};
 use serde::Deserialize;
-use crate::sources::DeviceSource;
+use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use std::ffi::OsString;
 
@@ -139,7 +139,7 @@ impl Rule for SpirvRule {
             SpirvCompilerName::Glslang => GLSLANG,
             SpirvCompilerName::Glslc => GLSLC,
         };
-        let (tool, warning) = tool::resolve(&spec, ctx.tools, ctx.env, ctx.tool_cache)?;
+        let (tool, warning) = tool::resolve(&spec, ctx.tools, ctx.env, ctx.cache)?;
         let target_env = match (&opts.target_env, &ctx.accel.version) {
             (Some(t), _) => t.clone(),
             (None, Some(v)) if KNOWN_VULKAN.contains(&v.as_str()) => format!("vulkan{v}"),
@@ -164,8 +164,8 @@ impl Rule for SpirvRule {
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
         for s in sources {
-            let out = ctx.work_dir.join("spirv").join(format!("{}.spv", s.rel));
-            let depfile = ctx.work_dir.join("spirv").join(format!("{}.d", s.rel));
+            let out = ctx.variant.lane_dir("spirv").join(format!("{}.spv", s.rel));
+            let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
             let args = argv(which, &opts, &target_env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
@@ -220,7 +220,7 @@ fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOpt
     if !target_env.starts_with("vulkan") || ALWAYS_ACCEPTED.contains(&target_env) {
         return Ok(());
     }
-    let Some(help) = tool::probe_cached(tool, &["--help"], ctx.tool_cache) else { return Ok(()) };
+    let Some(help) = tool::probe_cached(tool, &["--help"], ctx.cache) else { return Ok(()) };
     let accepted = listed_target_envs(&help);
     if accepted.is_empty() || accepted.iter().any(|a| a == target_env) {
         return Ok(());

@@ -175,12 +175,9 @@ fn item_path(item: &PayloadItem) -> String {
     item.namespace.iter().chain(std::iter::once(&item.identifier)).cloned().collect::<Vec<_>>().join("::")
 }
 
-/// The file in a variant directory of the device cache recording the base directory the last
-/// surface was named by.
-pub const BASE_RECORD: &str = "surface-base";
-
-/// Compare the base directory of this build with the one recorded in `variant_dir` by the last
-/// build that generated a surface, and record this one (only when it changed, atomically).
+/// Compare the base directory of this build with the one recorded in `record` (the variant's
+/// `surface-base`, [`crate::layout::Variant::surface_base`]) by the last build that generated a
+/// surface, and record this one (only when it changed, atomically).
 /// Returns the warning when a derived base moved, which renames accessors with no change to the
 /// user's code: the old and new base, what moved (`` `one_comp()` is now `a::one_comp()` ``,
 /// up to three) and the `base-dir` line that pins it. Nothing when the base is pinned, nothing
@@ -188,14 +185,13 @@ pub const BASE_RECORD: &str = "surface-base";
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when the record cannot be written.
-pub fn note_base(variant_dir: &Path, base: &BaseDir, items: &[PayloadItem]) -> Result<Option<String>> {
+pub fn note_base(record: &Path, base: &BaseDir, items: &[PayloadItem]) -> Result<Option<String>> {
     if items.is_empty() {
         return Ok(None);
     }
-    let record = variant_dir.join(BASE_RECORD);
     let now = format!("{}\n", base.display());
-    let before = std::fs::read_to_string(&record).ok();
-    write_if_changed(&record, now.as_bytes())?;
+    let before = std::fs::read_to_string(record).ok();
+    write_if_changed(record, now.as_bytes())?;
     let (Some(before), BaseDir::Derived(_)) = (before, base) else { return Ok(None) };
     let old: Vec<String> = names::components(before.trim()).into_iter().map(str::to_string).collect();
     if old == base.dirs() {

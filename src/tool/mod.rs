@@ -25,7 +25,7 @@
 //! A stated choice that does not exist is refused, never replaced by a later source (a root
 //! variable that names no toolkit too). Every decision (and every refusal) is recorded, with
 //! the manifest line, variable or build.rs line that made it (and the toolkit root with what
-//! named it), in `<device cache>/tool-decisions.json`; `cargo mcpp why tool <name>` prints
+//! named it), in the device cache's `tool-decisions.json` ([`decisions`]); `cargo mcpp why tool <name>` prints
 //! that record. When nothing answers, one refusal lists every way to name the tool, numbered
 //! in order.
 //!
@@ -34,20 +34,25 @@
 //! inode: the hash cache's key, [`crate::fingerprint`]), so a no-op build starts no compiler
 //! process at all, not even `--version`, and a program replaced in place (`cp -p` keeps size
 //! and mtime, not ctime) is asked again. A toolchain package's tool runs with its library directories on
-//! `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity.
+//! `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity. Probes and version
+//! questions run in [`process`], the one place this module starts a program.
+
+pub mod decisions;
+pub mod process;
+
+pub use decisions::{read_decisions, record_refusal, Decision};
+pub use process::{find_on_path, probe, probe_cached, PROBE_TIMEOUT};
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
+use crate::layout::DeviceCache;
 use crate::toolchain_package::Availability;
-use serde::{Deserialize, Serialize};
+use decisions::{record_answer, record_refusal_after};
+use process::{is_executable, version_of};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
-
-/// The file, in the device cache, holding the last decision for each tool.
-pub const DECISIONS_FILE: &str = "tool-decisions.json";
+use std::process::Command;
 
 /// How a tool is found and asked its version.
 #[derive(Debug, Clone, Copy)]
@@ -297,48 +302,6 @@ pub struct ToolChoices {
     pub fetch_command: String,
 }
 
-/// One resolver decision, as recorded in [`DECISIONS_FILE`] and printed by `cargo mcpp why tool`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
-    /// The tool name.
-    pub tool: String,
-    /// The program used; `None` when nothing answered (the refusal is in `refusal`).
-    pub answer: Option<PathBuf>,
-    /// The first line of its version.
-    pub version: Option<String>,
-    /// `choice`, `env`, `override`, `root`, `toolchain-package`, `path`, `derived` or `none`.
-    pub source: String,
-    /// What made the decision, with its line: `/p/Cargo.toml:12 [package.metadata.mcpp.tools] glslc`,
-    /// `the environment variable GLSLC=/usr/bin/glslc`, `toolchain package glslang 13.1.1 (pinned at /p/Cargo.toml:9)`.
-    pub origin: String,
-    /// The sources consulted before it, in order, each with why it did not answer.
-    pub considered: Vec<String>,
-    /// The PATH warning, when there was one.
-    pub warning: Option<String>,
-    /// The refusal text, when nothing answered.
-    pub refusal: Option<String>,
-    /// For a toolkit tool: the toolkit root used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub toolkit: Option<PathBuf>,
-    /// For a toolkit tool: what named the root, with its value or line
-    /// (`the environment variable CUDA_PATH=/opt/cuda`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub toolkit_origin: Option<String>,
-}
-
-/// Read the recorded decisions in `cache_dir` (empty when none were recorded).
-pub fn read_decisions(cache_dir: &Path) -> BTreeMap<String, Decision> {
-    std::fs::read(cache_dir.join(DECISIONS_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
-}
-
-fn record(cache_dir: &Path, d: Decision) -> Result<()> {
-    let mut all = read_decisions(cache_dir);
-    all.insert(d.tool.clone(), d);
-    let json = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
-    crate::fingerprint::write_if_changed(&cache_dir.join(DECISIONS_FILE), &json)?;
-    Ok(())
-}
-
 /// Take `path` as `spec`'s program, decided elsewhere (`source`, with `origin` saying where:
 /// the line or variable), check that it runs, and record the decision for `cargo mcpp why
 /// tool` exactly as [`resolve`] does. For the host tools the `cc` crate chose and nvcc's host
@@ -347,7 +310,7 @@ fn record(cache_dir: &Path, d: Decision) -> Result<()> {
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `path` does not exist, is not executable, does not run or
 /// does not answer its version within [`PROBE_TIMEOUT`]; the refusal is recorded too.
-pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str, env: &Env, cache_dir: &Path) -> Result<Tool> {
+pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str, env: &Env, cache: &DeviceCache) -> Result<Tool> {
     let empty = ToolChoices::default();
     let found = (|| {
         let path = if is_bare(path) {
@@ -357,68 +320,24 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
             path.to_path_buf()
         };
         check_named(spec, &empty, &path, &source, origin)?;
-        let version = version_of(spec, &path, &[], cache_dir, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
+        let version = version_of(spec, &path, &[], cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
         Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), toolchain_package_root: None })
     })();
     match found {
         Ok(tool) => {
-            record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache_dir)?;
+            record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache)?;
             Ok(tool)
         }
         Err(e) => {
-            record_refusal(spec, &e, cache_dir);
+            record_refusal(spec, &e, cache);
             Err(e)
         }
     }
 }
 
-/// Record that `spec` could not be resolved (`error`), so `cargo mcpp why tool` never shows an
-/// earlier build's answer after a refusal.
-pub fn record_refusal(spec: &ToolSpec, error: &Error, cache_dir: &Path) {
-    record_refusal_after(spec, error, Vec::new(), cache_dir);
-}
-
-fn record_refusal_after(spec: &ToolSpec, error: &Error, considered: Vec<String>, cache_dir: &Path) {
-    let _ = record(
-        cache_dir,
-        Decision {
-            tool: spec.name.to_string(),
-            answer: None,
-            version: None,
-            source: "none".into(),
-            origin: "nothing answered".into(),
-            considered,
-            warning: None,
-            refusal: Some(error.to_string()),
-            toolkit: None,
-            toolkit_origin: None,
-        },
-    );
-}
-
-/// Record the answer `tool` (decided by `origin`, after `considered`, in `toolkit`) for
-/// `cargo mcpp why tool`.
-fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: Option<String>, toolkit: Option<&ToolkitRoot>, cache_dir: &Path) -> Result<()> {
-    record(
-        cache_dir,
-        Decision {
-            tool: tool.name.clone(),
-            answer: Some(tool.path.clone()),
-            version: Some(tool.version_line().to_string()),
-            source: tool.source.class().to_string(),
-            origin,
-            considered,
-            warning,
-            refusal: None,
-            toolkit: toolkit.map(|t| t.root.clone()),
-            toolkit_origin: toolkit.map(|t| t.origin.clone()),
-        },
-    )
-}
-
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
-/// `cache_dir` when the program file is unchanged. Records the decision (or the refusal) in
-/// `cache_dir`. Returns the tool and, for a PATH answer, the warning to show. For a toolkit
+/// `cache` when the program file is unchanged. Records the decision (or the refusal) in
+/// `cache`. Returns the tool and, for a PATH answer, the warning to show. For a toolkit
 /// tool this is [`resolve_toolkit`] without a root key, the root left out.
 ///
 /// # Errors
@@ -426,8 +345,8 @@ fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: 
 /// not run, or the version is not answered within [`PROBE_TIMEOUT`] (the text lists every way
 /// to name the tool); [`ErrorKind::Manifest`] when the toolchain package is declared but not installed
 /// (naming the `cargo mcpp fetch` command) or does not match `mcpp.lock`.
-pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache_dir: &Path) -> Result<(Tool, Option<String>)> {
-    let r = resolve_toolkit(spec, choices, None, env, cache_dir)?;
+pub fn resolve(spec: &ToolSpec, choices: &ToolChoices, env: &Env, cache: &DeviceCache) -> Result<(Tool, Option<String>)> {
+    let r = resolve_toolkit(spec, choices, None, env, cache)?;
     Ok((r.tool, r.warning))
 }
 
@@ -450,21 +369,21 @@ pub struct Resolved {
 /// As [`resolve`]; also [`ErrorKind::ToolNotFound`] when the root key or a set root variable
 /// names a directory without the toolkit's marker files (refused with the key or variable, not
 /// skipped), and when a toolkit answers without its program.
-pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, cache_dir: &Path) -> Result<Resolved> {
+pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, cache: &DeviceCache) -> Result<Resolved> {
     let mut considered = Vec::new();
     let outcome = find(spec, choices, root, env, true, &mut considered);
     let result = outcome.and_then(|found| {
-        let version = version_of(spec, &found.path, &found.env, cache_dir, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {})", found.origin)))?;
+        let version = version_of(spec, &found.path, &found.env, cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {})", found.origin)))?;
         Ok((found, version))
     });
     match result {
         Ok((found, version)) => {
             let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, toolchain_package_root: found.toolchain_package_root };
-            record_answer(&tool, found.origin, considered, found.warning.clone(), found.toolkit.as_ref(), cache_dir)?;
+            record_answer(&tool, found.origin, considered, found.warning.clone(), found.toolkit.as_ref(), cache)?;
             Ok(Resolved { tool, warning: found.warning, toolkit: found.toolkit })
         }
         Err(e) => {
-            record_refusal_after(spec, &e, considered, cache_dir);
+            record_refusal_after(spec, &e, considered, cache);
             Err(e)
         }
     }
@@ -587,7 +506,7 @@ fn consulted(mut e: Error, considered: &[String]) -> Error {
 fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, need_program: bool, considered: &mut Vec<String>) -> Result<Found> {
     let named = find_named(spec, choices, env, considered)?;
     if let Some(kit) = spec.toolkit {
-        return find_in_toolkit(spec, kit, choices, root, named, env, need_program, considered);
+        return find_in_toolkit(&KitSearch { spec, kit, choices, env, need_program }, root, named, considered);
     }
     if let Some(found) = named {
         return Ok(found);
@@ -641,98 +560,136 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: 
     Err(nothing_answered(spec, choices, considered))
 }
 
+/// What the toolkit steps share: the tool, its toolkit, the choices and whether the program
+/// must be there (the clang route of CUDA asks for the root alone).
+struct KitSearch<'a> {
+    spec: &'a ToolSpec,
+    kit: &'a ToolkitSpec,
+    choices: &'a ToolChoices,
+    env: &'a Env,
+    need_program: bool,
+}
+
 /// The toolkit steps: the root from the root key, the named program's location, the root
 /// variables, the toolchain package, PATH; the program is the named one, else the root's own.
-#[allow(clippy::too_many_arguments)]
-fn find_in_toolkit(
-    spec: &ToolSpec,
-    kit: &ToolkitSpec,
-    choices: &ToolChoices,
-    root_choice: Option<&RootChoice>,
-    named: Option<Found>,
-    env: &Env,
-    need_program: bool,
-    considered: &mut Vec<String>,
-) -> Result<Found> {
-    // The program for a root: the named one (with the root added), else the root's own.
-    let in_root = |named: Option<Found>, toolkit: ToolkitRoot, source: ToolSource, env_vars: Vec<(String, OsString)>, package_root: Option<PathBuf>, considered: &[String]| -> Result<Found> {
-        if let Some(n) = named {
-            return Ok(Found { toolkit: Some(toolkit), ..n });
-        }
-        let path = kit.program(&toolkit.root);
-        if need_program && !is_executable(&path) {
-            let e = refusal(spec, choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, toolkit.root.display(), toolkit.origin, kit.program_in_root));
-            return Err(consulted(e, considered));
-        }
-        Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, toolchain_package_root: package_root, warning: None, toolkit: Some(toolkit) })
-    };
+fn find_in_toolkit(search: &KitSearch, root_choice: Option<&RootChoice>, named: Option<Found>, considered: &mut Vec<String>) -> Result<Found> {
     // 1. The rule's root key.
     if let Some(c) = root_choice {
-        let key_text = kit.root_key.map(str::to_string).unwrap_or_else(|| c.key.clone());
-        let line = c.line.map(|l| format!(":{l}")).unwrap_or_default();
-        let origin = format!("{}{line} {key_text} = {:?}", c.manifest.display(), c.root.display().to_string());
-        if let Some(m) = kit.missing_marker(&c.root) {
-            let e = refusal(spec, choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, c.root.display()));
-            return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
-        }
-        let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
-        return in_root(named, ToolkitRoot { root: c.root.clone(), found_by: key_text, origin }, source, Vec::new(), None, considered);
+        return from_root_key(search, c, named, considered);
     }
-    if let Some(k) = kit.root_key {
+    if let Some(k) = search.kit.root_key {
         considered.push(format!("{k} (not set)"));
     }
     // The root the named program sits in; a named program outside any (a wrapper) still runs.
-    let named = match named {
-        Some(n) => match kit.root_around(&n.path) {
+    let mut named = match named {
+        Some(n) => match search.kit.root_around(&n.path) {
             Some(root) => {
                 let toolkit = ToolkitRoot { found_by: n.origin.clone(), origin: format!("the root {} sits in ({})", n.path.display(), n.origin), root };
                 return Ok(Found { toolkit: Some(toolkit), ..n });
             }
             None => {
-                considered.push(format!("{} `{}` ({}) is not inside a {} root; the root comes from the next ways", spec.name, n.path.display(), n.origin, kit.name));
+                considered.push(format!("{} `{}` ({}) is not inside a {} root; the root comes from the next ways", search.spec.name, n.path.display(), n.origin, search.kit.name));
                 Some(n)
             }
         },
         None => None,
     };
-    // 4. The root variables: a set one that names no toolkit is refused, not skipped.
+    // 4. The root variables, 5. the declared toolchain package, 6. the program on PATH.
+    if let Some(found) = from_root_vars(search, &mut named, considered)? {
+        return Ok(found);
+    }
+    if let Some(found) = from_toolchain_package(search, &mut named, considered)? {
+        return Ok(found);
+    }
+    if let Some(found) = from_path(search, &mut named, considered)? {
+        return Ok(found);
+    }
+    Err(nothing_answered(search.spec, search.choices, considered))
+}
+
+/// The program for a found root: the named one (with the root added), else the root's own
+/// ([`ToolkitSpec::program`]), which must be executable when the program is needed.
+fn in_root(search: &KitSearch, named: Option<Found>, toolkit: ToolkitRoot, source: ToolSource, env_vars: Vec<(String, OsString)>, toolchain_package_root: Option<PathBuf>, considered: &[String]) -> Result<Found> {
+    if let Some(n) = named {
+        return Ok(Found { toolkit: Some(toolkit), ..n });
+    }
+    let (spec, kit) = (search.spec, search.kit);
+    let path = kit.program(&toolkit.root);
+    if search.need_program && !is_executable(&path) {
+        let e = refusal(spec, search.choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, toolkit.root.display(), toolkit.origin, kit.program_in_root));
+        return Err(consulted(e, considered));
+    }
+    Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, toolchain_package_root, warning: None, toolkit: Some(toolkit) })
+}
+
+/// Step 1 for the root: the rule's root key (`[package.metadata.mcpp.cuda] toolkit`), refused
+/// when it names no toolkit.
+fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, considered: &[String]) -> Result<Found> {
+    let kit = search.kit;
+    let key_text = kit.root_key.map(str::to_string).unwrap_or_else(|| c.key.clone());
+    let line = c.line.map(|l| format!(":{l}")).unwrap_or_default();
+    let origin = format!("{}{line} {key_text} = {:?}", c.manifest.display(), c.root.display().to_string());
+    if let Some(m) = kit.missing_marker(&c.root) {
+        let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, c.root.display()));
+        return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
+    }
+    let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
+    in_root(search, named, ToolkitRoot { root: c.root.clone(), found_by: key_text, origin }, source, Vec::new(), None, considered)
+}
+
+/// Step 4: the root variables (`CUDA_PATH`, `CUDA_HOME`); a set one that names no toolkit is
+/// refused, not skipped. `None` when none is set.
+fn from_root_vars(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec<String>) -> Result<Option<Found>> {
+    let kit = search.kit;
     for var in kit.root_vars {
-        let Some(v) = env.get_nonempty(var) else {
+        let Some(v) = search.env.get_nonempty(var) else {
             considered.push(format!("{var} (unset)"));
             continue;
         };
         let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
         if let Some(m) = kit.missing_marker(&root) {
-            let e = refusal(spec, choices, format!("the {} cannot be used: {var}=`{v}` has no {m}", kit.name));
+            let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{v}` has no {m}", kit.name));
             return Err(consulted(e, considered).key(var.to_string()));
         }
         let toolkit = ToolkitRoot { root: root.clone(), found_by: var.to_string(), origin: format!("the environment variable {var}={v}") };
-        return in_root(named, toolkit, ToolSource::Root { var: var.to_string(), root }, Vec::new(), None, considered);
+        return in_root(search, named.take(), toolkit, ToolSource::Root { var: var.to_string(), root }, Vec::new(), None, considered).map(Some);
     }
-    // 5. The declared toolchain package: its root is the toolkit root.
-    if let Some(p) = spec.toolchain_package {
-        match choices.toolchain_packages.get(p) {
-            Some(Availability::Ready { installed, lib_dirs, why }) => match kit.missing_marker(&installed.root) {
-                None => {
-                    let by = format!("toolchain package {p} {} ({why})", installed.version);
-                    let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", installed.dir.display()), found_by: by };
-                    let source = ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() };
-                    return in_root(named, toolkit, source, package_env(lib_dirs), Some(installed.root.clone()), considered);
-                }
-                Some(m) => considered.push(format!("the toolchain package {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
-            },
-            Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
-            Some(Availability::Missing { version, declared_by: None, .. }) => {
-                considered.push(format!("toolchain package {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
+    Ok(None)
+}
+
+/// Step 5: the declared toolchain package, whose root is the toolkit root. `None` when it is not
+/// installed (and not declared), lacks a marker, or is not used by this build; refused when it
+/// is declared but not installed.
+fn from_toolchain_package(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec<String>) -> Result<Option<Found>> {
+    let (spec, kit, choices) = (search.spec, search.kit, search.choices);
+    let Some(p) = spec.toolchain_package else { return Ok(None) };
+    match choices.toolchain_packages.get(p) {
+        Some(Availability::Ready { installed, lib_dirs, why }) => match kit.missing_marker(&installed.root) {
+            None => {
+                let by = format!("toolchain package {p} {} ({why})", installed.version);
+                let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", installed.dir.display()), found_by: by };
+                let source = ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() };
+                return in_root(search, named.take(), toolkit, source, package_env(lib_dirs), Some(installed.root.clone()), considered).map(Some);
             }
-            Some(Availability::Refused(e)) => return Err(e.clone()),
-            None => considered.push(format!("toolchain package {p} (not used by this build)")),
+            Some(m) => considered.push(format!("the toolchain package {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
+        },
+        Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
+        Some(Availability::Missing { version, declared_by: None, .. }) => {
+            considered.push(format!("toolchain package {p} {version} (not installed; `{}` installs it)", choices.fetch_command));
         }
+        Some(Availability::Refused(e)) => return Err(e.clone()),
+        None => considered.push(format!("toolchain package {p} (not used by this build)")),
     }
-    // 6. The program on PATH, when it sits in a root (warned).
+    Ok(None)
+}
+
+/// Step 6: the program on PATH, when it sits in a root (warned, naming the declarations that
+/// would name it instead). `None` when no program on PATH is inside one.
+fn from_path(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec<String>) -> Result<Option<Found>> {
+    let (spec, kit, choices) = (search.spec, search.kit, search.choices);
     let mut on_path = false;
     for prog in spec.programs {
-        let Some(path) = find_on_path(prog, env) else { continue };
+        let Some(path) = find_on_path(prog, search.env) else { continue };
         on_path = true;
         let Some(root) = kit.root_around(&path) else {
             considered.push(format!("{prog} on PATH (`{}`) is not inside a {} root", path.display(), kit.name));
@@ -745,14 +702,14 @@ fn find_in_toolkit(
             w.push_str(&format!(", or install the toolchain package {p} with `{}`", choices.fetch_command));
         }
         let toolkit = ToolkitRoot { root, found_by: "PATH".into(), origin: format!("PATH ({})", path.display()) };
-        let mut found = in_root(named, toolkit, ToolSource::Path, Vec::new(), None, considered)?;
+        let mut found = in_root(search, named.take(), toolkit, ToolSource::Path, Vec::new(), None, considered)?;
         found.warning = Some(w);
-        return Ok(found);
+        return Ok(Some(found));
     }
     if !on_path {
         considered.push(format!("PATH (no {})", spec.programs.join(", ")));
     }
-    Err(nothing_answered(spec, choices, considered))
+    Ok(None)
 }
 
 /// A refusal of `spec` with `headline`, listing every way to name it, numbered in order (a
@@ -795,165 +752,6 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
         .help("cargo-mcpp's README, \"Declared toolchains\", says how each way works; `cargo mcpp why tool <name>` shows what a build chose")
 }
 
-/// How long a tool may take to answer a probe (its version, what it accepts, `nvidia-smi`):
-/// a program that hangs there is refused (its version) or ignored (a probe) instead of
-/// hanging the build.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How a probe ended.
-enum Ran {
-    /// It exited (or was killed by a signal) with this output.
-    Exited { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
-    /// It was still running after the timeout, and was killed.
-    TimedOut,
-}
-
-/// Run `cmd` (stdin empty, stdout and stderr into unnamed temporary files, so a grandchild
-/// holding them open cannot block the read) for at most `timeout`.
-fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
-    use std::io::{Read, Seek};
-    let mut out = tempfile::tempfile()?;
-    let mut err = tempfile::tempfile()?;
-    cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(err.try_clone()?);
-    let mut child = cmd.spawn()?;
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        let elapsed = started.elapsed();
-        if elapsed >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Ran::TimedOut);
-        }
-        std::thread::sleep(pause.min(timeout - elapsed));
-        pause = (pause * 2).min(Duration::from_millis(50));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    out.rewind()?;
-    out.read_to_end(&mut stdout)?;
-    err.rewind()?;
-    err.read_to_end(&mut stderr)?;
-    Ok(Ran::Exited { status, stdout, stderr })
-}
-
-/// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv, for at most
-/// [`PROBE_TIMEOUT`], and return its stdout when it exits 0; `None` when it cannot start,
-/// fails or hangs. Probes are facts, never refusals by themselves (seed 002 "facts and floors").
-pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
-    #[allow(clippy::disallowed_methods)] // tool.rs runs hardware and driver probes (argv)
-    let mut cmd = Command::new(program);
-    match run_timed(cmd.args(args), PROBE_TIMEOUT).ok()? {
-        Ran::Exited { status, stdout, .. } => status.success().then(|| String::from_utf8_lossy(&stdout).into_owned()),
-        Ran::TimedOut => None,
-    }
-}
-
-/// The first `program` on the PATH of `env`, found as `which` finds it (the `which` crate:
-/// executable regular files, relative PATH entries taken from the working directory).
-pub fn find_on_path(program: &str, env: &Env) -> Option<PathBuf> {
-    let path = env.get_os("PATH")?;
-    let cwd = std::env::current_dir().ok()?;
-    which::which_in(program, Some(path), cwd).ok()
-}
-
-fn is_executable(p: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-    }
-    #[cfg(not(unix))]
-    {
-        p.is_file()
-    }
-}
-
-/// The cache key of a program file: its path and stat data (size, mtime, ctime, inode), the
-/// hash cache's key ([`crate::fingerprint`]): a program replaced in place keeps its path and
-/// may keep size and mtime (`cp -p`), but not its ctime. Size and mtime where the platform
-/// has no ctime and inode.
-fn file_key(path: &Path) -> Result<String> {
-    if let Some((size, mtime, ctime, inode)) = crate::fingerprint::stat_key(path) {
-        return Ok(format!("{}|{size}|{mtime}|{ctime}|{inode}", path.display()));
-    }
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
-    Ok(format!("{}|{}|{mtime}", path.display(), meta.len()))
-}
-
-/// What `tool` prints (stdout then stderr) for `args`, asked once and cached in
-/// `<cache_dir>/tool-probes.json` by the program file's key (path and stat data, like its
-/// version) and `args`, so a no-op build starts no process. `None` when it does not start, is
-/// killed, does not answer within [`PROBE_TIMEOUT`], cannot execute (126/127) or prints nothing
-/// (nothing is cached then); another exit code counts as an answer (`glslangValidator --help`
-/// exits 1). Used for what a compiler accepts (`nvcc --list-gpu-code`, clang's
-/// `--print-supported-cpus`).
-pub fn probe_cached(tool: &Tool, args: &[&str], cache_dir: &Path) -> Option<String> {
-    let key = format!("{}|{}", file_key(&tool.path).ok()?, args.join(" "));
-    let cache_file = cache_dir.join("tool-probes.json");
-    let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    if let Some(v) = cache.get(&key) {
-        return Some(v.clone());
-    }
-    #[allow(clippy::disallowed_methods)] // tool.rs asks a tool what it accepts (argv, cached)
-    let mut cmd = Command::new(&tool.path);
-    cmd.args(args);
-    tool.apply_env(&mut cmd);
-    let Ran::Exited { status, stdout, stderr } = run_timed(&mut cmd, PROBE_TIMEOUT).ok()? else { return None };
-    if matches!(status.code(), None | Some(126) | Some(127)) {
-        return None;
-    }
-    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
-    if text.trim().is_empty() {
-        return None;
-    }
-    cache.insert(key, text.clone());
-    if let Ok(json) = serde_json::to_vec_pretty(&cache) {
-        let _ = crate::fingerprint::write_if_changed(&cache_file, &json);
-    }
-    Some(text)
-}
-
-fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cache_dir: &Path, timeout: Duration) -> Result<String> {
-    let key = file_key(path)?;
-    let cache_file = cache_dir.join("tool-versions.json");
-    let mut cache: BTreeMap<String, String> =
-        std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    if let Some(v) = cache.get(&key) {
-        return Ok(v.clone());
-    }
-    #[allow(clippy::disallowed_methods)] // tool.rs asks a tool its version (argv, cached)
-    let mut cmd = Command::new(path);
-    cmd.args(spec.version_args);
-    for (k, v) in tool_env {
-        cmd.env(k, v);
-    }
-    let ran = run_timed(&mut cmd, timeout).map_err(|e| {
-        Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run: {e}", spec.name, path.display()))
-    })?;
-    let Ran::Exited { status, stdout, stderr } = ran else {
-        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{} {}` did not answer within {} s", spec.name, path.display(), spec.version_args.join(" "), timeout.as_secs_f64()))
-            .file(path)
-            .detail("cargo-mcpp asks each tool its version once (then cached by the program file); this one was still running, and was stopped.")
-            .help(format!("name a program that answers `{}` ([package.metadata.mcpp.tools] {}, or {}), or fix this one", spec.version_args.join(" "), spec.name, override_var(spec.name))));
-    };
-    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
-    if matches!(status.code(), None | Some(126) | Some(127)) {
-        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, path.display(), status))
-            .detail(text.trim().lines().take(5).collect::<Vec<_>>().join("\n"))
-            .help("a toolchain package's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
-    }
-    let version = if text.trim().is_empty() { "unknown".to_string() } else { text.trim().to_string() };
-    cache.insert(key, version.clone());
-    if let Ok(json) = serde_json::to_vec_pretty(&cache) {
-        crate::fingerprint::write_if_changed(&cache_file, &json)?;
-    }
-    Ok(version)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -963,32 +761,5 @@ mod tests {
         assert_eq!(override_var("glslangValidator"), "MCPP_TOOL_GLSLANGVALIDATOR");
         assert_eq!(override_var("spirv-val"), "MCPP_TOOL_SPIRV_VAL");
         assert_eq!(override_var("nvcc"), "MCPP_TOOL_NVCC");
-    }
-
-    /// A tool that hangs on `--version` is refused after the timeout, naming the tool, its path
-    /// and the arguments, instead of hanging the build; nothing is cached for it.
-    #[cfg(unix)]
-    #[test]
-    fn a_version_probe_that_hangs_is_refused_after_the_timeout() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let hang = dir.path().join("hangcc");
-        std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
-        std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let spec = ToolSpec { name: "hangcc", programs: &["hangcc"], env_vars: &[], version_args: &["--version"], install_hint: "none", toolchain_package: None, toolkit: None };
-        let started = Instant::now();
-        let e = version_of(&spec, &hang, &[], dir.path(), Duration::from_millis(300)).unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(10), "stopped at the timeout, not when sleep ended: {:?}", started.elapsed());
-        assert_eq!(e.kind, ErrorKind::ToolNotFound);
-        let text = e.to_string();
-        assert!(text.contains(&format!("hangcc cannot be used: `{} --version` did not answer within 0.3 s", hang.display())), "{text}");
-        assert!(text.contains("MCPP_TOOL_HANGCC"), "the way out: {text}");
-        assert!(!dir.path().join("tool-versions.json").exists(), "nothing cached");
-        // A probe that answers in time is read whole, stdout then stderr.
-        let ok = dir.path().join("okcc");
-        std::fs::write(&ok, "#!/bin/sh\necho out; echo err >&2; exit 3\n").unwrap();
-        std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let v = version_of(&ToolSpec { name: "okcc", ..spec }, &ok, &[], dir.path(), Duration::from_secs(5)).unwrap();
-        assert_eq!(v, "out\nerr");
     }
 }

@@ -1,0 +1,244 @@
+//! `cargo mcpp build`: validate every selected package's device phase before cargo starts,
+//! fetch the payloads they need, then run `cargo build` with the user's arguments and show the
+//! progress its build scripts report; and the hidden `build-script` command, the engine of
+//! `mcpp_build::build()`. The one place the command line starts cargo (argv).
+
+use super::fetch::fetch_one;
+use super::locate::{cargo_program, locate, Located};
+use super::{accel_choice, BuildArgs, BuildScriptArgs, ENGINE_ENV, ENGINE_HANDSHAKE};
+use crate::env::Env;
+use crate::error::{exit_code, Error, ErrorKind, Result};
+use crate::manifest::Manifest;
+use crate::pipeline;
+use crate::plan::accel::{AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
+use crate::progress::{Channel, PackageOutcome};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+
+/// `cargo mcpp build`: validate the selected packages' device phases (every problem, before
+/// cargo starts), fetch the toolchain packages they need, then run `cargo build` with the
+/// user's arguments and show the progress its build scripts report over the side channel
+/// ([`crate::report`]). The device work itself runs only in the build scripts, with cargo's
+/// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.
+///
+/// # Errors
+/// Every refusal of every selected package, at once (`validate_packages`); a failed fetch;
+/// a progress channel or a `cargo build` that cannot start. A failed build is an exit code.
+pub fn build(args: &BuildArgs) -> Result<i32> {
+    let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;
+    let accel = accel_choice(args.accel.as_deref(), args.no_accel);
+    let channel = Channel::open().map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
+    let env = build_env(&accel, &channel);
+    let device_packages = validate_packages(&packages, &without_build_script, &env)?;
+    for (name, manifest_path) in &device_packages {
+        fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
+    }
+    let mut cargo = cargo_command(args, &env);
+    let status = run_cargo(&mut cargo, &channel, &env, &args.cargo_args)?;
+    let outcomes = channel.close();
+    Ok(exit_code_of(status, &device_packages, &outcomes))
+}
+
+/// This process's environment view for the build: the choice the build scripts will see
+/// (`MCPP_NO_ACCEL=1` or `MCPP_ACCEL=<spec>`, the other removed) and the progress channel, so a
+/// refusal here names `cargo mcpp build --no-accel`, as the build scripts' will.
+fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
+    let mut env = Env::process();
+    env.set(crate::report::PROGRESS_ENV, channel.path());
+    match accel {
+        AccelChoice::NoAccel => {
+            env.set(NO_ACCEL_ENV, "1");
+            env.remove(ACCEL_ENV);
+        }
+        AccelChoice::Spec(s) => {
+            env.set(ACCEL_ENV, s);
+            env.remove(NO_ACCEL_ENV);
+        }
+        AccelChoice::Manifest => {}
+    }
+    env
+}
+
+/// The packages with a device phase (`[package.metadata.mcpp]`), each validated
+/// ([`pipeline::validate`], with the choice `env` carries) and required to have a build script.
+/// Returns them (name, manifest) in selection order.
+///
+/// # Errors
+/// Every problem of every package at once ([`Error::all`]), each naming its package.
+fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], env: &Env) -> Result<Vec<(String, PathBuf)>> {
+    let mut device_packages = Vec::new();
+    let mut problems = Vec::new();
+    for (name, manifest_path) in packages {
+        match Manifest::read(manifest_path) {
+            Ok(m) if !m.has_mcpp_table => continue,
+            Ok(_) => {}
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        }
+        let validated = pipeline::validate(manifest_path, &AccelChoice::Manifest, env);
+        let has_build_script = !without_build_script.contains(name);
+        match validated {
+            Ok(_) if has_build_script => device_packages.push((name.clone(), manifest_path.clone())),
+            Ok(_) => {}
+            Err(e) => problems.push(e.detail(format!("(package `{name}`)"))),
+        }
+        if !has_build_script {
+            // The device phase runs in the build script only: without one, nothing would
+            // compile the device sources or generate the surface.
+            problems.push(
+                Error::new(ErrorKind::Manifest, format!("the package `{name}` declares [package.metadata.mcpp] but has no build script to run its device phase"))
+                    .file(manifest_path)
+                    .key("package.metadata.mcpp")
+                    .help("add build.rs with `fn main() { cargo_mcpp::build(); }` (build-dependency cargo-mcpp) or `fn main() { mcpp_build::build(); }` (build-dependency mcpp-build)"),
+            );
+        }
+    }
+    // Every problem of every package, before cargo starts.
+    Error::all(problems)?;
+    Ok(device_packages)
+}
+
+/// `cargo build` with the location, selection, `-j`, `--offline` and the further arguments of
+/// `args`, the engine named when that changes the choice ([`engine_to_name`]), and `env`.
+fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
+    #[allow(clippy::disallowed_methods)] // cli/build.rs runs cargo (argv)
+    let mut cargo = Command::new(cargo_program());
+    cargo.arg("build");
+    if let Some(p) = &args.location.manifest_path {
+        cargo.arg("--manifest-path").arg(p);
+    }
+    if args.location.release {
+        cargo.arg("--release");
+    }
+    if let Some(p) = &args.location.profile {
+        cargo.args(["--profile", p]);
+    }
+    if let Some(t) = &args.location.target {
+        cargo.args(["--target", t]);
+    }
+    if let Some(d) = &args.location.target_dir {
+        cargo.arg("--target-dir").arg(d);
+    }
+    for p in &args.selection.package {
+        cargo.args(["--package", p]);
+    }
+    if args.selection.workspace {
+        cargo.arg("--workspace");
+    }
+    for p in &args.selection.exclude {
+        cargo.args(["--exclude", p]);
+    }
+    if let Some(j) = args.jobs {
+        cargo.arg(format!("-j{j}"));
+    }
+    if args.offline {
+        cargo.arg("--offline");
+    }
+    cargo.args(&args.cargo_args);
+    // A build.rs calling `mcpp_build::build()` runs this same engine (unless one is named).
+    if let Some(me) = engine_to_name() {
+        cargo.env(ENGINE_ENV, me);
+    }
+    crate::env::apply_to(&mut cargo, env);
+    cargo
+}
+
+/// Run `cargo` to its end. When the channel draws progress bars, cargo's stderr comes through
+/// here, printed above the bars, with colours kept (unless the user chose `--color` or
+/// `CARGO_TERM_COLOR`); otherwise cargo prints as usual.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when cargo cannot start.
+fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String]) -> Result<ExitStatus> {
+    let status = if channel.draws_bars() {
+        if env.get_os("CARGO_TERM_COLOR").is_none() && !cargo_args.iter().any(|a| a.starts_with("--color")) {
+            cargo.env("CARGO_TERM_COLOR", "always");
+        }
+        cargo.stderr(std::process::Stdio::piped());
+        let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
+        if let Some(stderr) = child.stderr.take() {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                channel.print_line(&line);
+            }
+        }
+        child.wait()
+    } else {
+        cargo.status()
+    };
+    status.map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))
+}
+
+/// The exit code of `cargo mcpp build`: success (saying which device packages cargo found
+/// fresh, their build scripts not run), else the code of a device phase that failed (1
+/// compiler failed, 3 refused, ...), else [`exit_code::CARGO_FAILED`].
+fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outcomes: &BTreeMap<String, PackageOutcome>) -> i32 {
+    if status.success() {
+        for (name, _) in device_packages.iter().filter(|(n, _)| !outcomes.contains_key(n)) {
+            eprintln!("      Device {name}: fresh (cargo did not need to run its build script)");
+        }
+        return exit_code::SUCCESS;
+    }
+    // A device phase that failed decides the exit code (1 compiler failed, 3 refused, ...).
+    let failed = outcomes.values().find_map(|o| match o {
+        PackageOutcome::Failed { exit_code, .. } => Some(*exit_code),
+        _ => None,
+    });
+    failed.unwrap_or(exit_code::CARGO_FAILED)
+}
+
+/// The engine `cargo mcpp build` names to the build scripts of its `cargo build`: this
+/// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
+/// anyway (its own lookup, [`mcpp_build::Build::locate_engine`]). Setting the variable only
+/// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
+/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
+fn engine_to_name() -> Option<PathBuf> {
+    if crate::env::Env::process().get_nonempty(ENGINE_ENV).is_some() {
+        return None;
+    }
+    let me = std::env::current_exe().ok()?;
+    let found = mcpp_build::Build::new().locate_engine().ok().and_then(|(p, _)| std::fs::canonicalize(p).ok());
+    match found {
+        Some(f) if std::fs::canonicalize(&me).is_ok_and(|m| m == f) => None,
+        _ => Some(me),
+    }
+}
+
+/// The engine of `mcpp_build::build()`: this process runs with the build script's environment
+/// and standard output, so it is `cargo_mcpp::build()` run in a child process; a client of
+/// another version is refused (its arguments and expectations may differ).
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] for a client of another version (also printed as a warning for
+/// cargo); the device phase itself exits the process on failure ([`crate::Build::compile`]).
+pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
+    let engine_version = env!("CARGO_PKG_VERSION");
+    // The handshake `mcpp_build` waits for (cargo ignores stdout lines not starting `cargo:`).
+    println!("{ENGINE_HANDSHAKE}{engine_version}");
+    if args.client_version != engine_version {
+        let message = format!(
+            "mcpp-build {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",
+            args.client_version,
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
+        );
+        let mut out = crate::cargo_output::CargoOutput::default();
+        out.warning(&message);
+        out.print();
+        return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
+            "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency mcpp-build = \"{engine_version}\"",
+            args.client_version
+        )));
+    }
+    let mut b = crate::Build::new();
+    if args.no_accel {
+        b.no_accel();
+    } else if let Some(spec) = &args.accel {
+        b.accel(spec);
+    }
+    b.compile();
+    Ok(exit_code::SUCCESS)
+}
+

@@ -1,0 +1,259 @@
+//! `cargo mcpp ...`: argument parsing (clap derive, `bin_name = "cargo"`) and the commands:
+//! `build` (fetch the toolchain packages, run the device phase with progress, then `cargo build`
+//! with the arguments passed through, whose build.rs step finds everything fresh), `fetch`
+//! (install the toolchain packages the package's build needs and record their hashes in `mcpp.lock`), and
+//! `why tool <name>` (print the resolver's recorded decision).
+//!
+//! This module holds the arguments and the dispatch; each command is its own module:
+//! [`build`] (`build`, and the hidden `build-script` engine), [`fetch`], [`why`], and
+//! [`locate`], which finds the packages and the profile directory of a build as cargo does.
+
+pub mod build;
+pub mod fetch;
+pub mod locate;
+pub mod why;
+
+pub use locate::select_packages;
+
+use crate::error::exit_code;
+use crate::plan::accel::AccelChoice;
+
+/// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
+/// `build-script` mode (followed by its version): the client's own constants.
+pub use mcpp_build::{ENGINE_ENV, ENGINE_HANDSHAKE};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// `cargo mcpp`, as cargo invokes it.
+#[derive(Debug, Parser)]
+#[command(name = "cargo", bin_name = "cargo")]
+pub enum CargoCli {
+    /// Device code in Rust/C++ crates: compile shaders and kernels, generate their surface.
+    #[command(version)]
+    Mcpp(McppCli),
+}
+
+/// The `mcpp` subcommand.
+#[derive(Debug, Args)]
+pub struct McppCli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command_,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command_ {
+    /// Fetch the toolchain packages, compile the device sources (with progress), then run `cargo build` with the same arguments.
+    Build(BuildArgs),
+    /// Install the toolchain packages (compilers) this package's build needs, and record their hashes in mcpp.lock.
+    Fetch(FetchArgs),
+    /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
+    Why(WhyArgs),
+    /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
+    /// dependency-free client); not for hand use.
+    #[command(hide = true)]
+    BuildScript(BuildScriptArgs),
+}
+
+/// `cargo mcpp build-script` options, as `mcpp_build` passes them.
+#[derive(Debug, Args)]
+pub struct BuildScriptArgs {
+    /// The version of the `mcpp-build` crate that started this engine.
+    #[arg(long, value_name = "VERSION")]
+    pub client_version: String,
+    /// The accelerator set (`mcpp_build::Build::accel`).
+    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    pub accel: Option<String>,
+    /// No accelerator (`mcpp_build::Build::no_accel`).
+    #[arg(long)]
+    pub no_accel: bool,
+}
+
+/// `cargo mcpp fetch` options.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// Toolchain packages to fetch (NAME or NAME@VERSION), regardless of the gates; default: those the build needs.
+    #[arg(value_name = "PACKAGE")]
+    pub packages: Vec<String>,
+    /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
+    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    pub accel: Option<String>,
+    /// Fetch for a build with no accelerator (fetches nothing).
+    #[arg(long)]
+    pub no_accel: bool,
+    /// Use only the cache; refuse when a toolchain package is not in it (also CARGO_NET_OFFLINE=true).
+    #[arg(long)]
+    pub offline: bool,
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+}
+
+/// `cargo mcpp why` options.
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// What to explain.
+    #[command(subcommand)]
+    pub what: WhyWhat,
+}
+
+/// What `cargo mcpp why` explains.
+#[derive(Debug, Subcommand)]
+pub enum WhyWhat {
+    /// Which program the last build used for a tool, where it came from, and the line that decided it.
+    Tool(WhyToolArgs),
+}
+
+/// `cargo mcpp why tool` options.
+#[derive(Debug, Args)]
+pub struct WhyToolArgs {
+    /// The tool name (`glslangValidator`, `glslc`, `nvcc`, ...).
+    pub name: String,
+    /// The packages whose decisions to read.
+    #[command(flatten)]
+    pub selection: PackageSelection,
+    /// Which build to look at.
+    #[command(flatten)]
+    pub location: BuildLocation,
+}
+
+/// Where a build is: the package, profile, target and target directory (for `build`, they are
+/// passed to `cargo build` too).
+#[derive(Debug, Args)]
+pub struct BuildLocation {
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// The release profile (optimises device code).
+    #[arg(long, short = 'r')]
+    pub release: bool,
+    /// The build profile.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// The target triple.
+    #[arg(long, value_name = "TRIPLE")]
+    pub target: Option<String>,
+    /// The target directory.
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+}
+
+/// Which packages cargo builds: cargo's own flags, read here with cargo's meaning (and passed
+/// to `cargo build` unchanged), so that a package cargo will not build is not validated,
+/// fetched for or compiled.
+#[derive(Debug, Args, Default, Clone)]
+pub struct PackageSelection {
+    /// Package(s) to build (a name, `name@version`, or a glob such as `app-*`).
+    #[arg(long = "package", short = 'p', value_name = "SPEC")]
+    pub package: Vec<String>,
+    /// Every member of the workspace.
+    #[arg(long, alias = "all")]
+    pub workspace: bool,
+    /// Members to leave out of `--workspace` (names or globs).
+    #[arg(long, value_name = "SPEC", requires = "workspace")]
+    pub exclude: Vec<String>,
+}
+
+/// `cargo mcpp build` options; anything else is passed to `cargo build` unchanged.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Override `[package.metadata.mcpp] accel` for this build, e.g. "vulkan1.3".
+    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    pub accel: Option<String>,
+    /// Build with no accelerator: no device source compiles (the CPU-only variant).
+    #[arg(long)]
+    pub no_accel: bool,
+    /// The package, profile, target and target directory (passed to cargo too).
+    #[command(flatten)]
+    pub location: BuildLocation,
+    /// The packages (passed to cargo too).
+    #[command(flatten)]
+    pub selection: PackageSelection,
+    /// Parallel compilers (passed to cargo too).
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
+    #[arg(long)]
+    pub offline: bool,
+    /// Further `cargo build` arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
+    pub cargo_args: Vec<String>,
+}
+
+/// Run `cargo mcpp` with `args` (as from `std::env::args_os`) and return the exit code.
+pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
+    // `cargo mcpp build` runs `cargo-mcpp mcpp build`; `cargo-mcpp build` is accepted too.
+    if args.get(1).map(|a| a != "mcpp").unwrap_or(true) {
+        args.insert(1, "mcpp".into());
+    }
+    let cli = match CargoCli::try_parse_from(split_attached_jobs(args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
+        }
+    };
+    let CargoCli::Mcpp(mcpp) = cli;
+    let result = match mcpp.command {
+        Command_::Build(b) => build::build(&b),
+        Command_::Fetch(f) => fetch::fetch(&f),
+        Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why::why_tool(&w),
+        Command_::BuildScript(b) => build::build_script(&b),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// `-j1` as `-j 1`: with cargo's arguments passed through after ours, clap would otherwise
+/// take an attached `-jN` for the start of cargo's arguments, and our options after it with it.
+pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.into_iter()
+        .flat_map(|a| match a.to_str().and_then(|t| t.strip_prefix("-j")).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+            Some(n) => vec!["-j".into(), n.into()],
+            None => vec![a],
+        })
+        .collect()
+}
+
+/// The accelerator choice of `--accel SPEC` / `--no-accel` (clap keeps them apart): the
+/// empty set, the spec, or the manifest's.
+pub fn accel_choice(accel: Option<&str>, no_accel: bool) -> AccelChoice {
+    match (accel, no_accel) {
+        (_, true) => AccelChoice::NoAccel,
+        (Some(s), _) => AccelChoice::Spec(s.to_string()),
+        (None, false) => AccelChoice::Manifest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attached_jobs_value_leaves_the_options_after_it_ours() {
+        let args: Vec<std::ffi::OsString> = ["cargo-mcpp", "mcpp", "build", "-j1", "--no-accel", "--features", "x"].iter().map(Into::into).collect();
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(split_attached_jobs(args)).unwrap();
+        let Command_::Build(b) = m.command else { panic!("not build") };
+        assert_eq!(b.jobs, Some(1));
+        assert!(b.no_accel);
+        assert_eq!(b.cargo_args, ["--features", "x"]);
+    }
+
+    #[test]
+    fn fetch_takes_toolchain_packages_by_name_and_says_so() {
+        use clap::CommandFactory;
+        let mut cli = CargoCli::command();
+        let help = cli.find_subcommand_mut("mcpp").and_then(|m| m.find_subcommand_mut("fetch")).expect("fetch").render_help().to_string();
+        assert!(help.contains("[PACKAGE]...") && help.contains("Toolchain packages to fetch (NAME or NAME@VERSION)"), "{help}");
+        assert!(!help.to_lowercase().contains("payload"), "{help}");
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "fetch", "glslang@13.1.1", "slang"]).unwrap();
+        let Command_::Fetch(f) = m.command else { panic!("not fetch") };
+        assert_eq!(f.packages, ["glslang@13.1.1", "slang"]);
+    }
+}

@@ -1,0 +1,33 @@
+//! What one device phase is given: the package, the accelerator choice, the device cache, the
+//! surface directory, cargo's facts, parallelism, the environment view and the builder's tools.
+//! Built by [`crate::Build::config`] (build.rs) and read by [`crate::pipeline::run`].
+
+use crate::env::Env;
+use crate::layout::DeviceCache;
+use crate::plan::accel::AccelChoice;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Everything one device phase needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The package's `Cargo.toml`.
+    pub manifest_path: PathBuf,
+    /// The accelerator choice.
+    pub accel: AccelChoice,
+    /// The package's device cache, `<target>/<profile>/mcpp/<package>` ([`crate::layout`]);
+    /// its variants below it.
+    pub cache: DeviceCache,
+    /// Where surfaces are generated (build.rs's OUT_DIR); `None` runs the actions only.
+    pub out_dir: Option<PathBuf>,
+    /// Cargo's facts (target, host, optimisation level, debug info), read once by the caller.
+    pub facts: crate::cargo_facts::CargoFacts,
+    /// Parallel compilers when there is no jobserver.
+    pub jobs: usize,
+    /// The environment view.
+    pub env: Env,
+    /// Explicit tool paths from the builder.
+    pub builder_tools: BTreeMap<String, PathBuf>,
+    /// Where each builder tool was named (`build.rs:7`), for the recorded decision.
+    pub builder_tool_lines: BTreeMap<String, String>,
+}

@@ -1,0 +1,169 @@
+//! The lanes' plans gathered into one action graph: each rule of the registry plans its
+//! selected sources ([`plan_rule`]), then the host C++ lane ([`crate::cxx::plan_host`]); their
+//! actions are appended with dependency indices shifted, their payloads, tools and link
+//! directives collected in plan order, their warnings kept in order.
+
+use super::island::IslandState;
+use crate::accel::AccelSet;
+use crate::cargo_facts::CargoFacts;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::graph::Action;
+use crate::layout::{DeviceCache, Variant};
+use crate::link::LinkDirective;
+use crate::manifest::Manifest;
+use crate::rules::{DeviceSource, Rule, RuleContext, RulePlan};
+use crate::sources::Collected;
+use crate::tool::{ToolChoices, ToolSource};
+use std::path::PathBuf;
+
+/// What the lanes plan with.
+pub struct LaneInputs<'a> {
+    /// The manifest.
+    pub manifest: &'a Manifest,
+    /// The accelerator set of the build.
+    pub accel: &'a AccelSet,
+    /// The classified device sources.
+    pub collected: &'a Collected,
+    /// The rules, in dispatch order (the indices of [`DeviceSource::rule`]).
+    pub registry: &'a [Box<dyn Rule>],
+    /// The package's device cache.
+    pub cache: &'a DeviceCache,
+    /// This build's variant of it.
+    pub variant: &'a Variant,
+    /// The environment view.
+    pub env: &'a Env,
+    /// The resolver's explicit choices and the build's payloads.
+    pub tools: &'a ToolChoices,
+    /// Cargo's facts.
+    pub facts: &'a CargoFacts,
+    /// The island, when declared.
+    pub island: Option<&'a IslandState>,
+    /// Where the accelerator set came from when not from the manifest (`--accel "..."`), asked
+    /// only when a rule's refusal names the manifest's `accel` key.
+    pub accel_origin: &'a dyn Fn() -> Option<String>,
+}
+
+/// What every lane planned, in plan order.
+#[derive(Debug, Default)]
+pub struct Planned {
+    /// Every action, dependency indices into this list.
+    pub actions: Vec<Action>,
+    /// Payloads for the surface, each with the name of the rule that made it (named in the
+    /// refusal of a payload that is malformed for its kind).
+    pub payloads: Vec<(&'static str, crate::surface::Payload)>,
+    /// The program files the actions run (watched for changes).
+    pub tool_files: Vec<PathBuf>,
+    /// Whether a tool was found on PATH (the build then depends on PATH).
+    pub path_tools: bool,
+    /// The link directives, in plan order.
+    pub link: Vec<LinkDirective>,
+    /// Warnings, in plan order.
+    pub warnings: Vec<String>,
+}
+
+impl Planned {
+    /// Append actions, shifting their dependency indices past the actions already planned.
+    fn append_actions(&mut self, mut more: Vec<Action>) {
+        let base = self.actions.len();
+        for a in &mut more {
+            for d in &mut a.deps {
+                *d += base;
+            }
+        }
+        self.actions.extend(more);
+    }
+
+    /// Add a rule's plan.
+    fn add_rule(&mut self, rule: &'static str, plan: RulePlan) {
+        self.warnings.extend(plan.warnings);
+        self.tool_files.extend(plan.tools.iter().map(|t| t.path.clone()));
+        self.path_tools |= plan.tools.iter().any(|t| t.source == ToolSource::Path);
+        self.append_actions(plan.actions);
+        self.payloads.extend(plan.payloads.into_iter().map(|p| (rule, p)));
+        self.link.extend(plan.link);
+    }
+}
+
+/// Plan every rule of the registry, then the host C++ lane.
+///
+/// # Errors
+/// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
+pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
+    let mut planned = Planned::default();
+    for (index, rule) in inputs.registry.iter().enumerate() {
+        if let Some(plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
+            planned.add_rule(rule.name(), plan);
+        }
+    }
+    let island = inputs.island.map(IslandState::cxx_units);
+    if let Some(host) = crate::cxx::plan_host(inputs.manifest, island, inputs.env, inputs.facts, inputs.cache, inputs.variant)? {
+        planned.append_actions(host.actions);
+        planned.link.extend(host.link);
+        planned.tool_files.extend(host.watch);
+    }
+    Ok(planned)
+}
+
+/// Plan rule `index`'s selected sources; `None` (with a warning when it matters) when the
+/// accelerator set names no backend of the rule, or the rule has no selected source.
+///
+/// # Errors
+/// The rule's refusal; one naming the manifest's `accel` key says where the set came from when
+/// it was not the manifest.
+pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &mut Vec<String>) -> Result<Option<RulePlan>> {
+    let collected = inputs.collected;
+    let mine: Vec<&DeviceSource> = collected.sources.iter().filter(|s| s.rule == index && s.selected).collect();
+    let Some(entry) = inputs.accel.entry(rule.backend()) else {
+        let left_out = collected.sources.iter().filter(|s| s.rule == index).count();
+        if left_out > 0 && !inputs.accel.is_empty() {
+            warnings.push(format!("{left_out} {} source(s) left out: the accelerator set `{}` names no {}", rule.name(), inputs.accel, rule.backend()));
+        }
+        return Ok(None);
+    };
+    if mine.is_empty() {
+        if let Some(w) = nothing_for_backend(inputs, index, rule) {
+            warnings.push(w);
+        }
+        return Ok(None);
+    }
+    let ctx = RuleContext {
+        manifest: inputs.manifest,
+        accel: entry,
+        set: inputs.accel,
+        cache: inputs.cache,
+        variant: inputs.variant,
+        env: inputs.env,
+        tools: inputs.tools,
+        facts: inputs.facts,
+        island: inputs.island.map(|i| &i.boundary),
+    };
+    rule.plan(&ctx, &mine).map(Some).map_err(|e| with_accel_origin(e, inputs.accel_origin))
+}
+
+/// Several rules may compile for one backend (GLSL and Slang both target vulkan): the backend
+/// has nothing to compile only when none of them has a selected source, and that is said
+/// once, by the first of them, naming them all.
+fn nothing_for_backend(inputs: &LaneInputs, index: usize, rule: &dyn Rule) -> Option<String> {
+    let registry = inputs.registry;
+    let same_backend: Vec<usize> = (0..registry.len()).filter(|&i| registry[i].backend() == rule.backend()).collect();
+    let backend_has_sources = inputs.collected.sources.iter().any(|s| s.selected && same_backend.contains(&s.rule));
+    if backend_has_sources || same_backend.first() != Some(&index) {
+        return None;
+    }
+    let names: Vec<&str> = same_backend.iter().map(|&i| registry[i].name()).collect();
+    Some(format!("the accelerator set names {} but no source in `sources` is a {} source; nothing was compiled for it", rule.backend(), names.join(" or ")))
+}
+
+/// A rule names the manifest's `accel` key; when the set came from elsewhere (`--accel`,
+/// `MCPP_ACCEL`), the refusal says where instead.
+fn with_accel_origin(mut e: Error, origin: &dyn Fn() -> Option<String>) -> Error {
+    if e.key.as_deref() == Some("package.metadata.mcpp.accel") {
+        if let Some(origin) = origin() {
+            e.key = None;
+            e.file = None;
+            e = e.detail(format!("(the accelerator set came from {origin})"));
+        }
+    }
+    e
+}

@@ -1,0 +1,248 @@
+//! The CUDA rule's command lines: one translation unit's argv on either route ([`argv`]), the
+//! `-gencode` list and nvcc's host-compiler arguments, and the checks that keep a value out
+//! of the shell nvcc runs its sub-steps through ([`check_nvcc_shell_safe`]) or out of a build
+//! that would fail to link (a relocatable-device-code flag without `rdc = true`, [`rdc_flag`]).
+
+use super::{CudaCompilerName, CudaOptions, MANIFEST_KEY};
+use crate::error::{Error, ErrorKind, Result};
+use crate::rules::DeviceSource;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The index of the first entry of `flags` that turns relocatable device code on, as nvcc
+/// reads it: `-rdc=true`, `--relocatable-device-code=true`, `-rdc true`,
+/// `--relocatable-device-code true`, `-dc`, `--device-c`. nvcc accepts only `true`/`false`
+/// there (`-rdc=1` is nvcc's own error), so only `true` counts. The value of an option that
+/// passes arguments on (`-Xcompiler -dc`) is not nvcc's.
+pub fn rdc_flag(flags: &[String]) -> Option<usize> {
+    const PASS_ON: &[&str] = &["-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-Xfatbin", "--fatbin-options"];
+    let is_rdc = |f: &str| f == "-rdc" || f == "--relocatable-device-code";
+    flags.iter().enumerate().find_map(|(i, f)| {
+        if i > 0 && PASS_ON.contains(&flags[i - 1].as_str()) {
+            return None;
+        }
+        let on = match f.split_once('=') {
+            Some((k, v)) => is_rdc(k) && v == "true",
+            None => (is_rdc(f) && flags.get(i + 1).is_some_and(|v| v == "true")) || f == "-dc" || f == "--device-c",
+        };
+        on.then_some(i)
+    })
+}
+
+/// The characters nvcc's sub-steps would evaluate: nvcc runs its steps (preprocessor,
+/// cudafe++, cicc, ptxas, the host compiler) through `sh`, each argument inside double quotes,
+/// where `$` (expansion, `$(...)`), `` ` `` (command substitution), `"` and `\` keep their
+/// meaning; a control character (a newline) ends the command.
+pub const NVCC_SHELL_CHARS: &[char] = &['$', '`', '"', '\\'];
+
+/// The first character of `value` that nvcc would hand to a shell to evaluate, if any.
+pub fn nvcc_shell_char(value: &str) -> Option<char> {
+    value.chars().find(|c| NVCC_SHELL_CHARS.contains(c) || c.is_control())
+}
+
+fn nvcc_shell_refusal(what: &str, c: char) -> Error {
+    Error::new(ErrorKind::Manifest, format!("{what} contains {c:?}, which nvcc would evaluate in a shell; refused before nvcc runs"))
+        .detail("nvcc runs its sub-steps through `sh` with each argument in double quotes, where `$(...)`, backticks, `$VAR`, `\"` and `\\` are interpreted: the value would run as a command or change.")
+}
+
+/// Refuse `value` (from `key`: a manifest key or where the value came from) when nvcc would
+/// hand it to a shell to evaluate ([`NVCC_SHELL_CHARS`], control characters).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the manifest file, the key and the way out.
+pub fn check_nvcc_shell_safe(value: &str, key: &str, manifest_path: &Path) -> Result<()> {
+    match nvcc_shell_char(value) {
+        None => Ok(()),
+        Some(c) => Err(nvcc_shell_refusal(&format!("`{value}` ({key})"), c)
+            .file(manifest_path)
+            .key(key.to_string())
+            .help("write the value without these characters (a define's value can be spelled in the source instead), or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell")),
+    }
+}
+
+/// The variables nvcc reads for extra arguments of every run (NVIDIA's `NVCC_PREPEND_FLAGS`,
+/// `NVCC_APPEND_FLAGS`): inputs of the compile, and values nvcc hands to its shell.
+pub const NVCC_ENV_FLAGS: &[&str] = &["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"];
+
+/// The nvcc route's manifest values and source names, checked with [`check_nvcc_shell_safe`].
+pub fn check_nvcc_values(opts: &CudaOptions, sources: &[&DeviceSource], manifest_path: &Path) -> Result<()> {
+    for (name, value) in &opts.common.defines {
+        check_nvcc_shell_safe(value, &format!("{MANIFEST_KEY}.defines.{name}"), manifest_path)?;
+    }
+    for flag in &opts.common.flags {
+        check_nvcc_shell_safe(flag, &format!("{MANIFEST_KEY}.flags"), manifest_path)?;
+    }
+    for dir in &opts.common.includes {
+        check_nvcc_shell_safe(&dir.to_string_lossy(), &format!("{MANIFEST_KEY}.includes"), manifest_path)?;
+    }
+    if let Some(ccbin) = &opts.ccbin {
+        check_nvcc_shell_safe(&ccbin.to_string_lossy(), &format!("{MANIFEST_KEY}.ccbin"), manifest_path)?;
+    }
+    for s in sources {
+        if let Some(c) = nvcc_shell_char(&s.rel) {
+            return Err(nvcc_shell_refusal(&format!("the source file name `{}`", s.rel), c)
+                .file(&s.path)
+                .key("package.metadata.mcpp.sources")
+                .help("rename the file, or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell"));
+        }
+    }
+    Ok(())
+}
+
+/// Every argument of an nvcc action, last: paths cargo-mcpp adds (the package directory, the
+/// target directory, the toolkit) reach the shell too.
+pub fn check_nvcc_argv(args: &[OsString], manifest_path: &Path) -> Result<()> {
+    for a in args {
+        let text = a.to_string_lossy();
+        if let Some(c) = nvcc_shell_char(&text) {
+            return Err(nvcc_shell_refusal(&format!("the nvcc argument `{text}`"), c)
+                .file(manifest_path)
+                .help("move the package, the target directory (CARGO_TARGET_DIR) or the toolkit to a path without these characters, or use compiler = \"clang\" in [package.metadata.mcpp.cuda], which runs no shell"));
+        }
+    }
+    Ok(())
+}
+
+/// Everything the argv of one translation unit depends on.
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// The route.
+    pub route: CudaCompilerName,
+    /// The toolkit root (the clang route's `--cuda-path`).
+    pub toolkit: &'a Path,
+    /// nvcc's host compiler (nvcc route).
+    pub ccbin: Option<&'a Path>,
+    /// Arguments for the host compiler (those named with it in `CXX`), each passed as
+    /// `-Xcompiler <arg>` (nvcc route; `-ccbin` takes a path only).
+    pub ccbin_args: &'a [String],
+    /// The toolkit's `targets/` directory of a cross target (`-target-dir`, nvcc route).
+    pub target_dir: Option<&'a str>,
+    /// The architectures, e.g. `["sm_80", "sm_90"]`.
+    pub archs: &'a [String],
+    /// The PTX architecture number (nvcc route).
+    pub ptx: Option<u64>,
+    /// Optimise (release) or not (debug, with `-lineinfo` on nvcc).
+    pub optimize: bool,
+    /// Relocatable device code.
+    pub rdc: bool,
+    /// The forced include (the island header), for the island's device half.
+    pub force_include: Option<&'a Path>,
+    /// Include directories (absolute).
+    pub includes: &'a [PathBuf],
+    /// Definitions.
+    pub defines: &'a BTreeMap<String, String>,
+    /// Extra flags, appended last.
+    pub flags: &'a [String],
+}
+
+/// The gencode arguments (nvcc): one `-gencode arch=compute_N,code=sm_N` per architecture,
+/// then the PTX one.
+pub fn gencode_args(archs: &[String], ptx: Option<u64>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    for arch in archs {
+        let suffix = arch.strip_prefix("sm_").unwrap_or(arch);
+        a.push("-gencode".into());
+        a.push(format!("arch=compute_{suffix},code=sm_{suffix}").into());
+    }
+    if let Some(p) = ptx {
+        a.push("-gencode".into());
+        a.push(format!("arch=compute_{p},code=compute_{p}").into());
+    }
+    a
+}
+
+/// nvcc's host-compiler and target arguments: `-ccbin <path>`, `-target-dir <dir>` for a
+/// cross target, then `-Xcompiler <arg>` for each argument named with the host compiler.
+pub fn host_compiler_args(ccbin: Option<&Path>, ccbin_args: &[String], target_dir: Option<&str>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    if let Some(cc) = ccbin {
+        a.extend(["-ccbin".into(), cc.into()]);
+    }
+    if let Some(d) = target_dir {
+        a.extend(["-target-dir".into(), d.into()]);
+    }
+    for arg in ccbin_args {
+        a.extend(["-Xcompiler".into(), arg.into()]);
+    }
+    a
+}
+
+/// The arguments (after the program) that compile `src` to `obj` writing `depfile`.
+pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    match inv.route {
+        CudaCompilerName::Nvcc => {
+            a.extend(host_compiler_args(inv.ccbin, inv.ccbin_args, inv.target_dir));
+            a.extend(gencode_args(inv.archs, inv.ptx));
+            a.extend(["-Xcompiler".into(), "-fPIC".into()]);
+            if inv.optimize {
+                a.push("-O3".into());
+            } else {
+                a.extend(["-O0".into(), "-lineinfo".into()]);
+            }
+            if inv.rdc {
+                a.push("-rdc=true".into());
+            }
+        }
+        CudaCompilerName::Clang => {
+            a.extend(["-x".into(), "cuda".into()]);
+            let mut p = OsString::from("--cuda-path=");
+            p.push(inv.toolkit);
+            a.push(p);
+            for arch in inv.archs {
+                a.push(format!("--cuda-gpu-arch={arch}").into());
+            }
+            // PTX for the portable floor only, as on the nvcc route (clang's default embeds
+            // PTX for every architecture).
+            if let Some(p) = inv.ptx {
+                let floor = format!("sm_{p}");
+                if !inv.archs.contains(&floor) {
+                    a.push(format!("--cuda-gpu-arch={floor}").into());
+                }
+                a.push("--no-cuda-include-ptx=all".into());
+                a.push(format!("--cuda-include-ptx={floor}").into());
+            }
+            a.extend(["-Wno-unknown-cuda-version".into(), "-fPIC".into()]);
+            a.push(if inv.optimize { "-O3" } else { "-O0" }.into());
+        }
+    }
+    if let Some(h) = inv.force_include {
+        a.extend(crate::island::emit::force_include_args(h, false));
+    }
+    a.extend(crate::host::include_define_args(inv.includes, inv.defines));
+    a.extend(inv.flags.iter().map(OsString::from));
+    match inv.route {
+        CudaCompilerName::Nvcc => a.extend(["-MMD".into(), "-MF".into(), depfile.into()]),
+        CudaCompilerName::Clang => a.extend(["-MD".into(), "-MF".into(), depfile.into()]),
+    }
+    a.extend(["-c".into(), src.into(), "-o".into(), obj.into()]);
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdc_flags_are_found_in_every_spelling_nvcc_reads_as_true() {
+        let f = |v: &[&str]| rdc_flag(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        for on in [&["-rdc=true"][..], &["--relocatable-device-code=true"], &["-dc"], &["--device-c"], &["-rdc", "true"], &["--relocatable-device-code", "true"]] {
+            assert_eq!(f(on), Some(0), "{on:?}");
+        }
+        assert_eq!(f(&["-lineinfo", "--use_fast_math", "-rdc=true"]), Some(2));
+        assert_eq!(f(&["-Xptxas", "-v", "-rdc", "true"]), Some(2), "the index of the flag, not its value");
+        for off in [&["-rdc=false"][..], &["-rdc", "false"], &["-rdc=1"], &["-Xcompiler", "-dc"], &["--use_fast_math"], &["-rdc"], &[]] {
+            assert_eq!(f(off), None, "{off:?}");
+        }
+    }
+
+    #[test]
+    fn host_compiler_args_name_the_compiler_the_target_dir_and_its_arguments() {
+        let a: Vec<String> = host_compiler_args(Some(Path::new("/usr/bin/aarch64-linux-gnu-g++")), &["-DFROM_ENV=1".into(), "-O1".into()], Some("sbsa-linux"))
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(a, ["-ccbin", "/usr/bin/aarch64-linux-gnu-g++", "-target-dir", "sbsa-linux", "-Xcompiler", "-DFROM_ENV=1", "-Xcompiler", "-O1"]);
+    }
+}

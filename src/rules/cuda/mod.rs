@@ -1,0 +1,426 @@
+//! CUDA (`.cu`) to objects, archived into one static library linked into the crate
+//! (upstream-facts 3.1; issue 3). Two routes, chosen by declaration
+//! (`[package.metadata.mcpp.cuda] compiler = "nvcc" | "clang"`), never by what is installed:
+//!
+//! - nvcc: `-ccbin <host c++> -gencode arch=compute_XX,code=sm_XX` per architecture, plus
+//!   `-gencode arch=compute_P,code=compute_P` for the portable floor (`ptx>=`/`floor>=`, default
+//!   the highest architecture), so the binary runs without JIT on the listed GPUs and JITs on
+//!   newer ones; `-Xcompiler -fPIC`; `-O3` (any `OPT_LEVEL` but 0) or `-O0 -lineinfo` (`OPT_LEVEL=0`); `-MMD -MF`.
+//! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, PTX for
+//!   the same portable floor only (`--no-cuda-include-ptx=all --cuda-include-ptx=sm_P`),
+//!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
+//!
+//! Both: the island header as a forced include (`-include`) for the island's device half,
+//! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
+//!
+//! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
+//! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
+//! program come from the one resolver ([`crate::tool::resolve_toolkit`], the toolkit declared as
+//! [`CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
+//! `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), `CUDA_PATH`, `CUDA_HOME`, the
+//! `cuda-nvcc` toolchain package, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
+//! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
+//! can be probed (libcuda's `cuDriverGetVersion`), a toolkit whose major version is newer than
+//! the driver's is refused before anything compiles (CUDA minor-version compatibility makes
+//! the major the floor); where no probe answers, nothing is stated or refused.
+//!
+//! [`CudaRule::plan`] is a list of named steps: the options checked for the route
+//! ([`check_route_options`]), the architectures ([`probe::entry_archs`]), the toolkit and its
+//! target runtime ([`toolkit::locate`], [`toolkit::target_runtime`]), the compilers
+//! ([`toolkit::compilers`]), one compile per source (`plan_compiles`, argv from
+//! [`argv::argv`]), the device link (`plan_device_link`), the archive ([`crate::link::archive`])
+//! and the runtime's link directives (`runtime_link`).
+
+pub mod argv;
+pub mod probe;
+pub mod toolkit;
+
+use super::{DeviceSource, Rule, RuleContext, RulePlan};
+use crate::accel::Backend;
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{Action, Role};
+use crate::host::HostToolchain;
+use crate::link::{self, LinkDirective};
+use crate::tool::{ToolSpec, ToolkitSpec};
+use argv::{check_nvcc_argv, check_nvcc_values, gencode_args, host_compiler_args, rdc_flag, Invocation};
+use probe::Archs;
+use serde::Deserialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use toolkit::{Compilers, TargetRuntime, Toolkit};
+
+/// Which CUDA compiler the CUDA rule drives (upstream-facts 3.1); chosen by declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaCompilerName {
+    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (default).
+    #[default]
+    Nvcc,
+    /// clang++ in CUDA mode (`-x cuda --cuda-path=<toolkit>`).
+    Clang,
+}
+
+/// How the CUDA runtime is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cudart {
+    /// `libcudart_static.a` plus the system libraries it needs (`dl`, `rt`, `pthread`, the C++ runtime); default.
+    #[default]
+    Static,
+    /// `libcudart.so` (the program then needs it at run time).
+    Shared,
+    /// Nothing: the crate links the runtime itself, or uses only the driver API.
+    None,
+}
+
+/// `[package.metadata.mcpp.cuda]`; every key has a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CudaOptions {
+    /// `"nvcc"` (default) or `"clang"`.
+    pub compiler: Option<CudaCompilerName>,
+    /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
+    /// package root or absolute; first in the resolver's order for the root (then the toolkit a
+    /// named nvcc sits in, `CUDA_PATH`, `CUDA_HOME`, the toolchain package, PATH). For the clang route it
+    /// is the `--cuda-path`.
+    pub toolkit: Option<PathBuf>,
+    /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
+    /// `cc` crate's C++ compiler.
+    pub ccbin: Option<PathBuf>,
+    /// `"static"` (default), `"shared"` or `"none"`.
+    pub cudart: Option<Cudart>,
+    /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
+    pub rdc: Option<bool>,
+    /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
+    /// profiles, off with `-lineinfo` in debug), `flags` (appended last).
+    #[serde(skip)]
+    pub common: super::options::CommonOptions,
+}
+
+impl super::options::RuleOptions for CudaOptions {
+    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    fn common(&self) -> &super::options::CommonOptions {
+        &self.common
+    }
+    fn common_mut(&mut self) -> &mut super::options::CommonOptions {
+        &mut self.common
+    }
+}
+
+/// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
+const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
+    crate::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
+    crate::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` toolchain package, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
+    crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
+    crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
+    crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
+    super::options::CommonOptions::INCLUDES_DOC,
+    super::options::CommonOptions::DEFINES_DOC,
+    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except one: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead" },
+];
+
+/// The exact `cuda-nvcc` toolchain package version the nvcc route declares (CUDA 13.0: the H200
+/// machines' driver 580 supports it).
+pub const CUDA_NVCC_VERSION: &str = "13.0.88";
+
+/// The CUDA toolkit, as the resolver reads it: `[package.metadata.mcpp.cuda] toolkit`, then
+/// `CUDA_PATH`, `CUDA_HOME`; a root holds `bin/nvcc` and `include/cuda_runtime.h`.
+pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
+    name: "CUDA toolkit",
+    root_key: Some("[package.metadata.mcpp.cuda] toolkit"),
+    root_vars: &["CUDA_PATH", "CUDA_HOME"],
+    program_in_root: "bin/nvcc",
+    marker_files: &["include/cuda_runtime.h"],
+};
+
+/// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
+/// toolkit root ([`CUDA_TOOLKIT`]), the `cuda-nvcc` toolchain package, then PATH.
+pub const NVCC: ToolSpec = ToolSpec {
+    name: "nvcc",
+    programs: &["nvcc"],
+    env_vars: &["NVCC", "MCPP_NVCC"],
+    version_args: &["--version"],
+    install_hint: "pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm, or cargo mcpp fetch (the cuda-nvcc toolchain package)",
+    toolchain_package: Some("cuda-nvcc"),
+    toolkit: Some(&CUDA_TOOLKIT),
+};
+/// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
+pub const CLANG: ToolSpec = ToolSpec {
+    name: "clang++",
+    programs: &["clang++-19", "clang++"],
+    env_vars: &["MCPP_CUDA_CLANG"],
+    version_args: &["--version"],
+    install_hint: "apt install clang-19",
+    toolchain_package: None,
+    toolkit: None,
+};
+/// nvcc's host compiler (`-ccbin`).
+pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
+
+/// The manifest table of the rule's options.
+const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
+
+/// The CUDA rule.
+pub struct CudaRule;
+
+impl Rule for CudaRule {
+    fn tools(&self) -> &'static [ToolSpec] {
+        &[NVCC, CLANG, CCBIN]
+    }
+    /// The nvcc route drives the `cuda-nvcc` toolchain package at an exact version (the runtime must not
+    /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
+    /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
+    /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
+    fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
+        super::options::read::<CudaOptions>(manifest, self.name()).map(drop)
+    }
+    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+        OPTION_KEYS
+    }
+    fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
+        let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
+        if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
+            return Vec::new();
+        }
+        // `CUDA_PATH`/`CUDA_HOME` name the toolkit: they are NVCC's toolkit root variables.
+        vec![super::ToolchainPackageReq { package: "cuda-nvcc", version: CUDA_NVCC_VERSION, tool: NVCC, named_by_env: &[] }]
+    }
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &["cu"]
+    }
+
+    fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
+        let opts: CudaOptions = super::options::read(ctx.manifest, self.name())?;
+        let route = opts.compiler.unwrap_or_default();
+        let rdc = opts.rdc.unwrap_or(false);
+        check_route_options(ctx, &opts, route, sources)?;
+        let mut plan = RulePlan::default();
+        let archs = probe::entry_archs(ctx.accel, ctx.env)?;
+        if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
+            plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
+        }
+        let (toolkit, nvcc) = toolkit::locate(ctx, &opts, route, &mut plan.warnings)?;
+        let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
+        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
+        if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
+            probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
+        }
+        let lane = Lane { ctx, opts: &opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers };
+        let mut objects = plan_compiles(&lane, sources, &mut plan)?;
+        if rdc {
+            objects.push(plan_device_link(&lane, &objects, &mut plan));
+        }
+        let deps: Vec<usize> = (0..plan.actions.len()).collect();
+        let (action, link) = link::archive(ctx.variant, LANE, &ctx.manifest.package_name, host.archive_format, &objects, deps, ctx.manifest.dir());
+        plan.actions.push(action);
+        plan.link.extend(link);
+        plan.link.extend(runtime_link(&lane, &host, &mut plan.warnings)?);
+        let Compilers { compiler, ccbin, .. } = compilers;
+        plan.tools.push(compiler);
+        plan.tools.extend(ccbin);
+        Ok(plan)
+    }
+}
+
+/// The lane name: the directory of the variant the objects and the archive go to
+/// (`<variant>/cuda/`), and the archive's name (`mcpp_cuda_<package>`).
+const LANE: &str = "cuda";
+
+/// What the steps after the resolution share: the options, the route and what was resolved.
+struct Lane<'a> {
+    ctx: &'a RuleContext<'a>,
+    opts: &'a CudaOptions,
+    route: CudaCompilerName,
+    rdc: bool,
+    archs: &'a Archs,
+    toolkit: &'a Toolkit,
+    runtime: &'a TargetRuntime,
+    compilers: &'a Compilers,
+}
+
+/// The options that cannot work on the chosen route, refused before anything is resolved:
+/// `rdc = true` on clang; a flag that turns relocatable device code on without `rdc = true`
+/// ([`rdc_flag`]); a define whose name is not an identifier; on nvcc, a value its shell would
+/// evaluate ([`check_nvcc_values`]).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the key (`file:line:col` for a flag).
+pub fn check_route_options(ctx: &RuleContext, opts: &CudaOptions, route: CudaCompilerName, sources: &[&DeviceSource]) -> Result<()> {
+    let rdc = opts.rdc.unwrap_or(false);
+    if rdc && route == CudaCompilerName::Clang {
+        return Err(Error::new(ErrorKind::Manifest, "relocatable device code (`rdc = true`) is planned for the nvcc route only")
+            .file(&ctx.manifest.path)
+            .key(format!("{MANIFEST_KEY}.rdc"))
+            .help("use compiler = \"nvcc\", or drop `rdc`"));
+    }
+    if let (false, CudaCompilerName::Nvcc, Some(i)) = (rdc, route, rdc_flag(&opts.common.flags)) {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags turns on relocatable device code, which needs the device-link step `rdc = true` plans", opts.common.flags[i]))
+            .file(ctx.manifest.at_col(&format!("cuda.flags[{i}]")))
+            .key(format!("{MANIFEST_KEY}.flags[{i}]"))
+            .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
+            .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
+    }
+    if route == CudaCompilerName::Nvcc {
+        check_nvcc_values(opts, sources, &ctx.manifest.path)?;
+    }
+    Ok(())
+}
+
+/// One compile action per source (`cuda:<rel>`), its object at [`link::object_path`] with the
+/// depfile beside it; the island's device half gets the boundary header as a forced include
+/// (and as an input). On nvcc every argument is checked last ([`check_nvcc_argv`]): paths
+/// cargo-mcpp adds reach its shell too. Returns the objects, in source order.
+///
+/// # Errors
+/// An include directory outside the package or missing ([`crate::host::resolve_includes`]); an
+/// nvcc argument its shell would evaluate.
+fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) -> Result<Vec<PathBuf>> {
+    let ctx = lane.ctx;
+    let includes = lane.opts.common.resolve_includes(ctx.manifest, LANE)?;
+    let optimize = lane.opts.common.optimize_or(ctx.facts.opt_level.optimizes());
+    let compiler = &lane.compilers.compiler;
+    let mut objects = Vec::new();
+    for s in sources {
+        let obj = link::object_path(ctx.variant, LANE, &s.rel);
+        let depfile = obj.with_extension("d");
+        let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
+        let inv = Invocation {
+            route: lane.route,
+            toolkit: &lane.toolkit.root,
+            ccbin: lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()),
+            ccbin_args: &lane.compilers.ccbin_args,
+            target_dir: lane.runtime.target_dir,
+            archs: &lane.archs.archs,
+            ptx: lane.archs.ptx,
+            optimize,
+            rdc: lane.rdc,
+            force_include: island_half,
+            includes: &includes,
+            defines: &lane.opts.common.defines,
+            flags: &lane.opts.common.flags,
+        };
+        let mut inputs = vec![s.path.clone()];
+        inputs.extend(island_half.map(Path::to_path_buf));
+        plan.actions.push(Action {
+            id: format!("cuda:{}", s.rel),
+            description: format!("{} {}", compiler.name, s.rel),
+            role: Role::Object,
+            tool: compiler.clone(),
+            args: argv::argv(&inv, &s.path, &obj, &depfile),
+            cwd: ctx.manifest.dir().to_path_buf(),
+            inputs,
+            outputs: vec![obj.clone()],
+            depfile: Some(depfile),
+            include_dirs: includes.clone(),
+            deps: Vec::new(),
+            builtin: None,
+        });
+        objects.push(obj);
+    }
+    if lane.route == CudaCompilerName::Nvcc {
+        for a in &plan.actions {
+            check_nvcc_argv(&a.args, &ctx.manifest.path)?;
+        }
+    }
+    Ok(objects)
+}
+
+/// The device link of relocatable device code (`rdc = true`, nvcc): `nvcc -dlink` over every
+/// object (after all of them) into `<variant>/cuda/obj/device-link.o`, archived with them.
+/// Returns that object.
+fn plan_device_link(lane: &Lane, objects: &[PathBuf], plan: &mut RulePlan) -> PathBuf {
+    let compiled: Vec<usize> = (0..plan.actions.len()).collect();
+    let dlink = lane.ctx.variant.objects_dir(LANE).join("device-link.o");
+    let mut args: Vec<OsString> = Vec::new();
+    args.extend(host_compiler_args(lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()), &lane.compilers.ccbin_args, lane.runtime.target_dir));
+    args.push("-dlink".into());
+    args.extend(gencode_args(&lane.archs.archs, lane.archs.ptx));
+    args.extend(["-Xcompiler".into(), "-fPIC".into()]);
+    args.extend(objects.iter().map(|o| o.clone().into_os_string()));
+    args.extend(["-o".into(), dlink.clone().into()]);
+    plan.actions.push(Action {
+        id: "cuda:device-link".into(),
+        description: format!("nvcc -dlink ({} objects)", objects.len()),
+        role: Role::Object,
+        tool: lane.compilers.compiler.clone(),
+        args,
+        cwd: lane.ctx.manifest.dir().to_path_buf(),
+        inputs: objects.to_vec(),
+        outputs: vec![dlink.clone()],
+        depfile: None,
+        include_dirs: Vec::new(),
+        deps: compiled,
+        builtin: None,
+    });
+    dlink
+}
+
+/// The link directives of the CUDA runtime, after the archive: the runtime directory of the
+/// target (when a runtime or the device runtime is linked), `static=cudadevrt` for `rdc`, then
+/// `cudart`: static (`cudart_static` and `dl rt pthread`), shared (`libcudart.so`, or the
+/// versioned file the PyPI runtime ships, with an rpath) or none (warned); last the C++ runtime
+/// ([`link::cpp_runtime`]), which nvcc's host stub needs on every route.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when the toolkit has no runtime to link, or no shared one for
+/// `cudart = "shared"`.
+fn runtime_link(lane: &Lane, host: &HostToolchain, warnings: &mut Vec<String>) -> Result<Vec<LinkDirective>> {
+    let toolkit = lane.toolkit;
+    let lib_dir = &lane.runtime.lib_dir;
+    let mut link = Vec::new();
+    let cudart = lane.opts.cudart.unwrap_or_default();
+    if cudart != Cudart::None || lane.rdc {
+        match lib_dir {
+            Some(d) => link.push(LinkDirective::Search(d.clone())),
+            None => {
+                let looked: Vec<String> = toolkit.runtime_candidates(&lane.runtime.target).iter().map(|d| d.display().to_string()).collect();
+                return Err(Error::new(ErrorKind::ToolNotFound, format!("the CUDA toolkit at {} has no libcudart_static.a", toolkit.root.display()))
+                    .file(&toolkit.root)
+                    .detail(format!("looked in {}", looked.join(", ")))
+                    .help(format!("install the runtime (PyPI nvidia-cuda-runtime) into the toolkit, or set {MANIFEST_KEY}.cudart = \"none\" and link it yourself")));
+            }
+        }
+    }
+    if lane.rdc {
+        link.push(LinkDirective::Lib("static=cudadevrt".into()));
+    }
+    match cudart {
+        Cudart::Static => {
+            link.push(LinkDirective::Lib("static=cudart_static".into()));
+            for l in ["dl", "rt", "pthread"] {
+                link.push(LinkDirective::Lib(format!("dylib={l}")));
+            }
+        }
+        Cudart::Shared => {
+            let dir = lib_dir.clone().unwrap_or_default();
+            let Some(file) = toolkit::shared_cudart(&dir) else {
+                return Err(Error::new(ErrorKind::ToolNotFound, format!("{MANIFEST_KEY}.cudart = \"shared\", and the CUDA toolkit at {} has no libcudart.so", toolkit.root.display()))
+                    .key(format!("{MANIFEST_KEY}.cudart"))
+                    .help("use cudart = \"static\" (the default), or a toolkit with the shared runtime"));
+            };
+            // `libcudart.so` when the toolkit has the development link, else the versioned
+            // file itself (the PyPI runtime ships only `libcudart.so.13`); an rpath so the
+            // program finds it where it was linked.
+            if file == "libcudart.so" {
+                link.push(LinkDirective::Lib("dylib=cudart".into()));
+            } else {
+                link.push(LinkDirective::Lib(format!("dylib:+verbatim={file}")));
+            }
+            link.push(LinkDirective::Arg(format!("-Wl,-rpath,{}", dir.display())));
+        }
+        Cudart::None => warnings.push(format!(
+            "{MANIFEST_KEY}.cudart = \"none\": link a CUDA runtime yourself (e.g. cargo::rustc-link-lib=static=cudart_static), or the link fails with undefined __cudaRegisterFatBinary"
+        )),
+    }
+    // nvcc's host stub uses the C++ runtime (`__cxa_guard_acquire`), so it is linked on every route.
+    link.extend(link::cpp_runtime(host));
+    Ok(link)
+}
