@@ -1,6 +1,9 @@
 //! Device-source collection and classification (upstream-facts section 2): expand the
 //! `sources` globs, apply the constrained-glob include / exclude / refuse semantics against
-//! the build's accelerator set, and give every file to exactly one rule by its extension.
+//! the build's accelerator set, and give every file to exactly one rule by its extension
+//! ([`collect`]; the classified [`DeviceSource`] is the rules' type, so this module asks the
+//! registry and the rules never import it). Also the expander of the other package-relative
+//! lists, `cxx-sources` and the island's ([`expand_globs`]).
 
 use crate::accel::AccelSet;
 use crate::error::{Error, ErrorKind, Result};
