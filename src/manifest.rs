@@ -270,7 +270,7 @@ fn walk_table(table: &dyn toml_edit::TableLike, prefix: &str, text: &str, out: &
         let path = if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
         let span = table.get_key_value(k).and_then(|(key, _)| key.span()).or_else(|| item.span());
         if let Some(span) = span {
-            out.insert(path.clone(), line_col(text, span.start));
+            out.insert(path.clone(), crate::text::line_col(text, span.start));
         }
         walk_item(item, &path, text, out);
     }
@@ -296,7 +296,7 @@ fn walk_value(value: &toml_edit::Value, path: &str, text: &str, out: &mut BTreeM
             for (i, v) in a.iter().enumerate() {
                 let p = format!("{path}[{i}]");
                 if let Some(span) = v.span() {
-                    out.insert(p.clone(), line_col(text, span.start));
+                    out.insert(p.clone(), crate::text::line_col(text, span.start));
                 }
                 walk_value(v, &p, text, out);
             }
@@ -340,7 +340,7 @@ impl Manifest {
         let parsed: CargoToml = serde_path_to_error::deserialize(de).map_err(|e| {
             let key = e.path().to_string();
             let inner = e.into_inner();
-            let location = inner.span().map(|s| line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+            let location = inner.span().map(|s| crate::text::line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
             // A field or value serde quotes can be any length: quoted parts are cut.
             let message = crate::text::echo_serde(inner.message());
             let table = key.rsplit_once('.').map(|(t, _)| t.to_string()).unwrap_or_default();
@@ -539,13 +539,6 @@ impl Manifest {
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
     }
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

@@ -109,6 +109,16 @@ pub fn has_control(s: &str) -> bool {
     s.chars().any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
 }
 
+/// The 1-based line and column (in characters) of byte `offset` in `text`, as TOML parsers'
+/// spans give it: the position every `file:line:col` of a manifest or `mcpp.lock` refusal names.
+/// An offset past the end is the end.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -122,6 +132,14 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn line_col_counts_characters_from_one() {
+        let t = "a = 1\nbé = 2\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, t.find("= 2").unwrap()), (2, 4));
+        assert_eq!(line_col(t, 10_000), (3, 1));
+    }
 
     #[test]
     fn echo_escapes_control_characters_and_cuts_long_values() {

@@ -33,7 +33,7 @@ pub struct LaneInputs<'a> {
     pub variant: &'a Variant,
     /// The environment view.
     pub env: &'a Env,
-    /// The resolver's explicit choices and the build's payloads.
+    /// The resolver's explicit choices and the build's toolchain packages.
     pub tools: &'a ToolChoices,
     /// Cargo's facts.
     pub facts: &'a CargoFacts,

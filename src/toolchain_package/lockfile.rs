@@ -72,7 +72,7 @@ impl Lockfile {
             Err(e) => return Err(Error::io("cannot read", path, e)),
         };
         let lock: Lockfile = toml::from_str(&text).map_err(|e| {
-            let at = match e.span().map(|s| line_col(&text, s.start)) {
+            let at = match e.span().map(|s| crate::text::line_col(&text, s.start)) {
                 Some((l, c)) => format!("{}:{l}:{c}", path.display()),
                 None => path.display().to_string(),
             };
@@ -125,14 +125,6 @@ pub fn same_archives(a: &[ArchiveRecord], b: &[ArchiveRecord]) -> bool {
         k
     };
     key(a) == key(b)
-}
-
-/// The 1-based line and column of byte `offset` in `text`.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-    (line, col)
 }
 
 #[cfg(test)]
