@@ -363,7 +363,7 @@ pub fn check_route_options(ctx: &RuleContext, opts: &CudaOptions, route: CudaCom
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags makes the compiler write {} instead of the output cargo-mcpp planned", opts.common.flags[i], f.writes))
             .file(ctx.manifest.at_col(&format!("cuda.flags[{i}]")))
             .key(format!("{MANIFEST_KEY}.flags[{i}]"))
-            .detail("The output kind is the `output` key's (object, ptx, cubin, fatbin): the compile is planned, named and checked by it, and nvcc exits 0 writing PTX text where an object belongs.")
+            .detail("The output kind is the `output` key's (object, ptx, cubin, fatbin): each compile is planned, named and checked for it (with `--ptx`, nvcc exits 0 having written PTX text where the object belongs).")
             .help(f.instead));
     }
     for s in sources {
