@@ -11,7 +11,13 @@
 //!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
 //!
 //! Both: the island header as a forced include (`-include`) for the island's device half,
-//! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
+//! `-I`/`-D` from the manifest, then `flags` (a flag changing the output kind refused), then
+//! `-c <src> -o <obj>`.
+//!
+//! `output` (the table's, or a `sources` entry's) makes a source a payload instead (issue 15):
+//! PTX per virtual architecture, a cubin per architecture or one fat binary, compiled
+//! device-only ([`argv::device_argv`]) into the lane's directory of that kind, handed to the
+//! surface as text or bytes, and generated empty for a source the build leaves out.
 //!
 //! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
 //! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
