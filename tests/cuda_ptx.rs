@@ -91,7 +91,7 @@ fn objects(variant: &Path) -> Vec<PathBuf> {
 fn switching_output_rebuilds_into_its_own_outputs_and_the_arch_guard_compiles_only_device_only() {
     let (tmp, pkg) = fixture("cuda-ptx");
     let (root, nvcc) = counted_toolkit(tmp.path());
-    let run = || build(tmp.path(), &pkg, &root).try_compile();
+    let run = || build(tmp.path(), &pkg, &root).try_compile().map_err(Box::new);
     let first = run().unwrap();
     let ptx_dir = first.variant_dir.join("cuda/ptx");
     let ptx_files: Vec<(PathBuf, Vec<u8>)> = walk(&ptx_dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "ptx")).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
