@@ -551,6 +551,7 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
         depfile,
         deps,
         builtin: None,
+        expect: None,
     };
     let provides = modules.lines[i].provides.clone();
     match (&provides, clang) {

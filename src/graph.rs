@@ -51,6 +51,43 @@ pub struct Action {
     /// Work done in process instead of starting `tool` (which then only names it for
     /// fingerprints and messages).
     pub builtin: Option<Builtin>,
+    /// What every output must be, checked from its first bytes when the tool exits 0 (an object
+    /// file of the target, a cubin, a fat binary): a tool that writes something else has failed.
+    pub expect: Option<Expect>,
+}
+
+/// What an action's outputs must be, by their first bytes ([`Expect::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expect {
+    /// The bytes the file starts with: ELF `7f 45 4c 46`, 64-bit Mach-O `cf fa ed fe`, a CUDA
+    /// fat binary `50 ed 55 ba` (0xba55ed50, little-endian).
+    pub magic: &'static [u8],
+    /// What that is, in the failure's text (`an ELF object file`).
+    pub what: &'static str,
+}
+
+impl Expect {
+    /// An ELF file (an object of an ELF target, a cubin).
+    pub const ELF: Expect = Expect { magic: b"\x7fELF", what: "an ELF file" };
+    /// A 64-bit Mach-O file (an object of an Apple target).
+    pub const MACH_O: Expect = Expect { magic: &[0xcf, 0xfa, 0xed, 0xfe], what: "a 64-bit Mach-O file" };
+    /// A CUDA fat binary (`nvcc -fatbin`).
+    pub const FATBIN: Expect = Expect { magic: &[0x50, 0xed, 0x55, 0xba], what: "a CUDA fat binary" };
+
+    /// The object files of `format`'s targets: ELF for GNU, Mach-O for Darwin; none for COFF
+    /// (whose objects start with the machine type, not a magic number).
+    pub fn object(format: crate::archive::ArchiveFormat) -> Option<Expect> {
+        match format {
+            crate::archive::ArchiveFormat::Gnu => Some(Expect::ELF),
+            crate::archive::ArchiveFormat::Darwin => Some(Expect::MACH_O),
+            crate::archive::ArchiveFormat::Coff => None,
+        }
+    }
+
+    /// Whether `bytes` (a file's first bytes, or all of it) start as expected.
+    pub fn check(self, bytes: &[u8]) -> bool {
+        bytes.starts_with(self.magic)
+    }
 }
 
 /// Work an action does in process.
@@ -173,12 +210,16 @@ pub fn warning_lines(description: &str, args: &[OsString], stdout: &str, stderr:
     out
 }
 
-/// Run the stale actions of `actions`.
+/// Run the stale actions of `actions`. A failure does not stop the build (as `make -k` and
+/// `cargo build --keep-going`): every action that does not depend on a failed one still runs
+/// (and is recorded, so the next build finds it fresh), and every failure is reported.
 ///
 /// # Errors
-/// [`ErrorKind::ToolFailed`] when a compiler exits non-zero or leaves an output missing (its
-/// command line and output are in the detail); the first failure stops scheduling further
-/// actions. [`ErrorKind::Io`] for state files.
+/// [`ErrorKind::ToolFailed`] when a compiler exits non-zero, leaves an output missing or writes
+/// an output that is not what it should be ([`Expect`]): one error per failed action, in action
+/// order (the first carrying the others in [`Error::also`]), each with its command line and
+/// output, then one naming the actions not run because they depend on a failed one.
+/// [`ErrorKind::Io`] for state files.
 pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) -> Result<RunReport> {
     let state_dir = options.variant.fingerprints_dir();
     std::fs::create_dir_all(&state_dir).map_err(|e| Error::io("cannot create", &state_dir, e))?;
@@ -209,8 +250,21 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     }
     let running = AtomicUsize::new(0);
     let peak = AtomicUsize::new(0);
-    while done.iter().any(|d| !d) {
-        let mut wave: Vec<usize> = todo.iter().copied().filter(|&i| !done[i] && actions[i].deps.iter().all(|&d| done[d])).collect();
+    // Actions that failed, or depend (transitively) on one that did: never run.
+    let mut failed = vec![false; actions.len()];
+    let mut failures: Vec<(usize, Error)> = Vec::new();
+    let mut skipped: Vec<usize> = Vec::new();
+    loop {
+        for i in 0..actions.len() {
+            if !done[i] && !failed[i] && actions[i].deps.iter().any(|&d| failed[d]) {
+                failed[i] = true;
+                skipped.push(i);
+            }
+        }
+        if (0..actions.len()).all(|i| done[i] || failed[i]) {
+            break;
+        }
+        let mut wave: Vec<usize> = todo.iter().copied().filter(|&i| !done[i] && !failed[i] && actions[i].deps.iter().all(|&d| done[d])).collect();
         // Longest first (input bytes stand in for compile time): the last compiler to finish
         // is then a short one, so the wave's tail, where one worker idles, is short.
         let weight = |i: usize| -> u64 { actions[i].inputs.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum() };
@@ -221,16 +275,13 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         // Keys of actions depending on earlier waves see those outputs now.
         let wave_keys: Vec<String> = wave.iter().map(|&i| if actions[i].deps.is_empty() { keys[i].clone() } else { actions[i].key() }).collect();
         let next = AtomicUsize::new(0);
-        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let wave_failures: Mutex<Vec<(usize, Error)>> = Mutex::new(Vec::new());
         let results: Mutex<Vec<(usize, Executed)>> = Mutex::new(Vec::new());
         let workers = options.jobs.max(1).min(wave.len());
         std::thread::scope(|scope| {
             for worker in 0..workers {
-                let (next, failure, results, wave, wave_keys, running, peak) = (&next, &failure, &results, &wave, &wave_keys, &running, &peak);
+                let (next, wave_failures, results, wave, wave_keys, running, peak) = (&next, &wave_failures, &results, &wave, &wave_keys, &running, &peak);
                 scope.spawn(move || loop {
-                    if failure.lock().map(|f| f.is_some()).unwrap_or(true) {
-                        return;
-                    }
                     let n = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&i) = wave.get(n) else { return };
                     // Worker 0 runs on the token cargo gave this build script; every other
@@ -255,17 +306,17 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
                             }
                         }
                         Err(e) => {
-                            if let Ok(mut f) = failure.lock() {
-                                f.get_or_insert(e);
+                            if let Ok(mut f) = wave_failures.lock() {
+                                f.push((i, e));
                             }
-                            return;
                         }
                     }
                 });
             }
         });
-        if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            return Err(e);
+        for (i, e) in wave_failures.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            failed[i] = true;
+            failures.push((i, e));
         }
         let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
         // Action order, not the order parallel compilers finished in: the build script's output
@@ -278,11 +329,30 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
             report.outputs.extend(outputs);
             report.warnings.extend(warnings);
         }
-        if wave.iter().any(|&i| !done[i]) {
+        if wave.iter().any(|&i| !done[i] && !failed[i]) {
             return Err(Error::new(ErrorKind::ToolFailed, "a compiler could not be started (jobserver token refused)"));
         }
     }
     report.peak_concurrency = peak.load(Ordering::SeqCst);
+    if !failures.is_empty() {
+        // What did run is recorded (its hashes kept for the next build), then every failure.
+        report.read.retain(|p| p.exists());
+        report.read.sort();
+        report.read.dedup();
+        crate::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
+        failures.sort_by_key(|(i, _)| *i);
+        let count = failures.len();
+        let mut problems: Vec<Error> = failures.into_iter().map(|(_, e)| e).collect();
+        if count > 1 {
+            problems[0].help.push(format!("{count} actions failed; each is reported below with its command and output (the others that do not depend on them ran)"));
+        }
+        if !skipped.is_empty() {
+            skipped.sort_unstable();
+            let names: Vec<&str> = skipped.iter().map(|&i| actions[i].description.as_str()).collect();
+            problems.push(Error::new(ErrorKind::ToolFailed, format!("{} action(s) not run: they depend on a failed one", skipped.len())).detail(names.join(", ")));
+        }
+        return Error::all(problems).map(|()| report);
+    }
     // Sorted: the build script's output must not depend on the order parallel actions finished
     // in, or cargo would see a changed output and rebuild the crate after a no-op run.
     report.read.retain(|p| p.exists());
@@ -326,6 +396,24 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
+/// Check that `out` starts as `expect` says; otherwise the action failed (its output is
+/// deleted, so nothing takes it for a result).
+fn check_output(action: &Action, out: &Path, expect: Expect) -> Result<()> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let read = std::fs::File::open(out).and_then(|f| f.take(expect.magic.len() as u64).read_to_end(&mut head));
+    read.map_err(|e| Error::io("cannot read the output", out, e))?;
+    if expect.check(&head) {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(out);
+    let shown: Vec<String> = head.iter().map(|b| format!("{b:02x}")).collect();
+    Err(Error::new(ErrorKind::ToolFailed, format!("{} exited 0 but `{}` is not {}", action.description, out.display(), expect.what))
+        .detail(format!("it starts with {}, not {}", if shown.is_empty() { "nothing (empty)".to_string() } else { shown.join(" ") }, expect.magic.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")))
+        .detail(format!("command: {}", action.command_line()))
+        .help("a flag in the rule's `flags` may have changed what the compiler writes (nvcc --ptx writes PTX text where the object belongs): remove it, or choose the output with the rule's `output` key"))
+}
+
 /// The files an action read, its outputs with their hashes, and the warning lines of its tool.
 type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>, Vec<String>);
 
@@ -358,6 +446,9 @@ fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Resu
             return Err(Error::new(ErrorKind::ToolFailed, format!("{} exited 0 but did not write `{}`", action.description, out.display()))
                 .detail(format!("command: {}", action.command_line())));
         };
+        if let Some(expect) = action.expect {
+            check_output(action, out, expect)?;
+        }
         outputs.push((out.clone(), h));
     }
     let mut discovered = Vec::new();

@@ -19,7 +19,8 @@
 //!     spirv/, slang/                      a lane's outputs (`<rel>.spv`, `<rel>.d`)
 //!     cuda/, cxx/                         an object lane: obj/ (objects, depfiles),
 //!                                         lib-<hash>/ (its archive; see crate::link),
-//!                                         and for cxx bmi/ and module.map
+//!                                         for cuda ptx/, cubin/, fatbin/ (device-only
+//!                                         payloads, `output`), for cxx bmi/ and module.map
 //! ```
 //!
 //! Object and archive names inside a lane's directories are [`crate::link`]'s. The on-disk
@@ -167,6 +168,13 @@ impl Variant {
     /// `<lane>/obj/`: an object lane's objects and depfiles.
     pub fn objects_dir(&self, lane: &str) -> PathBuf {
         self.lane_dir(lane).join("obj")
+    }
+
+    /// `<lane>/<kind>/`: a lane's outputs of one kind other than objects (`cuda/ptx/`,
+    /// `cuda/cubin/`, `cuda/fatbin/`), so switching a source's output kind never finds another
+    /// kind's bytes under its name.
+    pub fn output_dir(&self, lane: &str, kind: &str) -> PathBuf {
+        self.lane_dir(lane).join(kind)
     }
 
     /// `cxx/bmi/`: the host C++ lane's compiled module interfaces.

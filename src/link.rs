@@ -77,6 +77,7 @@ pub fn archive(variant: &Variant, lane: &str, package: &str, format: ArchiveForm
         include_dirs: Vec::new(),
         deps,
         builtin: Some(Builtin::Archive(format)),
+        expect: None,
     };
     (action, vec![LinkDirective::Search(lib_dir), LinkDirective::Lib(format!("static={name}"))])
 }

@@ -76,7 +76,7 @@ pub struct KeyDoc {
 /// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
 pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "accel", default: "none (no accelerator)", meaning: "the accelerator set (see \"The accelerator set\")" },
-    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\" }` constrained globs, relative to the package root" },
+    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; both optional), relative to the package root" },
     KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
     KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
     KeyDoc { key: "base-dir", default: "derived", meaning: "the base directory of the surface's names, relative to the package root (`\"shaders\"`); every payload must be under it (see \"The generated surface\")" },
@@ -135,7 +135,7 @@ pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'stat
     fields
 }
 
-/// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2" }`.
+/// One entry of `sources`: `"shaders/**/*.comp"` or `{ glob = "...", accel = "vulkan1.2", output = "..." }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceEntry {
     /// A plain glob: its files are device sources of every build that names their rule's backend.
@@ -155,14 +155,22 @@ impl SourceEntry {
     }
 }
 
-/// `{ glob = "...", accel = "..." }`.
+/// `{ glob = "...", accel = "...", output = "..." }`: `accel` constrains the files to an
+/// accelerator entry, `output` chooses what their rule makes of them (CUDA: `"ptx"`, ...);
+/// either may be left out (a table with neither is a plain glob).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\" }`")]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\", output = \"...\" }`")]
 pub struct ConstrainedGlob {
     /// The pattern (`*`, `**`, `?`, `[...]`), relative to the package root.
     pub glob: String,
-    /// The accelerator entry the files need, e.g. `"vulkan1.2"` or `"cuda12.9+{sm_90}"`.
-    pub accel: String,
+    /// The accelerator entry the files need, e.g. `"vulkan1.2"` or `"cuda12.9+{sm_90}"`; none:
+    /// the files are compiled whenever the build names their rule's backend.
+    #[serde(default)]
+    pub accel: Option<String>,
+    /// What the files' rule makes of them, overriding the rule's own `output` key (offered by
+    /// the CUDA rule: `"object"`, `"ptx"`, `"cubin"`, `"fatbin"`; [`crate::rules::Rule::outputs`]).
+    #[serde(default)]
+    pub output: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for SourceEntry {
@@ -171,7 +179,7 @@ impl<'de> Deserialize<'de> for SourceEntry {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = SourceEntry;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a glob string or a table `{ glob = \"...\", accel = \"...\" }`")
+                f.write_str("a glob string or a table `{ glob = \"...\", accel = \"...\", output = \"...\" }`")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<SourceEntry, E> {
                 Ok(SourceEntry::Glob(v.to_string()))
@@ -596,7 +604,7 @@ flags = ["-g"]
         .unwrap();
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
-        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: "vulkan1.2".into() }));
+        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None }));
         let s: crate::rules::spirv::SpirvOptions = crate::rules::options::read(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");

@@ -57,7 +57,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
         for m in files {
             // One file once across entries (by its resolved path), in a hash set: linear.
             if seen.insert(m.real.clone()) {
-                out.sources.push(classify(&listing, m, constraint.as_ref(), accel, rules)?);
+                out.sources.push(classify(&listing, m, constraint.as_ref(), output(entry), accel, rules)?);
             }
         }
         if matched == 0 {
@@ -101,8 +101,9 @@ struct Constraint {
 /// [`ErrorKind::Sources`] when the build names its backends but does not cover it.
 fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &crate::env::Env) -> Result<Option<Constraint>> {
     let SourceEntry::Constrained(c) = entry else { return Ok(None) };
+    let Some(text) = &c.accel else { return Ok(None) };
     let (manifest, key, subject) = (listing.manifest, &listing.key, &listing.subject);
-    let constraint = AccelSet::parse(&c.accel).map_err(|e| {
+    let constraint = AccelSet::parse(text).map_err(|e| {
         Error::new(ErrorKind::Accel, format!("{subject} has a malformed `accel` constraint"))
             .file(&manifest.path)
             .key(format!("{key}.accel"))
@@ -120,26 +121,36 @@ fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &cr
     } else if accel.covers(&constraint) {
         true
     } else {
-        return Err(Error::new(ErrorKind::Sources, format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(&c.accel)))
+        return Err(Error::new(ErrorKind::Sources, format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(text)))
             .file(&manifest.path)
             .key(format!("{key}.accel"))
             .detail(format!("this build targets: {accel}"))
             .help(format!(
                 "build with an accelerator set covering it ({}), or with {} to leave every constrained glob out (the CPU-only variant)",
-                crate::report::accel_way(env, &c.accel),
+                crate::report::accel_way(env, text),
                 crate::report::no_accel_way(env)
             )));
     };
-    Ok(Some(Constraint { text: c.accel.clone(), backends, included }))
+    Ok(Some(Constraint { text: text.clone(), backends, included }))
+}
+
+/// The `output` of a `sources` entry (`{ glob = "...", output = "ptx" }`), if it has one.
+fn output(entry: &SourceEntry) -> Option<&str> {
+    match entry {
+        SourceEntry::Constrained(c) => c.output.as_deref(),
+        SourceEntry::Glob(_) => None,
+    }
 }
 
 /// Give a matched file to the rule that claims its extension; it is selected when its
-/// constraint (if any) is included and the build names its rule's backend.
+/// constraint (if any) is included and the build names its rule's backend. The entry's
+/// `output` must be one the rule offers ([`Rule::outputs`]).
 ///
 /// # Errors
 /// [`ErrorKind::Sources`] for a device extension no rule claims, an extension with no role, or
-/// a constraint naming another backend than the file's rule compiles for.
-fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Constraint>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
+/// a constraint naming another backend than the file's rule compiles for;
+/// [`ErrorKind::Manifest`] for an `output` the file's rule does not offer.
+fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
     let crate::walk::Matched { path, rel, .. } = m;
     let ext = extension(&path).unwrap_or_default();
     let Some(rule) = rules.iter().position(|r| r.claims(&ext)) else {
@@ -167,8 +178,20 @@ fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Cons
             .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
             .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
     }
+    if let Some(out) = output.filter(|o| !rules[rule].outputs().contains(o)) {
+        let offered = rules[rule].outputs();
+        let way = if offered.is_empty() {
+            format!("the {} rule makes one kind of output: drop `output` from this entry", rules[rule].name())
+        } else {
+            format!("the {} rule offers output = {}", rules[rule].name(), offered.iter().map(|o| format!("\"{o}\"")).collect::<Vec<_>>().join(", "))
+        };
+        return Err(Error::new(ErrorKind::Manifest, format!("{} asks for output \"{}\" of {rel}, which the {} rule does not make", listing.subject, crate::text::echo(out), rules[rule].name()))
+            .file(listing.manifest.at_col(&format!("sources[{}].output", listing.index)))
+            .key(format!("{}.output", listing.key))
+            .help(way));
+    }
     let selected = constraint.map_or(true, |c| c.included) && accel.entry(backend).is_some();
-    Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected })
+    Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected, output: output.map(str::to_string) })
 }
 
 /// Watch the fixed directory prefix of `pattern` for added files (an existing directory, once);

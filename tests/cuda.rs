@@ -236,18 +236,6 @@ fn no_accel_compiles_the_fallback_and_the_same_boundary() {
     assert!(!lines.iter().any(|l| l.contains("cudart")), "{lines:#?}");
 }
 
-/// A toolkit root whose `bin/nvcc` is a counting wrapper around the real nvcc.
-fn counted_toolkit(dir: &Path) -> (PathBuf, Shim) {
-    let real = cuda13();
-    let root = dir.join("counted-cuda");
-    std::fs::create_dir_all(root.join("bin")).unwrap();
-    for d in ["include", "lib"] {
-        std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
-    }
-    let nvcc = Shim::wrap(&root.join("bin"), "nvcc", &real.join("bin/nvcc"));
-    (root, nvcc)
-}
-
 fn object_of(outcome_dir: &Path) -> Vec<u8> {
     let mut found = Vec::new();
     for e in walk(outcome_dir) {

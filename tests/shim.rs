@@ -63,7 +63,7 @@ fn each_start_is_recorded_with_its_program_name_argv_cwd_and_environment() {
     assert!(r.has("-fsycl") && r.names("k.cpp") && !r.is_probe());
     assert!(icpx.records()[1].is_probe());
     assert_eq!(icpx.argvs(), [vec!["-fsycl", "-c", "k.cpp", "-o", "../obj/k.o"]], "probes are not calls");
-    assert_eq!(std::fs::read_to_string(tmp.path().join("obj/k.o")).unwrap(), "object of k.cpp\n");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("obj/k.o")).unwrap(), "\x7fELF object of k.cpp\n", "an object starts as an ELF file");
 }
 
 #[test]

@@ -26,7 +26,7 @@
 //! | `MCPP_SHIM_FAIL_MESSAGE` | the failure's stderr (default `<name>: simulated failure`) |
 //! | `MCPP_SHIM_FAIL_CODE` | the failure's exit code (default 1) |
 //! | `MCPP_SHIM_WARN` | a line printed on stderr by a successful compile |
-//! | `MCPP_SHIM_OUTPUT` | the content of every `-o` output (default `object of <inputs>`) |
+//! | `MCPP_SHIM_OUTPUT` | the content of every `-o` output (default `object of <inputs>`, after `\x7fELF ` for a `.o` or `.cubin`, after the fat binary magic `50 ed 55 ba` and a space for a `.fatbin`) |
 // A test-only program outside the library: it records its whole environment and runs the
 // program it wraps; the library's doors (env::Env, graph.rs) are not its concern.
 #![allow(clippy::disallowed_methods)]
@@ -184,8 +184,23 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
     let named = Named::parse(args);
     let inputs = named.inputs.join(" ");
     if let Some(out) = &named.output {
-        let text = settings.get("MCPP_SHIM_OUTPUT").map(str::to_string).unwrap_or_else(|| format!("object of {inputs}\n"));
-        if let Err(e) = write(out, text.as_bytes()) {
+        // By default an output starts as its kind's files do (the engine checks objects,
+        // cubins and fat binaries by their first bytes): ELF for `.o` and `.cubin`, the fat
+        // binary magic for `.fatbin`.
+        let text: Vec<u8> = match settings.get("MCPP_SHIM_OUTPUT") {
+            Some(t) => t.as_bytes().to_vec(),
+            None => {
+                let magic: &[u8] = if out.ends_with(".o") || out.ends_with(".cubin") {
+                    b"\x7fELF "
+                } else if out.ends_with(".fatbin") {
+                    &[0x50, 0xed, 0x55, 0xba, b' ']
+                } else {
+                    b""
+                };
+                [magic, format!("object of {inputs}\n").as_bytes()].concat()
+            }
+        };
+        if let Err(e) = write(out, &text) {
             eprintln!("{name} (mcpp-shim): cannot write the output {out}: {e}");
             return ExitCode::from(2);
         }

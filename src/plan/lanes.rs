@@ -1,5 +1,6 @@
 //! The lanes' plans gathered into one action graph: each rule of the registry plans its
-//! selected sources ([`plan_rule`]), then the host C++ lane ([`crate::cxx::plan_host`]); their
+//! selected sources ([`plan_rule`]) and names the empty placeholders of those it leaves out,
+//! then the host C++ lane ([`crate::cxx::plan_host`]); their
 //! actions are appended with dependency indices shifted, their payloads, tools and link
 //! directives collected in plan order, their warnings kept in order.
 
@@ -85,7 +86,8 @@ impl Planned {
     }
 }
 
-/// Plan every rule of the registry, then the host C++ lane.
+/// Plan every rule of the registry (with the empty placeholders of the sources it leaves out,
+/// [`Rule::placeholders`]), then the host C++ lane.
 ///
 /// # Errors
 /// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
@@ -94,6 +96,12 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     for (index, rule) in inputs.registry.iter().enumerate() {
         if let Some(plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
             planned.add_rule(rule.name(), plan);
+        }
+        // The sources this build leaves out keep their accessors, empty (`Rule::placeholders`).
+        let left_out: Vec<&DeviceSource> = inputs.collected.sources.iter().filter(|s| s.rule == index && !s.selected).collect();
+        if !left_out.is_empty() {
+            let placeholders = rule.placeholders(inputs.manifest, &left_out)?;
+            planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), p)));
         }
     }
     let island = inputs.island.map(IslandState::cxx_units);

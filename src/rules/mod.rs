@@ -35,6 +35,9 @@ pub struct DeviceSource {
     /// Whether this build compiles it: its constraint (if any) is covered and its rule's
     /// backend is in the accelerator set.
     pub selected: bool,
+    /// The `output` its `sources` entry asks for (`{ glob = "...", output = "ptx" }`), one of
+    /// [`Rule::outputs`]; none: the rule's own default (its options table's `output`).
+    pub output: Option<String>,
 }
 
 /// What a rule gets to plan with.
@@ -136,6 +139,21 @@ pub trait Rule: Send + Sync {
     /// accepts. Default: none (a rule without options).
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         &[]
+    }
+    /// The output kinds a `sources` entry may ask of this rule (`{ glob = "...", output =
+    /// "ptx" }`); any other is refused naming the entry. Default: none (one kind of output).
+    fn outputs(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The payloads this rule would hand the surface for `sources` (claimed by it, left out of
+    /// this build: `--no-accel`, an accelerator set without its backend, a constraint not
+    /// covered), each empty ([`crate::surface::Payload::empty`]): the surface keeps its
+    /// accessors, so a CPU build and `cargo doc` see the same names. Default: none.
+    ///
+    /// # Errors
+    /// The rule's options cannot be read.
+    fn placeholders(&self, _manifest: &Manifest, _sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        Ok(Vec::new())
     }
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///

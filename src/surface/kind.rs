@@ -92,7 +92,8 @@ pub struct Payload {
     /// The raw identifier (`scale_comp`); sanitised by the surface ([`super::names::identifier`]).
     pub identifier: String,
     /// The payload file, absolute: an output of the rule's actions (whose bytes the device phase
-    /// verifies) or a file of the package.
+    /// verifies) or a file of the package; empty for a payload with no bytes
+    /// ([`Payload::empty`]).
     pub path: PathBuf,
     /// What its bytes are.
     pub kind: PayloadKind,
@@ -106,6 +107,16 @@ impl Payload {
     /// A [`PayloadKind::Bytes`] payload.
     pub fn bytes(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
         Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Bytes }
+    }
+    /// A payload of `kind` with no bytes (an empty path): the placeholder of a source this
+    /// build does not compile ([`crate::rules::Rule::placeholders`]), so its accessor exists
+    /// and hands out an empty payload (a text's `c_str` is then `""`).
+    pub fn empty(source: impl Into<String>, identifier: impl Into<String>, kind: PayloadKind) -> Payload {
+        Payload { source: source.into(), identifier: identifier.into(), path: PathBuf::new(), kind }
+    }
+    /// Whether this payload has no file: the placeholder of [`Payload::empty`].
+    pub fn is_placeholder(&self) -> bool {
+        self.path.as_os_str().is_empty()
     }
     /// A [`PayloadKind::Text`] payload.
     pub fn text(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {

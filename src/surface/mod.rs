@@ -52,7 +52,8 @@ pub struct PayloadItem {
     pub namespace: Vec<String>,
     /// The accessor's identifier (`scale_comp`).
     pub identifier: String,
-    /// The payload file (a bare `.spv`, ...), absolute.
+    /// The payload file (a bare `.spv`, ...), absolute; empty for a placeholder with no bytes
+    /// ([`Payload::empty`]).
     pub payload: PathBuf,
     /// What its bytes are.
     pub kind: PayloadKind,
@@ -313,7 +314,8 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     };
     let mut data_headers = Vec::new();
     for item in items {
-        let bytes = std::fs::read(&item.payload).map_err(|e| Error::io("cannot read the payload", &item.payload, e))?;
+        // An empty path is a placeholder (a source this build leaves out): no bytes.
+        let bytes = if item.payload.as_os_str().is_empty() { Vec::new() } else { std::fs::read(&item.payload).map_err(|e| Error::io("cannot read the payload", &item.payload, e))? };
         if let Err(problem) = item.kind.check(&bytes) {
             return Err(Error::new(ErrorKind::ToolFailed, format!("the payload of {} from the {} rule {problem}", item.source, item.rule))
                 .file(&item.payload)

@@ -3,7 +3,7 @@
 //! - temp packages: [`Package`] (a package written into a temp dir, built through the library
 //!   API) and [`fixture`] (a temp copy of `tests/fixtures/<name>`);
 //! - the real toolchains `scripts/setup-toolchains.sh` installs: [`real_tool`], [`cuda13`],
-//!   [`cuda12_clang`];
+//!   [`cuda12_clang`], and [`counted_toolkit`] (the real nvcc behind a counting wrapper);
 //! - counting/logging wrappers and fake compilers: [`Shim`] (the recording compiler
 //!   `src/bin/mcpp-shim.rs` under any program name) and [`fake_toolkit`];
 //! - the text of outputs ([`text`]) and file helpers ([`walk`], [`copy_dir`], [`edit`]).
@@ -59,6 +59,19 @@ pub fn cuda13() -> PathBuf {
     let p = std::env::var_os("CUDA_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/cuda-13"));
     assert!(p.join("bin/nvcc").is_file(), "no nvcc under {}: run scripts/setup-toolchains.sh", p.display());
     p
+}
+
+/// A toolkit root `<dir>/counted-cuda` whose `bin/nvcc` is a counting wrapper ([`Shim::wrap`])
+/// around the real nvcc of [`cuda13`] (its `include/` and `lib/` linked); returns (root, shim).
+pub fn counted_toolkit(dir: &Path) -> (PathBuf, Shim) {
+    let real = cuda13();
+    let root = dir.join("counted-cuda");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    for d in ["include", "lib"] {
+        std::os::unix::fs::symlink(real.join(d), root.join(d)).unwrap();
+    }
+    let nvcc = Shim::wrap(&root.join("bin"), "nvcc", &real.join("bin/nvcc"));
+    (root, nvcc)
 }
 
 /// The CUDA 12.9 layout for clang-19: `MCPP_CUDA12_CLANG`, else the setup script's prefix.

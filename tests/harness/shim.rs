@@ -13,7 +13,8 @@ pub fn shim_binary() -> PathBuf {
 /// `<dir>/<name>.mcpp-shim.json`, its records in `<dir>/<name>.mcpp-shim-log/records.jsonl`.
 ///
 /// Without a setting it acts as a compiler: it writes the files named by `-o`, `-MF`,
-/// `--depfile`, `-depfile` (the output says `object of <inputs>`, a depfile lists the inputs),
+/// `--depfile`, `-depfile` (the output says `object of <inputs>`, after the ELF magic for a `.o`
+/// or `.cubin` and the fat binary magic for a `.fatbin`; a depfile lists the inputs),
 /// answers `--version`/`-V`/`--help` and exits 0. [`Shim::wrap`] makes it a counting/logging
 /// wrapper around a real program instead.
 #[derive(Debug, Clone)]

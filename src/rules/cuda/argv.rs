@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 /// there (`-rdc=1` is nvcc's own error), so only `true` counts. The value of an option that
 /// passes arguments on (`-Xcompiler -dc`) is not nvcc's.
 pub fn rdc_flag(flags: &[String]) -> Option<usize> {
-    const PASS_ON: &[&str] = &["-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-Xfatbin", "--fatbin-options"];
     let is_rdc = |f: &str| f == "-rdc" || f == "--relocatable-device-code";
     flags.iter().enumerate().find_map(|(i, f)| {
-        if i > 0 && PASS_ON.contains(&flags[i - 1].as_str()) {
+        if passed_on(flags, i) {
             return None;
         }
         let on = match f.split_once('=') {
@@ -27,6 +26,73 @@ pub fn rdc_flag(flags: &[String]) -> Option<usize> {
             None => (is_rdc(f) && flags.get(i + 1).is_some_and(|v| v == "true")) || f == "-dc" || f == "--device-c",
         };
         on.then_some(i)
+    })
+}
+
+/// The options whose next argument is handed to another program (the host compiler, ptxas,
+/// nvlink, ...), on either route: that argument is not the compiler's own.
+const PASS_ON: &[&str] = &[
+    "-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-Xfatbin",
+    "--fatbin-options", "-Xclang", "-Xarch_device", "-Xarch_host", "-Xcuda-ptxas", "-Xcuda-fatbinary", "-mllvm",
+];
+
+/// Whether `flags[i]` is the value of an option that passes it on ([`PASS_ON`]).
+fn passed_on(flags: &[String], i: usize) -> bool {
+    i > 0 && PASS_ON.contains(&flags[i - 1].as_str())
+}
+
+/// A flag that changes what the compiler writes, which the `output` key (or `rdc`) decides
+/// instead, with the way out for each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputKindFlag {
+    /// Its index in `flags`.
+    pub index: usize,
+    /// What it makes the compiler write instead of the planned output.
+    pub writes: &'static str,
+    /// The way out.
+    pub instead: &'static str,
+}
+
+/// The first entry of `flags` that changes the kind of file the compiler writes on `route`
+/// (nvcc: `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`,
+/// `-link`, `-dlink`, `-dw`, `-run`, and their long spellings; clang: `--cuda-device-only`,
+/// `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`). The action
+/// names its output and checks it, and nvcc exits 0 writing PTX text into the object's place
+/// under `--ptx`, so these are refused; `-dc` is [`rdc_flag`]'s. A value passed on
+/// (`-Xcompiler -E`) is not the compiler's own.
+pub fn output_kind_flag(route: CudaCompilerName, flags: &[String]) -> Option<OutputKindFlag> {
+    const OUTPUT: &str = "set `output` in [package.metadata.mcpp.cuda] (\"ptx\", \"cubin\", \"fatbin\", or \"object\", the default), or for some files a `sources` entry `{ glob = \"...\", output = \"ptx\" }`, and remove the flag";
+    const DEPFILE: &str = "remove the flag: cargo-mcpp writes the depfile itself (-MMD -MF on nvcc, -MD -MF on clang) alongside every compile";
+    const LINK: &str = "remove the flag: the device link of relocatable device code is `rdc = true` in [package.metadata.mcpp.cuda], and the crate's link is cargo's";
+    const NONE: &str = "remove the flag: cargo-mcpp compiles each source into the output its `output` key names";
+    let nvcc: &[(&[&str], &str, &str)] = &[
+        (&["--ptx", "-ptx"], "PTX text", OUTPUT),
+        (&["-cubin", "--cubin"], "a cubin", OUTPUT),
+        (&["-fatbin", "--fatbin"], "a fat binary", OUTPUT),
+        (&["-optix-ir", "--optix-ir"], "OptiX IR", NONE),
+        (&["-E", "--preprocess"], "preprocessed source", NONE),
+        (&["-M", "--generate-dependencies", "-MM", "--generate-nonsystem-dependencies"], "a dependency list", DEPFILE),
+        (&["-cuda", "--cuda"], "the host-side C++ translation", NONE),
+        (&["-lib", "--lib", "-link", "--link", "-run", "--run"], "a library or an executable", LINK),
+        (&["-dlink", "--device-link", "-dw", "--device-w"], "a device-linked object", LINK),
+    ];
+    let clang: &[(&[&str], &str, &str)] = &[
+        (&["--cuda-device-only", "--cuda-host-only"], "one side of the compile", OUTPUT),
+        (&["-S"], "assembly (PTX)", OUTPUT),
+        (&["-E"], "preprocessed source", NONE),
+        (&["-M", "-MM"], "a dependency list", DEPFILE),
+        (&["-emit-llvm"], "LLVM IR", NONE),
+        (&["-fsyntax-only"], "nothing", NONE),
+    ];
+    let table = match route {
+        CudaCompilerName::Nvcc => nvcc,
+        CudaCompilerName::Clang => clang,
+    };
+    flags.iter().enumerate().find_map(|(i, f)| {
+        if passed_on(flags, i) {
+            return None;
+        }
+        table.iter().find(|(names, _, _)| names.contains(&f.as_str())).map(|&(_, writes, instead)| OutputKindFlag { index: i, writes, instead })
     })
 }
 
@@ -220,6 +286,75 @@ pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsS
     a
 }
 
+/// What a device-only compile writes ([`device_argv`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceOnly<'a> {
+    /// PTX text for one virtual architecture (`compute_80`): nvcc `-arch=compute_80 --ptx`,
+    /// clang `--cuda-device-only --cuda-gpu-arch=sm_80 -S`.
+    Ptx(&'a str),
+    /// A cubin (ELF) for one real architecture (`sm_90`): nvcc `-gencode
+    /// arch=compute_90,code=sm_90 -cubin`, clang `--cuda-device-only --cuda-gpu-arch=sm_90 -c`.
+    Cubin(&'a str),
+    /// A fat binary with every architecture of the invocation and the PTX floor: nvcc
+    /// `-gencode ... -fatbin` (not offered on clang, whose driver writes a fat binary only
+    /// inside a host object).
+    Fatbin,
+}
+
+/// The arguments (after the program) that compile `src` device-only into `out` as `what`,
+/// writing `depfile`: the route's architecture and mode flags, optimisation (as [`argv`]),
+/// `-I`/`-D`, `flags`, the depfile flags, `<src> -o <out>`. No forced include (the island's
+/// device half is an object) and no `-fPIC` (no host code).
+pub fn device_argv(inv: &Invocation, what: DeviceOnly, src: &Path, out: &Path, depfile: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    fn suffix(arch: &str) -> &str {
+        arch.strip_prefix("sm_").or_else(|| arch.strip_prefix("compute_")).unwrap_or(arch)
+    }
+    match inv.route {
+        CudaCompilerName::Nvcc => {
+            a.extend(host_compiler_args(inv.ccbin, inv.ccbin_args, inv.target_dir));
+            match what {
+                DeviceOnly::Ptx(virt) => a.extend([format!("-arch=compute_{}", suffix(virt)).into(), "--ptx".into()]),
+                DeviceOnly::Cubin(arch) => {
+                    let n = suffix(arch);
+                    a.extend(["-gencode".into(), format!("arch=compute_{n},code=sm_{n}").into(), "-cubin".into()]);
+                }
+                DeviceOnly::Fatbin => {
+                    a.extend(gencode_args(inv.archs, inv.ptx));
+                    a.push("-fatbin".into());
+                }
+            }
+            if inv.optimize {
+                a.push("-O3".into());
+            } else {
+                a.extend(["-O0".into(), "-lineinfo".into()]);
+            }
+        }
+        CudaCompilerName::Clang => {
+            a.extend(["-x".into(), "cuda".into()]);
+            let mut p = OsString::from("--cuda-path=");
+            p.push(inv.toolkit);
+            a.push(p);
+            a.push("--cuda-device-only".into());
+            match what {
+                DeviceOnly::Ptx(arch) => a.extend([format!("--cuda-gpu-arch=sm_{}", suffix(arch)).into(), "-S".into()]),
+                DeviceOnly::Cubin(arch) => a.extend([format!("--cuda-gpu-arch=sm_{}", suffix(arch)).into(), "-c".into()]),
+                DeviceOnly::Fatbin => {}
+            }
+            a.push("-Wno-unknown-cuda-version".into());
+            a.push(if inv.optimize { "-O3" } else { "-O0" }.into());
+        }
+    }
+    a.extend(crate::host::include_define_args(inv.includes, inv.defines));
+    a.extend(inv.flags.iter().map(OsString::from));
+    match inv.route {
+        CudaCompilerName::Nvcc => a.extend(["-MMD".into(), "-MF".into(), depfile.into()]),
+        CudaCompilerName::Clang => a.extend(["-MD".into(), "-MF".into(), depfile.into()]),
+    }
+    a.extend([src.into(), "-o".into(), out.into()]);
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +370,21 @@ mod tests {
         for off in [&["-rdc=false"][..], &["-rdc", "false"], &["-rdc=1"], &["-Xcompiler", "-dc"], &["--use_fast_math"], &["-rdc"], &[]] {
             assert_eq!(f(off), None, "{off:?}");
         }
+    }
+
+    #[test]
+    fn flags_that_change_the_output_kind_are_found_per_route_and_not_when_passed_on() {
+        let v = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for f in ["--ptx", "-ptx", "-cubin", "-fatbin", "-E", "-M", "-MM", "-dlink", "-lib", "--generate-dependencies"] {
+            assert_eq!(output_kind_flag(CudaCompilerName::Nvcc, &v(&["-lineinfo", f])).map(|k| k.index), Some(1), "{f}");
+        }
+        assert_eq!(output_kind_flag(CudaCompilerName::Nvcc, &v(&["--ptx"])).unwrap().writes, "PTX text");
+        assert!(output_kind_flag(CudaCompilerName::Nvcc, &v(&["-Xcompiler", "-E", "--use_fast_math", "-dc"])).is_none(), "a passed-on value, and -dc (rdc's)");
+        assert!(output_kind_flag(CudaCompilerName::Nvcc, &v(&["-S"])).is_none());
+        for f in ["--cuda-device-only", "-S", "-emit-llvm", "-E"] {
+            assert!(output_kind_flag(CudaCompilerName::Clang, &v(&[f])).is_some(), "{f}");
+        }
+        assert!(output_kind_flag(CudaCompilerName::Clang, &v(&["-Xclang", "-S", "-ffast-math"])).is_none());
     }
 
     #[test]

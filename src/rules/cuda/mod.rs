@@ -11,7 +11,13 @@
 //!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
 //!
 //! Both: the island header as a forced include (`-include`) for the island's device half,
-//! `-I`/`-D` from the manifest, then `flags` unexamined, then `-c <src> -o <obj>`.
+//! `-I`/`-D` from the manifest, then `flags` (a flag changing the output kind refused), then
+//! `-c <src> -o <obj>`.
+//!
+//! `output` (the table's, or a `sources` entry's) makes a source a payload instead (issue 15):
+//! PTX per virtual architecture, a cubin per architecture or one fat binary, compiled
+//! device-only ([`argv::device_argv`]) into the lane's directory of that kind, handed to the
+//! surface as text or bytes, and generated empty for a source the build leaves out.
 //!
 //! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
 //! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
@@ -42,7 +48,9 @@ use crate::graph::{Action, Role};
 use crate::host::HostToolchain;
 use crate::link::{self, LinkDirective};
 use crate::tool::{ToolSpec, ToolkitSpec};
-use argv::{check_nvcc_argv, check_nvcc_values, gencode_args, host_compiler_args, rdc_flag, Invocation};
+use crate::graph::Expect;
+use crate::surface::{Payload, PayloadKind};
+use argv::{check_nvcc_argv, check_nvcc_values, device_argv, gencode_args, host_compiler_args, output_kind_flag, rdc_flag, DeviceOnly, Invocation};
 use probe::Archs;
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -73,6 +81,55 @@ pub enum Cudart {
     None,
 }
 
+/// What the CUDA rule makes of a `.cu` source (`output` in `[package.metadata.mcpp.cuda]`, or a
+/// `sources` entry's `output`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaOutput {
+    /// An object (host code and the embedded device code), archived and linked (default).
+    #[default]
+    Object,
+    /// PTX text, one per virtual architecture (the floor, and each listed architecture),
+    /// embedded as text payloads for the driver API (`cuModuleLoadData`).
+    Ptx,
+    /// A cubin per real architecture, embedded as bytes payloads.
+    Cubin,
+    /// One fat binary with every listed architecture and the PTX floor, embedded as a bytes
+    /// payload (nvcc only).
+    Fatbin,
+}
+
+impl CudaOutput {
+    /// Every spelling, as the manifest writes them ([`Rule::outputs`]).
+    pub const NAMES: &'static [&'static str] = &["object", "ptx", "cubin", "fatbin"];
+
+    /// The output of a spelling of [`CudaOutput::NAMES`].
+    pub fn parse(name: &str) -> Option<CudaOutput> {
+        match name {
+            "object" => Some(CudaOutput::Object),
+            "ptx" => Some(CudaOutput::Ptx),
+            "cubin" => Some(CudaOutput::Cubin),
+            "fatbin" => Some(CudaOutput::Fatbin),
+            _ => None,
+        }
+    }
+
+    /// Its spelling (`"ptx"`), also the directory of its files in the lane (`cuda/ptx/`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CudaOutput::Object => "object",
+            CudaOutput::Ptx => "ptx",
+            CudaOutput::Cubin => "cubin",
+            CudaOutput::Fatbin => "fatbin",
+        }
+    }
+
+    /// The output of `source`: its `sources` entry's, else the table's, else an object.
+    pub fn of(source: &DeviceSource, opts: &CudaOptions) -> CudaOutput {
+        source.output.as_deref().and_then(CudaOutput::parse).unwrap_or_else(|| opts.output.unwrap_or_default())
+    }
+}
+
 /// `[package.metadata.mcpp.cuda]`; every key has a default.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -91,6 +148,9 @@ pub struct CudaOptions {
     pub cudart: Option<Cudart>,
     /// Relocatable device code (`-rdc=true` and a device-link step); nvcc route only. Default false.
     pub rdc: Option<bool>,
+    /// What every `.cu` source compiles to, unless its `sources` entry says otherwise: an
+    /// object (default), PTX, cubins or a fat binary ([`CudaOutput`]).
+    pub output: Option<CudaOutput>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
     /// profiles, off with `-lineinfo` in debug), `flags` (appended last).
     #[serde(skip)]
@@ -114,10 +174,11 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
+    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture, `<stem>_ptx()` for the floor and `<stem>_ptx_compute_NN()` for each other listed architecture), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin()`, or `<stem>_cubin_sm_NN()` each when several are listed), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused). Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...); with `--no-accel` their accessors are generated, empty" },
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
-    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except one: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
 ];
 
 /// The exact `cuda-nvcc` toolchain package version the nvcc route declares (CUDA 13.0: the H200
@@ -178,6 +239,27 @@ impl Rule for CudaRule {
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS
     }
+    fn outputs(&self) -> &'static [&'static str] {
+        CudaOutput::NAMES
+    }
+    /// A left-out source with a device-only output keeps its accessor, empty: `<stem>_ptx()`
+    /// (text), `<stem>_cubin()`, `<stem>_fatbin()` (bytes). The per-architecture accessors of a
+    /// build that lists several architectures have no placeholder (no architecture is known).
+    fn placeholders(&self, manifest: &crate::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let opts: CudaOptions = super::options::read(manifest, self.name())?;
+        Ok(sources
+            .iter()
+            .filter_map(|s| {
+                let stem = source_stem(&s.rel);
+                match CudaOutput::of(s, &opts) {
+                    CudaOutput::Object => None,
+                    CudaOutput::Ptx => Some(Payload::empty(s.rel.clone(), format!("{stem}_ptx"), PayloadKind::Text)),
+                    CudaOutput::Cubin => Some(Payload::empty(s.rel.clone(), format!("{stem}_cubin"), PayloadKind::Bytes)),
+                    CudaOutput::Fatbin => Some(Payload::empty(s.rel.clone(), format!("{stem}_fatbin"), PayloadKind::Bytes)),
+                }
+            })
+            .collect())
+    }
     fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
@@ -213,16 +295,28 @@ impl Rule for CudaRule {
         if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
             probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
         }
-        let lane = Lane { ctx, opts: &opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers };
-        let mut objects = plan_compiles(&lane, sources, &mut plan)?;
-        if rdc {
-            objects.push(plan_device_link(&lane, &objects, &mut plan));
+        let lane = Lane { ctx, opts: &opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers, host: &host };
+        let (object_sources, device_sources): (Vec<&DeviceSource>, Vec<&DeviceSource>) = sources.iter().partition(|s| CudaOutput::of(s, &opts) == CudaOutput::Object);
+        plan_device_only(&lane, &device_sources, &mut plan)?;
+        if !object_sources.is_empty() {
+            let first = plan.actions.len();
+            let mut objects = plan_compiles(&lane, &object_sources, &mut plan)?;
+            if rdc {
+                objects.push(plan_device_link(&lane, &objects, first, &mut plan));
+            }
+            let deps: Vec<usize> = (first..plan.actions.len()).collect();
+            let (action, link) = link::archive(ctx.variant, LANE, &ctx.manifest.package_name, host.archive_format, &objects, deps, ctx.manifest.dir());
+            plan.actions.push(action);
+            plan.link.extend(link);
+            plan.link.extend(runtime_link(&lane, &host, &mut plan.warnings)?);
         }
-        let deps: Vec<usize> = (0..plan.actions.len()).collect();
-        let (action, link) = link::archive(ctx.variant, LANE, &ctx.manifest.package_name, host.archive_format, &objects, deps, ctx.manifest.dir());
-        plan.actions.push(action);
-        plan.link.extend(link);
-        plan.link.extend(runtime_link(&lane, &host, &mut plan.warnings)?);
+        if route == CudaCompilerName::Nvcc {
+            for a in &plan.actions {
+                if a.builtin.is_none() {
+                    check_nvcc_argv(&a.args, &ctx.manifest.path)?;
+                }
+            }
+        }
         let Compilers { compiler, ccbin, .. } = compilers;
         plan.tools.push(compiler);
         plan.tools.extend(ccbin);
@@ -244,12 +338,14 @@ struct Lane<'a> {
     toolkit: &'a Toolkit,
     runtime: &'a TargetRuntime,
     compilers: &'a Compilers,
+    host: &'a HostToolchain,
 }
 
 /// The options that cannot work on the chosen route, refused before anything is resolved:
 /// `rdc = true` on clang; a flag that turns relocatable device code on without `rdc = true`
-/// ([`rdc_flag`]); a define whose name is not an identifier; on nvcc, a value its shell would
-/// evaluate ([`check_nvcc_values`]).
+/// ([`rdc_flag`]); a flag that changes what the compiler writes ([`output_kind_flag`]); a fat
+/// binary on clang; a device-only output for the island's device half; on nvcc, a value its
+/// shell would evaluate ([`check_nvcc_values`]).
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming the key (`file:line:col` for a flag).
@@ -268,6 +364,34 @@ pub fn check_route_options(ctx: &RuleContext, opts: &CudaOptions, route: CudaCom
             .detail("Without `nvcc -dlink` and libcudadevrt the link fails with `undefined symbol: __cudaRegisterLinkedBinary_...`.")
             .help(format!("set `rdc = true` in [{MANIFEST_KEY}] (it passes -rdc=true and adds the device link) and remove the flag")));
     }
+    if let Some(f) = output_kind_flag(route, &opts.common.flags) {
+        let i = f.index;
+        return Err(Error::new(ErrorKind::Manifest, format!("`{}` in the CUDA flags makes the compiler write {} instead of the output cargo-mcpp planned", opts.common.flags[i], f.writes))
+            .file(ctx.manifest.at_col(&format!("cuda.flags[{i}]")))
+            .key(format!("{MANIFEST_KEY}.flags[{i}]"))
+            .detail("The output kind is the `output` key's (object, ptx, cubin, fatbin): each compile is planned, named and checked for it (with `--ptx`, nvcc exits 0 having written PTX text where the object belongs).")
+            .help(f.instead));
+    }
+    for s in sources {
+        let output = CudaOutput::of(s, opts);
+        let key = if s.output.is_some() { format!("package.metadata.mcpp.sources[{}].output", s.entry) } else { format!("{MANIFEST_KEY}.output") };
+        let at = if s.output.is_some() { format!("sources[{}].output", s.entry) } else { "cuda.output".to_string() };
+        if output == CudaOutput::Fatbin && route == CudaCompilerName::Clang {
+            return Err(Error::new(ErrorKind::Manifest, format!("output = \"fatbin\" ({}) is not offered with compiler = \"clang\"", s.rel))
+                .file(ctx.manifest.at_col(&at))
+                .key(key)
+                .detail("clang's driver runs fatbinary itself and writes the fat binary only inside a host object; it has no device-only fat binary output.")
+                .help("use output = \"cubin\" (one per architecture) or \"ptx\" with clang, or compiler = \"nvcc\" for a fat binary"));
+        }
+        let island_half = ctx.island.is_some_and(|i| i.device_sources.contains(&s.path));
+        if output != CudaOutput::Object && island_half {
+            return Err(Error::new(ErrorKind::Manifest, format!("{} is the island's device half, and output = \"{}\" compiles no host code", s.rel, output.name()))
+                .file(ctx.manifest.at_col(&at))
+                .key(key)
+                .detail("The island's entry points are host functions linked into the crate: only an object has them.")
+                .help(format!("keep {} an object (output = \"object\"), and give the kernels to embed a `sources` entry of their own: {{ glob = \"...\", output = \"{}\" }}", s.rel, output.name())));
+        }
+    }
     if route == CudaCompilerName::Nvcc {
         check_nvcc_values(opts, sources, &ctx.manifest.path)?;
     }
@@ -275,9 +399,9 @@ pub fn check_route_options(ctx: &RuleContext, opts: &CudaOptions, route: CudaCom
 }
 
 /// One compile action per source (`cuda:<rel>`), its object at [`link::object_path`] with the
-/// depfile beside it; the island's device half gets the boundary header as a forced include
-/// (and as an input). On nvcc every argument is checked last ([`check_nvcc_argv`]): paths
-/// cargo-mcpp adds reach its shell too. Returns the objects, in source order.
+/// depfile beside it, checked to be an object file of the target ([`Expect::object`]); the
+/// island's device half gets the boundary header as a forced include (and as an input).
+/// Returns the objects, in source order.
 ///
 /// # Errors
 /// An include directory outside the package or missing ([`crate::host::resolve_includes`]); an
@@ -322,22 +446,18 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
             include_dirs: includes.clone(),
             deps: Vec::new(),
             builtin: None,
+            expect: Expect::object(lane.host.archive_format),
         });
         objects.push(obj);
-    }
-    if lane.route == CudaCompilerName::Nvcc {
-        for a in &plan.actions {
-            check_nvcc_argv(&a.args, &ctx.manifest.path)?;
-        }
     }
     Ok(objects)
 }
 
 /// The device link of relocatable device code (`rdc = true`, nvcc): `nvcc -dlink` over every
-/// object (after all of them) into `<variant>/cuda/obj/device-link.o`, archived with them.
-/// Returns that object.
-fn plan_device_link(lane: &Lane, objects: &[PathBuf], plan: &mut RulePlan) -> PathBuf {
-    let compiled: Vec<usize> = (0..plan.actions.len()).collect();
+/// object (after all of them: the actions from `first` on) into
+/// `<variant>/cuda/obj/device-link.o`, archived with them. Returns that object.
+fn plan_device_link(lane: &Lane, objects: &[PathBuf], first: usize, plan: &mut RulePlan) -> PathBuf {
+    let compiled: Vec<usize> = (first..plan.actions.len()).collect();
     let dlink = lane.ctx.variant.objects_dir(LANE).join("device-link.o");
     let mut args: Vec<OsString> = Vec::new();
     args.extend(host_compiler_args(lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()), &lane.compilers.ccbin_args, lane.runtime.target_dir));
@@ -359,8 +479,115 @@ fn plan_device_link(lane: &Lane, objects: &[PathBuf], plan: &mut RulePlan) -> Pa
         include_dirs: Vec::new(),
         deps: compiled,
         builtin: None,
+        expect: Expect::object(lane.host.archive_format),
     });
     dlink
+}
+
+/// The stem payloads of `rel` are named by: the file name without its extension (`affine` for
+/// `kernels/affine.cu`).
+fn source_stem(rel: &str) -> &str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+}
+
+/// The device-only compiles of `sources` (each with a non-object output), one action per
+/// (source, architecture) where the kind has several, each writing into the lane's directory
+/// of its kind ([`crate::layout::Variant::output_dir`]) with its depfile beside it, and the
+/// payloads they make:
+///
+/// - ptx: one per virtual architecture, the floor first (`<stem>_ptx`), then each listed
+///   architecture's own (`<stem>_ptx_compute_NN`) when it differs from the floor; text;
+/// - cubin: one per listed architecture, `<stem>_cubin` when there is one, `<stem>_cubin_sm_NN`
+///   each when there are several; bytes, checked to be ELF;
+/// - fatbin: one, `<stem>_fatbin`, every architecture and the PTX floor; bytes, checked to be a
+///   fat binary.
+///
+/// Action ids are `cuda:<kind>[:<arch>]:<rel>`, apart from the object's `cuda:<rel>`.
+///
+/// # Errors
+/// An include directory outside the package or missing.
+fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) -> Result<()> {
+    if sources.is_empty() {
+        return Ok(());
+    }
+    let ctx = lane.ctx;
+    let includes = lane.opts.common.resolve_includes(ctx.manifest, LANE)?;
+    let optimize = lane.opts.common.optimize_or(ctx.facts.opt_level.optimizes());
+    let compiler = &lane.compilers.compiler;
+    let archs = &lane.archs.archs;
+    let suffix = |arch: &str| arch.strip_prefix("sm_").unwrap_or(arch).to_string();
+    for s in sources {
+        let stem = source_stem(&s.rel);
+        let output = CudaOutput::of(s, lane.opts);
+        // (what, the arch part of the id and file name, the payload's identifier, its kind, its check)
+        let mut units: Vec<(DeviceOnly, String, String, PayloadKind, Option<Expect>)> = Vec::new();
+        let virtuals: Vec<String>;
+        match output {
+            CudaOutput::Object => continue,
+            CudaOutput::Ptx => {
+                let floor = lane.archs.ptx.map(|p| format!("compute_{p}"));
+                let mut v: Vec<String> = floor.iter().cloned().collect();
+                for a in archs {
+                    let c = format!("compute_{}", suffix(a));
+                    if !v.contains(&c) {
+                        v.push(c);
+                    }
+                }
+                virtuals = v;
+                for (i, c) in virtuals.iter().enumerate() {
+                    let id = if i == 0 && floor.is_some() { format!("{stem}_ptx") } else { format!("{stem}_ptx_{c}") };
+                    units.push((DeviceOnly::Ptx(c), c.clone(), id, PayloadKind::Text, None));
+                }
+            }
+            CudaOutput::Cubin => {
+                for a in archs {
+                    let id = if archs.len() == 1 { format!("{stem}_cubin") } else { format!("{stem}_cubin_{a}") };
+                    units.push((DeviceOnly::Cubin(a), a.clone(), id, PayloadKind::Bytes, Some(Expect::ELF)));
+                }
+            }
+            CudaOutput::Fatbin => units.push((DeviceOnly::Fatbin, String::new(), format!("{stem}_fatbin"), PayloadKind::Bytes, Some(Expect::FATBIN))),
+        }
+        let dir = ctx.variant.output_dir(LANE, output.name());
+        for (what, arch, identifier, kind, expect) in units {
+            let file_ext = if arch.is_empty() { output.name().to_string() } else { format!("{arch}.{}", output.name()) };
+            let out = dir.join(link::object_name(&s.rel, &file_ext));
+            let depfile = out.with_extension("d");
+            let inv = Invocation {
+                route: lane.route,
+                toolkit: &lane.toolkit.root,
+                ccbin: lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()),
+                ccbin_args: &lane.compilers.ccbin_args,
+                target_dir: lane.runtime.target_dir,
+                archs,
+                ptx: lane.archs.ptx,
+                optimize,
+                rdc: false,
+                force_include: None,
+                includes: &includes,
+                defines: &lane.opts.common.defines,
+                flags: &lane.opts.common.flags,
+            };
+            let tag = if arch.is_empty() { output.name().to_string() } else { format!("{}:{arch}", output.name()) };
+            plan.actions.push(Action {
+                id: format!("cuda:{tag}:{}", s.rel),
+                description: format!("{} {} ({tag})", compiler.name, s.rel),
+                role: Role::Source,
+                tool: compiler.clone(),
+                args: device_argv(&inv, what, &s.path, &out, &depfile),
+                cwd: ctx.manifest.dir().to_path_buf(),
+                inputs: vec![s.path.clone()],
+                outputs: vec![out.clone()],
+                depfile: Some(depfile),
+                include_dirs: includes.clone(),
+                deps: Vec::new(),
+                builtin: None,
+                expect,
+            });
+            plan.payloads.push(Payload { source: s.rel.clone(), identifier, path: out, kind });
+        }
+    }
+    Ok(())
 }
 
 /// The link directives of the CUDA runtime, after the archive: the runtime directory of the

@@ -1,0 +1,3 @@
+fn main() {
+    cargo_mcpp::build();
+}
