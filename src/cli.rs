@@ -41,6 +41,8 @@ pub enum Command_ {
     Fetch(FetchArgs),
     /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
     Why(WhyArgs),
+    /// Build in release and write an AppImage or an MSI of the package's program.
+    Pack(crate::pack::PackArgs),
     /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
     /// dependency-free client); not for hand use.
     #[command(hide = true)]
@@ -190,6 +192,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         Command_::Build(b) => build(&b),
         Command_::Fetch(f) => fetch(&f),
         Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why_tool(&w),
+        Command_::Pack(p) => crate::pack::run(&p),
         Command_::BuildScript(b) => build_script(&b),
     };
     match result {

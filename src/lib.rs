@@ -58,6 +58,8 @@ pub mod host;
 pub mod island;
 pub mod lock;
 pub mod manifest;
+#[cfg(feature = "cli")]
+pub mod pack;
 pub mod payload;
 pub mod pipeline;
 #[cfg(feature = "cli")]

