@@ -332,7 +332,7 @@ fn fetch(args: &FetchArgs) -> Result<i32> {
     };
     for (name, manifest_path) in &located.packages {
         let manifest = Manifest::read(manifest_path)?;
-        if !manifest.has_mcpp_table && args.payloads.is_empty() {
+        if !manifest.has_mcpp_table && manifest.mcpp.pack.is_none() && args.payloads.is_empty() {
             continue;
         }
         fetch_one(name, manifest_path, &accel, args.offline, &args.payloads, true)?;
