@@ -376,6 +376,8 @@ pub fn run(args: &PackArgs) -> Result<i32> {
         Format::Appimage => Prepared::Appimage(appimage::prepare(&facts, args.runtime_file.as_deref(), &env)?),
         Format::Msi => Prepared::Msi(msi::prepare(&facts, &env, &profile_dir.join("mcpp").join(&facts.name))?),
     };
+    // The program's name is checked before the build too (cargo names its executable after).
+    choose_program(&facts, args.bin.as_deref(), &Built { executables: facts.bins.iter().map(|b| (b.clone(), PathBuf::new())).collect(), links: Vec::new() })?;
     let built = match build(args)? {
         Ok(b) => b,
         Err(code) => return Ok(code),

@@ -136,7 +136,10 @@ pub fn prepare(facts: &PackageFacts, env: &Env, cache_dir: &Path) -> Result<Prep
     }
     let options = facts.options();
     let version = msi_version(&facts.version).map_err(|m| {
-        let (at, key) = if options.version.is_some() { (facts.at("pack.version"), "package.metadata.mcpp.pack.version".to_string()) } else { (facts.manifest.path.display().to_string(), "package.version".to_string()) };
+        let (at, key) = if options.version.is_some() { (facts.at("pack.version"), "package.metadata.mcpp.pack.version".to_string()) } else { (match facts.manifest.spans.position("package.version") {
+            Some((l, c)) => format!("{}:{l}:{c}", facts.manifest.path.display()),
+            None => facts.manifest.path.display().to_string(),
+        }, "package.version".to_string()) };
         Error::new(ErrorKind::Manifest, m)
             .file(at)
             .key(key)
@@ -167,7 +170,8 @@ fn resolve_wixl(facts: &PackageFacts, env: &Env, cache_dir: &Path) -> Result<cra
     }
     crate::tool::resolve(&WIXL, &choices, env, cache_dir).map(|(tool, warning)| {
         if let Some(w) = warning {
-            eprintln!("warning: {w}");
+            // The way to declare it for pack is its own key, not a rule's `tools` entry.
+            eprintln!("warning: {}", w.replace("[package.metadata.mcpp.tools] wixl", "[package.metadata.mcpp.pack.msi] tool"));
         }
         tool
     })
@@ -250,7 +254,8 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
             out.push_str(&format!(
                 "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" Win64=\"yes\">\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
                 xml(leaf),
-                xml(&source.display().to_string())
+                // wixl refuses an absolute Source: relative to `/`, where it runs.
+                xml(&source.display().to_string().trim_start_matches('/'))
             ));
             refs.push_str(&format!("      <ComponentRef Id=\"C_{id}\" />\n"));
         }
@@ -277,7 +282,8 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
         .replace("{{COMPONENT_REFS}}\n", &refs))
 }
 
-/// Write the `.wxs` beside the package and run wixl (argv) on it.
+/// Write the `.wxs` beside the package and run wixl (argv) on it, in `/` (wixl takes a
+/// `Source` relative to its directory only, so the sources are written relative to `/`).
 ///
 /// # Errors
 /// [`ErrorKind::ToolFailed`] with wixl's output when it fails or writes nothing;
@@ -288,7 +294,7 @@ pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepar
     let _ = std::fs::remove_file(&plan.output);
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&prepared.tool.path);
-    cmd.args(["-a", "x64", "-o"]).arg(&plan.output).arg(&wxs);
+    cmd.args(["-a", "x64", "-o"]).arg(&plan.output).arg(&wxs).current_dir("/");
     crate::env::apply_to(&mut cmd, env);
     prepared.tool.apply_env(&mut cmd);
     let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", prepared.tool.path.display())))?;
