@@ -298,7 +298,7 @@ pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path
                 Some(g) => g.matches(&p.name),
                 None => *name == *p.name,
             };
-            name_ok && version.as_ref().map_or(true, |v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
+            name_ok && version.as_ref().is_none_or(|v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
         })
     };
     if selection.workspace {

@@ -86,7 +86,7 @@ fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathB
                 .key("package.metadata.mcpp.pack.appimage.runtime-file")
                 .help("name a type-2 AppImage runtime (relative to the package root), or remove the key to use the `appimage-runtime` payload")
         })?;
-        return Ok((p, format!("{}", facts.at("pack.appimage.runtime-file"))));
+        return Ok((p, facts.at("pack.appimage.runtime-file")));
     }
     let catalog = crate::payload::Catalog::builtin()?;
     let desc = catalog.get(APPIMAGE_RUNTIME)?;

@@ -255,7 +255,7 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
                 "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" Win64=\"yes\">\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
                 xml(leaf),
                 // wixl refuses an absolute Source: relative to `/`, where it runs.
-                xml(&source.display().to_string().trim_start_matches('/'))
+                xml(source.display().to_string().trim_start_matches('/'))
             ));
             refs.push_str(&format!("      <ComponentRef Id=\"C_{id}\" />\n"));
         }

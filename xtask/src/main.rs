@@ -62,9 +62,9 @@ pub fn tidy(root: &Path) -> Vec<String> {
         if text.contains("todo!(") || text.contains("unimplemented!(") {
             problems.push(format!("{rel} has a todo!/unimplemented! in shipped code"));
         }
-        let may_spawn = ["graph.rs", "tool.rs", "cli.rs", "fetch.rs"].iter().any(|ok| rel.ends_with(ok)) || rel.contains("/bin/");
+        let may_spawn = ["graph.rs", "tool.rs", "cli.rs", "fetch.rs", "pack/mod.rs", "pack/msi.rs"].iter().any(|ok| rel.ends_with(ok)) || rel.contains("/bin/");
         if text.contains("Command::new(") && !may_spawn {
-            problems.push(format!("{rel} starts a process; only graph.rs, tool.rs, cli.rs and fetch.rs may (argv, never a shell)"));
+            problems.push(format!("{rel} starts a process; only graph.rs, tool.rs, cli.rs, fetch.rs, pack/mod.rs and pack/msi.rs may (argv, never a shell)"));
         }
         if text.contains("\"sh\"") || text.contains("\"-c\"") && text.contains("bash") {
             problems.push(format!("{rel} seems to run a shell"));
@@ -90,8 +90,8 @@ pub fn tidy(root: &Path) -> Vec<String> {
 /// Cargo directives only through `CargoOutput` (src/cargo_output.rs): no other module has a
 /// string literal that starts a directive (`"cargo:` or `"cargo::`), builds a warning directive
 /// itself, or prints to standard output, which a build script's cargo reads as directives
-/// (cli.rs prints its own answers: `why tool` and the engine handshake, no directive; the
-/// test-only compiler shim `src/bin/mcpp-shim.rs` prints what the compiler it plays prints).
+/// (cli.rs prints its own answers: `why tool` and the engine handshake, no directive; pack/mod.rs
+/// prints the `--dry-run` plan, and never runs in a build script; the test-only compiler shim `src/bin/mcpp-shim.rs` prints what the compiler it plays prints).
 pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if rel.ends_with("src/cargo_output.rs") {
@@ -109,7 +109,7 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
             problems.push(format!("{rel}:{}: builds a warning directive; use CargoOutput::warning", n + 1));
         }
         let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
-        if prints && !rel.ends_with("src/cli.rs") && !rel.ends_with("src/bin/mcpp-shim.rs") {
+        if prints && !rel.ends_with("src/cli.rs") && !rel.ends_with("src/pack/mod.rs") && !rel.ends_with("src/bin/mcpp-shim.rs") {
             problems.push(format!("{rel}:{}: prints to standard output, which cargo reads as directives; use CargoOutput (or eprintln!)", n + 1));
         }
     }
