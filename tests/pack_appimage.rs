@@ -148,6 +148,43 @@ fn an_appimage_runs_its_program_with_arguments_exit_code_and_files_and_extracts_
 }
 
 #[test]
+fn a_shared_library_the_build_links_is_packed_and_found_by_the_program() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-pack-lib-").tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    let lib = tmp.path().join("greet-lib");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(lib.join("greet.c"), "int greet(void) { return 42; }\n").unwrap();
+    let cc = Command::new(real_tool("gcc")).args(["-shared", "-fPIC", "-Wl,-soname,libgreet.so.1", "-o"]).arg(lib.join("libgreet.so.1")).arg(lib.join("greet.c")).output().unwrap();
+    assert!(cc.status.success(), "{}", text(&cc));
+    std::os::unix::fs::symlink("libgreet.so.1", lib.join("libgreet.so")).unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"greeter\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    // The build script links the library the way a rule's link directives do (no rpath).
+    std::fs::write(
+        pkg.join("build.rs"),
+        "fn main() {\n    println!(\"cargo::rustc-link-search=native={}\", std::env::var(\"GREET_LIB_DIR\").unwrap());\n    println!(\"cargo::rustc-link-lib=dylib=greet\");\n    println!(\"cargo::rerun-if-env-changed=GREET_LIB_DIR\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("src/main.rs"), "extern \"C\" {\n    fn greet() -> i32;\n}\nfn main() {\n    println!(\"greet says {}\", unsafe { greet() });\n}\n").unwrap();
+    let mcpp = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(&pkg).env("MCPP_HOME", tmp.path().join("mcpp-home")).env("GREET_LIB_DIR", &lib).output().unwrap();
+    let f = mcpp(&["fetch", "appimage-runtime"]);
+    assert!(f.status.success(), "{}", text(&f));
+    let dry = mcpp(&["pack", "--format", "appimage", "--dry-run"]);
+    let plan = String::from_utf8_lossy(&dry.stdout).to_string();
+    assert!(dry.status.success() && plan.contains(&format!("usr/lib/libgreet.so.1  <-  {}", lib.join("libgreet.so.1").display())), "{}", text(&dry));
+    let out = mcpp(&["pack", "--format", "appimage"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let image = pkg.join("target/release/pack/greeter-0.1.0-x86_64.AppImage");
+    packed(&out, &image);
+    // Where the build found it is gone: the program finds the packed copy (AppRun's usr/lib).
+    std::fs::rename(&lib, tmp.path().join("moved-away")).unwrap();
+    let direct = Command::new(pkg.join("target/release/greeter")).output().unwrap();
+    assert!(!direct.status.success(), "the built program still finds the library: {}", text(&direct));
+    let run = Command::new(&image).arg("--appimage-extract-and-run").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "greet says 42\n", "{}", text(&run));
+}
+
+#[test]
 fn the_vulkan_compute_example_runs_from_its_appimage() {
     let tmp = tempfile::Builder::new().prefix("mcpp-pack-vk-").tempdir().unwrap();
     let dir = tmp.path().join("vulkan-compute");

@@ -480,11 +480,30 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     }
     cmd.arg("--").arg("--message-format=json-render-diagnostics").args(&args.cargo_args);
     cmd.stdout(std::process::Stdio::piped());
-    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo mcpp build`: {e}")))?;
-    if !out.status.success() {
-        return Ok(Err(out.status.code().unwrap_or(exit_code::CARGO_FAILED)));
+    let mut child = cmd.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo mcpp build`: {e}")))?;
+    // cargo prints no `Compiling` lines with JSON messages: a spinner names each crate as it
+    // is compiled (drawn on a terminal only).
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    spinner.set_message("building (release)");
+    let mut messages = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in std::io::BufReader::new(stdout).split(b'\n').map_while(std::result::Result::ok) {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
+                if v["reason"] == "compiler-artifact" {
+                    spinner.set_message(format!("building (release): compiled {}", v["target"]["name"].as_str().unwrap_or_default()));
+                }
+            }
+            messages.extend_from_slice(&line);
+            messages.push(b'\n');
+        }
     }
-    Ok(Ok(out.stdout))
+    let status = child.wait().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot wait for `cargo mcpp build`: {e}")))?;
+    spinner.finish_and_clear();
+    if !status.success() {
+        return Ok(Err(status.code().unwrap_or(exit_code::CARGO_FAILED)));
+    }
+    Ok(Ok(messages))
 }
 
 /// The package's file name part: `[A-Za-z0-9._-]` kept, others `_` (names are shown in paths).
