@@ -615,6 +615,40 @@ mod tests {
         assert_eq!(std::fs::metadata(d.path().join("out/p/lib/x.txt")).unwrap().permissions().mode() & 0o777, 0o644);
     }
 
+    /// A `.crate` (gzip'd tar) with `entries` (raw names, so an escaping one can be written).
+    fn crate_with(path: &Path, entries: &[(&str, u32, &[u8])]) {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default()));
+        for (name, mode, body) in entries {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_size(body.len() as u64);
+            h.set_mode(*mode);
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_cksum();
+            b.append(&h, *body).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap();
+    }
+
+    #[test]
+    fn crate_archives_unpack_without_their_top_directory_and_refuse_escaping_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("demo-1.0.0.crate");
+        crate_with(&a, &[("demo-1.0.0/assets/runtime", 0o755, b"\x7fELF"), ("demo-1.0.0/Cargo.toml", 0o644, b"[package]")]);
+        assert_eq!(unpack_archive(&a, &d.path().join("out")).unwrap(), 2);
+        assert_eq!(std::fs::read(d.path().join("out/assets/runtime")).unwrap(), b"\x7fELF");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(d.path().join("out/assets/runtime")).unwrap().permissions().mode() & 0o777, 0o755);
+        for bad in ["demo-1.0.0/../../evil", "other-1.0.0/x", "/etc/evil"] {
+            std::fs::create_dir_all(d.path().join("bad")).unwrap();
+            let b = d.path().join("bad/demo-1.0.0.crate");
+            crate_with(&b, &[(bad, 0o644, b"x")]);
+            let e = unpack_archive(&b, &d.path().join("bad-out")).unwrap_err().to_string();
+            assert!(e.contains("refused, nothing was unpacked"), "{bad}: {e}");
+            assert!(!d.path().join("bad-out").exists(), "{bad}: something was written");
+        }
+    }
+
     #[test]
     fn wheel_names_are_matched_normalised() {
         let d = tempfile::tempdir().unwrap();

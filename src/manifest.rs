@@ -671,7 +671,7 @@ flags = ["-g"]
         assert_eq!(pins["spirv-tools"].req, crate::payload::VersionReq::AtLeast("2025.1".into()));
         assert_eq!(pins["glslang"].at, "/p/Cargo.toml:8");
         let e = parse("[package.metadata.mcpp.payloads]\nglslangg = \"1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
-        assert!(e.contains("unknown payload `glslangg`") && e.contains("Cargo.toml:6") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        assert!(e.contains("unknown payload `glslangg`") && e.contains("Cargo.toml:6") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
         let e = parse("[package.metadata.mcpp.payloads]\nglslang = \"~1\"\n").unwrap().payload_pins(&c).unwrap_err().to_string();
         assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.payloads.glslang"), "{e}");
     }

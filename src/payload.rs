@@ -733,7 +733,10 @@ mod tests {
     #[test]
     fn the_embedded_catalog_parses_and_defaults_are_known_versions() {
         let c = Catalog::builtin().unwrap();
-        assert_eq!(c.names(), ["cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        assert_eq!(c.names(), ["appimage-runtime", "cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        let runtime = &c.payloads["appimage-runtime"];
+        assert_eq!((runtime.source, runtime.sha256.get("runtime-x86_64").map(String::as_str)), (Source::CratesIo, Some("328e0d745c5c6817048c27bc3e8314871703f8f47ffa81a37cb06cd95a94b323")));
+        assert_eq!(c.payloads["glslang"].source, Source::Pypi);
         for (name, d) in &c.payloads {
             assert!(d.versions.contains_key(&d.default), "{name}: default {} is not listed", d.default);
             for n in &d.needs {
