@@ -337,6 +337,17 @@ fn record(cache_dir: &Path, d: Decision) -> Result<()> {
     Ok(())
 }
 
+/// Record `decision` for `cargo mcpp why tool`, made outside the resolver's order: a file
+/// `cargo mcpp pack` takes rather than runs (the AppImage runtime: `--runtime-file`, the
+/// manifest's `runtime-file`, or its payload), so every input a command uses is explained in
+/// one place.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when the decisions file cannot be written.
+pub fn record_decision(cache_dir: &Path, decision: Decision) -> Result<()> {
+    record(cache_dir, decision)
+}
+
 /// Take `path` as `spec`'s program, decided elsewhere (`source`, with `origin` saying where:
 /// the line or variable), check that it runs, and record the decision for `cargo mcpp why
 /// tool` exactly as [`resolve`] does. For the host tools the `cc` crate chose and nvcc's host

@@ -95,6 +95,8 @@ fn an_appimage_runs_its_program_with_arguments_exit_code_and_files_and_extracts_
     let out = h.mcpp(&["pack", "--format", "appimage", "--offline"]);
     assert!(out.status.success(), "{}", text(&out));
     let first = packed(&out, &h.appimage());
+    let why = h.mcpp(&["why", "tool", "appimage-runtime", "--release"]);
+    assert!(why.status.success() && text(&why).contains("runtime-x86_64") && text(&why).contains("from:    payload appimage-runtime 0.4.0"), "{}", text(&why));
 
     // The runtime runs the program without FUSE, arguments and exit code passed through, and
     // the extra file found beside the program.

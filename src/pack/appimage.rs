@@ -35,13 +35,14 @@ pub struct Prepared {
     pub epoch: u32,
 }
 
-/// Check the target (Linux, x86_64), the icon, the runtime and `SOURCE_DATE_EPOCH`.
+/// Check the target (Linux, x86_64), the icon, the runtime (its decision recorded in
+/// `cache_dir` for `cargo mcpp why tool appimage-runtime`) and `SOURCE_DATE_EPOCH`.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] with the way out: a non-Linux target, an architecture without a
 /// declared runtime (aarch64 named), a bad icon, a runtime that is not installed, damaged or
 /// not a type-2 runtime, a `SOURCE_DATE_EPOCH` that is not a number of seconds.
-pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env) -> Result<Prepared> {
+pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cache_dir: &Path) -> Result<Prepared> {
     if !super::is_linux(&facts.target) {
         return Err(Error::new(ErrorKind::Manifest, format!("an AppImage is a Linux format, and this build targets `{}`", crate::text::echo(&facts.target)))
             .help("use --format msi for a Windows target, or build for a Linux target (--target x86_64-unknown-linux-gnu)"));
@@ -61,7 +62,17 @@ pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env) -> R
         }
     }
     let icon = super::icon(facts)?;
-    let (runtime, runtime_from) = runtime(facts, runtime_arg, env)?;
+    // The runtime's decision is recorded like a tool's: `cargo mcpp why tool appimage-runtime`.
+    let _ = std::fs::create_dir_all(cache_dir);
+    let (runtime, runtime_from) = match runtime(facts, runtime_arg, env) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = crate::tool::record_decision(cache_dir, decision(None, "none", "nothing answered", Some(e.to_string())));
+            return Err(e);
+        }
+    };
+    let source = if runtime_from.starts_with("payload") { "payload" } else { "choice" };
+    crate::tool::record_decision(cache_dir, decision(Some(&runtime), source, &runtime_from, None))?;
     let epoch = match env.get_nonempty("SOURCE_DATE_EPOCH") {
         None => 0,
         Some(v) => v.trim().parse::<u32>().map_err(|_| {
@@ -69,6 +80,22 @@ pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env) -> R
         })?,
     };
     Ok(Prepared { runtime, runtime_from, icon, epoch })
+}
+
+/// The recorded decision for the runtime (`tool` = [`APPIMAGE_RUNTIME`]).
+fn decision(answer: Option<&Path>, source: &str, origin: &str, refusal: Option<String>) -> crate::tool::Decision {
+    crate::tool::Decision {
+        tool: APPIMAGE_RUNTIME.to_string(),
+        answer: answer.map(Path::to_path_buf),
+        version: None,
+        source: source.to_string(),
+        origin: origin.to_string(),
+        considered: Vec::new(),
+        warning: None,
+        refusal,
+        toolkit: None,
+        toolkit_origin: None,
+    }
 }
 
 /// The runtime: `--runtime-file`, else `pack.appimage.runtime-file`, else the installed

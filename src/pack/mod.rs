@@ -373,7 +373,7 @@ pub fn run(args: &PackArgs) -> Result<i32> {
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it.
     let prepared = match args.format {
-        Format::Appimage => Prepared::Appimage(appimage::prepare(&facts, args.runtime_file.as_deref(), &env)?),
+        Format::Appimage => Prepared::Appimage(appimage::prepare(&facts, args.runtime_file.as_deref(), &env, &profile_dir.join("mcpp").join(&facts.name))?),
         Format::Msi => Prepared::Msi(msi::prepare(&facts, &env, &profile_dir.join("mcpp").join(&facts.name))?),
     };
     // The program's name is checked before the build too (cargo names its executable after).
