@@ -90,6 +90,14 @@ fn property(msi: &Path, key: &str) -> String {
 fn an_msi_is_read_back_by_msitools_installed_upgraded_refused_downgraded_and_removed_under_wine() {
     assert!(Path::new("/usr/bin/cargo").is_file() && Path::new("/usr/lib/wine/wine64").is_file(), "Debian's cargo and wine64 are not installed; run scripts/setup-toolchains.sh");
     let w = Win::new();
+    // The dry run: every file with its source and place, wixl named; no package.
+    let dry = w.cargo_mcpp(&["pack", "--format", "msi", "--target", TARGET, "--dry-run"]);
+    let plan = String::from_utf8_lossy(&dry.stdout).to_string();
+    assert!(dry.status.success(), "{}", text(&dry));
+    for line in ["winhello.exe (executable)  <-  ", "data/greeting.txt  <-  ", "tool:    /usr/bin/wixl (0.101) -a x64 -o ", "version 1.2.3)"] {
+        assert!(plan.contains(line), "`{line}` not in the plan:\n{plan}");
+    }
+    assert!(!w.msi("1.2.3").exists() && !w.msi("1.2.3").with_extension("wxs").exists(), "--dry-run wrote the package");
     let out = w.cargo_mcpp(&["pack", "--format", "msi", "--target", TARGET]);
     assert!(out.status.success(), "{}", text(&out));
     let msi3 = w.msi("1.2.3");
