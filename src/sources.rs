@@ -167,7 +167,7 @@ fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Cons
             .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
             .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
     }
-    let selected = constraint.map_or(true, |c| c.included) && accel.entry(backend).is_some();
+    let selected = constraint.is_none_or(|c| c.included) && accel.entry(backend).is_some();
     Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected })
 }
 
