@@ -79,7 +79,7 @@ fn an_appimage_runs_its_program_with_arguments_exit_code_and_files_and_extracts_
     let h = Hello::new(PACK_TABLE);
     let f = h.mcpp(&["fetch"]);
     assert!(f.status.success(), "{}", text(&f));
-    assert!(text(&f).contains("Installed toolchain package appimage-runtime 0.4.0 ([package.metadata.mcpp.pack])"), "{}", text(&f));
+    assert!(text(&f).contains("Installed toolchain package appimage-runtime 0.4.0 (toolchain-packages.toml default for [package.metadata.mcpp.pack])"), "{}", text(&f));
     assert!(h.home().join("packages/appimage-runtime/0.4.0/assets/runtime-x86_64").is_file(), "the runtime is installed under packages/");
     assert!(std::fs::read_to_string(h.pkg().join("mcpp.lock")).unwrap().contains("file = \"appimage-0.4.0.crate\""));
 
