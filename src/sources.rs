@@ -190,7 +190,7 @@ fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Cons
             .key(format!("{}.output", listing.key))
             .help(way));
     }
-    let selected = constraint.map_or(true, |c| c.included) && accel.entry(backend).is_some();
+    let selected = constraint.is_none_or(|c| c.included) && accel.entry(backend).is_some();
     Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected, output: output.map(str::to_string) })
 }
 

@@ -1,5 +1,5 @@
 //! `cargo mcpp build`: validate every selected package's device phase before cargo starts,
-//! fetch the payloads they need, then run `cargo build` with the user's arguments and show the
+//! fetch the toolchain packages they need, then run `cargo build` with the user's arguments and show the
 //! progress its build scripts report; and the hidden `build-script` command, the engine of
 //! `mcpp_build::build()`. The one place the command line starts cargo (argv).
 

@@ -1,5 +1,6 @@
-//! `cargo mcpp fetch`: install the payloads a package's build needs (or the ones named), and
-//! say what happened; also the fetch step of `cargo mcpp build` ([`fetch_one`]).
+//! `cargo mcpp fetch`: install the toolchain packages a package's build needs and those
+//! `cargo mcpp pack` takes (or the ones named), and say what happened; also the fetch step of
+//! `cargo mcpp build` ([`fetch_one`]).
 
 use super::locate::locate;
 use super::{accel_choice, BuildLocation, FetchArgs, PackageSelection};
@@ -8,8 +9,9 @@ use crate::manifest::Manifest;
 use crate::plan::accel::AccelChoice;
 
 /// `cargo mcpp fetch`: for the package of `--manifest-path` (or the current one), fetch what
-/// its build with `--accel`/`--no-accel` needs, or the payloads named; a package without
-/// `[package.metadata.mcpp]` needs none.
+/// its build with `--accel`/`--no-accel` needs (and, for a package with
+/// `[package.metadata.mcpp.pack]`, the AppImage runtime), or the toolchain packages named; a
+/// package without `[package.metadata.mcpp]` needs none.
 ///
 /// # Errors
 /// As [`crate::fetch::fetch_package`]; a package that cannot be located or read.
@@ -19,7 +21,7 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
     for (name, manifest_path) in &located.packages {
         let manifest = Manifest::read(manifest_path)?;
-        if !manifest.has_mcpp_table && args.packages.is_empty() {
+        if !manifest.has_mcpp_table && manifest.mcpp.pack.is_none() && args.packages.is_empty() {
             continue;
         }
         fetch_one(name, manifest_path, &accel, args.offline, &args.packages, true)?;

@@ -1,10 +1,10 @@
 //! Where a command works: the packages cargo would build for `-p`/`--workspace`/`--exclude`
-//! (cargo's rules, from `cargo metadata`), and the profile directory their build writes
-//! (`target/[<triple>/]<profile dir>`), which holds each package's device cache.
+//! (cargo's rules, from `cargo metadata`, which runs here), and the profile directory their
+//! build writes (`target/[<triple>/]<profile dir>`), which holds each package's device cache.
 
 use super::{BuildLocation, PackageSelection};
 use crate::error::{Error, ErrorKind, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The cargo to run: `CARGO` (set when cargo runs this subcommand), else `cargo` on PATH.
 pub fn cargo_program() -> std::ffi::OsString {
@@ -29,19 +29,37 @@ pub struct Located {
 /// [`ErrorKind::Manifest`] when `cargo metadata` fails; a malformed `-p`/`--exclude` glob
 /// ([`select_packages`]).
 pub fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Located> {
+    let metadata = metadata(location.manifest_path.as_deref())?;
+    let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
+    let profile_path = profile_path(&metadata, location);
+    let without_build_script = packages.iter().filter(|p| !p.targets.iter().any(|t| t.is_custom_build())).map(|p| p.name.to_string()).collect();
+    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script })
+}
+
+/// The workspace of `manifest_path` (or of the current directory) from `cargo metadata`
+/// (no dependencies): its packages with their targets, and cargo's target directory.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when `cargo metadata` fails, with its output.
+pub fn metadata(manifest_path: Option<&Path>) -> Result<cargo_metadata::Metadata> {
     let mut meta = cargo_metadata::MetadataCommand::new();
     meta.cargo_path(cargo_program()).no_deps();
-    if let Some(p) = &location.manifest_path {
+    if let Some(p) = manifest_path {
         meta.manifest_path(p);
     }
-    let metadata = meta.exec().map_err(|e| {
+    meta.exec().map_err(|e| {
         Error::new(ErrorKind::Manifest, "`cargo metadata` failed, so the package cannot be found")
             .detail(e.to_string())
             .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
-    })?;
-    let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
-    // Where cargo puts a profile's output (`why tool` only reads it): `dev`/`test` build into
-    // `debug`, `bench` into `release`, any other profile into its own name.
+    })
+}
+
+/// Where cargo puts `location`'s profile output: `<target dir>[/<triple>]/<profile dir>`, the
+/// target directory being `--target-dir` or the workspace's; `dev`/`test` build into `debug`,
+/// `bench` into `release`, any other profile into its own name. The device caches
+/// ([`crate::layout::DeviceCache::in_profile`]) and `cargo mcpp pack`'s default output are
+/// below it.
+pub fn profile_path(metadata: &cargo_metadata::Metadata, location: &BuildLocation) -> PathBuf {
     let profile = match (&location.profile, location.release) {
         (Some(p), _) => p.clone(),
         (None, true) => "release".to_string(),
@@ -57,8 +75,7 @@ pub fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<
         profile_path.push(t);
     }
     profile_path.push(&profile_dir);
-    let without_build_script = packages.iter().filter(|p| !p.targets.iter().any(|t| t.is_custom_build())).map(|p| p.name.to_string()).collect();
-    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script })
+    profile_path
 }
 
 /// A `-p`/`--exclude` spec: the name, the version after `@`, and the glob when it is one.
@@ -98,7 +115,7 @@ pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path
                 Some(g) => g.matches(&p.name),
                 None => *name == *p.name,
             };
-            name_ok && version.as_ref().map_or(true, |v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
+            name_ok && version.as_ref().is_none_or(|v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
         })
     };
     if selection.workspace {

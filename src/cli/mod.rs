@@ -1,16 +1,18 @@
 //! `cargo mcpp ...`: argument parsing (clap derive, `bin_name = "cargo"`) and the commands:
 //! `build` (fetch the toolchain packages, run the device phase with progress, then `cargo build`
 //! with the arguments passed through, whose build.rs step finds everything fresh), `fetch`
-//! (install the toolchain packages the package's build needs and record their hashes in `mcpp.lock`), and
-//! `why tool <name>` (print the resolver's recorded decision).
+//! (install the toolchain packages the package's build needs and record their hashes in `mcpp.lock`),
+//! `why tool <name>` (print the resolver's recorded decision), and `pack` (build in release and
+//! write an AppImage or an MSI of the program).
 //!
 //! This module holds the arguments and the dispatch; each command is its own module:
-//! [`build`] (`build`, and the hidden `build-script` engine), [`fetch`], [`why`], and
+//! [`build`] (`build`, and the hidden `build-script` engine), [`fetch`], [`why`], [`pack`], and
 //! [`locate`], which finds the packages and the profile directory of a build as cargo does.
 
 pub mod build;
 pub mod fetch;
 pub mod locate;
+pub mod pack;
 pub mod why;
 
 pub use locate::select_packages;
@@ -50,6 +52,8 @@ pub enum Command_ {
     Fetch(FetchArgs),
     /// Explain a decision of the last build: `cargo mcpp why tool <name>`.
     Why(WhyArgs),
+    /// Build in release and write an AppImage or an MSI of the package's program.
+    Pack(PackArgs),
     /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
     /// dependency-free client); not for hand use.
     #[command(hide = true)]
@@ -155,6 +159,44 @@ pub struct PackageSelection {
     pub exclude: Vec<String>,
 }
 
+/// `cargo mcpp pack` options; anything else is passed to `cargo build` unchanged.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// The package format.
+    #[arg(long, value_enum)]
+    pub format: crate::pack::Format,
+    /// The target triple (the build's, passed to cargo); default the host's.
+    #[arg(long, value_name = "TRIPLE")]
+    pub target: Option<String>,
+    /// The binary target to pack, when the package has several.
+    #[arg(long, value_name = "NAME")]
+    pub bin: Option<String>,
+    /// Where to write the package; default `<target-dir>/[<triple>/]release/pack`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Build, print the plan (each file with its source and place, the tool), write nothing else.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Fetch nothing (passed to cargo too; also CARGO_NET_OFFLINE=true).
+    #[arg(long)]
+    pub offline: bool,
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// The package to pack (a workspace member's name).
+    #[arg(long = "package", short = 'p', value_name = "NAME")]
+    pub package: Option<String>,
+    /// The target directory.
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+    /// AppImage: a type-2 runtime file instead of the `appimage-runtime` toolchain package.
+    #[arg(long, value_name = "PATH")]
+    pub runtime_file: Option<PathBuf>,
+    /// Further `cargo build` arguments (`--features x`, ...).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
+    pub cargo_args: Vec<String>,
+}
+
 /// `cargo mcpp build` options; anything else is passed to `cargo build` unchanged.
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -199,6 +241,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         Command_::Build(b) => build::build(&b),
         Command_::Fetch(f) => fetch::fetch(&f),
         Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why::why_tool(&w),
+        Command_::Pack(p) => pack::pack(&p),
         Command_::BuildScript(b) => build::build_script(&b),
     };
     match result {
@@ -255,5 +298,15 @@ mod tests {
         let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "fetch", "glslang@13.1.1", "slang"]).unwrap();
         let Command_::Fetch(f) = m.command else { panic!("not fetch") };
         assert_eq!(f.packages, ["glslang@13.1.1", "slang"]);
+    }
+
+    #[test]
+    fn pack_takes_a_format_and_passes_the_rest_to_cargo() {
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "msi", "--target", "x86_64-pc-windows-gnu", "--dry-run", "--features", "x"]).unwrap();
+        let Command_::Pack(p) = m.command else { panic!("not pack") };
+        assert_eq!((p.format, p.target.as_deref(), p.dry_run), (crate::pack::Format::Msi, Some("x86_64-pc-windows-gnu"), true));
+        assert_eq!(p.cargo_args, ["--features", "x"]);
+        let e = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "bogus"]).unwrap_err().to_string();
+        assert!(e.contains("appimage") && e.contains("msi"), "{e}");
     }
 }

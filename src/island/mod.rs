@@ -217,7 +217,7 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
     while let Some(pos) = text[from..].find(marker).map(|p| p + from) {
         let end = pos + marker.len();
         from = end;
-        let bounded = (pos == 0 || !is_ident(bytes[pos - 1])) && bytes.get(end).map_or(true, |&c| !is_ident(c));
+        let bounded = (pos == 0 || !is_ident(bytes[pos - 1])) && bytes.get(end).is_none_or(|&c| !is_ident(c));
         if !bounded || !mask[pos] {
             continue;
         }

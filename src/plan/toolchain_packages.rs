@@ -1,7 +1,8 @@
 //! The toolchain packages one build needs (issue 4; seed 000 "Each rule brings its own
 //! environment"): the rules' requirements after the two gates, the command that installs them,
 //! and where their lockfile is. One computation for the device phase (`pipeline`) and `cargo
-//! mcpp fetch` (`crate::fetch`).
+//! mcpp fetch` (`crate::fetch`), which also installs those `cargo mcpp pack` takes
+//! ([`pack_requirements`]).
 
 use crate::accel::AccelSet;
 use crate::env::Env;
@@ -52,6 +53,18 @@ pub fn requirements(
     Ok(out)
 }
 
+/// The toolchain packages `cargo mcpp pack` takes, which `cargo mcpp fetch` installs beside the
+/// build's (`pack` itself never downloads): the AppImage runtime
+/// ([`crate::toolchain_package::APPIMAGE_RUNTIME`]) for a package with
+/// `[package.metadata.mcpp.pack]`, on the one platform it is described for (`linux-x86_64`).
+/// Not a requirement of the device phase: a build never refuses for want of it.
+pub fn pack_requirements(manifest: &Manifest) -> Vec<Requirement> {
+    if manifest.mcpp.pack.is_none() || crate::toolchain_package::host_platform() != "linux-x86_64" {
+        return Vec::new();
+    }
+    vec![Requirement { package: crate::toolchain_package::APPIMAGE_RUNTIME.to_string(), req: None, by: "[package.metadata.mcpp.pack]".into() }]
+}
+
 /// The exact command that installs the toolchain packages of this build:
 /// `cargo mcpp fetch --manifest-path <path>`, with `--accel "<set>"` when the set is not the
 /// manifest's.
@@ -80,5 +93,18 @@ mod tests {
         assert_eq!(fetch_command(&m, &AccelSet::parse("vulkan1.2").unwrap()), "cargo mcpp fetch --manifest-path /p/Cargo.toml");
         assert_eq!(fetch_command(&m, &AccelSet::parse("cuda13").unwrap()), "cargo mcpp fetch --manifest-path /p/Cargo.toml --accel \"cuda13\"");
         assert_eq!(lockfile_path(&m), Path::new("/p/mcpp.lock"));
+    }
+
+    #[test]
+    fn a_package_that_packs_needs_the_appimage_runtime_and_no_other_does() {
+        let m = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.pack]\napp-name = \"P\"\n").unwrap();
+        let reqs = pack_requirements(&m);
+        if crate::toolchain_package::host_platform() == "linux-x86_64" {
+            assert_eq!(reqs.iter().map(|r| (r.package.as_str(), r.req.is_none(), r.by.as_str())).collect::<Vec<_>>(), [("appimage-runtime", true, "[package.metadata.mcpp.pack]")]);
+        } else {
+            assert!(reqs.is_empty());
+        }
+        let m = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\n").unwrap();
+        assert!(pack_requirements(&m).is_empty());
     }
 }

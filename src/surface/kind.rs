@@ -50,7 +50,7 @@ impl PayloadKind {
     /// (its offset: the NUL-terminated form would end there).
     pub fn check(self, bytes: &[u8]) -> std::result::Result<(), String> {
         match self {
-            PayloadKind::Words32 if bytes.len() % 4 != 0 => Err(format!("is {} bytes, not a whole number of 32-bit words", bytes.len())),
+            PayloadKind::Words32 if !bytes.len().is_multiple_of(4) => Err(format!("is {} bytes, not a whole number of 32-bit words", bytes.len())),
             PayloadKind::Text => match std::str::from_utf8(bytes) {
                 Err(e) => Err(format!("is not UTF-8 text: the byte at offset {} (0x{:02x}) starts no UTF-8 character", e.valid_up_to(), bytes[e.valid_up_to()])),
                 Ok(text) => match text.find('\0') {

@@ -53,6 +53,17 @@ fn record(cache: &DeviceCache, d: Decision) -> Result<()> {
     Ok(())
 }
 
+/// Record `decision` for `cargo mcpp why tool`, made outside the resolver's order: a file
+/// `cargo mcpp pack` takes rather than runs (the AppImage runtime: `--runtime-file`, the
+/// manifest's `runtime-file`, or its toolchain package), so every input a command uses is
+/// explained in one place, the device cache's `tool-decisions.json`.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when the decisions file cannot be written.
+pub fn record_decision(cache: &DeviceCache, decision: Decision) -> Result<()> {
+    record(cache, decision)
+}
+
 /// Record that `spec` could not be resolved (`error`), so `cargo mcpp why tool` never shows an
 /// earlier build's answer after a refusal.
 pub fn record_refusal(spec: &ToolSpec, error: &Error, cache: &DeviceCache) {

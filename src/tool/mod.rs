@@ -40,7 +40,7 @@
 pub mod decisions;
 pub mod process;
 
-pub use decisions::{read_decisions, record_refusal, Decision};
+pub use decisions::{read_decisions, record_decision, record_refusal, Decision};
 pub use process::{find_on_path, probe, probe_cached, PROBE_TIMEOUT};
 
 use crate::env::Env;

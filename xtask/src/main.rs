@@ -47,8 +47,9 @@ fn main() {
 }
 
 /// The modules that start processes (ARCHITECTURE.md "Invariants"): actions, tool probes,
-/// `cargo build`, `cargo metadata` (through the cargo_metadata crate), pip.
-const SPAWNS: &[&str] = &["src/graph.rs", "src/tool/process.rs", "src/cli/build.rs", "src/cli/locate.rs", "src/fetch.rs"];
+/// `cargo build`, `cargo metadata` (through the cargo_metadata crate), pip and `cargo fetch`,
+/// `cargo mcpp pack`'s release build (this executable), wixl.
+const SPAWNS: &[&str] = &["src/graph.rs", "src/tool/process.rs", "src/cli/build.rs", "src/cli/locate.rs", "src/fetch.rs", "src/cli/pack.rs", "src/pack/msi.rs"];
 
 /// The problems found in the repository at `root`.
 pub fn tidy(root: &Path) -> Vec<String> {
@@ -94,7 +95,8 @@ pub fn tidy(root: &Path) -> Vec<String> {
 /// Cargo directives only through `CargoOutput` (src/cargo_output.rs): no other module has a
 /// string literal that starts a directive (`"cargo:` or `"cargo::`), builds a warning directive
 /// itself, or prints to standard output, which a build script's cargo reads as directives
-/// (the command line, `src/cli/`, prints its own answers: `why tool` and the engine handshake, no directive; the
+/// (the command line, `src/cli/`, prints its own answers: `why tool`, `pack --dry-run`'s plan
+/// and the engine handshake, no directive; the
 /// test-only compiler shim `src/bin/mcpp-shim.rs` prints what the compiler it plays prints).
 pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();

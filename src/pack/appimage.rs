@@ -1,0 +1,298 @@
+//! The AppImage writer (upstream-facts 7.2, dist-appimage; ../shared/toolchains/README.md 10).
+//!
+//! The AppDir: `AppRun` (a relocatable `sh` launcher: resolves its own directory, puts
+//! `usr/lib` first on `LD_LIBRARY_PATH` when the package carries libraries, which comes before
+//! a RUNPATH the build linked with, and execs `usr/bin/<program>` with the arguments),
+//! `<program>.desktop`, the icon `<program>.png|svg` and `.DirIcon` (a copy), `usr/bin/<program>`,
+//! `usr/lib/` (the shared libraries the build links), and the extra files below `usr/bin/`
+//! (where the program finds them beside itself).
+//!
+//! The squashfs image is written in process with `backhand` (gzip, the compression the runtime
+//! reads; block size 128 KiB; every entry owned by root, dated `SOURCE_DATE_EPOCH` or 0, so
+//! the same inputs give the same bytes) and appended to the type-2 runtime: the
+//! `appimage-runtime` toolchain package (installed by `cargo mcpp fetch`, its pinned sha256
+//! checked here), or `--runtime-file` / `pack.appimage.runtime-file`. Nothing is downloaded.
+
+use super::{Entry, Origin, PackageFacts, Plan};
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::DeviceCache;
+use crate::toolchain_package::{Catalog, Home, APPIMAGE_RUNTIME, CATALOG_FILE};
+use std::path::{Path, PathBuf};
+
+/// The file of the runtime inside the `appimage-runtime` toolchain package's root.
+pub const RUNTIME_FILE: &str = "runtime-x86_64";
+
+/// What the AppImage needs that is checked before the build.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The type-2 runtime file.
+    pub runtime: PathBuf,
+    /// Where it came from, for the plan.
+    pub runtime_from: String,
+    /// The icon's extension (`png`/`svg`) and bytes.
+    pub icon: (&'static str, Origin),
+    /// The time every entry and the image carry (seconds since the epoch).
+    pub epoch: u32,
+}
+
+/// Check the target (Linux, x86_64), the icon, the runtime (its decision recorded in the
+/// device cache `cache` for `cargo mcpp why tool appimage-runtime`) and `SOURCE_DATE_EPOCH`.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] with the way out: a non-Linux target, an architecture without a
+/// declared runtime (aarch64 named), a bad icon, a runtime that is not installed, damaged or
+/// not a type-2 runtime, a `SOURCE_DATE_EPOCH` that is not a number of seconds.
+pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+    if !super::is_linux(&facts.target) {
+        return Err(Error::new(ErrorKind::Manifest, format!("an AppImage is a Linux format, and this build targets `{}`", crate::text::echo(&facts.target)))
+            .help("use --format msi for a Windows target, or build for a Linux target (--target x86_64-unknown-linux-gnu)"));
+    }
+    match super::arch_of(&facts.target) {
+        "x86_64" => {}
+        // A runtime named explicitly may be one for aarch64; the declared toolchain package is not.
+        "aarch64" if runtime_arg.is_some() || facts.options().appimage.and_then(|a| a.runtime_file).is_some() => {}
+        "aarch64" => {
+            return Err(Error::new(ErrorKind::Manifest, format!("no AppImage runtime for aarch64 is declared (target `{}`)", facts.target))
+                .detail("the one runtime cargo-mcpp declares, the `appimage-runtime` toolchain package, is for x86_64")
+                .help("pass a type-2 runtime for aarch64 with --runtime-file PATH (or [package.metadata.mcpp.pack.appimage] runtime-file)"))
+        }
+        other => {
+            return Err(Error::new(ErrorKind::Manifest, format!("no AppImage runtime is declared for the architecture `{}`", crate::text::echo(other)))
+                .help("pack for x86_64, or pass a type-2 runtime for this architecture with --runtime-file PATH"))
+        }
+    }
+    let icon = super::icon(facts)?;
+    // The runtime's decision is recorded like a tool's: `cargo mcpp why tool appimage-runtime`.
+    std::fs::create_dir_all(cache.dir()).map_err(|e| Error::io("cannot create", cache.dir(), e))?;
+    let (runtime, source, runtime_from) = match runtime(facts, runtime_arg, env) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = crate::tool::record_decision(cache, decision(None, "none", "nothing answered", Some(e.to_string())));
+            return Err(e);
+        }
+    };
+    crate::tool::record_decision(cache, decision(Some(&runtime), source, &runtime_from, None))?;
+    let epoch = match env.get_nonempty("SOURCE_DATE_EPOCH") {
+        None => 0,
+        Some(v) => v.trim().parse::<u32>().map_err(|_| {
+            Error::new(ErrorKind::Usage, format!("SOURCE_DATE_EPOCH=`{}` is not a number of seconds since 1970 (0 to 4294967295)", crate::text::echo(&v))).help("set it to e.g. $(git log -1 --format=%ct), or unset it (every entry is then dated 0)")
+        })?,
+    };
+    Ok(Prepared { runtime, runtime_from, icon, epoch })
+}
+
+/// The recorded decision for the runtime (`tool` = [`APPIMAGE_RUNTIME`]).
+fn decision(answer: Option<&Path>, source: &str, origin: &str, refusal: Option<String>) -> crate::tool::Decision {
+    crate::tool::Decision {
+        tool: APPIMAGE_RUNTIME.to_string(),
+        answer: answer.map(Path::to_path_buf),
+        version: None,
+        source: source.to_string(),
+        origin: origin.to_string(),
+        considered: Vec::new(),
+        warning: None,
+        refusal,
+        toolkit: None,
+        toolkit_origin: None,
+    }
+}
+
+/// The runtime: `--runtime-file`, else `pack.appimage.runtime-file`, else the installed
+/// `appimage-runtime` toolchain package with its pinned sha256. Returns the file, the
+/// decision's source (`choice`, `toolchain-package`: [`crate::tool::Decision::source`]) and
+/// what decided it.
+fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathBuf, &'static str, String)> {
+    if let Some(p) = arg {
+        check_runtime_file(p).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime (an ELF file with `AI\\x02` at offset 8)"))?;
+        return Ok((p.to_path_buf(), "choice", "--runtime-file".into()));
+    }
+    if let Some(rel) = facts.options().appimage.and_then(|a| a.runtime_file) {
+        let p = facts.manifest.dir().join(&rel);
+        check_runtime_file(&p).map_err(|m| {
+            Error::new(ErrorKind::Manifest, format!("runtime-file `{}`: {m}", crate::text::echo(&rel.display().to_string())))
+                .file(facts.at("pack.appimage.runtime-file"))
+                .key("package.metadata.mcpp.pack.appimage.runtime-file")
+                .help("name a type-2 AppImage runtime (relative to the package root), or remove the key to use the `appimage-runtime` toolchain package")
+        })?;
+        return Ok((p, "choice", format!("{} [package.metadata.mcpp.pack.appimage] runtime-file", facts.at("pack.appimage.runtime-file"))));
+    }
+    let catalog = Catalog::builtin()?;
+    let desc = catalog.get(APPIMAGE_RUNTIME)?;
+    let home = Home::from_env(env)?;
+    let fetch = format!("cargo mcpp fetch --manifest-path {}", facts.manifest.path.display());
+    let Some(inst) = home.installed(&catalog, APPIMAGE_RUNTIME, &desc.default) else {
+        return Err(Error::new(ErrorKind::Manifest, format!("the AppImage runtime (toolchain package `{APPIMAGE_RUNTIME}` {}) is not installed in {}", desc.default, home.root.display()))
+            .detail("`cargo mcpp pack` never downloads: the runtime is a declared, hash-pinned toolchain package")
+            .help(format!("run `{fetch}` once (a package with [package.metadata.mcpp.pack] fetches it), or `cargo mcpp fetch {APPIMAGE_RUNTIME}`"))
+            .help("or pass a type-2 runtime with --runtime-file PATH"));
+    };
+    let file = inst.root.join(RUNTIME_FILE);
+    let want = desc.sha256.get(RUNTIME_FILE).cloned().unwrap_or_default();
+    let found = crate::fingerprint::hash_file(&file);
+    if found.as_deref() != Some(want.as_str()) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the installed AppImage runtime {} does not have the bytes {CATALOG_FILE} pins", file.display()))
+            .file(&file)
+            .detail(format!("pinned: {want}"))
+            .detail(format!("found:  {}", found.as_deref().unwrap_or("(no such file)")))
+            .help(format!("run `{fetch}`: a damaged install is reinstalled")));
+    }
+    Ok((file, "toolchain-package", format!("toolchain package {APPIMAGE_RUNTIME} {}", desc.default)))
+}
+
+/// `Err(reason)` unless `path` is a readable ELF file with the type-2 magic `AI\x02` at offset 8.
+fn check_runtime_file(path: &Path) -> std::result::Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    if !bytes.starts_with(b"\x7fELF") || bytes.get(8..11) != Some(b"AI\x02".as_slice()) {
+        return Err("is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into());
+    }
+    Ok(())
+}
+
+/// A desktop-entry string value: `\`, newline, tab and carriage return escaped as the
+/// Desktop Entry Specification says; other control characters dropped.
+pub fn desktop_value(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `.desktop` file (`Exec=` and `Icon=` are the program's name).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `pack.categories` for a category that is not a word
+/// (`[A-Za-z0-9-]`).
+pub fn desktop_entry(facts: &PackageFacts, program: &str) -> Result<String> {
+    let options = facts.options();
+    let categories = options.categories.clone().unwrap_or_else(|| vec!["Utility".into()]);
+    if let Some(bad) = categories.iter().find(|c| c.is_empty() || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-')) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the category `{}` is not a freedesktop.org category name", crate::text::echo(bad)))
+            .file(facts.at("pack.categories"))
+            .key("package.metadata.mcpp.pack.categories")
+            .help("write names such as \"Utility\", \"Development\", \"Science\" (https://specifications.freedesktop.org/menu-spec/latest/category-registry.html)"));
+    }
+    let mut text = String::from("[Desktop Entry]\nType=Application\n");
+    text.push_str(&format!("Name={}\n", desktop_value(&facts.app_name(program))));
+    if let Some(c) = options.comment.clone().or_else(|| facts.description.clone()).filter(|c| !c.trim().is_empty()) {
+        text.push_str(&format!("Comment={}\n", desktop_value(c.lines().next().unwrap_or_default())));
+    }
+    text.push_str(&format!("Exec={program}\nIcon={program}\nCategories={};\nTerminal={}\n", categories.join(";"), options.terminal.unwrap_or(true)));
+    text.push_str(&format!("X-AppImage-Version={}\n", desktop_value(&facts.version)));
+    Ok(text)
+}
+
+/// `AppRun`: resolves its own directory, `usr/lib` first on `LD_LIBRARY_PATH` when `libs`,
+/// execs `usr/bin/<program>` with the arguments.
+pub fn app_run(program: &str, libs: bool) -> String {
+    let mut text = String::from("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\n");
+    if libs {
+        text.push_str("LD_LIBRARY_PATH=\"$APPDIR/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\nexport LD_LIBRARY_PATH\n");
+    }
+    text.push_str(&format!("exec \"$APPDIR/usr/bin/{program}\" \"$@\"\n"));
+    text
+}
+
+/// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-x86_64.AppImage`.
+///
+/// # Errors
+/// The refusals of [`desktop_entry`], [`super::extra_files`] and [`super::finish_entries`].
+pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &(String, PathBuf), built: &super::Built, out_dir: &Path) -> Result<Plan> {
+    let (name, exe) = program;
+    let libs = super::shared_libraries(&built.links, false);
+    let mut entries = vec![
+        Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run(name, !libs.is_empty()).into_bytes()), executable: true },
+        Entry { dest: format!("{name}.desktop"), origin: Origin::Generated("desktop entry", desktop_entry(facts, name)?.into_bytes()), executable: false },
+        Entry { dest: format!("{name}.{}", prepared.icon.0), origin: prepared.icon.1.clone(), executable: false },
+        Entry { dest: ".DirIcon".into(), origin: prepared.icon.1.clone(), executable: false },
+        Entry { dest: format!("usr/bin/{name}"), origin: Origin::File(exe.clone()), executable: true },
+    ];
+    for (lib, path) in libs {
+        entries.push(Entry { dest: format!("usr/lib/{lib}"), origin: Origin::File(path), executable: false });
+    }
+    for (place, path) in super::extra_files(facts)? {
+        entries.push(Entry { dest: format!("usr/bin/{place}"), origin: Origin::File(path), executable: false });
+    }
+    let entries = super::finish_entries(entries, &facts.manifest.path)?;
+    let output = out_dir.join(format!("{}-{}-x86_64.AppImage", super::file_part(&facts.app_name(name)), super::file_part(&facts.version)));
+    Ok(Plan { format: super::Format::Appimage, output, entries, tool: format!("backhand (squashfs, gzip, in process) + type-2 runtime {} ({})", prepared.runtime.display(), prepared.runtime_from) })
+}
+
+/// The squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`, directories
+/// created for every parent), as bytes.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when a source cannot be read or backhand refuses the tree.
+pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
+    let fail = |e: backhand::BackhandError| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: {e}"));
+    let mut fs = backhand::FilesystemWriter::default();
+    fs.set_time(epoch);
+    fs.set_only_root_id();
+    fs.set_root_mode(0o755);
+    fs.set_compressor(backhand::FilesystemCompressor::new(backhand::compression::Compressor::Gzip, None).map_err(fail)?);
+    let dir = backhand::NodeHeader::new(0o755, 0, 0, epoch);
+    let mut dirs: Vec<String> = Vec::new();
+    for e in entries {
+        let parts: Vec<&str> = e.dest.split('/').collect();
+        for i in 1..parts.len() {
+            let d = parts[..i].join("/");
+            if !dirs.contains(&d) {
+                fs.push_dir(&d, dir).map_err(fail)?;
+                dirs.push(d);
+            }
+        }
+        let header = backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
+        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header).map_err(fail)?;
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    fs.write(&mut out).map_err(fail)?;
+    Ok(out.into_inner())
+}
+
+/// Write the AppImage: the runtime followed by the squashfs image, atomically, mode 0755.
+///
+/// # Errors
+/// [`ErrorKind::Io`] for reading the runtime or the sources, or writing the package.
+pub fn write(plan: &Plan, prepared: &Prepared) -> Result<()> {
+    let mut bytes = std::fs::read(&prepared.runtime).map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
+    bytes.extend(squashfs(&plan.entries, prepared.epoch)?);
+    crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plan.output, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::io("cannot make executable", &plan.output, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_image_is_the_same_bytes_for_the_same_inputs_and_dated_by_the_epoch() {
+        let entries = vec![
+            Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run("app", false).into_bytes()), executable: true },
+            Entry { dest: "usr/bin/app".into(), origin: Origin::Generated("x", b"\x7fELF...".to_vec()), executable: true },
+        ];
+        let a = squashfs(&entries, 1_700_000_000).unwrap();
+        assert_eq!(a, squashfs(&entries, 1_700_000_000).unwrap());
+        assert_ne!(a, squashfs(&entries, 1).unwrap());
+        assert_eq!(&a[..4], b"hsqs");
+    }
+
+    #[test]
+    fn desktop_values_cannot_add_a_line() {
+        assert_eq!(desktop_value("a\nExec=evil\\\t\u{1b}"), "a\\nExec=evil\\\\\\t");
+        assert!(app_run("app", true).contains("LD_LIBRARY_PATH=\"$APPDIR/usr/lib"));
+        assert!(!app_run("app", false).contains("LD_LIBRARY_PATH"));
+    }
+}

@@ -1,0 +1,448 @@
+//! `cargo mcpp pack --format appimage|msi` (issue 13; upstream-facts 7: the dist-appimage and
+//! dist-wix members), the packaging half: what goes into a package and how each format is
+//! written. The command itself (locating the package, the release build in a child process,
+//! `--dry-run`'s printing, progress) is `crate::cli::pack`.
+//!
+//! From the build's cargo JSON messages ([`read_messages`]) this module takes the package's
+//! executables from `compiler-artifact` messages (never a guessed path) and the shared runtime
+//! libraries its build scripts link ([`shared_libraries`]: `cargo::rustc-link-lib=dylib=...`
+//! found in their `rustc-link-search` directories outside the system's), adds the extra files of
+//! `[package.metadata.mcpp.pack]` ([`extra_files`]), and writes the package with the format's
+//! writer ([`appimage`], [`msi`]). Every check that does not need the build (format and
+//! target, icon, runtime, tool, version, upgrade code) is [`Prepared::prepare`], run before it;
+//! the decisions it makes (the AppImage runtime, wixl) are recorded in the package's device
+//! cache ([`crate::layout::DeviceCache`]) for `cargo mcpp why tool`.
+
+pub mod appimage;
+pub mod msi;
+
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::DeviceCache;
+use crate::manifest::{Manifest, PackOptions};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+/// The package formats `cargo mcpp pack` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A Linux AppImage: the type-2 runtime followed by a squashfs image of the AppDir.
+    Appimage,
+    /// A Windows Installer package, written by wixl from a WiX v3 source.
+    Msi,
+}
+
+/// Where a file of the package comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A file on disk (an executable cargo named, a library, an icon, an extra file).
+    File(PathBuf),
+    /// Bytes written by cargo-mcpp (`AppRun`, the `.desktop` file, the built-in icon), named
+    /// for the plan.
+    Generated(&'static str, Vec<u8>),
+}
+
+/// One file of the package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Its place in the package, relative and `/`-separated (`usr/bin/app`, `share/x.txt`).
+    pub dest: String,
+    /// Where its bytes come from.
+    pub origin: Origin,
+    /// Whether it is executable (mode 0755 in an AppImage; 0644 otherwise).
+    pub executable: bool,
+}
+
+impl Entry {
+    /// The bytes of the entry.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] naming the source file when it cannot be read.
+    pub fn bytes(&self) -> Result<Vec<u8>> {
+        match &self.origin {
+            Origin::File(p) => std::fs::read(p).map_err(|e| Error::io("cannot read", p, e)),
+            Origin::Generated(_, b) => Ok(b.clone()),
+        }
+    }
+}
+
+/// What `cargo mcpp pack` will write: the package file, its entries, and the tool.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The format.
+    pub format: Format,
+    /// The package file to write.
+    pub output: PathBuf,
+    /// Every file going in, in package order (sorted by `dest`).
+    pub entries: Vec<Entry>,
+    /// The tool that writes it, as shown (`backhand (in process) + runtime <path>`, `wixl <path>`).
+    pub tool: String,
+}
+
+impl Plan {
+    /// The plan as `--dry-run` prints it: the output, the tool, then one line per entry
+    /// (`dest  <-  source`).
+    pub fn render(&self) -> String {
+        let mut out = format!("package: {}\ntool:    {}\nfiles:\n", self.output.display(), self.tool);
+        for e in &self.entries {
+            let source = match &e.origin {
+                Origin::File(p) => p.display().to_string(),
+                Origin::Generated(what, b) => format!("(generated: {what}, {} bytes)", b.len()),
+            };
+            out.push_str(&format!("  {}{}  <-  {}\n", e.dest, if e.executable { " (executable)" } else { "" }, crate::text::escape_control(&source)));
+        }
+        out
+    }
+}
+
+/// The facts of the package being packed, from `cargo metadata` and its manifest.
+#[derive(Debug, Clone)]
+pub struct PackageFacts {
+    /// `[package] name`.
+    pub name: String,
+    /// `[package] version` (or `pack.version`).
+    pub version: String,
+    /// `[package] description`.
+    pub description: Option<String>,
+    /// `[package] authors`.
+    pub authors: Vec<String>,
+    /// `[package] repository`.
+    pub repository: Option<String>,
+    /// The manifest, with `[package.metadata.mcpp.pack]`.
+    pub manifest: Manifest,
+    /// The binary targets' names.
+    pub bins: Vec<String>,
+    /// The target triple packed for.
+    pub target: String,
+}
+
+impl PackageFacts {
+    /// `[package.metadata.mcpp.pack]`, default when absent.
+    pub fn options(&self) -> PackOptions {
+        self.manifest.mcpp.pack.clone().unwrap_or_default()
+    }
+    /// The application's name: `pack.app-name`, else the program's.
+    pub fn app_name(&self, program: &str) -> String {
+        self.options().app_name.unwrap_or_else(|| program.to_string())
+    }
+    /// `path:line:col` of a key of `[package.metadata.mcpp]` (`pack.icon`), or the path.
+    pub fn at(&self, key: &str) -> String {
+        self.manifest.at_col(key)
+    }
+}
+
+/// The host's target triple, as rustc spells it for the common hosts.
+pub fn host_triple() -> String {
+    match (std::env::consts::ARCH, std::env::consts::OS) {
+        (arch, "linux") => format!("{arch}-unknown-linux-gnu"),
+        (arch, "windows") => format!("{arch}-pc-windows-msvc"),
+        (arch, "macos") => format!("{arch}-apple-darwin"),
+        (arch, os) => format!("{arch}-unknown-{os}"),
+    }
+}
+
+/// The 1x1 transparent PNG used when `pack.icon` is not set (a valid image, so desktop tools
+/// accept the AppDir).
+pub const DEFAULT_ICON_PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00,
+    0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00, 0x01, 0xe9, 0xfa, 0xdc, 0xd8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// The icon: `pack.icon` checked (a `.png` starting with the PNG signature, or an `.svg`
+/// holding `<svg`), or the built-in PNG. Returns the extension (`png`/`svg`) and the origin.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `file:line:col` and `pack.icon` for another format, a file
+/// that is not one, or a missing file.
+pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
+    let Some(rel) = facts.options().icon else { return Ok(("png", Origin::Generated("built-in 1x1 icon", DEFAULT_ICON_PNG.to_vec()))) };
+    let path = facts.manifest.dir().join(&rel);
+    let shown = crate::text::echo(&rel.display().to_string());
+    let refuse = |what: String| Error::new(ErrorKind::Manifest, what).file(facts.at("pack.icon")).key("package.metadata.mcpp.pack.icon");
+    let ext = rel.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let ext: &'static str = match ext.as_str() {
+        "png" => "png",
+        "svg" => "svg",
+        _ => return Err(refuse(format!("the icon `{shown}` is neither a PNG nor an SVG file")).help("an AppImage icon is a `.png` or `.svg` file; convert it (e.g. to a 256x256 PNG) and name that")),
+    };
+    let bytes = std::fs::read(&path).map_err(|e| refuse(format!("the icon `{shown}` cannot be read: {e}")).help(format!("the path is relative to the package root, {}", facts.manifest.dir().display())))?;
+    let valid = match ext {
+        "png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        _ => bytes.windows(4).any(|w| w == b"<svg"),
+    };
+    if !valid {
+        return Err(refuse(format!("the icon `{shown}` is named .{ext} but does not hold a{} image", if ext == "png" { " PNG" } else { "n SVG" })).help("name a real PNG or SVG file"));
+    }
+    Ok((ext, Origin::File(path)))
+}
+
+/// The extra files of `pack.files`: each glob expanded by the one glob expander (inside the
+/// package only), each file placed at `<dest>/<its path below the glob's fixed prefix>`.
+///
+/// # Errors
+/// A glob's refusals ([`crate::sources::expand_globs`]: matching nothing, leaving the package);
+/// [`ErrorKind::Manifest`] for a `dest` that is absolute or contains `..`.
+pub fn extra_files(facts: &PackageFacts) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for (i, f) in facts.options().files.iter().enumerate() {
+        let key = format!("pack.files[{i}]");
+        let dest = f.dest.trim_matches('/');
+        if f.dest.starts_with('/') || dest.split('/').any(|c| c == ".." || c == ".") || f.dest.contains('\\') {
+            return Err(Error::new(ErrorKind::Manifest, format!("`dest = \"{}\"` is not a relative `/`-separated directory inside the package", crate::text::echo(&f.dest)))
+                .file(facts.at(&key))
+                .key(format!("package.metadata.mcpp.{key}.dest"))
+                .help("write e.g. dest = \"share/app\", or \"\" for the program's own directory"));
+        }
+        let (files, _) = crate::sources::expand_globs(&facts.manifest, &format!("package.metadata.mcpp.{key}.glob"), std::slice::from_ref(&f.glob))?;
+        let fixed: Vec<&str> = f.glob.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
+        let fixed = if fixed.len() == f.glob.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
+        let prefix = fixed.join("/");
+        for (path, rel) in files {
+            let below = rel.strip_prefix(&prefix).map(|r| r.trim_start_matches('/')).unwrap_or(&rel);
+            let place = if dest.is_empty() { below.to_string() } else { format!("{dest}/{below}") };
+            out.push((place, path));
+        }
+    }
+    Ok(out)
+}
+
+/// The shared libraries the build links that the package must carry: for each build script's
+/// `rustc-link-lib` of kind `dylib` (the default), the files of that library (`lib<name>.so`,
+/// `lib<name>.so.*`; `<name>.dll` for Windows; the name itself with `+verbatim`) in its
+/// `rustc-link-search` directories, leaving out the system's (`/usr`, `/lib`, `/lib64`), which
+/// the target system provides.
+pub fn shared_libraries(links: &[(Vec<String>, Vec<PathBuf>)], windows: bool) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for (libs, paths) in links {
+        let dirs: Vec<&PathBuf> = paths.iter().filter(|p| !(p.starts_with("/usr") || p.starts_with("/lib") || p.starts_with("/lib64"))).collect();
+        for lib in libs {
+            let (kind, name) = lib.split_once('=').unwrap_or(("dylib", lib.as_str()));
+            let (kind, modifiers) = kind.split_once(':').unwrap_or((kind, ""));
+            if kind != "dylib" {
+                continue;
+            }
+            let verbatim = modifiers.split(',').any(|m| m == "+verbatim");
+            for dir in &dirs {
+                let Ok(rd) = std::fs::read_dir(dir) else { continue };
+                let mut found: Vec<(String, PathBuf)> = rd
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str().map(|n| (n.to_string(), e.path())))
+                    .filter(|(n, _)| {
+                        if verbatim {
+                            n == name
+                        } else if windows {
+                            n.eq_ignore_ascii_case(&format!("{name}.dll"))
+                        } else {
+                            n == &format!("lib{name}.so") || n.starts_with(&format!("lib{name}.so."))
+                        }
+                    })
+                    .collect();
+                found.sort();
+                for f in found {
+                    if !out.iter().any(|(n, _)| *n == f.0) {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What the build gave: the package's executables by binary name, and each build script's
+/// linked libraries with their search directories.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    /// `(binary target name, executable path)` from `compiler-artifact` messages.
+    pub executables: Vec<(String, PathBuf)>,
+    /// `(linked libraries, search directories)` of every `build-script-executed` message.
+    pub links: Vec<(Vec<String>, Vec<PathBuf>)>,
+}
+
+/// Read cargo's JSON messages (`--message-format=json-render-diagnostics`) from `reader`:
+/// the executables of the package `package_id`'s binary targets and every build script's
+/// link lines. Other lines (text) are passed to standard error.
+pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
+    let mut built = Built::default();
+    for message in cargo_metadata::Message::parse_stream(reader).map_while(std::result::Result::ok) {
+        match message {
+            cargo_metadata::Message::CompilerArtifact(a) if a.package_id.repr == package_id && a.target.is_bin() => {
+                if let Some(exe) = a.executable {
+                    built.executables.push((a.target.name.clone(), exe.into_std_path_buf()));
+                }
+            }
+            cargo_metadata::Message::BuildScriptExecuted(b) => {
+                built.links.push((b.linked_libs.iter().map(|l| l.to_string()).collect(), b.linked_paths.iter().map(|p| PathBuf::from(p.as_str().split_once('=').map(|(_, d)| d).unwrap_or(p.as_str()))).collect()));
+            }
+            cargo_metadata::Message::TextLine(t) if !t.trim().is_empty() => eprintln!("{t}"),
+            _ => {}
+        }
+    }
+    built
+}
+
+/// The program to pack among the built executables: `--bin`, else the only one.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when `--bin` names no binary target of the package, when cargo
+/// reported no executable for it, or when there are several and no `--bin`.
+pub fn choose_program(facts: &PackageFacts, bin: Option<&str>, built: &Built) -> Result<(String, PathBuf)> {
+    let names = || facts.bins.iter().map(|b| format!("`{b}`")).collect::<Vec<_>>().join(", ");
+    let wanted = match bin {
+        Some(b) if !facts.bins.iter().any(|x| x == b) => {
+            return Err(Error::new(ErrorKind::Manifest, format!("--bin `{}`: the package {} has no such binary target", crate::text::echo(b), facts.name))
+                .file(&facts.manifest.path)
+                .help(if facts.bins.is_empty() { "the package has no binary target: add src/main.rs or a [[bin]]".to_string() } else { format!("its binary targets are {}", names()) }));
+        }
+        Some(b) => b.to_string(),
+        None => match facts.bins.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                return Err(Error::new(ErrorKind::Manifest, format!("the package {} has no binary target, so there is no executable to pack", facts.name))
+                    .file(&facts.manifest.path)
+                    .help("add src/main.rs or a [[bin]] target"))
+            }
+            _ => return Err(Error::new(ErrorKind::Usage, format!("the package {} has several binary targets; say which to pack", facts.name)).help(format!("pass --bin NAME, one of {}", names()))),
+        },
+    };
+    built.executables.iter().find(|(n, _)| *n == wanted).cloned().ok_or_else(|| {
+        Error::new(ErrorKind::Manifest, format!("cargo reported no executable for the binary target `{wanted}` of {}", facts.name))
+            .detail(format!("executables cargo reported: {}", if built.executables.is_empty() { "none".to_string() } else { built.executables.iter().map(|(n, p)| format!("{n} ({})", p.display())).collect::<Vec<_>>().join(", ") }))
+            .help("check the cargo arguments (a --features the target requires, `required-features`), and that the build succeeded")
+    })
+}
+
+/// A format's checked inputs, prepared before the build.
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    /// The AppImage's runtime, icon and date.
+    Appimage(appimage::Prepared),
+    /// The MSI's wixl, codes, version and manufacturer.
+    Msi(msi::Prepared),
+}
+
+impl Prepared {
+    /// Everything `format` needs that is checked before the build ([`appimage::prepare`],
+    /// [`msi::prepare`]); the decisions (the AppImage runtime from `runtime_file` or the
+    /// manifest or its toolchain package, wixl) are recorded in `cache`.
+    ///
+    /// # Errors
+    /// The format's refusals, each with its way out.
+    pub fn prepare(format: Format, facts: &PackageFacts, runtime_file: Option<&Path>, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+        Ok(match format {
+            Format::Appimage => Prepared::Appimage(appimage::prepare(facts, runtime_file, env, cache)?),
+            Format::Msi => Prepared::Msi(msi::prepare(facts, env, cache)?),
+        })
+    }
+
+    /// The plan of the package of `program` (its binary target name and executable) written
+    /// into `out_dir`.
+    ///
+    /// # Errors
+    /// The refusals of [`extra_files`], [`finish_entries`] and the format's plan.
+    pub fn plan(&self, facts: &PackageFacts, program: &(String, PathBuf), built: &Built, out_dir: &Path) -> Result<Plan> {
+        match self {
+            Prepared::Appimage(p) => appimage::plan(facts, p, program, built, out_dir),
+            Prepared::Msi(p) => msi::plan(facts, p, program, built, out_dir),
+        }
+    }
+
+    /// What writing does, for a progress line (`writing X`, `running wixl for X`).
+    pub fn writing(&self, plan: &Plan) -> String {
+        match self {
+            Prepared::Appimage(_) => format!("writing {}", plan.output.display()),
+            Prepared::Msi(_) => format!("running wixl for {}", plan.output.display()),
+        }
+    }
+
+    /// Write the package `plan` names (the directory holding it must exist).
+    ///
+    /// # Errors
+    /// The format writer's: [`appimage::write`], [`msi::write`].
+    pub fn write(&self, facts: &PackageFacts, program: &str, plan: &Plan, env: &Env) -> Result<()> {
+        match self {
+            Prepared::Appimage(p) => appimage::write(plan, p),
+            Prepared::Msi(p) => msi::write(facts, program, plan, p, env),
+        }
+    }
+}
+
+/// The package's file name part: `[A-Za-z0-9._-]` kept, others `_` (names are shown in paths).
+pub fn file_part(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect()
+}
+
+/// Whether the triple names a Windows target.
+pub fn is_windows(triple: &str) -> bool {
+    triple.contains("-windows")
+}
+
+/// Whether the triple names a Linux target.
+pub fn is_linux(triple: &str) -> bool {
+    triple.contains("-linux")
+}
+
+/// The architecture part of a triple (`x86_64`).
+pub fn arch_of(triple: &str) -> &str {
+    triple.split('-').next().unwrap_or(triple)
+}
+
+/// Files sorted by destination, each once: a later entry for the same place is refused.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming both sources of one destination.
+pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path) -> Result<Vec<Entry>> {
+    entries.sort_by(|a, b| a.dest.cmp(&b.dest));
+    for w in entries.windows(2) {
+        if w[0].dest == w[1].dest {
+            let show = |e: &Entry| match &e.origin {
+                Origin::File(p) => p.display().to_string(),
+                Origin::Generated(what, _) => format!("({what})"),
+            };
+            return Err(Error::new(ErrorKind::Manifest, format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&w[0].dest), show(&w[0]), show(&w[1])))
+                .file(manifest)
+                .key("package.metadata.mcpp.pack.files")
+                .help("give one of them another `dest` in [package.metadata.mcpp.pack] files"));
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_libraries_are_found_by_link_kind_outside_the_system() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["libcudart.so.13", "libfoo.so", "libfoo.so.1", "libbar.a", "x.dll"] {
+            std::fs::write(d.path().join(f), b"x").unwrap();
+        }
+        let links = vec![(vec!["dylib:+verbatim=libcudart.so.13".to_string(), "foo".into(), "static=bar".into()], vec![d.path().to_path_buf(), PathBuf::from("/usr/lib")])];
+        let names: Vec<String> = shared_libraries(&links, false).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["libcudart.so.13", "libfoo.so", "libfoo.so.1"]);
+        let links = vec![(vec!["dylib=x".to_string()], vec![d.path().to_path_buf()])];
+        assert_eq!(shared_libraries(&links, true).len(), 1);
+        assert!(shared_libraries(&links, false).is_empty());
+    }
+
+    #[test]
+    fn messages_give_the_packages_executables_and_link_lines() {
+        let text = r#"{"reason":"compiler-artifact","package_id":"path+file:///p#app@0.1.0","manifest_path":"/p/Cargo.toml","target":{"kind":["bin"],"crate_types":["bin"],"name":"app","src_path":"/p/src/main.rs","edition":"2021","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/p/target/release/app"],"executable":"/p/target/release/app","fresh":false}
+{"reason":"compiler-artifact","package_id":"other#dep@1.0.0","manifest_path":"/d/Cargo.toml","target":{"kind":["bin"],"crate_types":["bin"],"name":"dep","src_path":"/d/src/main.rs","edition":"2021","doc":true,"doctest":false,"test":true},"profile":{"opt_level":"3","debuginfo":0,"debug_assertions":false,"overflow_checks":false,"test":false},"features":[],"filenames":["/d/dep"],"executable":"/d/dep","fresh":false}
+{"reason":"build-script-executed","package_id":"path+file:///p#app@0.1.0","linked_libs":["dylib=cudart"],"linked_paths":["native=/opt/cuda/lib"],"cfgs":[],"env":[],"out_dir":"/p/target/release/build/app-1/out"}
+{"reason":"build-finished","success":true}
+"#;
+        let built = read_messages(std::io::Cursor::new(text), "path+file:///p#app@0.1.0");
+        assert_eq!(built.executables, [("app".to_string(), PathBuf::from("/p/target/release/app"))]);
+        assert_eq!(built.links, [(vec!["dylib=cudart".to_string()], vec![PathBuf::from("/opt/cuda/lib")])]);
+    }
+
+    #[test]
+    fn two_files_for_one_place_are_refused() {
+        let e = |d: &str, p: &str| Entry { dest: d.into(), origin: Origin::File(p.into()), executable: false };
+        let err = finish_entries(vec![e("b", "/x/b"), e("a", "/x/a1"), e("a", "/x/a2")], Path::new("/p/Cargo.toml")).unwrap_err().to_string();
+        assert!(err.contains("two files would be `a`") && err.contains("/x/a1") && err.contains("/x/a2"), "{err}");
+        assert_eq!(finish_entries(vec![e("b", "/x/b"), e("a", "/x/a")], Path::new("/p")).unwrap()[0].dest, "a");
+    }
+}

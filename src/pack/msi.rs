@@ -1,0 +1,345 @@
+//! The MSI writer (upstream-facts 7.3, dist-wix; ../shared/toolchains/README.md 10).
+//!
+//! A WiX v3 source rendered from `templates/pack-wixl.wxs` (one component per file under
+//! `ProgramFiles64Folder\<app name>`, `MajorUpgrade` with a downgrade message), built by
+//! `wixl -a x64` (Debian's msitools `wixl` 0.101 reads WiX v3 only), resolved by the one
+//! resolver ([`crate::tool`]: `pack.msi.tool`, `WIXL`, `MCPP_TOOL_WIXL`, PATH; `cargo mcpp why
+//! tool wixl --release --target <triple>` shows the decision).
+//!
+//! - UpgradeCode: `pack.msi.upgrade-code`, else derived from the package's identity
+//!   ([`identity`]: the name, then the repository URL, else the first author) by
+//!   [`derived_guid`]: the first 16 bytes of sha256(`cargo-mcpp msi upgrade-code\0<identity>`),
+//!   marked as an RFC 9562 version-8 UUID. Stable across versions and machines.
+//! - ProductCode: derived the same way from the UpgradeCode and the MSI version, so each
+//!   version has its own (a major upgrade) and a rebuild of one version the same.
+//! - Component GUIDs: derived from the UpgradeCode and the file's place (stable per file).
+//! - Version: [`msi_version`].
+
+use super::{Entry, Origin, PackageFacts, Plan};
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::DeviceCache;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The WiX v3 template (`templates/pack-wixl.wxs`).
+pub const TEMPLATE: &str = include_str!("../../templates/pack-wixl.wxs");
+
+/// `wixl`, for the one resolver.
+pub const WIXL: crate::tool::ToolSpec = crate::tool::ToolSpec {
+    name: "wixl",
+    programs: &["wixl"],
+    env_vars: &["WIXL"],
+    version_args: &["--version"],
+    install_hint: "apt install wixl (Debian: a package of its own, apart from msitools)",
+    toolchain_package: None,
+    toolkit: None,
+};
+
+/// What the MSI needs that is checked before the build.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// wixl.
+    pub tool: crate::tool::Tool,
+    /// `{GUID}`, upper case.
+    pub upgrade_code: String,
+    /// `{GUID}`, upper case.
+    pub product_code: String,
+    /// `major.minor.patch`.
+    pub version: String,
+    /// The Manufacturer.
+    pub manufacturer: String,
+}
+
+/// The MSI ProductVersion of a package version: `major.minor.patch` of semver, each within
+/// the MSI ranges (major and minor 0-255, patch 0-65535; out of range is refused, since
+/// clamping would make two releases equal). Build metadata (`+...`) is left out. A
+/// pre-release (`1.2.3-beta.1`) is refused: Windows Installer compares only three fields,
+/// so it would equal its release or another pre-release.
+///
+/// # Errors
+/// The reason, one line.
+pub fn msi_version(version: &str) -> std::result::Result<String, String> {
+    let core = version.split_once('+').map_or(version, |(c, _)| c);
+    if let Some((_, pre)) = core.split_once('-') {
+        return Err(format!(
+            "`{version}` is a pre-release (`-{pre}`): an MSI's version has three numbers that Windows Installer compares, so it would install as equal to its release or to another pre-release"
+        ));
+    }
+    let parts: Vec<&str> = core.split('.').collect();
+    let numbers: Vec<u64> = parts.iter().filter_map(|p| if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 10 { p.parse().ok() } else { None }).collect();
+    if parts.len() != 3 || numbers.len() != 3 {
+        return Err(format!("`{version}` is not a `major.minor.patch` version of three numbers"));
+    }
+    let limits = [("major", 255), ("minor", 255), ("patch", 65535)];
+    for ((what, max), n) in limits.iter().zip(&numbers) {
+        if n > max {
+            return Err(format!("`{version}`: the {what} number {n} is above {max}, the most an MSI version holds there"));
+        }
+    }
+    Ok(format!("{}.{}.{}", numbers[0], numbers[1], numbers[2]))
+}
+
+/// The identity the UpgradeCode is derived from: `<name>` and, on the next line, the
+/// repository URL, else the first author, else nothing.
+pub fn identity(facts: &PackageFacts) -> String {
+    let second = facts.repository.clone().or_else(|| facts.authors.first().cloned()).unwrap_or_default();
+    format!("{}\n{second}", facts.name)
+}
+
+/// A GUID derived from `kind` and `input`: the first 16 bytes of
+/// sha256(`cargo-mcpp msi <kind>\0<input>`) with the RFC 9562 version (8) and variant bits
+/// set, as `{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}` in upper case.
+pub fn derived_guid(kind: &str, input: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("cargo-mcpp msi {kind}\0{input}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02X}")).collect();
+    format!("{{{}-{}-{}-{}-{}}}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+/// `text` as a GUID `{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}` (braces optional, any case), or `None`.
+pub fn parse_guid(text: &str) -> Option<String> {
+    let t = text.trim();
+    let t = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(t);
+    let groups: Vec<&str> = t.split('-').collect();
+    let ok = groups.len() == 5 && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+    ok.then(|| format!("{{{}}}", t.to_ascii_uppercase()))
+}
+
+/// The Manufacturer: `pack.msi.manufacturer`, else the first author without its `<email>`,
+/// else the package name.
+pub fn manufacturer(facts: &PackageFacts) -> String {
+    if let Some(m) = facts.options().msi.and_then(|m| m.manufacturer) {
+        return m;
+    }
+    facts.authors.first().map(|a| a.split('<').next().unwrap_or(a).trim().to_string()).filter(|a| !a.is_empty()).unwrap_or_else(|| facts.name.clone())
+}
+
+/// Check the target (Windows, x86_64), the version, the UpgradeCode, and resolve wixl
+/// (recording the decision in the device cache `cache`).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] with the way out for a non-Windows target, another architecture,
+/// a version an MSI cannot carry, an UpgradeCode that is not a GUID;
+/// [`ErrorKind::ToolNotFound`] when wixl is not found.
+pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+    if !super::is_windows(&facts.target) {
+        return Err(Error::new(ErrorKind::Manifest, format!("an MSI is a Windows format, and this build targets `{}`", crate::text::echo(&facts.target)))
+            .help("build for a Windows target: --target x86_64-pc-windows-gnu (or -msvc)")
+            .help("or pack for Linux with --format appimage"));
+    }
+    if super::arch_of(&facts.target) != "x86_64" {
+        return Err(Error::new(ErrorKind::Manifest, format!("wixl writes x64 MSIs only, and this build targets `{}`", crate::text::echo(&facts.target))).help("pack for x86_64-pc-windows-gnu or x86_64-pc-windows-msvc"));
+    }
+    let options = facts.options();
+    let version = msi_version(&facts.version).map_err(|m| {
+        let (at, key) = if options.version.is_some() { (facts.at("pack.version"), "package.metadata.mcpp.pack.version".to_string()) } else { (match facts.manifest.spans.position("package.version") {
+            Some((l, c)) => format!("{}:{l}:{c}", facts.manifest.path.display()),
+            None => facts.manifest.path.display().to_string(),
+        }, "package.version".to_string()) };
+        Error::new(ErrorKind::Manifest, m)
+            .file(at)
+            .key(key)
+            .help("give the MSI a version of three numbers in [package.metadata.mcpp.pack] version = \"1.2.4\" (major, minor <= 255, patch <= 65535), later than the last release's")
+    })?;
+    let upgrade_code = match options.msi.as_ref().and_then(|m| m.upgrade_code.clone()) {
+        Some(text) => parse_guid(&text).ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, format!("upgrade-code `{}` is not a GUID", crate::text::echo(&text)))
+                .file(facts.at("pack.msi.upgrade-code"))
+                .key("package.metadata.mcpp.pack.msi.upgrade-code")
+                .help("write it as {XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX} (hexadecimal), the one your earlier installers used; or remove the key to derive one from the package")
+        })?,
+        None => derived_guid("upgrade-code", &identity(facts)),
+    };
+    let product_code = derived_guid("product-code", &format!("{upgrade_code}\n{version}"));
+    let tool = resolve_wixl(facts, env, cache)?;
+    Ok(Prepared { tool, upgrade_code, product_code, version, manufacturer: manufacturer(facts) })
+}
+
+/// wixl through the one resolver (`pack.msi.tool` as the manifest's choice), its decision
+/// recorded in `cache`; a PATH answer's warning names `pack.msi.tool` as the way to declare it.
+fn resolve_wixl(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<crate::tool::Tool> {
+    std::fs::create_dir_all(cache.dir()).map_err(|e| Error::io("cannot create", cache.dir(), e))?;
+    let mut choices = crate::tool::ToolChoices { manifest_path: facts.manifest.path.clone(), ..Default::default() };
+    if let Some(t) = facts.options().msi.and_then(|m| m.tool) {
+        choices.manifest.insert(WIXL.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
+        if let Some(l) = facts.manifest.line("pack.msi.tool") {
+            choices.manifest_lines.insert(WIXL.name.to_string(), l);
+        }
+    }
+    crate::tool::resolve(&WIXL, &choices, env, cache).map(|(tool, warning)| {
+        if let Some(w) = warning {
+            // The way to declare it for pack is its own key, not a rule's `tools` entry.
+            eprintln!("warning: {}", w.replace("[package.metadata.mcpp.tools] wixl", "[package.metadata.mcpp.pack.msi] tool"));
+        }
+        tool
+    })
+}
+
+/// The MSI's plan: the program as `<name>.exe`, the DLLs the build links beside it, the extra
+/// files below the install folder, and `<out>/<app>-<version>-x64.msi`.
+///
+/// # Errors
+/// The refusals of [`super::extra_files`] and [`super::finish_entries`].
+pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &(String, PathBuf), built: &super::Built, out_dir: &Path) -> Result<Plan> {
+    let (name, exe) = program;
+    let file = exe.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| format!("{name}.exe"));
+    let mut entries = vec![Entry { dest: file, origin: Origin::File(exe.clone()), executable: true }];
+    for (lib, path) in super::shared_libraries(&built.links, true) {
+        entries.push(Entry { dest: lib, origin: Origin::File(path), executable: false });
+    }
+    for (place, path) in super::extra_files(facts)? {
+        entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
+    }
+    let entries = super::finish_entries(entries, &facts.manifest.path)?;
+    let output = out_dir.join(format!("{}-{}-x64.msi", super::file_part(&facts.app_name(name)), prepared.version));
+    let wxs = output.with_extension("wxs");
+    Ok(Plan {
+        format: super::Format::Msi,
+        output: output.clone(),
+        entries,
+        tool: format!("{} ({}) -a x64 -o {} {} (UpgradeCode {}, ProductCode {}, version {})", prepared.tool.path.display(), prepared.tool.version_line(), output.display(), wxs.display(), prepared.upgrade_code, prepared.product_code, prepared.version),
+    })
+}
+
+/// `s` escaped for an XML attribute value.
+pub fn xml(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `.wxs` text for `plan` (the template with every value escaped).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for a generated entry (an MSI carries files only).
+pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared) -> Result<String> {
+    // Directory tree: "" is INSTALLFOLDER.
+    let mut dirs: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
+    for e in &plan.entries {
+        let parent = e.dest.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+        let mut d = parent.clone();
+        loop {
+            dirs.entry(d.clone()).or_default();
+            match d.rsplit_once('/') {
+                Some((up, _)) => d = up.to_string(),
+                None if !d.is_empty() => d = String::new(),
+                None => break,
+            }
+        }
+        dirs.entry(parent).or_default().push(e);
+    }
+    let short = |s: &str| derived_guid("id", &format!("{}\n{s}", prepared.upgrade_code)).replace(['{', '}', '-'], "")[..16].to_string();
+    let mut refs = String::new();
+    fn emit(dir: &str, depth: usize, dirs: &BTreeMap<String, Vec<&Entry>>, prepared: &Prepared, short: &dyn Fn(&str) -> String, out: &mut String, refs: &mut String) -> Result<()> {
+        let pad = "  ".repeat(depth + 5);
+        for e in &dirs[dir] {
+            let Origin::File(source) = &e.origin else {
+                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is generated, and an MSI carries files only", e.dest)));
+            };
+            let leaf = e.dest.rsplit('/').next().unwrap_or(&e.dest);
+            let id = short(&e.dest);
+            let guid = derived_guid("component", &format!("{}\n{}", prepared.upgrade_code, e.dest));
+            out.push_str(&format!(
+                "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" Win64=\"yes\">\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
+                xml(leaf),
+                // wixl refuses an absolute Source: relative to `/`, where it runs.
+                xml(source.display().to_string().trim_start_matches('/'))
+            ));
+            refs.push_str(&format!("      <ComponentRef Id=\"C_{id}\" />\n"));
+        }
+        let children: Vec<&String> = dirs.keys().filter(|k| !k.is_empty() && k.rsplit_once('/').map(|(p, _)| p).unwrap_or("") == dir && k.as_str() != dir).collect();
+        for child in children {
+            let leaf = child.rsplit('/').next().unwrap_or(child);
+            out.push_str(&format!("{pad}<Directory Id=\"D_{}\" Name=\"{}\">\n", short(&format!("dir:{child}")), xml(leaf)));
+            emit(child, depth + 1, dirs, prepared, short, out, refs)?;
+            out.push_str(&format!("{pad}</Directory>\n"));
+        }
+        Ok(())
+    }
+    let mut directories = String::new();
+    emit("", 0, &dirs, prepared, &short, &mut directories, &mut refs)?;
+    let description = facts.options().comment.or_else(|| facts.description.clone()).unwrap_or_else(|| facts.app_name(program));
+    Ok(TEMPLATE
+        .replace("{{PRODUCT_CODE}}", &prepared.product_code)
+        .replace("{{UPGRADE_CODE}}", &prepared.upgrade_code)
+        .replace("{{VERSION}}", &prepared.version)
+        .replace("{{MANUFACTURER}}", &xml(&prepared.manufacturer))
+        .replace("{{DESCRIPTION}}", &xml(description.lines().next().unwrap_or_default()))
+        .replace("{{NAME}}", &xml(&facts.app_name(program)))
+        .replace("{{DIRECTORIES}}\n", &directories)
+        .replace("{{COMPONENT_REFS}}\n", &refs))
+}
+
+/// Write the `.wxs` beside the package and run wixl (argv) on it, in `/` (wixl takes a
+/// `Source` relative to its directory only, so the sources are written relative to `/`).
+///
+/// # Errors
+/// [`ErrorKind::ToolFailed`] with wixl's output when it fails or writes nothing;
+/// [`ErrorKind::Io`] for the `.wxs`.
+pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
+    let wxs = plan.output.with_extension("wxs");
+    crate::fingerprint::write_if_changed(&wxs, render(facts, program, plan, prepared)?.as_bytes())?;
+    let _ = std::fs::remove_file(&plan.output);
+    #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
+    let mut cmd = std::process::Command::new(&prepared.tool.path);
+    cmd.args(["-a", "x64", "-o"]).arg(&plan.output).arg(&wxs).current_dir("/");
+    crate::env::apply_to(&mut cmd, env);
+    prepared.tool.apply_env(&mut cmd);
+    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", prepared.tool.path.display())))?;
+    if !out.status.success() || !plan.output.is_file() {
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("wixl failed ({}) on {}", out.status, wxs.display())).file(&wxs);
+        for line in String::from_utf8_lossy(&out.stderr).lines().chain(String::from_utf8_lossy(&out.stdout).lines()).filter(|l| !l.trim().is_empty()).take(30) {
+            e = e.detail(crate::text::escape_control(line));
+        }
+        return Err(e.help("the .wxs above is what wixl read; a defect of cargo-mcpp's template if the input files exist"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_map_to_three_fields_and_pre_releases_are_refused() {
+        assert_eq!(msi_version("1.2.3").unwrap(), "1.2.3");
+        assert_eq!(msi_version("1.2.3+build.7").unwrap(), "1.2.3");
+        assert_eq!(msi_version("255.255.65535").unwrap(), "255.255.65535");
+        assert!(msi_version("1.2.3-beta.1").unwrap_err().contains("pre-release"));
+        assert!(msi_version("256.0.0").unwrap_err().contains("major number 256 is above 255"));
+        assert!(msi_version("1.0.65536").unwrap_err().contains("patch"));
+        assert!(msi_version("1.2").is_err() && msi_version("1.2.x").is_err() && msi_version("1.2.3.4").is_err());
+    }
+
+    #[test]
+    fn guids_are_stable_and_well_formed() {
+        let a = derived_guid("upgrade-code", "app\nhttps://example.org/app");
+        assert_eq!(a, derived_guid("upgrade-code", "app\nhttps://example.org/app"));
+        assert_ne!(a, derived_guid("upgrade-code", "app\nhttps://example.org/other"));
+        assert_eq!(parse_guid(&a), Some(a.clone()));
+        assert_eq!(a.len(), 38);
+        assert_eq!(&a[15..16], "8");
+        assert_eq!(parse_guid("12345678-9abc-def0-1234-56789abcdef0").as_deref(), Some("{12345678-9ABC-DEF0-1234-56789ABCDEF0}"));
+        assert_eq!(parse_guid("{1234}"), None);
+    }
+
+    #[test]
+    fn xml_values_cannot_close_their_attribute() {
+        assert_eq!(xml("a\"b<c>&'\n"), "a&quot;b&lt;c&gt;&amp;&apos;");
+    }
+}
