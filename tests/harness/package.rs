@@ -27,7 +27,10 @@ pub fn real_slangc() -> PathBuf {
 impl Package {
     /// Write `files` (path, content) under a new temp dir.
     pub fn new(files: &[(&str, &str)]) -> Package {
-        let dir = tempfile::Builder::new().prefix("mcpp-test-").tempdir().expect("tempdir");
+        // The random part follows a letter: a directory name token starting with a digit
+        // (`-0u1x...`) is a malformed number to a GLSL preprocessor when a test puts the path
+        // into a `-D` value (spirv_real's shell-looking define failed 1 run in ~30 so).
+        let dir = tempfile::Builder::new().prefix("mcpp-test-p").tempdir().expect("tempdir");
         let tools = dir.path().join("tools");
         std::fs::create_dir_all(&tools).unwrap();
         let p = Package { dir, tools };
