@@ -95,6 +95,8 @@ pub fn expand(root: &Path, pattern: &str, asker: Asker) -> Result<Vec<Matched>> 
 /// followed) inside the package root, as globs must; an absolute one is an explicit choice of a
 /// directory outside the package (a system or toolkit include) and is taken as written.
 ///
+/// `manifest` is where a refusal points: the manifest, or its `path:line:col` of the entry.
+///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `key`: the directory does not exist, or a relative one
 /// resolves outside the package.

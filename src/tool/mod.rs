@@ -421,15 +421,22 @@ fn is_bare(p: &Path) -> bool {
     p.is_relative() && p.components().count() == 1
 }
 
+/// What is wrong with `path` as a program a project names: `which does not exist`, `which is
+/// not an executable file`, or `None` when it can run. Shared by the resolver and
+/// [`crate::pipeline::validate`] (the manifest's `tools` table, checked before anything runs).
+pub fn named_program_problem(path: &Path) -> Option<&'static str> {
+    if !path.exists() {
+        Some("which does not exist")
+    } else if !is_executable(path) {
+        Some("which is not an executable file")
+    } else {
+        None
+    }
+}
+
 /// Refuse a named program that does not exist or is not executable.
 fn check_named(spec: &ToolSpec, choices: &ToolChoices, path: &Path, source: &ToolSource, origin: &str) -> Result<()> {
-    let problem = if !path.exists() {
-        "which does not exist"
-    } else if !is_executable(path) {
-        "which is not an executable file"
-    } else {
-        return Ok(());
-    };
+    let Some(problem) = named_program_problem(path) else { return Ok(()) };
     Err(refusal(spec, choices, format!("{} cannot be used: {source} names `{}`, {problem}", spec.name, path.display())).detail(format!("  (named at {origin})")))
 }
 
