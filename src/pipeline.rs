@@ -148,7 +148,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    let named = name_payloads(manifest, &planned)?;
+    let named = name_payloads(manifest, collected, &planned)?;
     let report = run_actions(&mut cargo, &planned, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
     crate::plan::directives::emit(
@@ -255,10 +255,18 @@ struct Named {
 /// [`surface::name_payloads`]).
 ///
 /// # Errors
-/// A payload outside `base-dir`; two payloads that map to one name.
-fn name_payloads(manifest: &Manifest, planned: &Planned) -> Result<Named> {
+/// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
+/// entry that listed the second, `file:line:col`, when a `sources` entry did).
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
-    let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
+    let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
+        // The second colliding source is the error's second detail line (surface::name_payloads).
+        let entry = e.detail.get(1).and_then(|second| collected.sources.iter().find(|s| &s.rel == second)).map(|s| s.entry);
+        match entry {
+            Some(i) => e.file(manifest.at_col(&format!("sources[{i}]"))).key(format!("package.metadata.mcpp.sources[{i}]")),
+            None => e.file(&manifest.path),
+        }
+    })?;
     Ok(Named { base, items })
 }
 

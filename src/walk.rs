@@ -39,7 +39,7 @@ pub struct Matched {
 /// and how the glob is named in a headline (`sources entry 'shaders/*.comp'`).
 #[derive(Debug, Clone, Copy)]
 pub struct Asker<'a> {
-    /// The manifest file.
+    /// Where a refusal points: the manifest's `path:line:col` of the glob (or its path alone).
     pub manifest: &'a Path,
     /// The dotted key of the glob.
     pub key: &'a str,

@@ -103,3 +103,26 @@ fn every_problem_of_a_manifest_comes_back_in_one_pass_each_at_its_position() {
     }
     assert!(t.contains("bin/no-such-slangc`, which does not exist"), "{t}");
 }
+
+#[test]
+fn refusals_of_list_entries_name_the_entry_and_its_position() {
+    let m = |mcpp: &str, files: &[(&str, &str)]| {
+        let manifest = harness::manifest("entries", mcpp);
+        let mut all = vec![("Cargo.toml", manifest.as_str())];
+        all.extend_from_slice(files);
+        let pkg = Package::new(&all);
+        let e = pkg.refuse(&pkg.build());
+        (e, pkg.path("Cargo.toml").display().to_string())
+    };
+    // A glob that leaves the package: the entry's position.
+    let (e, at) = m("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\", \"../*.comp\"]", &[("s/x.comp", COMP)]);
+    assert!(e.contains("sources entry '../*.comp' leaves the package"), "{e}");
+    assert!(e.contains(&format!("{at}:8:24 (key `package.metadata.mcpp.sources[1]`)")), "{e}");
+    // A glob matching nothing.
+    let (e, at) = m("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\", \"t/*.comp\"]", &[("s/x.comp", COMP)]);
+    assert!(e.contains("matches no file") && e.contains(&format!("{at}:8:24 (key `package.metadata.mcpp.sources[1]`)")), "{e}");
+    // Two sources with one payload name: the entry that listed the second.
+    let (e, at) = m("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\", \"t/*.comp\"]", &[("s/x.comp", COMP), ("t/a-b.comp", COMP), ("t/a_b.comp", COMP)]);
+    assert!(e.contains("two device sources map to one payload name"), "{e}");
+    assert!(e.contains(&format!("{at}:8:24 (key `package.metadata.mcpp.sources[1]`)")), "{e}");
+}
