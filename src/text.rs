@@ -50,6 +50,23 @@ pub fn echo(s: &str) -> String {
     out
 }
 
+/// A file name that may not be UTF-8, as error text quotes it: as [`echo`], with each byte that
+/// is not part of UTF-8 shown as `\xNN` (`bad\xff.slang`).
+pub fn echo_os(s: &std::ffi::OsStr) -> String {
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(s).to_vec();
+    #[cfg(not(unix))]
+    let bytes = s.to_string_lossy().into_owned().into_bytes();
+    let mut text = String::new();
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            text.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    echo(&text)
+}
+
 /// `s` with every backtick-quoted part (`` `...` ``) cut as [`echo`] cuts a value: for a
 /// message that quotes user values among its own words (serde's `unknown field `...``).
 pub fn echo_quoted(s: &str) -> String {
@@ -121,6 +138,14 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_not_utf8_is_shown_with_its_odd_bytes_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(super::echo_os(std::ffi::OsStr::from_bytes(b"bad\xff.slang")), "bad\\xff.slang");
+        assert_eq!(super::echo_os(std::ffi::OsStr::from_bytes(b"a\nb\xc3")), "a\\nb\\xc3");
+    }
 
     #[test]
     fn serde_messages_quote_values_cut_in_both_quote_marks() {

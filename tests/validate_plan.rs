@@ -126,3 +126,19 @@ fn refusals_of_list_entries_name_the_entry_and_its_position() {
     assert!(e.contains("two device sources map to one payload name"), "{e}");
     assert!(e.contains(&format!("{at}:8:24 (key `package.metadata.mcpp.sources[1]`)")), "{e}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_source_whose_name_is_not_utf8_is_refused_by_name_with_the_glob() {
+    use std::os::unix::ffi::OsStrExt;
+    let pkg = Package::new(&[("Cargo.toml", &harness::manifest("odd", "accel = \"vulkan1.2\"\nsources = [\"shaders/c/*.slang\"]")), ("shaders/c/good.slang", "")]);
+    std::fs::write(pkg.path("shaders/c").join(std::ffi::OsStr::from_bytes(b"bad\xff.slang")), "").unwrap();
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("sources entry 'shaders/c/*.slang' matches `shaders/c/bad\\xff.slang`, a file name that is not UTF-8"), "{e}");
+    assert!(e.contains("(key `package.metadata.mcpp.sources[0]`)"), "{e}");
+    // Under `**`, a directory named so is refused too (it would be walked).
+    let pkg = Package::new(&[("Cargo.toml", &harness::manifest("odd", "accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.slang\"]")), ("shaders/good.slang", "")]);
+    std::fs::create_dir_all(pkg.path("shaders").join(std::ffi::OsStr::from_bytes(b"d\xfe"))).unwrap();
+    let e = pkg.refuse(&pkg.build());
+    assert!(e.contains("matches `shaders/d\\xfe`, a file name that is not UTF-8"), "{e}");
+}
