@@ -38,9 +38,24 @@ pub fn escape_control(s: &str) -> String {
 /// characters of it (the first ones, then `... (N more characters)`). Linear in `s`'s length up
 /// to the cut.
 pub fn echo(s: &str) -> String {
+    echo_max(s, ECHO_MAX)
+}
+
+/// The most characters [`echo_path`] shows of one path.
+pub const ECHO_PATH_MAX: usize = 400;
+
+/// A path (of a tool, a toolkit root, an install) as messages show it: as [`echo`], cut at
+/// [`ECHO_PATH_MAX`] characters rather than [`ECHO_MAX`], since a real path is often longer
+/// than a typed value and is shown to be copied.
+pub fn echo_path(p: &std::path::Path) -> String {
+    echo_max(&p.display().to_string(), ECHO_PATH_MAX)
+}
+
+/// [`echo`] with `max` characters at most.
+fn echo_max(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut chars = s.chars();
-    for c in chars.by_ref().take(ECHO_MAX) {
+    for c in chars.by_ref().take(max) {
         push_shown(&mut out, c);
     }
     let rest = chars.count();

@@ -22,35 +22,38 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
             looked.push(format!("{} (recorded: {})", file.display(), if all.is_empty() { "nothing".to_string() } else { all.keys().cloned().collect::<Vec<_>>().join(", ") }));
             continue;
         };
-        println!("{} for package {package} (recorded in {})", d.tool, file.display());
+        // The record is a file (written by a build, or edited): every value shown escaped and
+        // cut (`text::echo`), a tool's version included, so no ESC sequence reaches the terminal.
+        use crate::text::{echo, echo_path, escape_control};
+        println!("{} for package {package} (recorded in {})", echo(&d.tool), echo_path(&file));
         match &d.answer {
-            Some(a) => println!("  answer:  {}", a.display()),
+            Some(a) => println!("  answer:  {}", echo_path(a)),
             None => println!("  answer:  none"),
         }
         if let Some(v) = &d.version {
-            println!("  version: {v}");
+            println!("  version: {}", echo(v));
         }
-        println!("  source:  {}", d.source);
-        println!("  from:    {}", d.origin);
+        println!("  source:  {}", escape_control(&d.source));
+        println!("  from:    {}", escape_control(&d.origin));
         if let Some(root) = &d.toolkit {
-            println!("  toolkit: {}", root.display());
+            println!("  toolkit: {}", echo_path(root));
             if let Some(o) = &d.toolkit_origin {
-                println!("    from:  {o}");
+                println!("    from:  {}", escape_control(o));
             }
         }
         if !d.considered.is_empty() {
             println!("  considered before it:");
             for c in &d.considered {
-                println!("    {c}");
+                println!("    {}", escape_control(c));
             }
         }
         if let Some(w) = &d.warning {
-            println!("  warning: {w}");
+            println!("  warning: {}", escape_control(w));
         }
         if let Some(r) = &d.refusal {
             println!("  refused:");
             for line in r.lines() {
-                println!("    {line}");
+                println!("    {}", escape_control(line));
             }
         }
         return Ok(exit_code::SUCCESS);
