@@ -298,3 +298,13 @@ fn why_tool_shows_a_recorded_version_and_origin_escaped() {
     assert!(t.contains("version: Glslang \\u{1b}[31mred\\u{1b}[0m 15.0"), "{t}");
     assert!(t.contains("    x\\ny"), "{t}");
 }
+
+#[test]
+fn why_tool_of_a_name_no_rule_runs_says_so_listing_the_tools() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "why", "tool", "bogus"]).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {t}");
+    assert!(t.contains("`bogus` is no tool of any rule"), "{t}");
+    assert!(t.contains("glslangValidator") && t.contains("slangc") && t.contains("nvcc") && t.contains("c++"), "the tools are listed: {t}");
+    assert!(!t.contains("no build has resolved"), "{t}");
+}

@@ -10,8 +10,15 @@ use crate::layout::DeviceCache;
 /// Print the decision for `args.name` from the first selected package that recorded one.
 ///
 /// # Errors
+/// [`ErrorKind::Usage`] for a name that is no tool of any rule (listing them);
 /// [`ErrorKind::Manifest`] when no build recorded the tool, naming the files looked in.
 pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
+    let known = known_tools();
+    if !known.contains(&args.name.as_str()) {
+        return Err(Error::new(ErrorKind::Usage, format!("`{}` is no tool of any rule", crate::text::echo(&args.name)))
+            .detail(format!("the tools the rules run: {}", known.join(", ")))
+            .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)"));
+    }
     let located = locate(&args.location, &args.selection)?;
     let mut looked = Vec::new();
     for (package, _) in &located.packages {
@@ -61,4 +68,16 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
     Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", args.name))
         .detail(format!("looked in: {}", looked.join("; ")))
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
+}
+
+/// The tools the resolver records decisions for: every rule's, and the host tools the `cc`
+/// crate chooses and nvcc's host compiler (recorded through [`crate::tool::resolve_at`]).
+fn known_tools() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = crate::rules::registry().iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    for t in [crate::cxx::HOST_CXX.name, crate::host::WRAPPER.name] {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
