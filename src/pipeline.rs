@@ -75,7 +75,6 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     for rule in &registry {
         problems.extend(rule.check_options(&manifest).err());
     }
-    problems.extend(validate_tools_table(&manifest, &registry));
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
     }
@@ -103,6 +102,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
         }
         None => None,
     };
+    // A tool's path is checked when its rule compiles something in this build (what the
+    // resolver would refuse later); a `tools` entry for a lane this build leaves out (a CPU-only
+    // `--no-accel` build with `tools.nvcc` set for the CUDA machines) is not needed here.
+    let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
+    problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
@@ -340,10 +344,13 @@ fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box
 }
 
 /// Every problem of `[package.metadata.mcpp.tools]`, each at its key's `file:line:col`: a key
-/// that names no tool of any rule, an empty path, a path that does not exist or is not an
-/// executable file (relative paths are the package root's, as the resolver reads them).
-fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
+/// that names no tool of any rule, an empty path, and, for a tool of a rule in `used` (the
+/// rules this build runs; `None` when the sources could not be read, so no path is checked),
+/// a path that does not exist or is not an executable file (relative paths are the package
+/// root's, as the resolver reads them).
+fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>) -> Vec<Error> {
     let known: Vec<&str> = registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    let used_tools: Vec<&str> = registry.iter().filter(|r| used.is_some_and(|u| u.contains(&r.name()))).flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
     let mut out = Vec::new();
     for (name, path) in &manifest.mcpp.tools {
         let shown = crate::text::echo(name);
@@ -360,6 +367,9 @@ fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>]) 
                     .key(key)
                     .help(format!("name the program's path (relative to the package root, or absolute), or remove the key to let the resolver find {shown}")),
             );
+            continue;
+        }
+        if !used_tools.contains(&name.as_str()) {
             continue;
         }
         let full = if path.is_absolute() { path.clone() } else { manifest.dir().join(path) };

@@ -82,7 +82,7 @@ fn every_problem_of_a_manifest_comes_back_in_one_pass_each_at_its_position() {
                   [package.metadata.mcpp.spirv]\ninclud = [\"inc\"]\ndefines = { \"1BAD\" = \"1\" }\nincludes = [\"inc\", \"missing\"]\n\
                   [package.metadata.mcpp.slang]\nentry = \"not an ident\"\nstage = \"bogus\"\n\
                   [package.metadata.mcpp.cxx]\nincludes = [\"gone\"]\n";
-    let pkg = package("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]", tables, &[("s/x.comp", COMP), ("inc/a.glsl", "")]);
+    let pkg = package("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\", \"s/*.slang\"]", tables, &[("s/x.comp", COMP), ("s/y.slang", ""), ("inc/a.glsl", "")]);
     let out = mcpp_build(&pkg, &[]);
     assert_refused_before_cargo(&pkg, &out);
     let t = text(&out);
@@ -141,4 +141,16 @@ fn a_source_whose_name_is_not_utf8_is_refused_by_name_with_the_glob() {
     std::fs::create_dir_all(pkg.path("shaders").join(std::ffi::OsStr::from_bytes(b"d\xfe"))).unwrap();
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("matches `shaders/d\\xfe`, a file name that is not UTF-8"), "{e}");
+}
+
+#[test]
+fn a_tools_path_is_checked_for_the_lanes_the_build_runs() {
+    // `tools.nvcc` names a missing program: a Vulkan build runs no CUDA rule, so it is not
+    // needed; an empty value is malformed whatever the build.
+    let pkg = package("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]\ntools = { nvcc = \"/no/such/nvcc\", glslc = \"\" }", "", &[("s/x.comp", COMP)]);
+    let out = mcpp_build(&pkg, &[]);
+    assert_refused_before_cargo(&pkg, &out);
+    let t = text(&out);
+    assert!(t.contains("[package.metadata.mcpp.tools] glslc is empty"), "{t}");
+    assert!(!t.contains("/no/such/nvcc"), "{t}");
 }
