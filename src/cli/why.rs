@@ -10,23 +10,26 @@ use crate::layout::DeviceCache;
 /// Print the decision for `args.name` from the first selected package that recorded one.
 ///
 /// # Errors
-/// [`ErrorKind::Usage`] for a name that is no tool of any rule (listing them);
+/// [`ErrorKind::Usage`] for a name no build recorded that is no tool of any rule (listing
+/// them);
 /// [`ErrorKind::Manifest`] when no build recorded the tool, naming the files looked in.
 pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
+    // A record answers for any name (a tool recorded by a build is shown, whatever recorded
+    // it); a name that none has recorded and no rule runs is refused as such.
     let known = known_tools();
-    if !known.contains(&args.name.as_str()) {
-        return Err(Error::new(ErrorKind::Usage, format!("`{}` is no tool of any rule", crate::text::echo(&args.name)))
-            .detail(format!("the tools the rules run: {}", known.join(", ")))
-            .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)"));
-    }
-    let located = locate(&args.location, &args.selection)?;
+    let is_known = known.contains(&args.name.as_str());
+    let located = match locate(&args.location, &args.selection) {
+        Ok(l) => l,
+        Err(_) if !is_known => return Err(unknown_tool(&args.name, &known)),
+        Err(e) => return Err(e),
+    };
     let mut looked = Vec::new();
     for (package, _) in &located.packages {
         let cache = DeviceCache::in_profile(&located.profile_path, package);
         let all = crate::tool::read_decisions(&cache);
         let file = cache.tool_decisions();
         let Some(d) = all.get(&args.name) else {
-            looked.push(format!("{} (recorded: {})", file.display(), if all.is_empty() { "nothing".to_string() } else { all.keys().cloned().collect::<Vec<_>>().join(", ") }));
+            looked.push(format!("{} (recorded: {})", crate::text::echo_path(&file), if all.is_empty() { "nothing".to_string() } else { all.keys().map(|k| crate::text::echo(k)).collect::<Vec<_>>().join(", ") }));
             continue;
         };
         // The record is a file (written by a build, or edited): every value shown escaped and
@@ -65,7 +68,10 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         }
         return Ok(exit_code::SUCCESS);
     }
-    Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", args.name))
+    if !is_known {
+        return Err(unknown_tool(&args.name, &known));
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", crate::text::echo(&args.name)))
         .detail(format!("looked in: {}", looked.join("; ")))
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
 }
@@ -80,4 +86,11 @@ fn known_tools() -> Vec<&'static str> {
         }
     }
     out
+}
+
+/// The refusal of `name`, which no rule runs: the tools they do.
+fn unknown_tool(name: &str, known: &[&str]) -> Error {
+    Error::new(ErrorKind::Usage, format!("`{}` is no tool of any rule", crate::text::echo(name)))
+        .detail(format!("the tools the rules run: {}", known.join(", ")))
+        .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)")
 }
