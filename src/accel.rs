@@ -207,14 +207,19 @@ pub struct AccelError {
     pub position: usize,
     /// What the parser expected there, e.g. "`}` closing the architecture list".
     pub expected: String,
+    /// What was found there when it is more than the character at `position` (a number too
+    /// large: "`99999999`, a number too large"), already escaped and cut; `None` shows that
+    /// character (or the end of the string).
+    pub found: Option<String>,
 }
 
 impl fmt::Display for AccelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let column = self.text[..self.position.min(self.text.len())].chars().count() + 1;
-        let found = match self.text[self.position.min(self.text.len())..].chars().next() {
-            Some(c) => format!("`{c}`"),
-            None => "the end of the string".to_string(),
+        let found = match (&self.found, self.text[self.position.min(self.text.len())..].chars().next()) {
+            (Some(found), _) => found.clone(),
+            (None, Some(c)) => format!("`{c}`"),
+            (None, None) => "the end of the string".to_string(),
         };
         // Long inputs are shown as a window of at most `text::ECHO_MAX` characters around the
         // position, control characters escaped (one helper for every echo of user input).
@@ -236,7 +241,12 @@ const BACKENDS_EXPECTED: &str = "a backend (`cuda`, `hip`, `sycl`, `vulkan`, `as
 
 impl Parser<'_> {
     fn err<T>(&self, expected: impl Into<String>) -> Result<T, AccelError> {
-        Err(AccelError { text: self.text.to_string(), position: self.pos, expected: expected.into() })
+        Err(AccelError { text: self.text.to_string(), position: self.pos, expected: expected.into(), found: None })
+    }
+    /// [`Parser::err`] for the number of `len` digits at the position, which is too large.
+    fn too_large<T>(&self, expected: impl Into<String>, len: usize) -> Result<T, AccelError> {
+        let digits = &self.text[self.pos..self.pos + len];
+        Err(AccelError { text: self.text.to_string(), position: self.pos, expected: expected.into(), found: Some(format!("`{}`, a number too large", crate::text::echo(digits))) })
     }
     fn peek(&self) -> Option<char> {
         self.text[self.pos..].chars().next()
@@ -265,16 +275,20 @@ impl Parser<'_> {
         let major = self.take_while(|c| c.is_ascii_digit()).len();
         if major > 6 {
             self.pos = start;
-            return self.err(format!("{what} as a number of at most 6 digits"));
+            return self.too_large(format!("{what} as a number of at most 6 digits"), major);
         }
         if allow_minor && self.peek() == Some('.') {
             self.bump();
             let minor_start = self.pos;
             let minor = self.take_while(|c| c.is_ascii_digit()).len();
-            if minor == 0 || minor > 6 {
-                self.pos = minor_start;
+            self.pos = minor_start;
+            if minor == 0 {
                 return self.err(format!("a digit in {what} (`major.minor`)"));
             }
+            if minor > 6 {
+                return self.too_large(format!("the minor part of {what} as a number of at most 6 digits"), minor);
+            }
+            self.pos = minor_start + minor;
             if self.peek() == Some('.') {
                 return self.err(format!("the end of {what}: it is `major.minor`, e.g. `12.9` or `1.2`"));
             }
@@ -451,6 +465,7 @@ mod tests {
             ("vulkanx", 6, "a version, `+{...}`"),
             ("vulkan1.2.3", 9, "the end of the version"),
             ("vulkan99999999999", 6, "at most 6 digits"),
+            ("vulkan99.99999999999999999999", 9, "the minor part of the version as a number of at most 6 digits"),
             ("cuda12.9 ptx>=abc", 14, "a number after `ptx>=`"),
             ("vulkan ptx>=89", 7, "`floor>=N` (`ptx>=` is CUDA's word"),
             ("cuda12.9+{sm_80} ptx>=80 floor>=70", 25, "a single floor"),
@@ -531,5 +546,14 @@ mod tests {
                 proptest::prop_assert_eq!(AccelSet::parse(&set.to_string()).unwrap(), set);
             }
         }
+    }
+
+    #[test]
+    fn a_number_too_large_is_called_too_large_not_a_missing_digit() {
+        let e = AccelSet::parse("vulkan99.99999999999999999999").unwrap_err().to_string();
+        assert!(e.contains("expected the minor part of the version as a number of at most 6 digits at column 10, found `99999999999999999999`, a number too large"), "{e}");
+        assert!(!e.contains("expected a digit"), "{e}");
+        let e = AccelSet::parse("cuda1234567.0").unwrap_err().to_string();
+        assert!(e.contains("found `1234567`, a number too large"), "{e}");
     }
 }

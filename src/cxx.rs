@@ -205,6 +205,9 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>) -> Result<(Vec<Un
     Ok((units, watch_dirs))
 }
 
+/// The host C++ compiler as a tool (`cargo mcpp why tool c++`), chosen by the `cc` crate.
+pub const HOST_CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
+
 /// The host compiler: the `cc` crate's choice (`CXX` or its default) for cargo's `TARGET`,
 /// recorded as such for `cargo mcpp why tool c++`, run through the wrapper `CXX` names
 /// ([`crate::host::lane_tool`]).
@@ -212,10 +215,9 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>) -> Result<(Vec<Un
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds none, or it or the wrapper does not run.
 pub fn compiler(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
-    const CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
     let host = crate::host::toolchain(env, facts, cache)?;
     let source = crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string());
-    let resolved = crate::tool::resolve_at(&CXX, &host.cxx, source, "the cc crate", env, cache)?;
+    let resolved = crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, "the cc crate", env, cache)?;
     let compiler = crate::host::lane_tool(&host, resolved, env, cache)?;
     Ok((host, compiler))
 }

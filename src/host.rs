@@ -290,18 +290,38 @@ pub fn define_name_refusal(manifest: &crate::manifest::Manifest, rule: &str, nam
 }
 
 /// Resolve manifest include directories against the package root, refusing a missing one or a
-/// relative one that resolves outside the package (naming the key `<table>.includes[i]`;
-/// [`crate::walk::package_dir`]).
+/// relative one that resolves outside the package (naming the key `<table>.includes[i]` and its
+/// `file:line:col`; [`crate::walk::package_dir`]).
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] for a directory that does not exist or leaves the package.
+/// [`ErrorKind::Manifest`]: every directory that does not exist or leaves the package, at once.
 pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let root = manifest.dir();
     let mut out = Vec::new();
+    let mut problems = Vec::new();
     for (i, inc) in includes.iter().enumerate() {
-        out.push(crate::walk::package_dir(root, &manifest.path, &format!("{table}.includes[{i}]"), inc)?);
+        match include_dir(manifest, table, i, inc) {
+            Ok(p) => out.push(p),
+            Err(e) => problems.push(e),
+        }
     }
+    Error::all(problems)?;
     Ok(out)
+}
+
+/// Every problem of the include directories of `table` (`package.metadata.mcpp.spirv`), as
+/// [`resolve_includes`] refuses them: what [`crate::pipeline::validate`] reports before anything
+/// runs. An entry with a NUL character is left to its own refusal
+/// ([`crate::rules::options::CommonOptions::problems`]).
+pub fn include_problems(manifest: &crate::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Vec<Error> {
+    includes.iter().enumerate().filter(|(_, p)| !p.as_os_str().to_string_lossy().contains('\0')).filter_map(|(i, inc)| include_dir(manifest, table, i, inc).err()).collect()
+}
+
+/// The include directory `inc`, entry `i` of `<table>.includes`, resolved and checked
+/// ([`crate::walk::package_dir`]), a refusal naming the entry's `file:line:col`.
+fn include_dir(manifest: &crate::manifest::Manifest, table: &str, i: usize, inc: &Path) -> Result<PathBuf> {
+    let key = format!("{table}.includes[{i}]");
+    let in_mcpp = key.strip_prefix(&format!("{}.", crate::manifest::MCPP_TABLE)).unwrap_or(&key);
+    crate::walk::package_dir(manifest.dir(), Path::new(&manifest.at_col(in_mcpp)), &key, inc)
 }
 
 #[cfg(test)]

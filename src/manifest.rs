@@ -699,7 +699,7 @@ flags = ["-g"]
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
         assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None }));
-        let s: crate::rules::spirv::SpirvOptions = crate::rules::options::read(&m, "spirv").unwrap();
+        let s: crate::rules::spirv::SpirvOptions = crate::rules::options::parse(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");
     }

@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{accel_origin, docs_rs, resolve_accel, AccelChoice, NO_ACCEL_ENV};
+use crate::plan::accel::{accel_origin, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -61,8 +61,10 @@ pub struct Validated {
 /// every selected package before cargo starts, and the first step of [`run`].
 ///
 /// # Errors
-/// Any refusal of the manifest, the accelerator set, the tools table, the module name or the
-/// sources.
+/// Every refusal at once ([`Error::all`]): of the manifest (every rule table read as far as it
+/// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
+/// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
+/// came from), the tools table (names and paths), the module name or the sources.
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
     let manifest = Manifest::read(manifest_path)?;
     let registry = rules::registry();
@@ -73,14 +75,19 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     for rule in &registry {
         problems.extend(rule.check_options(&manifest).err());
     }
-    problems.extend(validate_tools_table(&manifest, &registry).err());
+    if let Some(cxx) = &manifest.mcpp.cxx {
+        problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
+    }
     let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
-    let accel = match resolve_accel(choice, &manifest, env) {
-        Ok(a) => Some(a),
+    let accel = match resolve_accel_with_origin(choice, &manifest, env) {
+        Ok((a, origin)) => {
+            problems.extend(check_entries(&a, origin.as_ref(), &registry));
+            Some(a)
+        }
         Err(e) => {
             problems.push(e);
             None
@@ -95,6 +102,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
         }
         None => None,
     };
+    // A tool's path is checked when its rule compiles something in this build (what the
+    // resolver would refuse later); a `tools` entry for a lane this build leaves out (a CPU-only
+    // `--no-accel` build with `tools.nvcc` set for the CUDA machines) is not needed here.
+    let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
+    problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
@@ -140,7 +152,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    let named = name_payloads(manifest, &planned)?;
+    let named = name_payloads(manifest, collected, &planned)?;
     let report = run_actions(&mut cargo, &planned, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
     crate::plan::directives::emit(
@@ -247,10 +259,18 @@ struct Named {
 /// [`surface::name_payloads`]).
 ///
 /// # Errors
-/// A payload outside `base-dir`; two payloads that map to one name.
-fn name_payloads(manifest: &Manifest, planned: &Planned) -> Result<Named> {
+/// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
+/// entry that listed the second, `file:line:col`, when a `sources` entry did).
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
-    let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| e.file(&manifest.path))?;
+    let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
+        // The second colliding source is the error's second detail line (surface::name_payloads).
+        let entry = e.detail.get(1).and_then(|second| collected.sources.iter().find(|s| &s.rel == second)).map(|s| s.entry);
+        match entry {
+            Some(i) => e.file(manifest.at_col(&format!("sources[{i}]"))).key(format!("package.metadata.mcpp.sources[{i}]")),
+            None => e.file(&manifest.path),
+        }
+    })?;
     Ok(Named { base, items })
 }
 
@@ -302,16 +322,65 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     Ok(Some(generated))
 }
 
-/// Refuse keys of `[package.metadata.mcpp.tools]` that name no tool of any rule.
-fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>]) -> Result<()> {
-    let known: Vec<&str> = registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
-    for name in manifest.mcpp.tools.keys() {
-        if !known.contains(&name.as_str()) {
-            return Err(Error::new(ErrorKind::Manifest, format!("unknown tool `{name}` in [package.metadata.mcpp.tools]"))
-                .file(manifest.at_col(&format!("tools.{name}")))
-                .key(format!("package.metadata.mcpp.tools.{name}"))
-                .help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))));
+/// Every rule's check of its entries of `accel` ([`rules::Rule::check_entry`]), each problem a
+/// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
+fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
+    let mut out = Vec::new();
+    for entry in &accel.entries {
+        for rule in registry.iter().filter(|r| r.backend() == entry.backend) {
+            let Err(e) = rule.check_entry(entry) else { continue };
+            let mut refusal = match origin {
+                Some(o) => o.refusal(e.message),
+                None => Error::new(ErrorKind::Accel, e.message),
+            };
+            refusal.detail.extend(e.detail);
+            refusal.help.extend(e.help);
+            if !out.iter().any(|o: &Error| o.detail == refusal.detail) {
+                out.push(refusal);
+            }
         }
     }
-    Ok(())
+    out
+}
+
+/// Every problem of `[package.metadata.mcpp.tools]`, each at its key's `file:line:col`: a key
+/// that names no tool of any rule, an empty path, and, for a tool of a rule in `used` (the
+/// rules this build runs; `None` when the sources could not be read, so no path is checked),
+/// a path that does not exist or is not an executable file (relative paths are the package
+/// root's, as the resolver reads them).
+fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>) -> Vec<Error> {
+    let known: Vec<&str> = registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    let used_tools: Vec<&str> = registry.iter().filter(|r| used.is_some_and(|u| u.contains(&r.name()))).flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    let mut out = Vec::new();
+    for (name, path) in &manifest.mcpp.tools {
+        let shown = crate::text::echo(name);
+        let at = manifest.at_col(&format!("tools.{name}"));
+        let key = format!("package.metadata.mcpp.tools.{shown}");
+        if !known.contains(&name.as_str()) {
+            out.push(Error::new(ErrorKind::Manifest, format!("unknown tool `{shown}` in [package.metadata.mcpp.tools]")).file(at).key(key).help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))));
+            continue;
+        }
+        if path.as_os_str().is_empty() {
+            out.push(
+                Error::new(ErrorKind::Manifest, format!("[package.metadata.mcpp.tools] {shown} is empty"))
+                    .file(at)
+                    .key(key)
+                    .help(format!("name the program's path (relative to the package root, or absolute), or remove the key to let the resolver find {shown}")),
+            );
+            continue;
+        }
+        if !used_tools.contains(&name.as_str()) {
+            continue;
+        }
+        let full = if path.is_absolute() { path.clone() } else { manifest.dir().join(path) };
+        if let Some(problem) = crate::tool::named_program_problem(&full) {
+            out.push(
+                Error::new(ErrorKind::Manifest, format!("[package.metadata.mcpp.tools] {shown} names `{}`, {problem}", crate::text::echo(&full.display().to_string())))
+                    .file(at)
+                    .key(key)
+                    .help("fix the path (relative to the package root, or absolute) or the file's mode, or remove the key to let the resolver find the tool"),
+            );
+        }
+    }
+    out
 }

@@ -50,9 +50,15 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
     let mut out = Collected::default();
     let mut seen = std::collections::HashSet::new();
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
-        let listing = Listing { manifest, index, key: format!("package.metadata.mcpp.sources[{index}]"), subject: format!("sources entry '{}'", crate::text::echo(entry.glob())) };
+        let listing = Listing {
+            manifest,
+            index,
+            key: format!("package.metadata.mcpp.sources[{index}]"),
+            subject: format!("sources entry '{}'", crate::text::echo(entry.glob())),
+            at: manifest.at_col(&format!("sources[{index}]")),
+        };
         let constraint = constraint(&listing, entry, accel, env)?;
-        let files = crate::walk::expand(root, entry.glob(), crate::walk::Asker { manifest: &manifest.path, key: &listing.key, subject: &listing.subject })?;
+        let files = crate::walk::expand(root, entry.glob(), crate::walk::Asker { manifest: Path::new(&listing.at), key: &listing.key, subject: &listing.subject })?;
         let matched = files.len();
         for m in files {
             // One file once across entries (by its resolved path), in a hash set: linear.
@@ -62,7 +68,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
         }
         if matched == 0 {
             return Err(Error::new(ErrorKind::Sources, format!("{} matches no file", listing.subject))
-                .file(&manifest.path)
+                .file(&listing.at)
                 .key(listing.key)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
         }
@@ -81,6 +87,8 @@ struct Listing<'a> {
     key: String,
     /// `sources entry '<glob>'`.
     subject: String,
+    /// `path:line:col` of the entry in the manifest (the path alone when unknown).
+    at: String,
 }
 
 /// The accelerator constraint of a constrained glob, for this build.
@@ -102,16 +110,17 @@ struct Constraint {
 fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &crate::env::Env) -> Result<Option<Constraint>> {
     let SourceEntry::Constrained(c) = entry else { return Ok(None) };
     let Some(text) = &c.accel else { return Ok(None) };
-    let (manifest, key, subject) = (listing.manifest, &listing.key, &listing.subject);
+    let (key, subject) = (&listing.key, &listing.subject);
+    let at = listing.manifest.at_col(&format!("sources[{}].accel", listing.index));
     let constraint = AccelSet::parse(text).map_err(|e| {
         Error::new(ErrorKind::Accel, format!("{subject} has a malformed `accel` constraint"))
-            .file(&manifest.path)
+            .file(&at)
             .key(format!("{key}.accel"))
             .detail(e.to_string())
     })?;
     if constraint.is_empty() {
         return Err(Error::new(ErrorKind::Manifest, format!("{subject} is constrained to an empty accelerator"))
-            .file(&manifest.path)
+            .file(&at)
             .key(format!("{key}.accel"))
             .help("name the backend it needs, e.g. accel = \"vulkan1.2\", or make it a plain glob string"));
     }
@@ -122,7 +131,7 @@ fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &cr
         true
     } else {
         return Err(Error::new(ErrorKind::Sources, format!("{subject} is constrained to accel \"{}\", which this build does not cover", crate::text::echo(text)))
-            .file(&manifest.path)
+            .file(&at)
             .key(format!("{key}.accel"))
             .detail(format!("this build targets: {accel}"))
             .help(format!(
@@ -173,7 +182,7 @@ fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Cons
     let backend = rules[rule].backend();
     if let Some(c) = constraint.filter(|c| !c.backends.contains(&backend)) {
         return Err(Error::new(ErrorKind::Sources, format!("{} constrains {rel} to accel \"{}\", but a `.{ext}` file is compiled only for {backend}", listing.subject, c.text))
-            .file(&listing.manifest.path)
+            .file(listing.manifest.at_col(&format!("sources[{}].accel", listing.index)))
             .key(format!("{}.accel", listing.key))
             .detail("One extension has one meaning: the constraint would leave it out of every build that compiles it.")
             .help(format!("constrain it to the {backend} backend (e.g. accel = \"{backend}\"), or list it as a plain glob")));
@@ -229,11 +238,12 @@ pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<
     let mut seen = std::collections::HashSet::new();
     for (i, pattern) in globs.iter().enumerate() {
         let k = format!("{key}[{i}]");
+        let at = manifest.at_col(k.strip_prefix(&format!("{}.", crate::manifest::MCPP_TABLE)).unwrap_or(&k));
         let subject = format!("`{}`", crate::text::echo(pattern));
-        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: &manifest.path, key: &k, subject: &subject })?;
+        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: Path::new(&at), key: &k, subject: &subject })?;
         if matched.is_empty() {
             return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
-                .file(&manifest.path)
+                .file(&at)
                 .key(k)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
         }

@@ -38,9 +38,24 @@ pub fn escape_control(s: &str) -> String {
 /// characters of it (the first ones, then `... (N more characters)`). Linear in `s`'s length up
 /// to the cut.
 pub fn echo(s: &str) -> String {
+    echo_max(s, ECHO_MAX)
+}
+
+/// The most characters [`echo_path`] shows of one path.
+pub const ECHO_PATH_MAX: usize = 400;
+
+/// A path (of a tool, a toolkit root, an install) as messages show it: as [`echo`], cut at
+/// [`ECHO_PATH_MAX`] characters rather than [`ECHO_MAX`], since a real path is often longer
+/// than a typed value and is shown to be copied.
+pub fn echo_path(p: &std::path::Path) -> String {
+    echo_max(&p.display().to_string(), ECHO_PATH_MAX)
+}
+
+/// [`echo`] with `max` characters at most.
+fn echo_max(s: &str, max: usize) -> String {
     let mut out = String::new();
     let mut chars = s.chars();
-    for c in chars.by_ref().take(ECHO_MAX) {
+    for c in chars.by_ref().take(max) {
         push_shown(&mut out, c);
     }
     let rest = chars.count();
@@ -48,6 +63,23 @@ pub fn echo(s: &str) -> String {
         out.push_str(&format!("... ({rest} more characters)"));
     }
     out
+}
+
+/// A file name that may not be UTF-8, as error text quotes it: as [`echo`], with each byte that
+/// is not part of UTF-8 shown as `\xNN` (`bad\xff.slang`).
+pub fn echo_os(s: &std::ffi::OsStr) -> String {
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(s).to_vec();
+    #[cfg(not(unix))]
+    let bytes = s.to_string_lossy().into_owned().into_bytes();
+    let mut text = String::new();
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            text.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    echo(&text)
 }
 
 /// `s` with every backtick-quoted part (`` `...` ``) cut as [`echo`] cuts a value: for a
@@ -121,6 +153,14 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_not_utf8_is_shown_with_its_odd_bytes_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(super::echo_os(std::ffi::OsStr::from_bytes(b"bad\xff.slang")), "bad\\xff.slang");
+        assert_eq!(super::echo_os(std::ffi::OsStr::from_bytes(b"a\nb\xc3")), "a\\nb\\xc3");
+    }
 
     #[test]
     fn serde_messages_quote_values_cut_in_both_quote_marks() {

@@ -14,7 +14,9 @@
 //! reached through several paths is matched once (the first path in sorted order names it). A
 //! symlink the glob matches whose target does not exist is refused by name. A matched file whose
 //! package-relative name has a control character (a newline) is refused: the name is written
-//! into generated Rust/C/C++ and cargo directives, which cannot carry one.
+//! into generated Rust/C/C++ and cargo directives, which cannot carry one. So is a name that is
+//! not UTF-8 which the glob matches (read with U+FFFD for its odd bytes), shown escaped
+//! (`bad\xff.slang`), and a directory with such a name that a `**` would walk.
 //!
 //! Pattern syntax is the `glob` crate's (`*`, `?`, `[...]`, `**` as a whole component), matched
 //! one path component at a time with its default options (`*` matches a leading `.`).
@@ -39,7 +41,7 @@ pub struct Matched {
 /// and how the glob is named in a headline (`sources entry 'shaders/*.comp'`).
 #[derive(Debug, Clone, Copy)]
 pub struct Asker<'a> {
-    /// The manifest file.
+    /// Where a refusal points: the manifest's `path:line:col` of the glob (or its path alone).
     pub manifest: &'a Path,
     /// The dotted key of the glob.
     pub key: &'a str,
@@ -66,7 +68,8 @@ enum Comp {
 /// [`ErrorKind::Manifest`] naming `asker`'s key: an absolute pattern; an invalid glob; a
 /// directory walked or file matched that resolves outside the package root (the path and its
 /// target named); a matched symlink whose target does not exist; a matched file whose name has
-/// a control character. [`ErrorKind::Io`] when the root cannot be resolved.
+/// a control character, or one that is not UTF-8 (and a directory named so under a `**`).
+/// [`ErrorKind::Io`] when the root cannot be resolved.
 pub fn expand(root: &Path, pattern: &str, asker: Asker) -> Result<Vec<Matched>> {
     if Path::new(pattern).is_absolute() || pattern.starts_with(['/', '\\']) {
         return Err(asker.refuse(format!("{} leaves the package: it is an absolute path", asker.subject)).help("write globs relative to the package root"));
@@ -94,6 +97,8 @@ pub fn expand(root: &Path, pattern: &str, asker: Asker) -> Result<Vec<Matched>> 
 /// An include directory of the manifest, absolute. A relative one must resolve (symlinks
 /// followed) inside the package root, as globs must; an absolute one is an explicit choice of a
 /// directory outside the package (a system or toolkit include) and is taken as written.
+///
+/// `manifest` is where a refusal points: the manifest, or its `path:line:col` of the entry.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `key`: the directory does not exist, or a relative one
@@ -158,6 +163,10 @@ impl Walker<'_> {
                     return Ok(());
                 }
                 self.walk(dir.clone(), rel.clone(), i + 1)?;
+                // `**` walks every directory: one whose name is not UTF-8 cannot be matched.
+                if let Some(odd) = self.odd_names(&dir).into_iter().find(|n| dir.join(n).is_dir()) {
+                    return Err(self.not_utf8(&rel, &odd));
+                }
                 for name in self.entries(&dir) {
                     let p = dir.join(&name);
                     if p.is_dir() {
@@ -172,6 +181,12 @@ impl Walker<'_> {
             Comp::Pattern(pat) => {
                 let pat = pat.clone();
                 let mut names: Vec<String> = self.entries(&dir).into_iter().filter(|n| pat.matches(n)).collect();
+                // A name that is not UTF-8 the pattern would match (read with U+FFFD for the
+                // bytes that are not): refused by name rather than silently left out.
+                let wanted = |p: &Path| if last { p.is_file() } else { p.is_dir() };
+                if let Some(odd) = self.odd_names(&dir).into_iter().find(|n| pat.matches(&n.to_string_lossy()) && wanted(&dir.join(n))) {
+                    return Err(self.not_utf8(&rel, &odd));
+                }
                 // `read_dir` never lists `..`, but a shell and the `glob` crate let `.[.]`, `.?`
                 // and `.*` match it; it is a candidate like any other, and containment decides.
                 if pat.matches("..") {
@@ -237,7 +252,25 @@ impl Walker<'_> {
             .help("write globs that match files inside the package root, without `..`; copy a file from outside into the package instead of linking to it"))
     }
 
-    /// The names in `dir`, sorted; UTF-8 names only (a glob is text).
+    /// The names in `dir` that are not UTF-8 (which [`Walker::entries`] leaves out), sorted.
+    fn odd_names(&self, dir: &Path) -> Vec<std::ffi::OsString> {
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.file_name()).filter(|n| n.to_str().is_none()).collect()).unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The refusal of `name` (not UTF-8) in the directory reached by `rel`, which the glob matches.
+    fn not_utf8(&self, rel: &[String], name: &std::ffi::OsStr) -> Error {
+        let dir = normal(rel);
+        let shown = if dir.is_empty() { crate::text::echo_os(name) } else { format!("{}/{}", echo(&dir), crate::text::echo_os(name)) };
+        self.asker
+            .refuse(format!("{} matches `{shown}`, a file name that is not UTF-8", self.asker.subject))
+            .detail("The name is written into the generated Rust, C and C++ surface and into cargo's directives, which are UTF-8 text.")
+            .help("rename the file (or directory) to a UTF-8 name, or narrow the glob so it does not match it")
+    }
+
+    /// The names in `dir`, sorted; UTF-8 names only (a glob is text; [`Walker::odd_names`]
+    /// are the others).
     fn entries(&self, dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir).map(|rd| rd.flatten().filter_map(|e| e.file_name().into_string().ok()).collect()).unwrap_or_default();
         names.sort();

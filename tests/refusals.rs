@@ -253,3 +253,58 @@ fn an_empty_accel_override_is_named_as_the_origin_of_the_empty_set() {
     assert!(directives.contains("no accelerator: --accel \"\" is empty or absent, so none of the 2 device source(s) is compiled"), "{directives}");
     assert_eq!(pkg.starts("glslangValidator"), 0);
 }
+
+/// A builder for `pkg` whose GLSL compiler the resolver must find (no explicit tool).
+fn resolving_build(pkg: &Package) -> cargo_mcpp::Build {
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg.path("")).out_dir(pkg.out_dir()).work_dir(pkg.work_dir()).env("CARGO_PKG_NAME", "refusals").env("MCPP_HOME", pkg.dir.path().join("mcpp-home"));
+    for v in ["MCPP_ACCEL", "MCPP_NO_ACCEL", "GLSLANG_VALIDATOR", "MCPP_GLSLANG", "MCPP_TOOL_GLSLANGVALIDATOR"] {
+        b.env_remove(v);
+    }
+    b
+}
+
+#[test]
+fn a_tool_value_with_a_newline_or_of_any_length_is_shown_escaped_and_cut() {
+    let pkg = package_with("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]);
+    let e = pkg.refuse(resolving_build(&pkg).env("MCPP_TOOL_GLSLANGVALIDATOR", "/tmp/a\nb"));
+    assert!(!e.contains("/tmp/a\nb"), "a raw newline splits the message (and a cargo warning): {e}");
+    assert!(e.contains("names `/tmp/a\\nb`, which does not exist") && e.contains("MCPP_TOOL_GLSLANGVALIDATOR=/tmp/a\\nb"), "{e}");
+    let long = format!("/tmp/{}", "x".repeat(100_000));
+    let e = pkg.refuse(resolving_build(&pkg).env("MCPP_TOOL_GLSLANGVALIDATOR", &long));
+    assert!(e.len() < 5_000 && e.contains("more characters"), "the value is cut ({} bytes)", e.len());
+}
+
+#[test]
+fn why_tool_shows_a_recorded_version_and_origin_escaped() {
+    let pkg = package_with("accel = \"vulkan1.2\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP), ("src/lib.rs", "")]);
+    let target = pkg.dir.path().join("target");
+    let decisions = target.join("debug/mcpp/refusals/tool-decisions.json");
+    std::fs::create_dir_all(decisions.parent().unwrap()).unwrap();
+    let record = serde_json::json!({ "glslangValidator": {
+        "tool": "glslangValidator", "answer": "/usr/bin/glslangValidator", "version": "Glslang \u{1b}[31mred\u{1b}[0m 15.0",
+        "source": "env", "origin": "the environment variable GLSLANG_VALIDATOR=/a\u{1b}]0;title\u{7}", "considered": ["x\ny"], "warning": null, "refusal": null } });
+    std::fs::write(&decisions, serde_json::to_vec(&record).unwrap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "why", "tool", "glslangValidator", "--manifest-path"])
+        .arg(pkg.path("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(!t.contains('\u{1b}') && !t.contains('\u{7}'), "no raw escape sequence: {t:?}");
+    assert!(t.contains("version: Glslang \\u{1b}[31mred\\u{1b}[0m 15.0"), "{t}");
+    assert!(t.contains("    x\\ny"), "{t}");
+}
+
+#[test]
+fn why_tool_of_a_name_no_rule_runs_says_so_listing_the_tools() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "why", "tool", "bogus"]).output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "a usage error: {t}");
+    assert!(t.contains("`bogus` is no tool of any rule"), "{t}");
+    assert!(t.contains("glslangValidator") && t.contains("slangc") && t.contains("nvcc") && t.contains("c++"), "the tools are listed: {t}");
+    assert!(!t.contains("no build has resolved"), "{t}");
+}

@@ -30,7 +30,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
     let channel = Channel::open().map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
     let env = build_env(&accel, &channel);
-    let device_packages = validate_packages(&packages, &without_build_script, &env)?;
+    let device_packages = validate_packages(&packages, &without_build_script, &accel, &env)?;
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
@@ -61,12 +61,14 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
 }
 
 /// The packages with a device phase (`[package.metadata.mcpp]`), each validated
-/// ([`pipeline::validate`], with the choice `env` carries) and required to have a build script.
+/// ([`pipeline::validate`], with the command line's own `choice`, so a refusal names `--accel`
+/// as its origin, not the variable `env` carries for the build scripts) and required to have a
+/// build script.
 /// Returns them (name, manifest) in selection order.
 ///
 /// # Errors
 /// Every problem of every package at once ([`Error::all`]), each naming its package.
-fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], env: &Env) -> Result<Vec<(String, PathBuf)>> {
+fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], choice: &AccelChoice, env: &Env) -> Result<Vec<(String, PathBuf)>> {
     let mut device_packages = Vec::new();
     let mut problems = Vec::new();
     for (name, manifest_path) in packages {
@@ -78,7 +80,7 @@ fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[Str
                 continue;
             }
         }
-        let validated = pipeline::validate(manifest_path, &AccelChoice::Manifest, env);
+        let validated = pipeline::validate(manifest_path, choice, env);
         let has_build_script = !without_build_script.contains(name);
         match validated {
             Ok(_) if has_build_script => device_packages.push((name.clone(), manifest_path.clone())),

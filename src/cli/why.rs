@@ -10,52 +10,87 @@ use crate::layout::DeviceCache;
 /// Print the decision for `args.name` from the first selected package that recorded one.
 ///
 /// # Errors
+/// [`ErrorKind::Usage`] for a name no build recorded that is no tool of any rule (listing
+/// them);
 /// [`ErrorKind::Manifest`] when no build recorded the tool, naming the files looked in.
 pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
-    let located = locate(&args.location, &args.selection)?;
+    // A record answers for any name (a tool recorded by a build is shown, whatever recorded
+    // it); a name that none has recorded and no rule runs is refused as such.
+    let known = known_tools();
+    let is_known = known.contains(&args.name.as_str());
+    let located = match locate(&args.location, &args.selection) {
+        Ok(l) => l,
+        Err(_) if !is_known => return Err(unknown_tool(&args.name, &known)),
+        Err(e) => return Err(e),
+    };
     let mut looked = Vec::new();
     for (package, _) in &located.packages {
         let cache = DeviceCache::in_profile(&located.profile_path, package);
         let all = crate::tool::read_decisions(&cache);
         let file = cache.tool_decisions();
         let Some(d) = all.get(&args.name) else {
-            looked.push(format!("{} (recorded: {})", file.display(), if all.is_empty() { "nothing".to_string() } else { all.keys().cloned().collect::<Vec<_>>().join(", ") }));
+            looked.push(format!("{} (recorded: {})", crate::text::echo_path(&file), if all.is_empty() { "nothing".to_string() } else { all.keys().map(|k| crate::text::echo(k)).collect::<Vec<_>>().join(", ") }));
             continue;
         };
-        println!("{} for package {package} (recorded in {})", d.tool, file.display());
+        // The record is a file (written by a build, or edited): every value shown escaped and
+        // cut (`text::echo`), a tool's version included, so no ESC sequence reaches the terminal.
+        use crate::text::{echo, echo_path, escape_control};
+        println!("{} for package {package} (recorded in {})", echo(&d.tool), echo_path(&file));
         match &d.answer {
-            Some(a) => println!("  answer:  {}", a.display()),
+            Some(a) => println!("  answer:  {}", echo_path(a)),
             None => println!("  answer:  none"),
         }
         if let Some(v) = &d.version {
-            println!("  version: {v}");
+            println!("  version: {}", echo(v));
         }
-        println!("  source:  {}", d.source);
-        println!("  from:    {}", d.origin);
+        println!("  source:  {}", escape_control(&d.source));
+        println!("  from:    {}", escape_control(&d.origin));
         if let Some(root) = &d.toolkit {
-            println!("  toolkit: {}", root.display());
+            println!("  toolkit: {}", echo_path(root));
             if let Some(o) = &d.toolkit_origin {
-                println!("    from:  {o}");
+                println!("    from:  {}", escape_control(o));
             }
         }
         if !d.considered.is_empty() {
             println!("  considered before it:");
             for c in &d.considered {
-                println!("    {c}");
+                println!("    {}", escape_control(c));
             }
         }
         if let Some(w) = &d.warning {
-            println!("  warning: {w}");
+            println!("  warning: {}", escape_control(w));
         }
         if let Some(r) = &d.refusal {
             println!("  refused:");
             for line in r.lines() {
-                println!("    {line}");
+                println!("    {}", escape_control(line));
             }
         }
         return Ok(exit_code::SUCCESS);
     }
-    Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", args.name))
+    if !is_known {
+        return Err(unknown_tool(&args.name, &known));
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", crate::text::echo(&args.name)))
         .detail(format!("looked in: {}", looked.join("; ")))
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
+}
+
+/// The tools the resolver records decisions for: every rule's, and the host tools the `cc`
+/// crate chooses and nvcc's host compiler (recorded through [`crate::tool::resolve_at`]).
+fn known_tools() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = crate::rules::registry().iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    for t in [crate::cxx::HOST_CXX.name, crate::host::WRAPPER.name] {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// The refusal of `name`, which no rule runs: the tools they do.
+fn unknown_tool(name: &str, known: &[&str]) -> Error {
+    Error::new(ErrorKind::Usage, format!("`{}` is no tool of any rule", crate::text::echo(name)))
+        .detail(format!("the tools the rules run: {}", known.join(", ")))
+        .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)")
 }

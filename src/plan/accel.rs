@@ -35,35 +35,73 @@ pub fn docs_rs(env: &Env) -> bool {
 /// The variable docs.rs sets for the builds it documents.
 pub const DOCS_RS_ENV: &str = "DOCS_RS";
 
+/// Where the text of an accelerator set came from, for its refusals: `--accel` (or the
+/// builder), the environment variable `cargo mcpp build` sets, or the manifest's `accel` key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccelOrigin {
+    /// How a headline names it: `--accel`, `the environment variable MCPP_ACCEL`, or the
+    /// manifest's path.
+    pub named: String,
+    /// `path:line:col` of the manifest's `accel` key, when the set came from it.
+    pub file: Option<String>,
+    /// The key (`package.metadata.mcpp.accel`), when the set came from the manifest.
+    pub key: Option<&'static str>,
+}
+
+impl AccelOrigin {
+    /// A refusal of the set from this origin: "malformed accelerator set from <origin>", the
+    /// `detail` lines, the origin's file and key when it is the manifest, and `help`.
+    pub fn refusal(&self, detail: impl Into<String>) -> Error {
+        let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {}", self.named)).detail(detail);
+        if let Some(f) = &self.file {
+            err = err.file(f);
+        }
+        if let Some(k) = self.key {
+            err = err.key(k);
+        }
+        err
+    }
+}
+
 /// Resolve the accelerator set: the empty set under docs.rs ([`docs_rs`]), else the explicit choice, else `MCPP_NO_ACCEL` / `MCPP_ACCEL` from
 /// the environment (set by `cargo mcpp build`), else the manifest.
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming where the malformed string came from.
 pub fn resolve_accel(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
+    resolve_accel_with_origin(choice, manifest, env).map(|(set, _)| set)
+}
+
+/// [`resolve_accel`], and where the set came from ([`AccelOrigin`]; `None` for the empty set
+/// of `--no-accel`, `MCPP_NO_ACCEL` or docs.rs), for the refusals of checks the set's grammar
+/// cannot make (a rule's, [`crate::rules::Rule::check_entry`]).
+///
+/// # Errors
+/// As [`resolve_accel`].
+pub fn resolve_accel_with_origin(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<(AccelSet, Option<AccelOrigin>)> {
     if docs_rs(env) {
-        return Ok(AccelSet::none());
+        return Ok((AccelSet::none(), None));
     }
-    let (text, origin, key) = match choice {
-        AccelChoice::NoAccel => return Ok(AccelSet::none()),
-        AccelChoice::Spec(s) => (s.clone(), "--accel".to_string(), None),
+    let (text, origin) = match choice {
+        AccelChoice::NoAccel => return Ok((AccelSet::none(), None)),
+        AccelChoice::Spec(s) => (s.clone(), AccelOrigin { named: "--accel".to_string(), file: None, key: None }),
         AccelChoice::Manifest => {
             if env.get_nonempty(NO_ACCEL_ENV).is_some() {
-                return Ok(AccelSet::none());
+                return Ok((AccelSet::none(), None));
             }
             match env.get(ACCEL_ENV) {
-                Some(s) => (s, format!("the environment variable {ACCEL_ENV}"), None),
-                None => (manifest.mcpp.accel.clone().unwrap_or_default(), manifest.path.display().to_string(), Some("package.metadata.mcpp.accel")),
+                Some(s) => (s, AccelOrigin { named: format!("the environment variable {ACCEL_ENV}"), file: None, key: None }),
+                None => (
+                    manifest.mcpp.accel.clone().unwrap_or_default(),
+                    AccelOrigin { named: manifest.path.display().to_string(), file: Some(manifest.at_col("accel")), key: Some("package.metadata.mcpp.accel") },
+                ),
             }
         }
     };
-    AccelSet::parse(&text).map_err(|e| {
-        let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {origin}")).detail(e.to_string());
-        if let Some(k) = key {
-            err = err.file(manifest.at_col("accel")).key(k);
-        }
-        err.help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (README.md \"The accelerator set\")")
-    })
+    let set = AccelSet::parse(&text).map_err(|e| {
+        origin.refusal(e.to_string()).help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (README.md \"The accelerator set\")")
+    })?;
+    Ok((set, Some(origin)))
 }
 
 /// Where the accelerator set came from when not from the manifest: `--accel` / the builder, or

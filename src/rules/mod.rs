@@ -133,6 +133,18 @@ pub trait Rule: Send + Sync {
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         manifest.rule_options::<NoOptions>(self.name()).map(drop)
     }
+    /// Check this rule's entry of the accelerator set beyond the set's grammar (CUDA: a version
+    /// names its minor): run by [`crate::pipeline::validate`] for every entry of the rule's
+    /// backend, whether or not the package has sources of the rule, before anything runs. The
+    /// pipeline makes the error a refusal of the set naming where it came from
+    /// ([`crate::plan::accel::AccelOrigin`]): its message becomes a detail, its details and
+    /// help are kept. Default: every entry is fine.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Accel`]: what is wrong with the entry and the fix.
+    fn check_entry(&self, _entry: &AccelEntry) -> Result<()> {
+        Ok(())
+    }
     /// The keys of this rule's options table, each with its default and meaning: the one list
     /// README.md's "Manifest reference" is generated from (`cargo xtask codegen`,
     /// [`crate::reference`]); a test holds it equal to the keys [`Rule::check_options`]

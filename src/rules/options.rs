@@ -4,12 +4,12 @@
 //! embeds it ([`RuleOptions`]) and is read by [`read`].
 //!
 //! serde's `flatten` does not combine with `deny_unknown_fields`, so [`read`] splits the raw
-//! table instead ([`parse`]): an unknown key is refused first (naming `file:line:col` and every
+//! table instead ([`parse_all`]): every unknown key is refused (naming `file:line:col` and every
 //! key of the table, shared ones included, in the documented order), then the shared keys are
 //! read into [`CommonOptions`] and the rest into the rule's own struct (still
-//! `deny_unknown_fields`), both through the manifest's one error path, so a wrong type names its
-//! key and position as before. [`read`] then runs the shared checks and the rule's own, every
-//! problem at once.
+//! `deny_unknown_fields`), key by key through the manifest's one error path, so a wrong type
+//! names its key and position and leaves the other keys read. [`read`] then runs the shared
+//! checks and the rule's own over what did read: every problem of the table at once.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{KeyDoc, Manifest, MCPP_TABLE};
@@ -51,8 +51,10 @@ impl CommonOptions {
     pub const DEFINES_DOC: KeyDoc = KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" };
 
     /// The shared checks, every problem: a define name that is no identifier
-    /// ([`crate::host::define_name_refusal`]), and a NUL character in a define value, a flag or
-    /// an include directory (no process argument can carry one; the compiler would never start).
+    /// ([`crate::host::define_name_refusal`]), a NUL character in a define value, a flag or
+    /// an include directory (no process argument can carry one; the compiler would never start),
+    /// and an include directory that does not exist or leaves the package
+    /// ([`crate::host::include_problems`]).
     /// Each names `file:line:col` of its key and the key (`<table>.flags[1]`).
     pub fn problems(&self, manifest: &Manifest, rule: &str) -> Vec<Error> {
         let mut out: Vec<Error> = self.defines.keys().filter_map(|name| crate::host::define_name_refusal(manifest, rule, name)).collect();
@@ -71,6 +73,7 @@ impl CommonOptions {
         for (i, _) in self.includes.iter().enumerate().filter(|(_, p)| p.as_os_str().to_string_lossy().contains('\0')) {
             out.push(nul(format!("includes[{i}]"), "this include directory"));
         }
+        out.extend(crate::host::include_problems(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes));
         out
     }
 
@@ -112,14 +115,15 @@ pub trait RuleOptions: serde::de::DeserializeOwned + Default {
     }
 }
 
-/// Read the table of `rule` into `T` and check it: [`parse`], then every problem of
-/// [`CommonOptions::problems`] and [`RuleOptions::problems`] at once.
+/// Read the table of `rule` into `T` and check it: every problem of [`parse_all`] (unknown
+/// keys, wrong types), then, over the keys that did parse, [`CommonOptions::problems`] and
+/// [`RuleOptions::problems`], all at once.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`]: as [`parse`], then the problems, each naming its key and position.
+/// [`ErrorKind::Manifest`]: every problem, each naming its key and position.
 pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
-    let opts: T = parse(manifest, rule)?;
-    let mut problems = opts.common().problems(manifest, rule);
+    let (opts, mut problems): (T, _) = parse_all(manifest, rule);
+    problems.extend(opts.common().problems(manifest, rule));
     problems.extend(opts.problems(manifest, rule));
     Error::all(problems)?;
     Ok(opts)
@@ -131,28 +135,58 @@ pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
 /// refuses once).
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`]: an unknown key (its `file:line:col`, the dotted key and every key
+/// [`ErrorKind::Manifest`]: every problem of [`parse_all`].
+pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
+    let (opts, problems) = parse_all(manifest, rule);
+    Error::all(problems)?;
+    Ok(opts)
+}
+
+/// Read the table of `rule` as far as it reads: `T` from the keys that parse (the shared keys
+/// into [`CommonOptions`], the rest into the rule's own struct), and every problem of the
+/// others, each at its key's `file:line:col`: an unknown key (the dotted key and every key
 /// valid in the table: the documented ones `T` or [`CommonOptions`] accepts, in
 /// [`RuleOptions::KEYS`] order, then any accepted but undocumented), or a value of a wrong type
-/// (as [`Manifest::rule_options`] words it).
-pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
-    let Some(table) = manifest.rule_table(rule) else { return Ok(T::default()) };
+/// (as [`Manifest::rule_options`] words it). A key with a problem is left at its default, so
+/// the checks of the other keys still run ([`read`]) and one pass reports everything.
+pub fn parse_all<T: RuleOptions>(manifest: &Manifest, rule: &str) -> (T, Vec<Error>) {
+    let Some(table) = manifest.rule_table(rule) else { return (T::default(), Vec::new()) };
     let own: &[&str] = crate::manifest::serde_fields::<T>().unwrap_or(&[]);
     let accepted = |k: &str| CommonOptions::KEYS.contains(&k) || own.contains(&k);
-    if let Some(unknown) = table.keys().find(|k| !accepted(k)) {
-        let mut valid: Vec<&str> = T::KEYS.iter().map(|d| d.key).filter(|k| accepted(k)).collect();
-        for k in own.iter().chain(CommonOptions::KEYS) {
-            if !valid.contains(k) {
-                valid.push(k);
-            }
+    let mut problems = Vec::new();
+    let mut valid: Vec<&str> = T::KEYS.iter().map(|d| d.key).filter(|k| accepted(k)).collect();
+    for k in own.iter().chain(CommonOptions::KEYS) {
+        if !valid.contains(k) {
+            valid.push(k);
         }
-        return Err(manifest.unknown_rule_key(rule, unknown, &valid));
     }
-    let (shared, rest): (toml::Table, toml::Table) = table.clone().into_iter().partition(|(k, _)| CommonOptions::KEYS.contains(&k.as_str()));
-    let common: CommonOptions = manifest.read_rule_table(rule, shared)?;
-    let mut opts: T = manifest.read_rule_table(rule, rest)?;
+    for unknown in table.keys().filter(|k| !accepted(k)) {
+        problems.push(manifest.unknown_rule_key(rule, unknown, &valid));
+    }
+    let (shared, rest): (toml::Table, toml::Table) = table.clone().into_iter().filter(|(k, _)| accepted(k)).partition(|(k, _)| CommonOptions::KEYS.contains(&k.as_str()));
+    let common: CommonOptions = read_keys(manifest, rule, shared, &mut problems);
+    let mut opts: T = read_keys(manifest, rule, rest, &mut problems);
     *opts.common_mut() = common;
-    Ok(opts)
+    (opts, problems)
+}
+
+/// `table` (known keys of the table of `rule`) read into `U`, key by key: a key whose value
+/// does not read is a problem (at its position) and left out; the rest are read together.
+fn read_keys<U: serde::de::DeserializeOwned + Default>(manifest: &Manifest, rule: &str, table: toml::Table, problems: &mut Vec<Error>) -> U {
+    let mut good = toml::Table::new();
+    for (k, v) in table {
+        let one: toml::Table = std::iter::once((k.clone(), v.clone())).collect();
+        match manifest.read_rule_table::<U>(rule, one) {
+            Ok(_) => {
+                good.insert(k, v);
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    manifest.read_rule_table(rule, good).unwrap_or_else(|e| {
+        problems.push(e);
+        U::default()
+    })
 }
 
 #[cfg(test)]
@@ -178,7 +212,8 @@ mod tests {
     #[test]
     fn a_table_is_split_into_the_shared_shapes_and_the_rules_own_keys() {
         let m = manifest("compiler = \"glslc\"\nincludes = [\"inc\"]\ndefines = { N = \"4\" }\ntarget-env = \"vulkan1.1\"\noptimize = false\nflags = [\"-g\", \"-x\"]\n");
-        let o: SpirvOptions = read(&m, "spirv").unwrap();
+        // `parse`: types only (`read` would also refuse the include directory, absent here).
+        let o: SpirvOptions = parse(&m, "spirv").unwrap();
         assert_eq!((o.compiler, o.target_env.as_deref()), (Some(SpirvCompilerName::Glslc), Some("vulkan1.1")));
         assert_eq!(
             o.common,
@@ -232,5 +267,21 @@ mod tests {
         let e = read::<crate::rules::slang::SlangOptions>(&slang, "slang").unwrap_err();
         assert_eq!(e.problems(), 2, "the shared problem and the rule's own, at once: {e}");
         assert!(e.to_string().contains("`X Y` is not a preprocessor macro name") && e.to_string().contains("`a b` is not a Slang function name"), "{e}");
+    }
+
+    #[test]
+    fn a_key_that_does_not_read_leaves_the_others_read_and_checked() {
+        // Two unknown keys, a wrong type of a shared key and of an own key: each reported, and
+        // the define that did read is still checked.
+        let m = manifest("includ = []\nzzz = 1\nflags = 3\ncompiler = \"shaderc\"\ndefines = { \"1BAD\" = \"1\" }\ntarget-env = \"vulkan1.1\"\n");
+        let (o, problems): (SpirvOptions, _) = parse_all(&m, "spirv");
+        assert_eq!((o.target_env.as_deref(), o.compiler), (Some("vulkan1.1"), None), "the keys that read are kept");
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        let e = read::<SpirvOptions>(&m, "spirv").unwrap_err();
+        assert_eq!(e.problems(), 5, "{e}");
+        let t = e.to_string();
+        for want in ["unknown field `includ`", "unknown field `zzz`", "(key `package.metadata.mcpp.spirv.flags`)", "unknown variant `shaderc`", "`1BAD` is not a preprocessor macro name"] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
     }
 }

@@ -164,7 +164,7 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     },
     crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
     CommonOptions::DEFINES_DOC,
-    crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry (see \"The Slang lane\")" },
+    crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry of `accel`: `spirv_1_3` for 1.1, `spirv_1_5` for 1.2, `spirv_1_6` for 1.3 and 1.4, `spirv_1_0` for 1.0 or a bare `vulkan` (another version is refused unless `profile` is set)" },
     crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the toolchain package's cannot)" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
 ];

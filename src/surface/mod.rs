@@ -135,7 +135,9 @@ pub fn resolve_base<'a>(manifest: &crate::manifest::Manifest, sources: impl Into
 /// `base`; identifier sanitised ([`names::identifier`]); one name space for every kind.
 ///
 /// # Errors
-/// [`ErrorKind::Sources`] when two sources map to one name (namespace and identifier), naming both.
+/// [`ErrorKind::Sources`] when two sources map to one name (namespace and identifier), naming
+/// both: the first two detail lines are the two sources, first listed then second (the pipeline
+/// points the refusal at the `sources` entry of the second).
 pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec<PayloadItem>> {
     let mut items: Vec<PayloadItem> = Vec::new();
     for (rule, payload) in entries {

@@ -220,12 +220,12 @@ impl std::fmt::Display for ToolSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ToolSource::Builder => write!(f, "the build.rs builder (`Build::tool`)"),
-            ToolSource::Manifest(p) => write!(f, "{} [package.metadata.mcpp.tools]", p.display()),
-            ToolSource::ManifestKey { manifest, key } => write!(f, "{} {key}", manifest.display()),
+            ToolSource::Manifest(p) => write!(f, "{} [package.metadata.mcpp.tools]", crate::text::echo_path(p)),
+            ToolSource::ManifestKey { manifest, key } => write!(f, "{} {key}", crate::text::echo_path(manifest)),
             ToolSource::Env(v) => write!(f, "the environment variable {v}"),
             ToolSource::Override(v) => write!(f, "the global override {v}"),
             ToolSource::ToolchainPackage { name, version } => write!(f, "the toolchain package {name} {version}"),
-            ToolSource::Root { var, root } => write!(f, "the toolkit root {var}={}", root.display()),
+            ToolSource::Root { var, root } => write!(f, "the toolkit root {var}={}", crate::text::echo_path(root)),
             ToolSource::Derived(how) => write!(f, "{how}"),
             ToolSource::Path => write!(f, "PATH"),
         }
@@ -315,7 +315,7 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
     let found = (|| {
         let path = if is_bare(path) {
             find_on_path(&path.to_string_lossy(), env)
-                .ok_or_else(|| refusal(spec, &empty, format!("{} cannot be used: {source} names `{}`, which is not on PATH", spec.name, path.display())))?
+                .ok_or_else(|| refusal(spec, &empty, format!("{} cannot be used: {source} names `{}`, which is not on PATH", spec.name, crate::text::echo_path(path))))?
         } else {
             path.to_path_buf()
         };
@@ -421,16 +421,23 @@ fn is_bare(p: &Path) -> bool {
     p.is_relative() && p.components().count() == 1
 }
 
+/// What is wrong with `path` as a program a project names: `which does not exist`, `which is
+/// not an executable file`, or `None` when it can run. Shared by the resolver and
+/// [`crate::pipeline::validate`] (the manifest's `tools` table, checked before anything runs).
+pub fn named_program_problem(path: &Path) -> Option<&'static str> {
+    if !path.exists() {
+        Some("which does not exist")
+    } else if !is_executable(path) {
+        Some("which is not an executable file")
+    } else {
+        None
+    }
+}
+
 /// Refuse a named program that does not exist or is not executable.
 fn check_named(spec: &ToolSpec, choices: &ToolChoices, path: &Path, source: &ToolSource, origin: &str) -> Result<()> {
-    let problem = if !path.exists() {
-        "which does not exist"
-    } else if !is_executable(path) {
-        "which is not an executable file"
-    } else {
-        return Ok(());
-    };
-    Err(refusal(spec, choices, format!("{} cannot be used: {source} names `{}`, {problem}", spec.name, path.display())).detail(format!("  (named at {origin})")))
+    let Some(problem) = named_program_problem(path) else { return Ok(()) };
+    Err(refusal(spec, choices, format!("{} cannot be used: {source} names `{}`, {problem}", spec.name, crate::text::echo_path(path))).detail(format!("  (named at {origin})")))
 }
 
 /// Steps 1-3: the program the project names (explicit choice, the rule's variables, the
@@ -446,25 +453,25 @@ fn find_named(spec: &ToolSpec, choices: &ToolChoices, env: &Env, considered: &mu
     // 1. The explicit choice.
     if let Some(p) = choices.builder.get(spec.name) {
         let at = choices.builder_lines.get(spec.name).cloned().unwrap_or_else(|| "build.rs".into());
-        return named(p.clone(), ToolSource::Builder, format!("{at} Build::tool(\"{}\", {:?})", spec.name, p.display().to_string()));
+        return named(p.clone(), ToolSource::Builder, format!("{at} Build::tool(\"{}\", \"{}\")", spec.name, crate::text::echo_path(p)));
     }
     considered.push(format!("build.rs Build::tool(\"{}\", ..) (not called)", spec.name));
     if let Some(p) = choices.manifest.get(spec.name) {
         let line = choices.manifest_lines.get(spec.name).map(|l| format!(":{l}")).unwrap_or_default();
-        return named(p.clone(), ToolSource::Manifest(choices.manifest_path.clone()), format!("{}{line} [package.metadata.mcpp.tools] {} = {:?}", choices.manifest_path.display(), spec.name, p.display().to_string()));
+        return named(p.clone(), ToolSource::Manifest(choices.manifest_path.clone()), format!("{}{line} [package.metadata.mcpp.tools] {} = \"{}\"", crate::text::echo_path(&choices.manifest_path), spec.name, crate::text::echo_path(p)));
     }
-    considered.push(format!("[package.metadata.mcpp.tools] {} (not in {})", spec.name, choices.manifest_path.display()));
+    considered.push(format!("[package.metadata.mcpp.tools] {} (not in {})", spec.name, crate::text::echo_path(&choices.manifest_path)));
     // 2. The rule's variables.
     for var in spec.env_vars {
         if let Some(v) = env.get_nonempty(var) {
-            return named(PathBuf::from(&v), ToolSource::Env(var.to_string()), format!("the environment variable {var}={v}"));
+            return named(PathBuf::from(&v), ToolSource::Env(var.to_string()), format!("the environment variable {var}={}", crate::text::echo_path(Path::new(&v))));
         }
         considered.push(format!("{var} (unset)"));
     }
     // 3. The global override.
     let ovr = override_var(spec.name);
     if let Some(v) = env.get_nonempty(&ovr) {
-        return named(PathBuf::from(&v), ToolSource::Override(ovr.clone()), format!("the environment variable {ovr}={v}"));
+        return named(PathBuf::from(&v), ToolSource::Override(ovr.clone()), format!("the environment variable {ovr}={}", crate::text::echo_path(Path::new(&v))));
     }
     considered.push(format!("{ovr} (unset)"));
     Ok(None)
@@ -518,13 +525,13 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: 
             Some(Availability::Ready { installed, lib_dirs, why }) => {
                 let program = spec.programs.iter().find_map(|prog| installed.bin_dirs.iter().map(|d| d.join(prog)).find(|c| is_executable(c)));
                 let Some(path) = program else {
-                    return Err(Error::new(ErrorKind::ToolNotFound, format!("toolchain package {p} {} has no {} in {}", installed.version, spec.programs.join(" or "), installed.root.display()))
+                    return Err(Error::new(ErrorKind::ToolNotFound, format!("toolchain package {p} {} has no {} in {}", installed.version, spec.programs.join(" or "), crate::text::echo_path(&installed.root)))
                         .help("its layout differs from toolchain-packages.toml; name the tool instead: [package.metadata.mcpp.tools]"));
                 };
                 return Ok(Found {
                     path,
                     source: ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() },
-                    origin: format!("toolchain package {p} {} ({why}), installed in {}", installed.version, installed.dir.display()),
+                    origin: format!("toolchain package {p} {} ({why}), installed in {}", installed.version, crate::text::echo_path(&installed.dir)),
                     env: package_env(lib_dirs),
                     toolchain_package_root: Some(installed.root.clone()),
                     warning: None,
@@ -554,7 +561,7 @@ fn find(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: 
         }
         // Absolute, but symlinks kept: `clang++-19` must not become `clang` (another driver mode).
         let path = std::path::absolute(&path).unwrap_or(path);
-        return Ok(Found { origin: format!("PATH ({})", path.display()), path, source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, warning: Some(w), toolkit: None });
+        return Ok(Found { origin: format!("PATH ({})", crate::text::echo_path(&path)), path, source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, warning: Some(w), toolkit: None });
     }
     considered.push(format!("PATH (no {})", spec.programs.join(", ")));
     Err(nothing_answered(spec, choices, considered))
@@ -584,11 +591,11 @@ fn find_in_toolkit(search: &KitSearch, root_choice: Option<&RootChoice>, named: 
     let mut named = match named {
         Some(n) => match search.kit.root_around(&n.path) {
             Some(root) => {
-                let toolkit = ToolkitRoot { found_by: n.origin.clone(), origin: format!("the root {} sits in ({})", n.path.display(), n.origin), root };
+                let toolkit = ToolkitRoot { found_by: n.origin.clone(), origin: format!("the root {} sits in ({})", crate::text::echo_path(&n.path), n.origin), root };
                 return Ok(Found { toolkit: Some(toolkit), ..n });
             }
             None => {
-                considered.push(format!("{} `{}` ({}) is not inside a {} root; the root comes from the next ways", search.spec.name, n.path.display(), n.origin, search.kit.name));
+                considered.push(format!("{} `{}` ({}) is not inside a {} root; the root comes from the next ways", search.spec.name, crate::text::echo_path(&n.path), n.origin, search.kit.name));
                 Some(n)
             }
         },
@@ -616,7 +623,7 @@ fn in_root(search: &KitSearch, named: Option<Found>, toolkit: ToolkitRoot, sourc
     let (spec, kit) = (search.spec, search.kit);
     let path = kit.program(&toolkit.root);
     if search.need_program && !is_executable(&path) {
-        let e = refusal(spec, search.choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, toolkit.root.display(), toolkit.origin, kit.program_in_root));
+        let e = refusal(spec, search.choices, format!("{} cannot be used: the {} at `{}` ({}) has no executable {}", spec.name, kit.name, crate::text::echo_path(&toolkit.root), toolkit.origin, kit.program_in_root));
         return Err(consulted(e, considered));
     }
     Ok(Found { path, source, origin: toolkit.origin.clone(), env: env_vars, toolchain_package_root, warning: None, toolkit: Some(toolkit) })
@@ -628,9 +635,9 @@ fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, consi
     let kit = search.kit;
     let key_text = kit.root_key.map(str::to_string).unwrap_or_else(|| c.key.clone());
     let line = c.line.map(|l| format!(":{l}")).unwrap_or_default();
-    let origin = format!("{}{line} {key_text} = {:?}", c.manifest.display(), c.root.display().to_string());
+    let origin = format!("{}{line} {key_text} = \"{}\"", crate::text::echo_path(&c.manifest), crate::text::echo_path(&c.root));
     if let Some(m) = kit.missing_marker(&c.root) {
-        let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, c.root.display()));
+        let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, crate::text::echo_path(&c.root)));
         return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
     }
     let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
@@ -648,10 +655,10 @@ fn from_root_vars(search: &KitSearch, named: &mut Option<Found>, considered: &mu
         };
         let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
         if let Some(m) = kit.missing_marker(&root) {
-            let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{v}` has no {m}", kit.name));
+            let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{}` has no {m}", kit.name, crate::text::echo_path(Path::new(&v))));
             return Err(consulted(e, considered).key(var.to_string()));
         }
-        let toolkit = ToolkitRoot { root: root.clone(), found_by: var.to_string(), origin: format!("the environment variable {var}={v}") };
+        let toolkit = ToolkitRoot { root: root.clone(), found_by: var.to_string(), origin: format!("the environment variable {var}={}", crate::text::echo_path(Path::new(&v))) };
         return in_root(search, named.take(), toolkit, ToolSource::Root { var: var.to_string(), root }, Vec::new(), None, considered).map(Some);
     }
     Ok(None)
@@ -667,11 +674,11 @@ fn from_toolchain_package(search: &KitSearch, named: &mut Option<Found>, conside
         Some(Availability::Ready { installed, lib_dirs, why }) => match kit.missing_marker(&installed.root) {
             None => {
                 let by = format!("toolchain package {p} {} ({why})", installed.version);
-                let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", installed.dir.display()), found_by: by };
+                let toolkit = ToolkitRoot { root: installed.root.clone(), origin: format!("{by}, installed in {}", crate::text::echo_path(&installed.dir)), found_by: by };
                 let source = ToolSource::ToolchainPackage { name: p.to_string(), version: installed.version.clone() };
                 return in_root(search, named.take(), toolkit, source, package_env(lib_dirs), Some(installed.root.clone()), considered).map(Some);
             }
-            Some(m) => considered.push(format!("the toolchain package {p} {} at `{}` has no {m}", installed.version, installed.root.display())),
+            Some(m) => considered.push(format!("the toolchain package {p} {} at `{}` has no {m}", installed.version, crate::text::echo_path(&installed.root))),
         },
         Some(Availability::Missing { version, declared_by: Some(by), .. }) => return Err(declared_not_installed(spec, p, version, by, choices)),
         Some(Availability::Missing { version, declared_by: None, .. }) => {
@@ -692,16 +699,16 @@ fn from_path(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec
         let Some(path) = find_on_path(prog, search.env) else { continue };
         on_path = true;
         let Some(root) = kit.root_around(&path) else {
-            considered.push(format!("{prog} on PATH (`{}`) is not inside a {} root", path.display(), kit.name));
+            considered.push(format!("{prog} on PATH (`{}`) is not inside a {} root", crate::text::echo_path(&path), kit.name));
             continue;
         };
-        let mut declare: Vec<String> = kit.root_key.map(|k| format!("{k} = \"{}\"", root.display())).into_iter().collect();
-        declare.extend(kit.root_vars.first().map(|v| format!("{v}={}", root.display())));
-        let mut w = format!("the {} was found through {prog} on PATH ({}); declare it instead: {}", kit.name, path.display(), declare.join(" or "));
+        let mut declare: Vec<String> = kit.root_key.map(|k| format!("{k} = \"{}\"", crate::text::echo_path(&root))).into_iter().collect();
+        declare.extend(kit.root_vars.first().map(|v| format!("{v}={}", crate::text::echo_path(&root))));
+        let mut w = format!("the {} was found through {prog} on PATH ({}); declare it instead: {}", kit.name, crate::text::echo_path(&path), declare.join(" or "));
         if let Some(p) = spec.toolchain_package {
             w.push_str(&format!(", or install the toolchain package {p} with `{}`", choices.fetch_command));
         }
-        let toolkit = ToolkitRoot { root, found_by: "PATH".into(), origin: format!("PATH ({})", path.display()) };
+        let toolkit = ToolkitRoot { root, found_by: "PATH".into(), origin: format!("PATH ({})", crate::text::echo_path(&path)) };
         let mut found = in_root(search, named.take(), toolkit, ToolSource::Path, Vec::new(), None, considered)?;
         found.warning = Some(w);
         return Ok(Some(found));

@@ -158,18 +158,18 @@ pub(super) fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsSt
         cmd.env(k, v);
     }
     let ran = run_timed(&mut cmd, timeout).map_err(|e| {
-        Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run: {e}", spec.name, path.display()))
+        Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run: {e}", spec.name, crate::text::echo_path(path)))
     })?;
     let Ran::Exited { status, stdout, stderr } = ran else {
-        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{} {}` did not answer within {} s", spec.name, path.display(), spec.version_args.join(" "), timeout.as_secs_f64()))
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{} {}` did not answer within {} s", spec.name, crate::text::echo_path(path), spec.version_args.join(" "), timeout.as_secs_f64()))
             .file(path)
             .detail("cargo-mcpp asks each tool its version once (then cached by the program file); this one was still running, and was stopped.")
             .help(format!("name a program that answers `{}` ([package.metadata.mcpp.tools] {}, or {}), or fix this one", spec.version_args.join(" "), spec.name, override_var(spec.name))));
     };
     let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     if matches!(status.code(), None | Some(126) | Some(127)) {
-        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, path.display(), status))
-            .detail(text.trim().lines().take(5).collect::<Vec<_>>().join("\n"))
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, crate::text::echo_path(path), status))
+            .detail(text.trim().lines().take(5).map(crate::text::echo).collect::<Vec<_>>().join("\n"))
             .help("a toolchain package's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
     }
     let version = if text.trim().is_empty() { "unknown".to_string() } else { text.trim().to_string() };

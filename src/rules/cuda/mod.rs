@@ -260,6 +260,9 @@ impl Rule for CudaRule {
             })
             .collect())
     }
+    fn check_entry(&self, entry: &crate::accel::AccelEntry) -> Result<()> {
+        probe::check_entry_version(entry)
+    }
     fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {

@@ -29,12 +29,7 @@ pub struct Archs {
 /// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` for each of those.
 pub fn entry_archs(entry: &crate::accel::AccelEntry, env: &Env) -> Result<Archs> {
     let accel_text = entry.to_string();
-    if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
-        return Err(Error::new(ErrorKind::Accel, format!("`{accel_text}` names CUDA {v} without a minor version"))
-            .key("package.metadata.mcpp.accel")
-            .detail("A CUDA version is major.minor: the entry is checked against the toolkit's, and 13 alone would match any 13.x.")
-            .help(format!("write cuda{v}.0 (or the minor of your toolkit), in `accel` or `--accel`")));
-    }
+    check_entry_version(entry)?;
     let archs = resolve_archs(&entry.archs, &accel_text, env)?;
     let ptx = ptx_arch(&archs, entry.floor.as_deref());
     let highest = archs.iter().filter_map(|a| arch_number(a)).max();
@@ -48,6 +43,22 @@ pub fn entry_archs(entry: &crate::accel::AccelEntry, env: &Env) -> Result<Archs>
         }
     }
     Ok(Archs { archs, ptx })
+}
+
+/// The version of the CUDA entry `entry`, when written, names a minor (`cuda13.0`, not
+/// `cuda13`): checked for the whole accelerator set before anything runs
+/// ([`crate::rules::Rule::check_entry`]), and again here.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` and the fix.
+pub fn check_entry_version(entry: &crate::accel::AccelEntry) -> Result<()> {
+    match entry.version.as_deref().filter(|v| !v.contains('.')) {
+        Some(v) => Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CUDA {v} without a minor version"))
+            .key("package.metadata.mcpp.accel")
+            .detail("A CUDA version is major.minor: the entry is checked against the toolkit's, and 13 alone would match any 13.x.")
+            .help(format!("write cuda{v}.0 (or the minor of your toolkit), in `accel` or `--accel`"))),
+        None => Ok(()),
+    }
 }
 
 /// The architectures to compile for: the entry's list, with `native` (or an absent list)
