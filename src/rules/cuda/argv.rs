@@ -198,7 +198,7 @@ pub struct Invocation<'a> {
     pub includes: &'a [PathBuf],
     /// Definitions.
     pub defines: &'a BTreeMap<String, String>,
-    /// Extra flags, appended last.
+    /// Extra flags, after the rule's own arguments and before the depfile, source and output ones.
     pub flags: &'a [String],
 }
 

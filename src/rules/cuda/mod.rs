@@ -152,7 +152,7 @@ pub struct CudaOptions {
     /// object (default), PTX, cubins or a fat binary ([`CudaOutput`]).
     pub output: Option<CudaOutput>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
-    /// profiles, off with `-lineinfo` in debug), `flags` (appended last).
+    /// profiles, off with `-lineinfo` in debug), `flags` (before the depfile, source and output arguments).
     #[serde(skip)]
     pub common: super::options::CommonOptions,
 }
@@ -178,7 +178,7 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
-    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments appended last, unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
+    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before the depfile, source and output arguments (so the rule's `-MF` and `-o` win), unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
 ];
 
 /// The exact `cuda-nvcc` toolchain package version the nvcc route declares (CUDA 13.0: the H200
