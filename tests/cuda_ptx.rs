@@ -8,19 +8,9 @@
 
 mod harness;
 
-use cargo_mcpp::{Build, ErrorKind};
+use cargo_mcpp::ErrorKind;
 use harness::*;
 use std::path::{Path, PathBuf};
-
-fn build(tmp: &Path, pkg: &Path, toolkit: &Path) -> Build {
-    let mut b = Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
-        b.env_remove(v);
-    }
-    b.env("CUDA_PATH", toolkit);
-    b
-}
 
 /// The embedded copy of the payload `<ns>/<id>` (`kernels/affine_ptx`) of the surface in `<tmp>/out`.
 fn payload(tmp: &Path, rel: &str, ext: &str) -> Vec<u8> {
@@ -47,7 +37,7 @@ fn ids(ran: &[String]) -> Vec<&str> {
 fn an_edited_cuh_changes_exactly_the_ptx_of_its_includers_and_a_noop_starts_no_nvcc() {
     let (tmp, pkg) = fixture("cuda-ptx");
     let (root, nvcc) = counted_toolkit(tmp.path());
-    let run = || build(tmp.path(), &pkg, &root).try_compile().unwrap();
+    let run = || cuda_build(tmp.path(), &pkg, &root).try_compile().unwrap();
     let first = run();
     assert_eq!(
         ids(&first.report.ran),
@@ -91,7 +81,7 @@ fn objects(variant: &Path) -> Vec<PathBuf> {
 fn switching_output_rebuilds_into_its_own_outputs_and_the_arch_guard_compiles_only_device_only() {
     let (tmp, pkg) = fixture("cuda-ptx");
     let (root, nvcc) = counted_toolkit(tmp.path());
-    let run = || build(tmp.path(), &pkg, &root).try_compile().map_err(Box::new);
+    let run = || cuda_build(tmp.path(), &pkg, &root).try_compile().map_err(Box::new);
     let first = run().unwrap();
     let ptx_dir = first.variant_dir.join("cuda/ptx");
     let ptx_files: Vec<(PathBuf, Vec<u8>)> = walk(&ptx_dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "ptx")).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
@@ -143,7 +133,7 @@ fn cubins_per_architecture_a_fat_binary_and_ptx_per_virtual_architecture() {
     edit(&pkg.join("Cargo.toml"), "output = \"ptx\"\n", "output = \"cubin\"\n");
     let root = cuda13();
     let two = "cuda13.0+{sm_80,sm_90}";
-    let outcome = build(tmp.path(), &pkg, &root).accel(two).try_compile().unwrap();
+    let outcome = cuda_build(tmp.path(), &pkg, &root).accel(two).try_compile().unwrap();
     assert_eq!(
         ids(&outcome.report.ran),
         ["cuda:cubin:sm_80:kernels/affine.cu", "cuda:cubin:sm_90:kernels/affine.cu", "cuda:ptx:compute_80:guarded/bf16max.cu", "cuda:ptx:compute_90:guarded/bf16max.cu"]
@@ -161,7 +151,7 @@ fn cubins_per_architecture_a_fat_binary_and_ptx_per_virtual_architecture() {
 
     // One fat binary: every architecture and the PTX floor.
     edit(&pkg.join("Cargo.toml"), "output = \"cubin\"\n", "output = \"fatbin\"\n");
-    let outcome = build(tmp.path(), &pkg, &root).accel(two).try_compile().unwrap();
+    let outcome = cuda_build(tmp.path(), &pkg, &root).accel(two).try_compile().unwrap();
     assert_eq!(ids(&outcome.report.ran), ["cuda:fatbin:kernels/affine.cu"]);
     let fatbin = payload(tmp.path(), "kernels/affine_fatbin", "bin");
     assert!(fatbin.starts_with(&[0x50, 0xed, 0x55, 0xba]), "a fat binary: {:02x?}", &fatbin[..8.min(fatbin.len())]);
@@ -174,7 +164,7 @@ fn the_argv_of_each_output_kind_on_both_routes() {
     let (tmp, pkg) = fixture("cuda-ptx");
     let (root, shim) = fake_toolkit(tmp.path());
     let ccbin = std::fs::canonicalize(shim.path()).unwrap();
-    build(tmp.path(), &pkg, &root).env("NVCC_CCBIN", &ccbin).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
+    cuda_build(tmp.path(), &pkg, &root).env("NVCC_CCBIN", &ccbin).accel("cuda13.0+{sm_80,sm_90}").try_compile().unwrap();
     let call = |needle: &str, arch: &str| shim.calls().into_iter().find(|c| c.names(needle) && c.has(arch)).unwrap_or_else(|| panic!("{needle} {arch}"));
     let c = call("guarded/bf16max.cu", "-arch=compute_80");
     let (out, dep) = (c.after("-o").unwrap().to_string(), c.after("-MF").unwrap().to_string());
@@ -188,7 +178,7 @@ fn the_argv_of_each_output_kind_on_both_routes() {
     // The clang route: --cuda-device-only, -S for PTX, -c for a cubin.
     edit(&pkg.join("Cargo.toml"), "output = \"ptx\"\n", "output = \"cubin\"\ncompiler = \"clang\"\n");
     let clang = Shim::install(&tmp.path().join("clang"), "clang-shim");
-    build(tmp.path(), &pkg, &root).tool("clang++", clang.path()).accel("cuda13.0+{sm_90}").try_compile().unwrap();
+    cuda_build(tmp.path(), &pkg, &root).tool("clang++", clang.path()).accel("cuda13.0+{sm_90}").try_compile().unwrap();
     let calls = clang.calls();
     let cubin = calls.iter().find(|c| c.names("kernels/affine.cu")).expect("affine.cu compiled by clang");
     let toolkit = format!("--cuda-path={}", root.display());
@@ -201,7 +191,7 @@ fn the_argv_of_each_output_kind_on_both_routes() {
 fn without_an_accelerator_the_accessors_are_generated_empty_and_nothing_compiles() {
     let (tmp, pkg) = fixture("cuda-ptx");
     let (root, shim) = fake_toolkit(tmp.path());
-    let outcome = build(tmp.path(), &pkg, &root).no_accel().try_compile().unwrap();
+    let outcome = cuda_build(tmp.path(), &pkg, &root).no_accel().try_compile().unwrap();
     assert!(outcome.report.ran.is_empty());
     assert_eq!(shim.starts(), 0, "no nvcc at all");
     let rs = surface(tmp.path());
@@ -213,7 +203,7 @@ fn without_an_accelerator_the_accessors_are_generated_empty_and_nothing_compiles
     assert!(cppm.contains("text_payload affine_ptx()"), "{cppm}");
     // The same names as the accelerated build's (one architecture).
     edit(&pkg.join("Cargo.toml"), "output = \"ptx\"\n", "output = \"fatbin\"\n");
-    build(tmp.path(), &pkg, &root).no_accel().try_compile().unwrap();
+    cuda_build(tmp.path(), &pkg, &root).no_accel().try_compile().unwrap();
     let rs = surface(tmp.path());
     assert!(rs.contains("pub fn affine_fatbin() -> super::BytesPayload") && rs.contains("pub fn bf16max_ptx()"), "{rs}");
     assert_eq!(payload(tmp.path(), "kernels/affine_fatbin", "bin"), b"");
@@ -225,7 +215,7 @@ fn an_object_that_is_not_an_object_file_is_a_failure() {
     edit(&pkg.join("Cargo.toml"), "output = \"ptx\"\n", "output = \"object\"\n");
     let (root, shim) = fake_toolkit(tmp.path());
     shim.output("//\n// Generated by NVIDIA NVVM Compiler\n.version 9.0\n");
-    let e = build(tmp.path(), &pkg, &root).try_compile().unwrap_err();
+    let e = cuda_build(tmp.path(), &pkg, &root).try_compile().unwrap_err();
     assert_eq!(e.kind, ErrorKind::ToolFailed);
     let text = e.to_string();
     assert!(text.contains("exited 0 but") && text.contains("is not an ELF file") && text.contains("it starts with 2f 2f 0a 2f"), "{text}");
@@ -238,7 +228,7 @@ fn every_failed_compile_is_reported_and_the_independent_ones_still_run() {
     let (root, shim) = fake_toolkit(tmp.path());
     // Every object compile fails (they have -c); the guarded PTX compile does not.
     shim.fail_if_arg("-c", "k.cu(1): error: simulated", 2);
-    let e = build(tmp.path(), &pkg, &root).jobs(1).try_compile().unwrap_err();
+    let e = cuda_build(tmp.path(), &pkg, &root).jobs(1).try_compile().unwrap_err();
     let text = e.to_string();
     assert_eq!(e.problems(), 4, "three failures and the archive not run:\n{text}");
     for k in ["kernels/affine.cu", "kernels/scale.cu", "kernels/solo.cu"] {
@@ -249,7 +239,7 @@ fn every_failed_compile_is_reported_and_the_independent_ones_still_run() {
     assert_eq!(shim.calls().iter().filter(|c| c.has("--ptx")).count(), 1, "the independent PTX compile ran");
     // Fixed: the PTX compile that succeeded is fresh.
     let shim = Shim::install(&root.join("bin"), "nvcc");
-    let outcome = build(tmp.path(), &pkg, &root).jobs(1).try_compile().unwrap();
+    let outcome = cuda_build(tmp.path(), &pkg, &root).jobs(1).try_compile().unwrap();
     assert!(!outcome.report.ran.iter().any(|a| a.starts_with("cuda:ptx")), "{:?}", outcome.report.ran);
     assert_eq!(shim.calls().iter().filter(|c| c.has("--ptx")).count(), 0);
 }

@@ -9,16 +9,6 @@ use cargo_mcpp::Build;
 use harness::*;
 use std::path::Path;
 
-fn build(tmp: &Path, pkg: &Path, toolkit: &Path) -> Build {
-    let mut b = Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
-        b.env_remove(v);
-    }
-    b.env("CUDA_PATH", toolkit);
-    b
-}
-
 /// One bad input: an edit of the fixture's manifest (`from` -> `to`, none when `from` is
 /// empty), an extra change of the builder, and its refusal text. Nothing may compile.
 fn refusal(from: &str, to: &str, change: impl Fn(&mut Build, &Path)) -> String {
@@ -27,7 +17,7 @@ fn refusal(from: &str, to: &str, change: impl Fn(&mut Build, &Path)) -> String {
     if !from.is_empty() {
         edit(&pkg.join("Cargo.toml"), from, to);
     }
-    let mut b = build(tmp.path(), &pkg, &root);
+    let mut b = cuda_build(tmp.path(), &pkg, &root);
     change(&mut b, &pkg);
     let text = match b.try_compile() {
         Ok(_) => panic!("{from} -> {to}: the build was expected to be refused"),

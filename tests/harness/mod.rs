@@ -133,3 +133,16 @@ pub fn redact(text: &str, tmp: &Path) -> String {
     let tmp = tmp.display().to_string();
     text.replace(&format!("{tmp}/pkg"), "[PKG]").replace(&tmp, "[TMP]")
 }
+
+/// A `Build` of the CUDA package `pkg` with `toolkit` as its `CUDA_PATH` (a real toolkit or a
+/// fake one with a recording shim as nvcc), its outputs and `MCPP_HOME` under `tmp`, every
+/// variable that could name another nvcc, toolkit or accelerator set removed.
+pub fn cuda_build(tmp: &Path, pkg: &Path, toolkit: &Path) -> cargo_mcpp::Build {
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
+    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+        b.env_remove(v);
+    }
+    b.env("CUDA_PATH", toolkit);
+    b
+}

@@ -401,6 +401,27 @@ pub fn check_route_options(ctx: &RuleContext, opts: &CudaOptions, route: CudaCom
     Ok(())
 }
 
+/// One translation unit's invocation on the lane's route, toolkit, host compiler, target and
+/// options: `archs` the architectures it compiles for, `includes` the resolved include
+/// directories, `force_include` the island header for the island's device half.
+fn invocation<'a>(lane: &'a Lane, archs: &'a [String], includes: &'a [PathBuf], optimize: bool, rdc: bool, force_include: Option<&'a Path>) -> Invocation<'a> {
+    Invocation {
+        route: lane.route,
+        toolkit: &lane.toolkit.root,
+        ccbin: lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()),
+        ccbin_args: &lane.compilers.ccbin_args,
+        target_dir: lane.runtime.target_dir,
+        archs,
+        ptx: lane.archs.ptx,
+        optimize,
+        rdc,
+        force_include,
+        includes,
+        defines: &lane.opts.common.defines,
+        flags: &lane.opts.common.flags,
+    }
+}
+
 /// One compile action per source (`cuda:<rel>`), its object at [`link::object_path`] with the
 /// depfile beside it, checked to be an object file of the target ([`Expect::object`]); the
 /// island's device half gets the boundary header as a forced include (and as an input).
@@ -419,21 +440,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
         let obj = link::object_path(ctx.variant, LANE, &s.rel);
         let depfile = obj.with_extension("d");
         let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
-        let inv = Invocation {
-            route: lane.route,
-            toolkit: &lane.toolkit.root,
-            ccbin: lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()),
-            ccbin_args: &lane.compilers.ccbin_args,
-            target_dir: lane.runtime.target_dir,
-            archs: &lane.archs.archs,
-            ptx: lane.archs.ptx,
-            optimize,
-            rdc: lane.rdc,
-            force_include: island_half,
-            includes: &includes,
-            defines: &lane.opts.common.defines,
-            flags: &lane.opts.common.flags,
-        };
+        let inv = invocation(lane, &lane.archs.archs, &includes, optimize, lane.rdc, island_half);
         let mut inputs = vec![s.path.clone()];
         inputs.extend(island_half.map(Path::to_path_buf));
         plan.actions.push(Action {
@@ -556,21 +563,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
             let file_ext = if arch.is_empty() { output.name().to_string() } else { format!("{arch}.{}", output.name()) };
             let out = dir.join(link::object_name(&s.rel, &file_ext));
             let depfile = out.with_extension("d");
-            let inv = Invocation {
-                route: lane.route,
-                toolkit: &lane.toolkit.root,
-                ccbin: lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()),
-                ccbin_args: &lane.compilers.ccbin_args,
-                target_dir: lane.runtime.target_dir,
-                archs,
-                ptx: lane.archs.ptx,
-                optimize,
-                rdc: false,
-                force_include: None,
-                includes: &includes,
-                defines: &lane.opts.common.defines,
-                flags: &lane.opts.common.flags,
-            };
+            let inv = invocation(lane, archs, &includes, optimize, false, None);
             let tag = if arch.is_empty() { output.name().to_string() } else { format!("{}:{arch}", output.name()) };
             plan.actions.push(Action {
                 id: format!("cuda:{tag}:{}", s.rel),
