@@ -124,6 +124,48 @@ impl Action {
     }
 }
 
+/// Make the package-level edges of `actions` explicit: every declared input of an action that
+/// is an output of another action makes that producer one of its [`Action::deps`] (added once,
+/// in list order). A rule then plans an action over other actions' outputs (SYCL's
+/// `-fsycl-link` over every SYCL object, CUDA's `nvcc -dlink` over the relocatable objects, an
+/// archive) by naming those files as its inputs, without knowing where in the package's list
+/// their producers sit ([`crate::rules::package_step`]); [`run`] then runs it after them, reruns
+/// it whenever one of them reruns, and skips it when one of them fails. Called once on the
+/// whole graph ([`crate::plan::lanes::plan`]), so an edge may cross lanes.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when a producer is listed after the action reading its output (the run
+/// decides freshness in list order, so a consumer must follow what it reads), naming both ids.
+pub fn connect_inputs(actions: &mut [Action]) -> Result<()> {
+    let mut producer: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for (i, a) in actions.iter().enumerate() {
+        for o in &a.outputs {
+            producer.entry(o.clone()).or_insert(i);
+        }
+    }
+    for i in 0..actions.len() {
+        let mut found: Vec<usize> = Vec::new();
+        for input in &actions[i].inputs {
+            if let Some(&p) = producer.get(input) {
+                if p == i {
+                    continue;
+                }
+                if p > i {
+                    return Err(Error::new(ErrorKind::Io, format!("the action `{}` reads {}, which `{}` writes later in the plan", actions[i].id, input.display(), actions[p].id))
+                        .help("this is a planning bug of cargo-mcpp; please report it with the manifest"));
+                }
+                found.push(p);
+            }
+        }
+        for p in found {
+            if !actions[i].deps.contains(&p) {
+                actions[i].deps.push(p);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Progress reporting for [`run`].
 pub trait Observer: Sync {
     /// `total` actions will run (the stale ones).
@@ -497,5 +539,36 @@ mod tests {
         let w = warning_lines("nvcc k.cu", &[], "", &many);
         assert_eq!(w.len(), WARNING_LINES_MAX + 1);
         assert_eq!(w.last().map(String::as_str), Some("nvcc k.cu: ... (3 more lines)"));
+    }
+
+    fn action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action {
+        Action {
+            id: id.into(),
+            description: id.into(),
+            role: Role::Object,
+            tool: Tool { name: "t".into(), path: "/t".into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None },
+            args: Vec::new(),
+            cwd: "/p".into(),
+            inputs: inputs.iter().map(PathBuf::from).collect(),
+            outputs: outputs.iter().map(PathBuf::from).collect(),
+            depfile: None,
+            include_dirs: Vec::new(),
+            deps: Vec::new(),
+            builtin: None,
+            expect: None,
+        }
+    }
+
+    #[test]
+    fn a_package_level_step_depends_on_the_producers_of_its_inputs_and_a_misordered_plan_is_refused() {
+        let mut a = vec![action("a", &["/s/a.sycl"], &["/o/a.o"]), action("b", &["/s/b.sycl"], &["/o/b.o"]), action("other", &["/s/c.comp"], &["/o/c.spv"]), action("link", &["/o/a.o", "/o/b.o"], &["/o/dl.o"]), action("ar", &["/o/a.o", "/o/b.o", "/o/dl.o"], &["/o/lib.a"])];
+        a[4].deps = vec![0];
+        connect_inputs(&mut a).unwrap();
+        assert_eq!(a[3].deps, [0, 1]);
+        assert_eq!(a[4].deps, [0, 1, 3], "an existing edge is kept once, the others added");
+        assert!(a[0].deps.is_empty() && a[2].deps.is_empty());
+        let mut wrong = vec![action("link", &["/o/a.o"], &["/o/dl.o"]), action("a", &["/s/a.sycl"], &["/o/a.o"])];
+        let e = connect_inputs(&mut wrong).unwrap_err().to_string();
+        assert!(e.contains("`link` reads /o/a.o, which `a` writes later"), "{e}");
     }
 }

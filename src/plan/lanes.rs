@@ -110,6 +110,8 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         planned.link.extend(host.link);
         planned.tool_files.extend(host.watch);
     }
+    // The package-level edges: an action over other actions' outputs runs after them.
+    crate::graph::connect_inputs(&mut planned.actions)?;
     Ok(planned)
 }
 

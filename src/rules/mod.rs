@@ -180,6 +180,52 @@ pub trait Rule: Send + Sync {
     }
 }
 
+/// A package-level step: one action over other actions' outputs (every object of a lane),
+/// writing one file. SYCL's device link (`-fsycl-link` over every `.sycl` object into
+/// `sycl_device_link.o`) and CUDA's (`nvcc -dlink` over the relocatable objects into
+/// `device-link.o`) are this shape.
+#[derive(Debug, Clone)]
+pub struct PackageStep {
+    /// Stable action id (`sycl:device-link`).
+    pub id: String,
+    /// What the progress line shows.
+    pub description: String,
+    /// The program it runs.
+    pub tool: crate::tool::Tool,
+    /// Its whole argument list (the consumed files and the output included where the tool wants them).
+    pub args: Vec<std::ffi::OsString>,
+    /// Working directory (the package root).
+    pub cwd: PathBuf,
+    /// The files it consumes: other actions' outputs, in order.
+    pub consumes: Vec<PathBuf>,
+    /// The one file it writes.
+    pub output: PathBuf,
+    /// What that file must start with (an object of the target).
+    pub expect: Option<crate::graph::Expect>,
+}
+
+/// The action of a [`PackageStep`]: its inputs are the consumed files and no dependency index is
+/// written by the rule; the graph derives the edges from inputs that are other actions' outputs
+/// ([`crate::graph::connect_inputs`]), so the step runs after every producer, reruns when one
+/// reruns and is skipped when one fails, wherever in the package's plan they are.
+pub fn package_step(step: PackageStep) -> Action {
+    Action {
+        id: step.id,
+        description: step.description,
+        role: crate::graph::Role::Object,
+        tool: step.tool,
+        args: step.args,
+        cwd: step.cwd,
+        inputs: step.consumes,
+        outputs: vec![step.output],
+        depfile: None,
+        include_dirs: Vec::new(),
+        deps: Vec::new(),
+        builtin: None,
+        expect: step.expect,
+    }
+}
+
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
     vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule)]

@@ -305,7 +305,7 @@ impl Rule for CudaRule {
             let first = plan.actions.len();
             let mut objects = plan_compiles(&lane, &object_sources, &mut plan)?;
             if rdc {
-                objects.push(plan_device_link(&lane, &objects, first, &mut plan));
+                objects.push(plan_device_link(&lane, &objects, &mut plan));
             }
             let deps: Vec<usize> = (first..plan.actions.len()).collect();
             let (action, link) = link::archive(ctx.variant, LANE, &ctx.manifest.package_name, host.archive_format, &objects, deps, ctx.manifest.dir());
@@ -464,10 +464,10 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
 }
 
 /// The device link of relocatable device code (`rdc = true`, nvcc): `nvcc -dlink` over every
-/// object (after all of them: the actions from `first` on) into
-/// `<variant>/cuda/obj/device-link.o`, archived with them. Returns that object.
-fn plan_device_link(lane: &Lane, objects: &[PathBuf], first: usize, plan: &mut RulePlan) -> PathBuf {
-    let compiled: Vec<usize> = (first..plan.actions.len()).collect();
+/// object into `<variant>/cuda/obj/device-link.o`, archived with them: a package-level step
+/// ([`super::package_step`]) whose edges to the compiles come from its inputs. Returns that
+/// object.
+fn plan_device_link(lane: &Lane, objects: &[PathBuf], plan: &mut RulePlan) -> PathBuf {
     let dlink = lane.ctx.variant.objects_dir(LANE).join("device-link.o");
     let mut args: Vec<OsString> = Vec::new();
     args.extend(host_compiler_args(lane.compilers.ccbin.as_ref().map(|t| t.path.as_path()), &lane.compilers.ccbin_args, lane.runtime.target_dir));
@@ -476,21 +476,16 @@ fn plan_device_link(lane: &Lane, objects: &[PathBuf], first: usize, plan: &mut R
     args.extend(["-Xcompiler".into(), "-fPIC".into()]);
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));
     args.extend(["-o".into(), dlink.clone().into()]);
-    plan.actions.push(Action {
+    plan.actions.push(super::package_step(super::PackageStep {
         id: "cuda:device-link".into(),
         description: format!("nvcc -dlink ({} objects)", objects.len()),
-        role: Role::Object,
         tool: lane.compilers.compiler.clone(),
         args,
         cwd: lane.ctx.manifest.dir().to_path_buf(),
-        inputs: objects.to_vec(),
-        outputs: vec![dlink.clone()],
-        depfile: None,
-        include_dirs: Vec::new(),
-        deps: compiled,
-        builtin: None,
+        consumes: objects.to_vec(),
+        output: dlink.clone(),
         expect: Expect::object(lane.host.archive_format),
-    });
+    }));
     dlink
 }
 
