@@ -162,7 +162,17 @@ fn output(entry: &SourceEntry) -> Option<&str> {
 fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
     let crate::walk::Matched { path, rel, .. } = m;
     let ext = extension(&path).unwrap_or_default();
-    let Some(rule) = rules.iter().position(|r| r.claims(&ext)) else {
+    // An extension a rule claims only under a constraint naming its backend (`.cpp` for SYCL).
+    let constrained = |c: &Constraint| rules.iter().position(|r| r.constrained_extensions().contains(&ext.as_str()) && c.backends.contains(&r.backend()));
+    let Some(rule) = rules.iter().position(|r| r.claims(&ext)).or_else(|| constraint.and_then(constrained)) else {
+        if let Some(r) = rules.iter().find(|r| r.constrained_extensions().contains(&ext.as_str())) {
+            let backend = r.backend();
+            return Err(Error::new(ErrorKind::Sources, format!("'{rel}' is listed in sources, and a `.{ext}` file is {} source only through a glob constrained to {backend}", r.name()))
+                .file(&path)
+                .key(listing.key.clone())
+                .detail(format!("A `.{ext}` file is host C++ unless its `sources` entry says it is {} code.", r.name()))
+                .help(format!("list it as {{ glob = \"{}\", accel = \"{backend}\" }} (or a `.{}` name), or compile it in build.rs", crate::text::echo(&rel), r.extensions().first().copied().unwrap_or(""))));
+        }
         let err = if DEVICE_EXTENSIONS.contains(&ext.as_str()) {
             Error::new(ErrorKind::Sources, format!("device source that no rule compiles: {rel}"))
                 .file(&path)

@@ -40,7 +40,7 @@ pub fn requirements(
             let t = &req.tool;
             let chosen = builder_tools.contains_key(t.name)
                 || manifest.mcpp.tools.contains_key(t.name)
-                || t.env_vars.iter().chain(req.named_by_env).chain(t.toolkit.map_or(&[][..], |k| k.root_vars)).any(|v| env.get_nonempty(v).is_some())
+                || t.env_vars.iter().chain(req.named_by_env).copied().chain(t.toolkit.map_or(&[][..], |k| k.root_vars).iter().map(|e| crate::tool::split_root_var(e).0)).any(|v| env.get_nonempty(v).is_some())
                 || env.get_nonempty(&crate::tool::override_var(t.name)).is_some();
             if chosen {
                 continue;

@@ -3,10 +3,12 @@
 //! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
+pub mod ascend;
 pub mod cuda;
 pub mod options;
 pub mod slang;
 pub mod spirv;
+pub mod sycl;
 
 use crate::accel::{AccelEntry, Backend};
 use crate::env::Env;
@@ -118,6 +120,12 @@ pub trait Rule: Send + Sync {
     /// The tools this rule may run (their names are the valid keys of
     /// `[package.metadata.mcpp.tools]`).
     fn tools(&self) -> &'static [crate::tool::ToolSpec];
+    /// Extensions this rule claims only through a `sources` entry constrained to its backend
+    /// (`{ glob = "k/*.cpp", accel = "sycl" }`: a `.cpp` is host C++ unless its entry says
+    /// otherwise); listed by a plain glob they are refused naming the way. Default: none.
+    fn constrained_extensions(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether this rule claims files with extension `ext`.
     fn claims(&self, ext: &str) -> bool {
         self.extensions().contains(&ext)
@@ -228,7 +236,7 @@ pub fn package_step(step: PackageStep) -> Action {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule)]
 }
 
 #[cfg(test)]

@@ -90,7 +90,9 @@ pub struct ToolkitSpec {
     pub root_key: Option<&'static str>,
     /// The environment variables naming the root, in order: `CUDA_PATH`, `CUDA_HOME` (CUDA);
     /// `HIP_PATH`, `ROCM_PATH` (ROCm); `ONEAPI_ROOT` (oneAPI); `ASCEND_HOME_PATH` (CANN). A set
-    /// one that names no toolkit is refused, not skipped.
+    /// one that names no toolkit is refused, not skipped. An entry `VAR/sub/dir` names the root
+    /// `$VAR/sub/dir`, for a variable naming an installation the toolkit sits inside: oneAPI's
+    /// `ONEAPI_ROOT/compiler/latest` ([`split_root_var`]).
     pub root_vars: &'static [&'static str],
     /// The program's path inside the root, `/`-separated: `bin/nvcc`. A named program whose
     /// real path ends so sits in the root above it.
@@ -123,6 +125,12 @@ impl ToolkitSpec {
         }
         self.is_root(root).then(|| root.to_path_buf())
     }
+}
+
+/// A [`ToolkitSpec::root_vars`] entry as (the variable, the root's path below its value):
+/// `("CUDA_PATH", "")`, `("ONEAPI_ROOT", "compiler/latest")`.
+pub fn split_root_var(entry: &str) -> (&str, &str) {
+    entry.split_once('/').unwrap_or((entry, ""))
 }
 
 /// The project's explicit toolkit root (step 1 of the order, for a [`ToolkitSpec`] with a
@@ -648,13 +656,15 @@ fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, consi
 /// refused, not skipped. `None` when none is set.
 fn from_root_vars(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec<String>) -> Result<Option<Found>> {
     let kit = search.kit;
-    for var in kit.root_vars {
+    for entry in kit.root_vars {
+        let (var, below) = split_root_var(entry);
         let Some(v) = search.env.get_nonempty(var) else {
             considered.push(format!("{var} (unset)"));
             continue;
         };
-        let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
+        let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v)).join(below);
         if let Some(m) = kit.missing_marker(&root) {
+            let m = if below.is_empty() { m.to_string() } else { format!("{below}/{m}") };
             let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{}` has no {m}", kit.name, crate::text::echo_path(Path::new(&v))));
             return Err(consulted(e, considered).key(var.to_string()));
         }
@@ -703,7 +713,7 @@ fn from_path(search: &KitSearch, named: &mut Option<Found>, considered: &mut Vec
             continue;
         };
         let mut declare: Vec<String> = kit.root_key.map(|k| format!("{k} = \"{}\"", crate::text::echo_path(&root))).into_iter().collect();
-        declare.extend(kit.root_vars.first().map(|v| format!("{v}={}", crate::text::echo_path(&root))));
+        declare.extend(kit.root_vars.first().map(|v| split_root_var(v)).filter(|(_, below)| below.is_empty()).map(|(v, _)| format!("{v}={}", crate::text::echo_path(&root))));
         let mut w = format!("the {} was found through {prog} on PATH ({}); declare it instead: {}", kit.name, crate::text::echo_path(&path), declare.join(" or "));
         if let Some(p) = spec.toolchain_package {
             w.push_str(&format!(", or install the toolchain package {p} with `{}`", choices.fetch_command));
@@ -738,7 +748,14 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
     }
     ways.push(format!("the global override: {}=/path/to/{prog}", override_var(spec.name)));
     if let Some(kit) = spec.toolkit.filter(|k| !k.root_vars.is_empty()) {
-        let roots: Vec<String> = kit.root_vars.iter().map(|v| format!("{v}=/path/to/root")).collect();
+        let roots: Vec<String> = kit
+            .root_vars
+            .iter()
+            .map(|e| match split_root_var(e) {
+                (v, "") => format!("{v}=/path/to/root"),
+                (v, below) => format!("{v}=/path/to/installation (the root is its {below})"),
+            })
+            .collect();
         let mut holds = vec![kit.program_in_root];
         holds.extend(kit.marker_files.iter().copied());
         ways.push(format!("the {} root: {} (a root holds {})", kit.name, roots.join(" or "), holds.join(" and ")));
