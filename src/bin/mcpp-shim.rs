@@ -26,6 +26,8 @@
 //! | `MCPP_SHIM_FAIL_MESSAGE` | the failure's stderr (default `<name>: simulated failure`) |
 //! | `MCPP_SHIM_FAIL_CODE` | the failure's exit code (default 1) |
 //! | `MCPP_SHIM_WARN` | a line printed on stderr by a successful compile |
+//! | `MCPP_SHIM_DIGEST` | `1`: every output and depfile follows the inputs' bytes: the output ends with `digest <sha256>` of each input and each file it includes (`#include "x"`, looked up beside the including file, then in the `-I` directories, recursively), and the depfile lists those included files too, as a compiler's does |
+//! | `MCPP_SHIM_SILENT_UNLESS_ARGS` | a start whose arguments lack this space-separated sequence (`-x c++`) exits 0 and writes nothing, as DPC++ does with a `.sycl` file and no `-x c++` (it takes the file for a linker input) |
 //! | `MCPP_SHIM_OUTPUT` | the content of every `-o` output (default `object of <inputs>`, after `\x7fELF ` for a `.o` or `.cubin`, after the fat binary magic `50 ed 55 ba` and a space for a `.fatbin`) |
 // A test-only program outside the library: it records its whole environment and runs the
 // program it wraps; the library's doors (env::Env, graph.rs) are not its concern.
@@ -181,8 +183,16 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
         };
         return ExitCode::from(code);
     }
+    if let Some(seq) = settings.get("MCPP_SHIM_SILENT_UNLESS_ARGS") {
+        let seq: Vec<&str> = seq.split(' ').filter(|w| !w.is_empty()).collect();
+        if !seq.is_empty() && !args.windows(seq.len()).any(|w| w.iter().zip(&seq).all(|(a, b)| a == b)) {
+            return ExitCode::SUCCESS;
+        }
+    }
     let named = Named::parse(args);
     let inputs = named.inputs.join(" ");
+    // With MCPP_SHIM_DIGEST, what the inputs include, and the digest of all their bytes.
+    let (included, digest) = if settings.get("MCPP_SHIM_DIGEST") == Some("1") { digest(&named) } else { (Vec::new(), String::new()) };
     if let Some(out) = &named.output {
         // By default an output starts as its kind's files do (the engine checks objects,
         // cubins and fat binaries by their first bytes): ELF for `.o` and `.cubin`, the fat
@@ -197,7 +207,8 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
                 } else {
                     b""
                 };
-                [magic, format!("object of {inputs}\n").as_bytes()].concat()
+                let digest_line = if digest.is_empty() { String::new() } else { format!("digest {digest}\n") };
+                [magic, format!("object of {inputs}\n{digest_line}").as_bytes()].concat()
             }
         };
         if let Err(e) = write(out, &text) {
@@ -207,7 +218,8 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
     }
     for dep in &named.depfiles {
         let target = named.output.as_deref().unwrap_or("out");
-        if let Err(e) = write(dep, format!("{target}: {inputs}\n").as_bytes()) {
+        let listed: Vec<&str> = named.inputs.iter().map(String::as_str).chain(included.iter().map(String::as_str)).collect();
+        if let Err(e) = write(dep, format!("{target}: {}\n", listed.join(" ")).as_bytes()) {
             eprintln!("{name} (mcpp-shim): cannot write the depfile {dep}: {e}");
             return ExitCode::from(2);
         }
@@ -216,6 +228,40 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
         eprintln!("{warn}");
     }
     ExitCode::SUCCESS
+}
+
+/// The files the inputs include (`#include "x"` beside the including file, then in the `-I`
+/// directories; recursively, each once) and the sha256 of every input's and included file's
+/// name and bytes, in that order.
+fn digest(named: &Named) -> (Vec<String>, String) {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut included: Vec<String> = Vec::new();
+    let mut todo: Vec<PathBuf> = named.inputs.iter().map(PathBuf::from).collect();
+    while let Some(file) = todo.pop() {
+        if seen.contains(&file) {
+            continue;
+        }
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        hasher.update(file.to_string_lossy().as_bytes());
+        hasher.update(&bytes);
+        seen.push(file.clone());
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let Some(rest) = line.trim().strip_prefix("#include") else { continue };
+            let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
+            let beside = file.parent().map(|d| d.join(name));
+            let found = beside.into_iter().chain(named.includes.iter().map(|d| Path::new(d).join(name))).find(|c| c.is_file());
+            if let Some(f) = found {
+                if !seen.contains(&f) {
+                    included.push(f.to_string_lossy().into_owned());
+                    todo.push(f);
+                }
+            }
+        }
+    }
+    let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    (included, hex)
 }
 
 fn write(path: &str, bytes: &[u8]) -> std::io::Result<()> {
@@ -231,11 +277,13 @@ struct Named {
     output: Option<String>,
     depfiles: Vec<String>,
     inputs: Vec<String>,
+    /// The `-I<dir>` / `-I <dir>` directories, in order.
+    includes: Vec<String>,
 }
 
 impl Named {
     fn parse(args: &[String]) -> Named {
-        let mut named = Named { output: None, depfiles: Vec::new(), inputs: Vec::new() };
+        let mut named = Named { output: None, depfiles: Vec::new(), inputs: Vec::new(), includes: Vec::new() };
         let mut compiled = Vec::new();
         let mut files = Vec::new();
         let mut it = args.iter();
@@ -243,12 +291,15 @@ impl Named {
             match a.as_str() {
                 "-o" => named.output = it.next().cloned(),
                 "-MF" | "--depfile" | "-depfile" => named.depfiles.extend(it.next().cloned()),
+                "-I" => named.includes.extend(it.next().cloned()),
                 "-c" => match it.as_slice().first() {
                     Some(next) if !next.starts_with('-') => compiled.extend(it.next().cloned()),
                     _ => {}
                 },
                 _ => {
-                    if let Some(v) = a.strip_prefix("--depfile=").or_else(|| a.strip_prefix("-MF=")) {
+                    if let Some(v) = a.strip_prefix("-I").filter(|v| !v.is_empty()) {
+                        named.includes.push(v.to_string());
+                    } else if let Some(v) = a.strip_prefix("--depfile=").or_else(|| a.strip_prefix("-MF=")) {
                         named.depfiles.push(v.to_string());
                     } else if !a.starts_with('-') && Path::new(a).is_file() {
                         files.push(a.clone());

@@ -304,7 +304,7 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
     let (kit, _) = crate::tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, super::cuda::toolkit::root_choice(&options::parse(ctx.manifest, "cuda").unwrap_or_default(), ctx.manifest).as_ref(), ctx.env)?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
-    path.push(&kit.root);
+    path.push(kit.root.components().collect::<PathBuf>());
     a.push(path);
     for arch in &cuda.archs {
         a.extend(["-Xsycl-target-backend".into(), format!("--cuda-gpu-arch={arch}").into()]);

@@ -146,3 +146,55 @@ pub fn cuda_build(tmp: &Path, pkg: &Path, toolkit: &Path) -> cargo_mcpp::Build {
     b.env("CUDA_PATH", toolkit);
     b
 }
+
+/// A fake oneAPI installation `<dir>/oneapi` whose DPC++ compiler root `compiler/latest` has a
+/// recording [`Shim`] as `bin/icpx` (answering `--version` as oneAPI 2025.0.4 does),
+/// `include/sycl/sycl.hpp` and `lib/libsycl.so`; returns (the `ONEAPI_ROOT`, the shim). The
+/// compiler root (`CMPLR_ROOT`) is `<oneapi>/compiler/latest`.
+pub fn fake_oneapi(dir: &Path) -> (PathBuf, Shim) {
+    let oneapi = dir.join("oneapi");
+    let root = oneapi.join("compiler/latest");
+    for d in ["bin", "include/sycl", "lib"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("include/sycl/sycl.hpp"), "#pragma once\n").unwrap();
+    std::fs::write(root.join("lib/libsycl.so"), "").unwrap();
+    let shim = Shim::install(&root.join("bin"), "icpx");
+    shim.answer_version("Intel(R) oneAPI DPC++/C++ Compiler 2025.0.4 (2025.0.4.20241205)\nTarget: x86_64-unknown-linux-gnu");
+    (oneapi, shim)
+}
+
+/// A fake CANN toolkit `<dir>/cann` for this host's architecture directory
+/// (`cargo_mcpp::rules::ascend::ARCH_DIR`): a recording [`Shim`] as
+/// `<arch>/ccec_compiler/bin/bisheng`, two of the toolkit's include directories, `lib64` with
+/// `libascendc_runtime.so`, `libruntime.so` and `libc_sec.a`, the driver stubs directory, and
+/// `ascend_toolkit_install.info` saying `version=8.5.0`; returns (the root, the shim).
+pub fn fake_cann(dir: &Path) -> (PathBuf, Shim) {
+    let root = dir.join("cann");
+    let arch = root.join(cargo_mcpp::rules::ascend::ARCH_DIR);
+    let stubs = format!("devlib/linux/{}", cargo_mcpp::rules::ascend::ARCH_DIR.trim_end_matches("-linux"));
+    for d in ["ccec_compiler/bin", "asc/include", "tikcpp/tikcfw", "lib64", stubs.as_str()] {
+        std::fs::create_dir_all(arch.join(d)).unwrap();
+    }
+    for f in ["libascendc_runtime.so", "libruntime.so", "libc_sec.a"] {
+        std::fs::write(arch.join("lib64").join(f), "").unwrap();
+    }
+    std::fs::write(arch.join("ascend_toolkit_install.info"), "package_name=Ascend-cann-toolkit\nversion=8.5.0\n").unwrap();
+    let shim = Shim::install(&arch.join("ccec_compiler/bin"), "bisheng");
+    (root, shim)
+}
+
+/// A `Build` of the package `pkg` with its outputs and `MCPP_HOME` under `tmp` and every
+/// variable that could name another SYCL, Ascend C or CUDA compiler, toolkit or accelerator
+/// set removed (the lanes verified by argv through the shim).
+pub fn device_build(tmp: &Path, pkg: &Path) -> cargo_mcpp::Build {
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home")).env("CARGO_PKG_NAME", "dev-pkg");
+    for v in [
+        "ICPX", "MCPP_ICPX", "MCPP_TOOL_ICPX", "ACPP", "MCPP_ACPP", "MCPP_TOOL_ACPP", "CMPLR_ROOT", "ONEAPI_ROOT", "BISHENG", "MCPP_BISHENG", "MCPP_TOOL_BISHENG", "ASCEND_HOME_PATH",
+        "NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST",
+    ] {
+        b.env_remove(v);
+    }
+    b
+}

@@ -128,6 +128,18 @@ impl Shim {
     pub fn warn(&self, line: &str) -> &Shim {
         self.set("MCPP_SHIM_WARN", line)
     }
+    /// Make every output and depfile follow the inputs' bytes: the output gains `digest
+    /// <sha256>` of each input and each file it includes (`#include "x"` beside it or in a `-I`
+    /// directory, recursively), and the depfile lists the included files, as a compiler's does.
+    /// A header edit then changes the objects of exactly its includers, and what consumes them.
+    pub fn digest_inputs(&self) -> &Shim {
+        self.set("MCPP_SHIM_DIGEST", "1")
+    }
+    /// Exit 0 writing nothing unless the arguments hold `seq` (space-separated, in order), as
+    /// DPC++ does with a `.sycl` file and no `-x c++`.
+    pub fn silent_unless_args(&self, seq: &str) -> &Shim {
+        self.set("MCPP_SHIM_SILENT_UNLESS_ARGS", seq)
+    }
     /// Write `text` (instead of `object of <inputs>`) to every `-o` output.
     pub fn output(&self, text: &str) -> &Shim {
         self.set("MCPP_SHIM_OUTPUT", text)
