@@ -315,6 +315,19 @@ mod tests {
     }
 
     #[test]
+    fn the_tools_environment_enters_the_fingerprint() {
+        let tool = |home: &str| crate::tool::Tool {
+            name: "bisheng".into(),
+            path: "/cann/x86_64-linux/ccec_compiler/bin/bisheng".into(),
+            version: "bisheng 1".into(),
+            source: crate::tool::ToolSource::Path,
+            env: vec![("ASCEND_HOME_PATH".into(), home.into())],
+            toolchain_package_root: None,
+        };
+        assert_ne!(tool("/cann/a").identity(), tool("/cann/b").identity());
+    }
+
+    #[test]
     fn link_directives_follow_upstreams_order_with_only_the_libraries_present() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path();
