@@ -662,7 +662,8 @@ fn from_root_vars(search: &KitSearch, named: &mut Option<Found>, considered: &mu
             considered.push(format!("{var} (unset)"));
             continue;
         };
-        let root = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v)).join(below);
+        let given = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
+        let root = if below.is_empty() { given } else { given.join(below) };
         if let Some(m) = kit.missing_marker(&root) {
             let m = if below.is_empty() { m.to_string() } else { format!("{below}/{m}") };
             let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{}` has no {m}", kit.name, crate::text::echo_path(Path::new(&v))));
