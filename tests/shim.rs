@@ -161,3 +161,30 @@ fn found_on_path_by_its_bare_name_it_finds_its_settings() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "icpx 2025.0\n", "{}", text(&out));
     assert_eq!(shim.records()[0].argv0, "icpx");
 }
+
+#[test]
+fn digest_outputs_follow_the_inputs_and_what_they_include_and_silent_starts_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = Shim::install(&tmp.path().join("bin"), "icpx");
+    shim.digest_inputs();
+    std::fs::create_dir_all(tmp.path().join("inc")).unwrap();
+    std::fs::write(tmp.path().join("k.sycl"), "#include \"h.h\"\n").unwrap();
+    std::fs::write(tmp.path().join("inc/h.h"), "#include \"g.h\"\n").unwrap();
+    std::fs::write(tmp.path().join("inc/g.h"), "1\n").unwrap();
+    let compile = || {
+        let o = run(shim.path(), &["-Iinc", "-MD", "-MF", "k.d", "-x", "c++", "-c", "k.sycl", "-o", "k.o"], tmp.path(), &[]);
+        assert!(o.status.success(), "{}", text(&o));
+        std::fs::read(tmp.path().join("k.o")).unwrap()
+    };
+    let first = compile();
+    assert!(first.starts_with(b"\x7fELF ") && String::from_utf8_lossy(&first).contains("digest "), "{}", String::from_utf8_lossy(&first));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("k.d")).unwrap(), "k.o: k.sycl inc/h.h inc/g.h\n", "the depfile lists what was included, transitively");
+    assert_eq!(compile(), first, "the same bytes in, the same bytes out");
+    std::fs::write(tmp.path().join("inc/g.h"), "2\n").unwrap();
+    assert_ne!(compile(), first, "an edit two includes deep changes the output");
+    shim.silent_unless_args("-x c++");
+    std::fs::remove_file(tmp.path().join("k.o")).unwrap();
+    let o = run(shim.path(), &["-c", "k.sycl", "-o", "k.o"], tmp.path(), &[]);
+    assert!(o.status.success() && !tmp.path().join("k.o").exists(), "exit 0, nothing written: {}", text(&o));
+    assert!(compile().starts_with(b"\x7fELF "), "with the sequence it compiles");
+}

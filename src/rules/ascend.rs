@@ -93,16 +93,22 @@ pub const ARCH_DIR: &str = "x86_64-linux";
 
 /// The CANN toolkit: `ascend.toolkit`, then `ASCEND_HOME_PATH`; bisheng at
 /// `<root>/<arch>-linux/ccec_compiler/bin/bisheng`.
+/// A root holds its bisheng: a named bisheng whose root lacks one (a copy elsewhere) is not
+/// taken for a toolkit, and a root variable naming a directory without one is refused.
 pub const CANN: ToolkitSpec = ToolkitSpec {
     name: "CANN toolkit",
     root_key: Some("[package.metadata.mcpp.ascend] toolkit"),
     root_vars: &["ASCEND_HOME_PATH"],
-    #[cfg(target_arch = "aarch64")]
-    program_in_root: "aarch64-linux/ccec_compiler/bin/bisheng",
-    #[cfg(not(target_arch = "aarch64"))]
-    program_in_root: "x86_64-linux/ccec_compiler/bin/bisheng",
-    marker_files: &[],
+    program_in_root: BISHENG_IN_ROOT,
+    marker_files: &[BISHENG_IN_ROOT],
 };
+
+/// bisheng's path inside the CANN root for this host's architecture.
+#[cfg(target_arch = "aarch64")]
+pub const BISHENG_IN_ROOT: &str = "aarch64-linux/ccec_compiler/bin/bisheng";
+/// bisheng's path inside the CANN root for this host's architecture.
+#[cfg(not(target_arch = "aarch64"))]
+pub const BISHENG_IN_ROOT: &str = "x86_64-linux/ccec_compiler/bin/bisheng";
 
 /// bisheng: `tools.bisheng`, `BISHENG`, `MCPP_BISHENG`, `MCPP_TOOL_BISHENG`, the CANN root
 /// ([`CANN`]), then PATH.

@@ -758,7 +758,7 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
             })
             .collect();
         let mut holds = vec![kit.program_in_root];
-        holds.extend(kit.marker_files.iter().copied());
+        holds.extend(kit.marker_files.iter().copied().filter(|m| *m != kit.program_in_root));
         ways.push(format!("the {} root: {} (a root holds {})", kit.name, roots.join(" or "), holds.join(" and ")));
     }
     if let Some(p) = spec.toolchain_package {
