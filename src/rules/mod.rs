@@ -4,6 +4,7 @@
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
 pub mod cuda;
+pub mod hip;
 pub mod options;
 pub mod slang;
 pub mod spirv;
@@ -182,7 +183,7 @@ pub trait Rule: Send + Sync {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule)]
 }
 
 #[cfg(test)]
