@@ -423,7 +423,12 @@ impl Rule for HipRule {
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: HipOptions = options::read(ctx.manifest, self.name())?;
-        let platform = platform(opts.which.unwrap_or_default(), ctx.accel, ctx.set.entry(Backend::Cuda))?;
+        let which = opts.which.unwrap_or_default();
+        // A refusal of an explicit `which` names that key (the set is fine for the other platform).
+        let platform = platform(which, ctx.accel, ctx.set.entry(Backend::Cuda)).map_err(|e| match which {
+            HipWhich::Auto => e,
+            _ => e.file(ctx.manifest.at_col("hip.which")).key(format!("{TABLE}.which")),
+        })?;
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
