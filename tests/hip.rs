@@ -141,6 +141,8 @@ fn hip_on_nvidia_argv_verified_clang_x_cuda_with_the_hip_headers_first() {
     assert!(hipcc.calls().is_empty() && nvcc.calls().is_empty(), "neither hipcc nor nvcc compiles HIP on NVIDIA");
     let lines = out.cargo.lines();
     assert!(lines.contains(&"cargo::rustc-link-lib=static=cudart_static".to_string()) && !lines.iter().any(|l| l.contains("amdhip64")), "{lines:#?}");
+    // The cuda entry is HIP's here: no "nothing was compiled for it" warning.
+    assert!(!lines.iter().any(|l| l.contains("names cuda but no source")), "{lines:#?}");
 }
 
 #[test]

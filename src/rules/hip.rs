@@ -400,6 +400,10 @@ impl Rule for HipRule {
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
     }
+    /// HIP on NVIDIA compiles for the `cuda` entry's architectures.
+    fn borrows(&self) -> &'static [Backend] {
+        &[Backend::Cuda]
+    }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         options::read::<HipOptions>(manifest, self.name()).map(drop)
     }

@@ -173,6 +173,13 @@ pub trait Rule: Send + Sync {
     /// # Errors
     /// A refusal specific to the rule (a stage-less shader, a missing compiler, ...).
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan>;
+    /// The backends whose accelerator entries this rule also reads, beside its own (HIP on
+    /// NVIDIA compiles for the `cuda` entry of `hip, cuda12.9+{sm_89}`): when the rule has
+    /// sources to compile, such an entry is in use, and no "nothing was compiled for it"
+    /// warning is given for it. Default: none.
+    fn borrows(&self) -> &'static [Backend] {
+        &[]
+    }
     /// The toolchain packages this rule drives for `manifest` (its options may choose the
     /// compiler). Fetched only when the package has sources of this rule and the accelerator
     /// set names its backend. Default: none.
