@@ -181,7 +181,7 @@ pub fn fake_rocm(dir: &Path) -> (PathBuf, Shim) {
 pub fn hip_build(tmp: &Path, pkg: &Path, rocm: &Path) -> cargo_mcpp::Build {
     let mut b = cargo_mcpp::Build::new();
     b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in ["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANG++", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+    for v in ["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANGXX", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
         b.env_remove(v);
     }
     b.env("ROCM_PATH", rocm);
