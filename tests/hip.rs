@@ -174,3 +174,13 @@ fn a_constrained_glob_with_a_hip_entry_is_included_excluded_or_refused() {
     let e = hip_build(tmp.path(), &pkg, &root).accel("hip5.2+{gfx1030}").try_compile().unwrap_err().to_string();
     assert!(e.contains("gfx90a"), "{e}");
 }
+
+#[test]
+fn a_marked_hip_source_outside_the_island_is_refused_before_compiling() {
+    let (tmp, pkg) = fixture("hip-island");
+    let (root, hipcc) = fake_rocm(tmp.path());
+    std::fs::write(pkg.join("kernels/extra.hip"), "#include <hip/hip_runtime.h>\nMCPP_EXPORT_C int extra_run(float* y) { return 0; }\n").unwrap();
+    let e = hip_build(tmp.path(), &pkg, &root).try_compile().unwrap_err().to_string();
+    assert!(e.contains("`kernels/extra.hip` marks `extra_run`") && e.contains("sources = [\"kernels/scale.hip\", \"host/scale.cpp\", \"kernels/extra.hip\"]"), "{e}");
+    assert!(!hipcc.calls().iter().any(|c| c.has("-c")), "nothing compiled");
+}
