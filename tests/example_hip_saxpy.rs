@@ -1,7 +1,8 @@
 //! `examples/hip-saxpy` built with `cargo build` as a user would: the HIP build (hipcc, gfx90a,
-//! Debian's HIP 5.2 found through hipcc on PATH or `ROCM_PATH`) says "no HIP device" and exits 2
+//! Debian's HIP 5.2 named by `ROCM_PATH`) says "no HIP device" and exits 2
 //! on a machine without an AMD GPU (CI), never crashing, and runs the kernel where there is one;
-//! the `--no-accel` build runs the C++ host fallback and passes.
+//! `cargo mcpp why tool hipcc` names the choice; the `--no-accel` build runs the C++ host fallback
+//! and passes.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
@@ -34,6 +35,15 @@ fn has_amd_gpu() -> bool {
 #[test]
 fn hip_build_reports_no_hip_device_and_no_accel_runs_the_fallback() {
     let bin = cargo_build(&[]);
+    // `cargo mcpp why tool hipcc` answers from the device cache: the ROCm root's hipcc, named by ROCM_PATH.
+    let why = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "why", "tool", "hipcc", "--target-dir"])
+        .arg(harness::repo().join("target/example-hip-saxpy"))
+        .current_dir(harness::repo().join("examples/hip-saxpy"))
+        .output()
+        .unwrap();
+    let hipcc = harness::real_rocm().join("bin/hipcc");
+    assert!(why.status.success() && harness::text(&why).contains(&format!("answer:  {}", hipcc.display())) && harness::text(&why).contains("ROCM_PATH"), "{}", harness::text(&why));
     let out = Command::new(&bin).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if has_amd_gpu() {
