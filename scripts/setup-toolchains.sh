@@ -10,7 +10,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang slang toolchain-packages pack}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -47,6 +47,10 @@ if want cross; then
   fi
 fi
 want bindgen && apt_install libclang-dev
+# HIP for AMD GPUs (ROCm 5.2 from Debian; ../shared/toolchains/README.md 2): hipcc, clang-15, the
+# HIP headers (/usr/include/hip/hip_version.h: 5.2.21153), libamdhip64.so, the device libraries
+# per gfx (/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/oclc_isa_version_<n>.bc; no gfx1100), ~640 MB.
+want hip && apt_install hipcc libamdhip64-dev
 # `cargo mcpp pack` (tests/pack_appimage.rs, tests/pack_msi.rs; ../shared/toolchains/README.md 10):
 # desktop-file-validate checks the AppImage's .desktop, libfuse2 lets an AppImage run without
 # --appimage-extract-and-run; wixl writes the MSI (a package of its own, apart from msitools:

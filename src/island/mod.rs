@@ -311,7 +311,7 @@ pub fn refuse_marked_outside(manifest: &crate::manifest::Manifest, candidates: i
         let marked = scan_text(&text, &marker, &path)?;
         let Some(first) = marked.iter().find(|m| m.has_body) else { continue };
         let name = entry_name(&first.decl).unwrap_or_else(|| first.decl.clone());
-        let device = path.extension().is_some_and(|e| e == "cu");
+        let device = path.extension().is_some_and(|e| e == "cu" || e == "hip");
         let quoted = |list: &[String], add: &str| -> String {
             let mut all: Vec<String> = list.iter().map(|g| format!("{g:?}")).collect();
             all.push(format!("{add:?}"));

@@ -170,12 +170,12 @@ pub fn check_island_halves(manifest: &Manifest, entries: &[Entry], scanned: &[Pa
 }
 
 /// Refuse a marked entry point outside the island ([`crate::island::refuse_marked_outside`])
-/// among the `.cu` files of `sources` and the files of `cxx-sources`.
+/// among the `.cu` and `.hip` files of `sources` and the files of `cxx-sources`.
 ///
 /// # Errors
 /// As [`crate::island::refuse_marked_outside`]; a `cxx-sources` glob matching nothing.
 pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island: Option<&IslandState>) -> Result<()> {
-    let cu = collected.sources.iter().filter(|s| s.ext == "cu").map(|s| (s.path.clone(), s.rel.clone()));
+    let cu = collected.sources.iter().filter(|s| s.ext == "cu" || s.ext == "hip").map(|s| (s.path.clone(), s.rel.clone()));
     let (cxx, _) = expand_globs(manifest, "package.metadata.mcpp.cxx-sources", &manifest.mcpp.cxx_sources)?;
     crate::island::refuse_marked_outside(manifest, cu.chain(cxx), island.map(|i| i.scanned.as_slice()))
 }

@@ -152,12 +152,15 @@ pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &
 }
 
 /// Several rules may compile for one backend (GLSL and Slang both target vulkan): the backend
-/// has nothing to compile only when none of them has a selected source, and that is said
-/// once, by the first of them, naming them all.
+/// has nothing to compile only when none of them has a selected source, nor a rule that reads
+/// its entry ([`Rule::borrows`]: HIP on NVIDIA), and that is said once, by the first of them,
+/// naming them all.
 fn nothing_for_backend(inputs: &LaneInputs, index: usize, rule: &dyn Rule) -> Option<String> {
     let registry = inputs.registry;
     let same_backend: Vec<usize> = (0..registry.len()).filter(|&i| registry[i].backend() == rule.backend()).collect();
-    let backend_has_sources = inputs.collected.sources.iter().any(|s| s.selected && same_backend.contains(&s.rule));
+    // A rule with selected sources that reads this backend's entry (HIP on NVIDIA and `cuda`) uses it.
+    let borrowed = inputs.collected.sources.iter().any(|s| s.selected && registry[s.rule].borrows().contains(&rule.backend()));
+    let backend_has_sources = borrowed || inputs.collected.sources.iter().any(|s| s.selected && same_backend.contains(&s.rule));
     if backend_has_sources || same_backend.first() != Some(&index) {
         return None;
     }

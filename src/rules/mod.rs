@@ -5,6 +5,7 @@
 
 pub mod ascend;
 pub mod cuda;
+pub mod hip;
 pub mod options;
 pub mod slang;
 pub mod spirv;
@@ -180,6 +181,13 @@ pub trait Rule: Send + Sync {
     /// # Errors
     /// A refusal specific to the rule (a stage-less shader, a missing compiler, ...).
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan>;
+    /// The backends whose accelerator entries this rule also reads, beside its own (HIP on
+    /// NVIDIA compiles for the `cuda` entry of `hip, cuda12.9+{sm_89}`): when the rule has
+    /// sources to compile, such an entry is in use, and no "nothing was compiled for it"
+    /// warning is given for it. Default: none.
+    fn borrows(&self) -> &'static [Backend] {
+        &[]
+    }
     /// The toolchain packages this rule drives for `manifest` (its options may choose the
     /// compiler). Fetched only when the package has sources of this rule and the accelerator
     /// set names its backend. Default: none.
@@ -236,7 +244,7 @@ pub fn package_step(step: PackageStep) -> Action {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule)]
 }
 
 #[cfg(test)]

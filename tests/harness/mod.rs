@@ -2,10 +2,11 @@
 //!
 //! - temp packages: [`Package`] (a package written into a temp dir, built through the library
 //!   API) and [`fixture`] (a temp copy of `tests/fixtures/<name>`);
-//! - the real toolchains `scripts/setup-toolchains.sh` installs: [`real_tool`], [`cuda13`],
+//! - the real toolchains `scripts/setup-toolchains.sh` installs: [`real_tool`], [`cuda13`], [`real_rocm`],
 //!   [`cuda12_clang`], and [`counted_toolkit`] (the real nvcc behind a counting wrapper);
 //! - counting/logging wrappers and fake compilers: [`Shim`] (the recording compiler
-//!   `src/bin/mcpp-shim.rs` under any program name) and [`fake_toolkit`];
+//!   `src/bin/mcpp-shim.rs` under any program name), [`fake_toolkit`] and [`fake_rocm`];
+//!   a lane's builder with its toolkit: [`cuda_build`], [`hip_build`];
 //! - the text of outputs ([`text`]) and file helpers ([`walk`], [`copy_dir`], [`edit`]).
 #![allow(dead_code)]
 
@@ -196,5 +197,45 @@ pub fn device_build(tmp: &Path, pkg: &Path) -> cargo_mcpp::Build {
     ] {
         b.env_remove(v);
     }
+    b
+}
+
+/// The ROCm root of the real HIP (`apt install hipcc libamdhip64-dev`: `/usr`, HIP 5.2):
+/// `ROCM_PATH`, else `/usr` (tests fail, not skip, when it is missing: CI installs it).
+pub fn real_rocm() -> PathBuf {
+    let p = std::env::var_os("ROCM_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr"));
+    assert!(p.join("include/hip/hip_version.h").is_file() && p.join("bin/hipcc").is_file(), "no HIP under {}: run scripts/setup-toolchains.sh (the hip component)", p.display());
+    p
+}
+
+/// A fake ROCm `<dir>/fake-rocm` whose `bin/hipcc` is a recording [`Shim`]: HIP 5.2's
+/// `hip_version.h`, the NVIDIA platform's `hip/nvidia_detail/nvidia_hip_runtime.h`, an empty
+/// `lib/libamdhip64.so`, device libraries for gfx908, gfx90a and gfx1030 (none for gfx1100);
+/// returns (root, shim).
+pub fn fake_rocm(dir: &Path) -> (PathBuf, Shim) {
+    let root = dir.join("fake-rocm");
+    for d in ["bin", "include/hip/nvidia_detail", "lib", "amdgcn/bitcode"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("include/hip/hip_version.h"), "#define HIP_VERSION_MAJOR 5\n#define HIP_VERSION_MINOR 2\n#define HIP_VERSION_PATCH 21153\n").unwrap();
+    std::fs::write(root.join("include/hip/nvidia_detail/nvidia_hip_runtime.h"), "").unwrap();
+    std::fs::write(root.join("lib/libamdhip64.so"), "").unwrap();
+    for isa in ["908", "90a", "1030"] {
+        std::fs::write(root.join(format!("amdgcn/bitcode/oclc_isa_version_{isa}.bc")), "").unwrap();
+    }
+    let shim = Shim::install(&root.join("bin"), "hipcc");
+    (root, shim)
+}
+
+/// A `Build` of the HIP package `pkg` with `rocm` as its `ROCM_PATH`, its outputs and
+/// `MCPP_HOME` under `tmp`, every variable that could name another hipcc, clang, ROCm, CUDA
+/// toolkit or accelerator set removed.
+pub fn hip_build(tmp: &Path, pkg: &Path, rocm: &Path) -> cargo_mcpp::Build {
+    let mut b = cargo_mcpp::Build::new();
+    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
+    for v in ["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANGXX", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+        b.env_remove(v);
+    }
+    b.env("ROCM_PATH", rocm);
     b
 }
