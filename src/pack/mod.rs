@@ -631,10 +631,10 @@ mod tests {
         let (_d, built) = out_dir_with(Some(&format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"kernels/k.bin"}}]}}"#)));
         assert_eq!(sidecars(&built).unwrap(), [("kernels/k.bin".to_string(), src.path().to_path_buf())], "read once per OUT_DIR");
         for (list, says) in [
-            (format!(r#"{{"version":2,"sidecars":[]}}"#), "has version 2, and this cargo-mcpp reads version 1"),
-            (format!(r#"{{"sidecars":[]}}"#), "missing field `version`"),
+            (r#"{"version":2,"sidecars":[]}"#.to_string(), "has version 2, and this cargo-mcpp reads version 1"),
+            (r#"{"sidecars":[]}"#.to_string(), "missing field `version`"),
             (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}/missing","relative":"k.bin"}}]}}"#), "does not exist"),
-            (format!(r#"{{"version":1,"sidecars":[{{"source":"rel/k.bin","relative":"k.bin"}}]}}"#), "is not an absolute path"),
+            (r#"{"version":1,"sidecars":[{"source":"rel/k.bin","relative":"k.bin"}]}"#.to_string(), "is not an absolute path"),
             (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"/abs/k.bin"}}]}}"#), "relative `/abs/k.bin` is not a relative"),
             (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"../k.bin"}}]}}"#), "relative `../k.bin` is not a relative"),
             (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\\k.bin"}}]}}"#), "is not a relative"),
