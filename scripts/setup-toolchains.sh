@@ -53,11 +53,12 @@ want bindgen && apt_install libclang-dev
 want hip && apt_install hipcc libamdhip64-dev
 # `cargo mcpp pack` (tests/pack_appimage.rs, tests/pack_msi.rs; ../shared/toolchains/README.md 10):
 # desktop-file-validate checks the AppImage's .desktop, libfuse2 lets an AppImage run without
-# --appimage-extract-and-run; wixl writes the MSI (a package of its own, apart from msitools:
+# --appimage-extract-and-run; patchelf sets the packed program's RUNPATH ($ORIGIN/../lib) when an
+# AppImage carries shared libraries; wixl writes the MSI (a package of its own, apart from msitools:
 # msiinfo, msiextract); wine64 installs it for real; Debian's own rustc 1.63 + the Windows std
 # + mingw cross-build the Windows program (rustup's toolchain has no windows-gnu std here).
 # About 1 GB of packages, about a minute (measured 52 s with apt-get update).
-want pack && apt_install desktop-file-utils libfuse2 wixl msitools wine64 rustc cargo libstd-rust-dev-windows gcc-mingw-w64-x86-64
+want pack && apt_install desktop-file-utils libfuse2 patchelf wixl msitools wine64 rustc cargo libstd-rust-dev-windows gcc-mingw-w64-x86-64
 # `cargo mcpp fetch` downloads toolchain packages with `python3 -m pip download` (tests/toolchain_packages.rs).
 if want toolchain-packages && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
 if want cuda; then

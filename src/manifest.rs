@@ -107,13 +107,14 @@ pub const PACK_KEYS: &[KeyDoc] = &[
 /// The keys of `[package.metadata.mcpp.pack.appimage]` ([`AppImageOptions`]).
 pub const PACK_APPIMAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "runtime-file", default: "the `appimage-runtime` toolchain package", meaning: "a type-2 runtime file to use instead (relative to the package root); `--runtime-file` wins" },
+    KeyDoc { key: "patchelf", default: "`PATCHELF`, `MCPP_TOOL_PATCHELF`, then PATH (with a warning)", meaning: "the `patchelf` program that sets the packed program's RUNPATH to `$ORIGIN/../lib` when the package carries shared libraries (`usr/lib/`)" },
 ];
 
 /// The keys of `[package.metadata.mcpp.pack.msi]` ([`MsiOptions`]).
 pub const PACK_MSI_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "manufacturer", default: "the first of `[package] authors` (without `<email>`), else the package name", meaning: "the MSI's Manufacturer" },
     KeyDoc { key: "upgrade-code", default: "derived from the package's identity (see \"Packaging\")", meaning: "the MSI UpgradeCode, a GUID; keep it for the product's whole life" },
-    KeyDoc { key: "tool", default: "resolved (`WIXL`, `MCPP_TOOL_WIXL`, PATH)", meaning: "the `wixl` program, relative to the package root or absolute" },
+    KeyDoc { key: "tool", default: "resolved: `wixl` (`WIXL`, `MCPP_TOOL_WIXL`, PATH), on a Windows host `wix` (`MCPP_TOOL_WIX`, PATH)", meaning: "the MSI tool, relative to the package root or absolute: a program named `wix`/`wix.exe` is WiX v4+ (`wix build` of a v4 source), any other name is `wixl` (a v3 source)" },
 ];
 
 /// Keys of `[package.metadata.mcpp]` renamed while cargo-mcpp is at 0.1: (old, new). A manifest
@@ -302,6 +303,9 @@ pub struct PackFiles {
 pub struct AppImageOptions {
     /// A type-2 runtime file used instead of the `appimage-runtime` toolchain package.
     pub runtime_file: Option<PathBuf>,
+    /// The `patchelf` program (sets the packed program's RUNPATH when the package carries
+    /// shared libraries).
+    pub patchelf: Option<PathBuf>,
 }
 
 /// `[package.metadata.mcpp.pack.msi]`.
@@ -312,7 +316,8 @@ pub struct MsiOptions {
     pub manufacturer: Option<String>,
     /// The UpgradeCode (a GUID); default derived from the package's identity.
     pub upgrade_code: Option<String>,
-    /// The `wixl` program.
+    /// The MSI tool: `wixl` (a WiX v3 source) or WiX v4+'s `wix` (`wix build`), chosen by
+    /// its file name.
     pub tool: Option<PathBuf>,
 }
 

@@ -83,15 +83,27 @@ fn an_appimage_runs_its_program_with_arguments_exit_code_and_files_and_extracts_
     assert!(h.home().join("packages/appimage-runtime/0.4.0/assets/runtime-x86_64").is_file(), "the runtime is installed under packages/");
     assert!(std::fs::read_to_string(h.pkg().join("mcpp.lock")).unwrap().contains("file = \"appimage-0.4.0.crate\""));
 
-    // The dry run prints every file with its source and place, and the tool; writes no package.
+    // The dry run prints every file with its source and place, and the tool; it builds
+    // nothing and writes nothing (no target/, the package directory unchanged).
+    let before = harness::tree_state(&h.pkg());
     let dry = h.mcpp(&["pack", "--format", "appimage", "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     let plan = String::from_utf8_lossy(&dry.stdout).to_string();
-    for line in ["AppRun (executable)  <-  (generated: launcher", "hello.desktop  <-  (generated: desktop entry", ".DirIcon  <-  ", "hello.svg  <-  ", "usr/bin/data/greeting.txt  <-  ", "usr/bin/hello (executable)  <-  ", "runtime-x86_64 (toolchain package appimage-runtime 0.4.0)"] {
+    for line in [
+        "AppRun (executable)  <-  (generated: launcher",
+        "hello.desktop  <-  (generated: desktop entry",
+        ".DirIcon  <-  ",
+        "hello.svg  <-  ",
+        "usr/bin/data/greeting.txt  <-  ",
+        "usr/bin/hello (executable)  <-  (built by cargo at pack time: the binary target `hello`; its path is the one cargo's compiler-artifact message names, not guessed here)",
+        "runtime-x86_64 (toolchain package appimage-runtime 0.4.0)",
+        "note: a dry run builds nothing",
+    ] {
         assert!(plan.contains(line), "`{line}` not in the plan:\n{plan}");
     }
-    assert!(plan.contains(&h.pkg().join("target/release/hello").display().to_string()), "the executable cargo named:\n{plan}");
-    assert!(!h.appimage().exists(), "--dry-run wrote the package");
+    assert!(!plan.contains("target/release/hello"), "a guessed executable path in the plan:\n{plan}");
+    assert!(!h.pkg().join("target").exists(), "--dry-run built or recorded into target/: {:?}", harness::walk(&h.pkg().join("target")));
+    assert_eq!(harness::tree_state(&h.pkg()), before, "--dry-run changed the package directory");
 
     let out = h.mcpp(&["pack", "--format", "appimage", "--offline"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -175,17 +187,104 @@ fn a_shared_library_the_build_links_is_packed_and_found_by_the_program() {
     assert!(f.status.success(), "{}", text(&f));
     let dry = mcpp(&["pack", "--format", "appimage", "--dry-run"]);
     let plan = String::from_utf8_lossy(&dry.stdout).to_string();
-    assert!(dry.status.success() && plan.contains(&format!("usr/lib/libgreet.so.1  <-  {}", lib.join("libgreet.so.1").display())), "{}", text(&dry));
+    assert!(dry.status.success() && plan.contains("note: when the build links shared libraries, they go to usr/lib/ and the program's copy gets the RUNPATH $ORIGIN/../lib (patchelf)"), "{}", text(&dry));
     let out = mcpp(&["pack", "--format", "appimage"]);
     assert!(out.status.success(), "{}", text(&out));
     let image = pkg.join("target/release/pack/greeter-0.1.0-x86_64.AppImage");
     packed(&out, &image);
-    // Where the build found it is gone: the program finds the packed copy (AppRun's usr/lib).
+    let built = pkg.join("target/release/greeter");
+    assert!(patchelf(&["--print-rpath"], &built).is_empty(), "the built executable was changed");
+    // Where the build found it is gone: the program finds the packed copy through its RUNPATH.
     std::fs::rename(&lib, tmp.path().join("moved-away")).unwrap();
-    let direct = Command::new(pkg.join("target/release/greeter")).output().unwrap();
+    let direct = Command::new(&built).output().unwrap();
     assert!(!direct.status.success(), "the built program still finds the library: {}", text(&direct));
-    let run = Command::new(&image).arg("--appimage-extract-and-run").output().unwrap();
+    let run = Command::new(&image).arg("--appimage-extract-and-run").env_remove("LD_LIBRARY_PATH").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout), "greet says 42\n", "{}", text(&run));
+    // The packed copy carries RUNPATH $ORIGIN/../lib and runs without AppRun; AppRun sets no
+    // LD_LIBRARY_PATH.
+    let x = tempfile::tempdir().unwrap();
+    let ex = Command::new(&image).arg("--appimage-extract").current_dir(x.path()).output().unwrap();
+    assert!(ex.status.success(), "{}", text(&ex));
+    let root = x.path().join("squashfs-root");
+    assert_eq!(patchelf(&["--print-rpath"], &root.join("usr/bin/greeter")), "$ORIGIN/../lib");
+    assert_eq!(std::fs::read(root.join("usr/lib/libgreet.so.1")).unwrap(), std::fs::read(tmp.path().join("moved-away/libgreet.so.1")).unwrap());
+    assert!(!std::fs::read_to_string(root.join("AppRun")).unwrap().contains("LD_LIBRARY_PATH"));
+    let direct = Command::new(root.join("usr/bin/greeter")).env_remove("LD_LIBRARY_PATH").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&direct.stdout), "greet says 42\n", "{}", text(&direct));
+    let why = mcpp(&["why", "tool", "patchelf", "--release"]);
+    assert!(why.status.success() && text(&why).contains("patchelf"), "{}", text(&why));
+}
+
+/// `patchelf <args> <file>`'s standard output, trimmed (the real patchelf, apt's).
+fn patchelf(args: &[&str], file: &Path) -> String {
+    let out = Command::new(real_tool("patchelf")).args(args).arg(file).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn the_sidecars_a_build_script_lists_are_packed_beside_the_program() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-pack-sidecar-").tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"sider\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    // The producer's contract: OUT_DIR/mcpp-sidecars.json lists absolute sources and their
+    // places relative to the executable's directory.
+    std::fs::write(
+        pkg.join("build.rs"),
+        r#"fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out.join("kernel.bin"), "kernel bytes\n").unwrap();
+    let list = format!("{{\"version\":1,\"sidecars\":[{{\"source\":{:?},\"relative\":\"kernels/main.bin\"}}]}}", out.join("kernel.bin").display().to_string());
+    std::fs::write(out.join("mcpp-sidecars.json"), list).unwrap();
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(pkg.join("src/main.rs"), "fn main() {\n    let k = std::env::current_exe().unwrap().parent().unwrap().join(\"kernels/main.bin\");\n    print!(\"sidecar: {}\", std::fs::read_to_string(k).unwrap());\n}\n").unwrap();
+    let mcpp = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(&pkg).env("MCPP_HOME", tmp.path().join("mcpp-home")).output().unwrap();
+    let f = mcpp(&["fetch", "appimage-runtime"]);
+    assert!(f.status.success(), "{}", text(&f));
+    let out = mcpp(&["pack", "--format", "appimage"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let image = pkg.join("target/release/pack/sider-0.1.0-x86_64.AppImage");
+    packed(&out, &image);
+    let run = Command::new(&image).arg("--appimage-extract-and-run").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "sidecar: kernel bytes\n", "{}", text(&run));
+    let x = tempfile::tempdir().unwrap();
+    assert!(Command::new(&image).arg("--appimage-extract").current_dir(x.path()).output().unwrap().status.success());
+    assert_eq!(std::fs::read(x.path().join("squashfs-root/usr/bin/kernels/main.bin")).unwrap(), b"kernel bytes\n");
+
+    // A list naming a source that is gone is refused, naming the list.
+    let list = harness::walk(&pkg.join("target/release/build")).into_iter().find(|p| p.ends_with("out/mcpp-sidecars.json")).unwrap();
+    std::fs::remove_file(list.with_file_name("kernel.bin")).unwrap();
+    let out = mcpp(&["pack", "--format", "appimage"]);
+    assert!(!out.status.success() && text(&out).contains(&list.display().to_string()) && text(&out).contains("sidecars[0].source") && text(&out).contains("does not exist"), "{}", text(&out));
+}
+
+#[test]
+fn an_installed_runtime_whose_bytes_differ_from_the_pin_is_refused_by_name_with_the_way_out() {
+    let h = Hello::new("[package.metadata.mcpp.pack]\n");
+    let f = h.mcpp(&["fetch", "appimage-runtime"]);
+    assert!(f.status.success(), "{}", text(&f));
+    let runtime = h.home().join("packages/appimage-runtime/0.4.0/assets/runtime-x86_64");
+    let mut bytes = std::fs::read(&runtime).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&runtime, &bytes).unwrap();
+    let out = h.mcpp(&["pack", "--format", "appimage", "--dry-run"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains(&format!("the installed AppImage runtime {} does not have the bytes toolchain-packages.toml pins", runtime.display())), "{t}");
+    assert!(t.contains("pinned: 328e0d745c5c6817048c27bc3e8314871703f8f47ffa81a37cb06cd95a94b323") && t.contains("run `cargo mcpp fetch --manifest-path"), "{t}");
+    assert!(out.stdout.is_empty(), "a plan was printed: {t}");
+    // The way out works: the fetch it names reinstalls the pinned bytes.
+    let manifest = h.pkg().join("Cargo.toml");
+    let f = h.mcpp(&["fetch", "--manifest-path", manifest.to_str().unwrap()]);
+    assert!(f.status.success(), "{}", text(&f));
+    let sha = { use sha2::Digest; sha2::Sha256::digest(std::fs::read(&runtime).unwrap()).iter().map(|b| format!("{b:02x}")).collect::<String>() };
+    assert_eq!(sha, "328e0d745c5c6817048c27bc3e8314871703f8f47ffa81a37cb06cd95a94b323");
+    assert!(h.mcpp(&["pack", "--format", "appimage", "--dry-run"]).status.success());
 }
 
 #[test]

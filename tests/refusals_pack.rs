@@ -34,11 +34,20 @@ const RUNTIME: &[u8] = b"\x7fELF\x02\x01\x01\x00AI\x02\x00\x00\x00\x00\x00";
 fn pack_refusals() {
     let appimage: &[&str] = &["--format", "appimage"];
     let msi_windows: &[&str] = &["--format", "msi", "--target", "x86_64-pc-windows-gnu"];
+    // A real PNG (the built-in icon) cut before its end, and with its header chunk's CRC broken.
+    let png = cargo_mcpp::pack::DEFAULT_ICON_PNG;
+    let truncated_png = png[..png.len() - 20].to_vec();
+    let mut bad_crc_png = png.to_vec();
+    bad_crc_png[29] ^= 0xff;
     let cases: &[Case] = &[
         ("unknown format", "", "1.0.0", &["--format", "bogus"], &[]),
         ("unknown key", "ap-name = \"x\"", "1.0.0", appimage, &[]),
         ("icon of another format", "icon = \"icon.bmp\"", "1.0.0", appimage, &[("icon.bmp", b"BM")]),
         ("icon that is not what it says", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", b"GIF89a")]),
+        ("PNG icon cut short", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", &truncated_png)]),
+        ("PNG icon with a damaged chunk", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", &bad_crc_png)]),
+        ("SVG icon that is not XML", "icon = \"icon.svg\"", "1.0.0", appimage, &[("icon.svg", b"<svg><g></svg>")]),
+        ("SVG icon whose root is not <svg>", "icon = \"icon.svg\"", "1.0.0", appimage, &[("icon.svg", b"<html><svg/></html>")]),
         ("missing runtime", "", "1.0.0", appimage, &[]),
         ("runtime file that is not one", "", "1.0.0", &["--format", "appimage", "--runtime-file", "src/main.rs"], &[]),
         ("AppImage for aarch64", "", "1.0.0", &["--format", "appimage", "--target", "aarch64-unknown-linux-gnu"], &[]),

@@ -174,7 +174,7 @@ pub struct PackArgs {
     /// Where to write the package; default `<target-dir>/[<triple>/]release/pack`.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Build, print the plan (each file with its source and place, the tool), write nothing else.
+    /// Print the plan (each file with its source and place, the tool) and write nothing: no build, no package.
     #[arg(long)]
     pub dry_run: bool,
     /// Fetch nothing (passed to cargo too; also CARGO_NET_OFFLINE=true).

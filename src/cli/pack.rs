@@ -9,11 +9,13 @@
 //! package fetch, device phase and progress as a plain `cargo mcpp build`, whose cargo JSON
 //! messages arrive on the child's standard output ([`crate::pack::read_messages`]).
 //!
-//! `--dry-run` builds too (the executables are only known from cargo's messages; cargo writes
-//! into its target directory as `cargo build` would), prints the plan (every file going in,
-//! with its source and its place in the package, and the tool that will run) on standard
-//! output, and writes no package. The last line of a real run names the package written, its
-//! size and its sha256, on standard error.
+//! `--dry-run` writes nothing and builds nothing: it runs the same checks (their decisions
+//! recorded in a temporary device cache, dropped after), then prints the plan on standard
+//! output: every file going in with its source and its place in the package, and the tool
+//! that will run. The program is named by its binary target from `cargo metadata` and shown
+//! as built by cargo at pack time (its path comes only from cargo's messages, never a guess);
+//! what only the build tells (the shared libraries, the sidecars) is said in a note. The last
+//! line of a real run names the package written, its size and its sha256, on standard error.
 
 use super::locate::{metadata, profile_path, select_packages};
 use super::{BuildLocation, PackArgs, PackageSelection};
@@ -21,7 +23,7 @@ use crate::env::Env;
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::layout::DeviceCache;
 use crate::manifest::Manifest;
-use crate::pack::{choose_program, host_triple, read_messages, Built, PackageFacts, Prepared};
+use crate::pack::{choose_program, host_triple, program_name, read_messages, Origin, PackageFacts, Prepared, Program};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -35,27 +37,30 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let env = Env::process();
     let (facts, package_id, profile_dir) = locate(args)?;
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
-    // Everything that needs no build, before it.
-    let cache = DeviceCache::in_profile(&profile_dir, &facts.name);
+    // Everything that needs no build, before it. A dry run writes nothing: its decisions go
+    // to a temporary device cache.
+    let scratch = if args.dry_run { Some(tempfile::Builder::new().prefix("mcpp-pack-dry-run-").tempdir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a temporary directory: {e}")))?) } else { None };
+    let cache = DeviceCache::in_profile(scratch.as_ref().map_or(profile_dir.as_path(), |t| t.path()), &facts.name);
     let prepared = Prepared::prepare(args.format, &facts, args.runtime_file.as_deref(), &env, &cache)?;
     // The program's name is checked before the build too (cargo names its executable after).
-    choose_program(&facts, args.bin.as_deref(), &Built { executables: facts.bins.iter().map(|b| (b.clone(), PathBuf::new())).collect(), links: Vec::new() })?;
+    let name = program_name(&facts, args.bin.as_deref())?;
+    if args.dry_run {
+        let plan = prepared.plan(&facts, &Program { name: name.clone(), origin: Origin::BuiltAtPack(name) }, None, &out_dir)?;
+        print!("{}", plan.render());
+        return Ok(exit_code::SUCCESS);
+    }
     let messages = match build(args)? {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
     let built = read_messages(std::io::Cursor::new(messages), &package_id);
     let program = choose_program(&facts, args.bin.as_deref(), &built)?;
-    let plan = prepared.plan(&facts, &program, &built, &out_dir)?;
-    if args.dry_run {
-        print!("{}", plan.render());
-        return Ok(exit_code::SUCCESS);
-    }
+    let plan = prepared.plan(&facts, &program, Some(&built), &out_dir)?;
     std::fs::create_dir_all(&out_dir).map_err(|e| Error::io("cannot create the output directory", &out_dir, e))?;
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     spinner.set_message(prepared.writing(&plan));
-    let written = prepared.write(&facts, &program.0, &plan, &env);
+    let written = prepared.write(&facts, &program.name, &plan, &env);
     spinner.finish_and_clear();
     written?;
     let bytes = std::fs::read(&plan.output).map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;

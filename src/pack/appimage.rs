@@ -1,11 +1,17 @@
 //! The AppImage writer (upstream-facts 7.2, dist-appimage; ../shared/toolchains/README.md 10).
 //!
-//! The AppDir: `AppRun` (a relocatable `sh` launcher: resolves its own directory, puts
-//! `usr/lib` first on `LD_LIBRARY_PATH` when the package carries libraries, which comes before
-//! a RUNPATH the build linked with, and execs `usr/bin/<program>` with the arguments),
-//! `<program>.desktop`, the icon `<program>.png|svg` and `.DirIcon` (a copy), `usr/bin/<program>`,
-//! `usr/lib/` (the shared libraries the build links), and the extra files below `usr/bin/`
-//! (where the program finds them beside itself).
+//! The AppDir: `AppRun` (a relocatable `sh` launcher: resolves its own directory and execs
+//! `usr/bin/<program>` with the arguments), `<program>.desktop`, the icon `<program>.png|svg`
+//! and `.DirIcon` (a copy), `usr/bin/<program>`, `usr/lib/` (the shared libraries the build
+//! links), and the sidecars and extra files below `usr/bin/` (where the program finds them
+//! beside itself).
+//!
+//! When the package carries shared libraries, the packed copy of the program has its RUNPATH
+//! set to `$ORIGIN/../lib` by `patchelf` (resolved by the one resolver: `pack.appimage.patchelf`,
+//! `PATCHELF`, `MCPP_TOOL_PATCHELF`, PATH; `cargo mcpp why tool patchelf --release`), so the
+//! program finds them however it is started (AppRun, the extracted tree, `usr/bin/` directly),
+//! with no `LD_LIBRARY_PATH` that its own children would inherit. The built executable is
+//! not changed.
 //!
 //! The squashfs image is written in process with `backhand` (gzip, the compression the runtime
 //! reads; block size 128 KiB; every entry owned by root, dated `SOURCE_DATE_EPOCH` or 0, so
@@ -23,6 +29,21 @@ use std::path::{Path, PathBuf};
 /// The file of the runtime inside the `appimage-runtime` toolchain package's root.
 pub const RUNTIME_FILE: &str = "runtime-x86_64";
 
+/// The RUNPATH of the packed program when the package carries shared libraries: `usr/lib`
+/// seen from `usr/bin`.
+pub const RPATH: &str = "$ORIGIN/../lib";
+
+/// `patchelf` (Debian's `patchelf`), for the one resolver.
+pub const PATCHELF: crate::tool::ToolSpec = crate::tool::ToolSpec {
+    name: "patchelf",
+    programs: &["patchelf"],
+    env_vars: &["PATCHELF"],
+    version_args: &["--version"],
+    install_hint: "apt install patchelf",
+    toolchain_package: None,
+    toolkit: None,
+};
+
 /// What the AppImage needs that is checked before the build.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -34,6 +55,10 @@ pub struct Prepared {
     pub icon: (&'static str, Origin),
     /// The time every entry and the image carry (seconds since the epoch).
     pub epoch: u32,
+    /// `patchelf` with the resolver's PATH warning (shown only when it is used), or the
+    /// resolver's refusal, which refuses the package only when it carries shared libraries
+    /// (known after the build).
+    pub patchelf: std::result::Result<(crate::tool::Tool, Option<String>), Error>,
 }
 
 /// Check the target (Linux, x86_64), the icon, the runtime (its decision recorded in the
@@ -79,7 +104,21 @@ pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cach
             Error::new(ErrorKind::Usage, format!("SOURCE_DATE_EPOCH=`{}` is not a number of seconds since 1970 (0 to 4294967295)", crate::text::echo(&v))).help("set it to e.g. $(git log -1 --format=%ct), or unset it (every entry is then dated 0)")
         })?,
     };
-    Ok(Prepared { runtime, runtime_from, icon, epoch })
+    let patchelf = resolve_patchelf(facts, env, cache);
+    Ok(Prepared { runtime, runtime_from, icon, epoch, patchelf })
+}
+
+/// patchelf through the one resolver (`pack.appimage.patchelf` as the manifest's choice), its
+/// decision recorded in `cache`; a PATH answer's warning names `pack.appimage.patchelf`.
+fn resolve_patchelf(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<(crate::tool::Tool, Option<String>)> {
+    let mut choices = crate::tool::ToolChoices { manifest_path: facts.manifest.path.clone(), ..Default::default() };
+    if let Some(t) = facts.options().appimage.and_then(|a| a.patchelf) {
+        choices.manifest.insert(PATCHELF.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
+        if let Some(l) = facts.manifest.line("pack.appimage.patchelf") {
+            choices.manifest_lines.insert(PATCHELF.name.to_string(), l);
+        }
+    }
+    crate::tool::resolve(&PATCHELF, &choices, env, cache).map(|(tool, warning)| (tool, warning.map(|w| w.replace("[package.metadata.mcpp.tools] patchelf", "[package.metadata.mcpp.pack.appimage] patchelf"))))
 }
 
 /// The recorded decision for the runtime (`tool` = [`APPIMAGE_RUNTIME`]).
@@ -190,40 +229,83 @@ pub fn desktop_entry(facts: &PackageFacts, program: &str) -> Result<String> {
     Ok(text)
 }
 
-/// `AppRun`: resolves its own directory, `usr/lib` first on `LD_LIBRARY_PATH` when `libs`,
-/// execs `usr/bin/<program>` with the arguments.
-pub fn app_run(program: &str, libs: bool) -> String {
-    let mut text = String::from("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\n");
-    if libs {
-        text.push_str("LD_LIBRARY_PATH=\"$APPDIR/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\"\nexport LD_LIBRARY_PATH\n");
-    }
-    text.push_str(&format!("exec \"$APPDIR/usr/bin/{program}\" \"$@\"\n"));
-    text
+/// `AppRun`: resolves its own directory, execs `usr/bin/<program>` with the arguments (the
+/// program finds `usr/lib` through its own RUNPATH, [`RPATH`]).
+pub fn app_run(program: &str) -> String {
+    format!("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\nexec \"$APPDIR/usr/bin/{program}\" \"$@\"\n")
 }
 
 /// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-x86_64.AppImage`.
+/// With `built` (a real pack), the shared libraries the build links go to `usr/lib/`, the
+/// program's copy then gets the RUNPATH [`RPATH`] ([`Origin::Patched`]), and the sidecars the
+/// build scripts list go below `usr/bin/`; a `--dry-run` (`None`) notes what it cannot know.
 ///
 /// # Errors
-/// The refusals of [`desktop_entry`], [`super::extra_files`] and [`super::finish_entries`].
-pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &(String, PathBuf), built: &super::Built, out_dir: &Path) -> Result<Plan> {
-    let (name, exe) = program;
-    let libs = super::shared_libraries(&built.links, false);
+/// The refusals of [`desktop_entry`], [`super::extra_files`], [`super::sidecars`] and
+/// [`super::finish_entries`]; the resolver's refusal of patchelf when shared libraries are
+/// carried.
+pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program, built: Option<&super::Built>, out_dir: &Path) -> Result<Plan> {
+    let name = &program.name;
+    let libs = built.map(|b| super::shared_libraries(&b.links, false)).unwrap_or_default();
+    let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
+    let mut notes = Vec::new();
+    let exe = match &program.origin {
+        Origin::File(source) if !libs.is_empty() => {
+            let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", libs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))))?;
+            notes.push(format!("the program's RUNPATH: {RPATH}, set on the packed copy by {} ({})", tool.path.display(), tool.version_line()));
+            Origin::Patched { source: source.clone(), rpath: RPATH.to_string() }
+        }
+        other => other.clone(),
+    };
+    if built.is_none() {
+        notes.push(super::DRY_RUN_NOTE.to_string());
+        notes.push(format!("when the build links shared libraries, they go to usr/lib/ and the program's copy gets the RUNPATH {RPATH} (patchelf)"));
+    }
     let mut entries = vec![
-        Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run(name, !libs.is_empty()).into_bytes()), executable: true },
+        Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run(name).into_bytes()), executable: true },
         Entry { dest: format!("{name}.desktop"), origin: Origin::Generated("desktop entry", desktop_entry(facts, name)?.into_bytes()), executable: false },
         Entry { dest: format!("{name}.{}", prepared.icon.0), origin: prepared.icon.1.clone(), executable: false },
         Entry { dest: ".DirIcon".into(), origin: prepared.icon.1.clone(), executable: false },
-        Entry { dest: format!("usr/bin/{name}"), origin: Origin::File(exe.clone()), executable: true },
+        Entry { dest: format!("usr/bin/{name}"), origin: exe, executable: true },
     ];
     for (lib, path) in libs {
         entries.push(Entry { dest: format!("usr/lib/{lib}"), origin: Origin::File(path), executable: false });
+    }
+    for (place, path) in sidecars {
+        entries.push(Entry { dest: format!("usr/bin/{place}"), origin: Origin::File(path), executable: false });
     }
     for (place, path) in super::extra_files(facts)? {
         entries.push(Entry { dest: format!("usr/bin/{place}"), origin: Origin::File(path), executable: false });
     }
     let entries = super::finish_entries(entries, &facts.manifest.path)?;
     let output = out_dir.join(format!("{}-{}-x86_64.AppImage", super::file_part(&facts.app_name(name)), super::file_part(&facts.version)));
-    Ok(Plan { format: super::Format::Appimage, output, entries, tool: format!("backhand (squashfs, gzip, in process) + type-2 runtime {} ({})", prepared.runtime.display(), prepared.runtime_from) })
+    Ok(Plan { format: super::Format::Appimage, output, entries, tool: format!("backhand (squashfs, gzip, in process) + type-2 runtime {} ({})", prepared.runtime.display(), prepared.runtime_from), notes })
+}
+
+/// The bytes of `source` with the RUNPATH `rpath`: a copy in a temporary directory, edited by
+/// `patchelf --set-rpath` (argv), read back; `source` is not changed.
+///
+/// # Errors
+/// [`ErrorKind::Io`] for the copy; [`ErrorKind::ToolFailed`] with patchelf's output.
+pub fn patched(source: &Path, rpath: &str, patchelf: &crate::tool::Tool, env: &Env) -> Result<Vec<u8>> {
+    let tmp = tempfile::Builder::new().prefix("mcpp-pack-").tempdir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a temporary directory: {e}")))?;
+    let copy = tmp.path().join(source.file_name().unwrap_or_else(|| std::ffi::OsStr::new("program")));
+    let bytes = std::fs::read(source).map_err(|e| Error::io("cannot read", source, e))?;
+    crate::fingerprint::write_if_changed(&copy, &bytes)?;
+    #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
+    let mut cmd = std::process::Command::new(&patchelf.path);
+    cmd.arg("--set-rpath").arg(rpath).arg(&copy);
+    crate::env::apply_to(&mut cmd, env);
+    patchelf.apply_env(&mut cmd);
+    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", patchelf.path.display())))?;
+    if !out.status.success() {
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("patchelf failed ({}) setting the RUNPATH of a copy of {}", out.status, source.display())).file(source);
+        for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.trim().is_empty()).take(20) {
+            e = e.detail(crate::text::escape_control(line));
+        }
+        return Err(e.help("the program must be a dynamically linked ELF executable; name another patchelf with [package.metadata.mcpp.pack.appimage] patchelf"));
+    }
+    std::fs::read(&copy).map_err(|e| Error::io("cannot read the patched copy", &copy, e))
 }
 
 /// The squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`, directories
@@ -257,13 +339,25 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
     Ok(out.into_inner())
 }
 
-/// Write the AppImage: the runtime followed by the squashfs image, atomically, mode 0755.
+/// Write the AppImage: the runtime followed by the squashfs image, atomically, mode 0755;
+/// an [`Origin::Patched`] entry is made by [`patched`] first.
 ///
 /// # Errors
-/// [`ErrorKind::Io`] for reading the runtime or the sources, or writing the package.
-pub fn write(plan: &Plan, prepared: &Prepared) -> Result<()> {
+/// [`ErrorKind::Io`] for reading the runtime or the sources, or writing the package;
+/// [`patched`]'s.
+pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
+    let mut entries = plan.entries.clone();
+    for e in &mut entries {
+        if let Origin::Patched { source, rpath } = &e.origin {
+            let (tool, warning) = prepared.patchelf.as_ref().map_err(Clone::clone)?;
+            if let Some(w) = warning {
+                eprintln!("warning: {w}");
+            }
+            e.origin = Origin::Generated("program with its RUNPATH set", patched(source, rpath, tool, env)?);
+        }
+    }
     let mut bytes = std::fs::read(&prepared.runtime).map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
-    bytes.extend(squashfs(&plan.entries, prepared.epoch)?);
+    bytes.extend(squashfs(&entries, prepared.epoch)?);
     crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
     #[cfg(unix)]
     {
@@ -280,7 +374,7 @@ mod tests {
     #[test]
     fn the_image_is_the_same_bytes_for_the_same_inputs_and_dated_by_the_epoch() {
         let entries = vec![
-            Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run("app", false).into_bytes()), executable: true },
+            Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run("app").into_bytes()), executable: true },
             Entry { dest: "usr/bin/app".into(), origin: Origin::Generated("x", b"\x7fELF...".to_vec()), executable: true },
         ];
         let a = squashfs(&entries, 1_700_000_000).unwrap();
@@ -292,7 +386,6 @@ mod tests {
     #[test]
     fn desktop_values_cannot_add_a_line() {
         assert_eq!(desktop_value("a\nExec=evil\\\t\u{1b}"), "a\\nExec=evil\\\\\\t");
-        assert!(app_run("app", true).contains("LD_LIBRARY_PATH=\"$APPDIR/usr/lib"));
-        assert!(!app_run("app", false).contains("LD_LIBRARY_PATH"));
+        assert!(app_run("app").ends_with("exec \"$APPDIR/usr/bin/app\" \"$@\"\n") && !app_run("app").contains("LD_LIBRARY_PATH"));
     }
 }

@@ -6,12 +6,14 @@
 //! From the build's cargo JSON messages ([`read_messages`]) this module takes the package's
 //! executables from `compiler-artifact` messages (never a guessed path) and the shared runtime
 //! libraries its build scripts link ([`shared_libraries`]: `cargo::rustc-link-lib=dylib=...`
-//! found in their `rustc-link-search` directories outside the system's), adds the extra files of
+//! found in their `rustc-link-search` directories outside the system's) and the sidecars they
+//! list in `OUT_DIR/mcpp-sidecars.json` ([`sidecars`]), adds the extra files of
 //! `[package.metadata.mcpp.pack]` ([`extra_files`]), and writes the package with the format's
 //! writer ([`appimage`], [`msi`]). Every check that does not need the build (format and
 //! target, icon, runtime, tool, version, upgrade code) is [`Prepared::prepare`], run before it;
-//! the decisions it makes (the AppImage runtime, wixl) are recorded in the package's device
-//! cache ([`crate::layout::DeviceCache`]) for `cargo mcpp why tool`.
+//! the decisions it makes (the AppImage runtime, patchelf, wixl or wix) are recorded in the
+//! package's device cache ([`crate::layout::DeviceCache`]) for `cargo mcpp why tool`. A
+//! `--dry-run` plan is made without the build ([`Origin::BuiltAtPack`], `built` = `None`).
 
 pub mod appimage;
 pub mod msi;
@@ -28,18 +30,43 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     /// A Linux AppImage: the type-2 runtime followed by a squashfs image of the AppDir.
     Appimage,
-    /// A Windows Installer package, written by wixl from a WiX v3 source.
+    /// A Windows Installer package, written by wixl from a WiX v3 source or by `wix build`
+    /// from a WiX v4+ source ([`msi::Route`]).
     Msi,
 }
 
 /// Where a file of the package comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// A file on disk (an executable cargo named, a library, an icon, an extra file).
+    /// A file on disk (an executable cargo named, a library, an icon, an extra file, a sidecar).
     File(PathBuf),
     /// Bytes written by cargo-mcpp (`AppRun`, the `.desktop` file, the built-in icon), named
     /// for the plan.
     Generated(&'static str, Vec<u8>),
+    /// The executable of this binary target, built by cargo at pack time: a `--dry-run` plan
+    /// names the target (from `cargo metadata`), never a guessed path. It has no bytes.
+    BuiltAtPack(String),
+    /// A copy of an executable cargo named (`source`) with its RUNPATH set to `rpath` by
+    /// `patchelf` when the package is written ([`appimage::write`]); the file on disk is not
+    /// changed.
+    Patched {
+        /// The executable cargo named.
+        source: PathBuf,
+        /// The RUNPATH of the copy (`$ORIGIN/../lib`).
+        rpath: String,
+    },
+}
+
+impl Origin {
+    /// How the plan shows the source.
+    pub fn shown(&self) -> String {
+        match self {
+            Origin::File(p) => p.display().to_string(),
+            Origin::Generated(what, b) => format!("(generated: {what}, {} bytes)", b.len()),
+            Origin::BuiltAtPack(target) => format!("(built by cargo at pack time: the binary target `{target}`; its path is the one cargo's compiler-artifact message names, not guessed here)"),
+            Origin::Patched { source, rpath } => format!("{} (a copy, RUNPATH set to {rpath} by patchelf)", source.display()),
+        }
+    }
 }
 
 /// One file of the package.
@@ -58,10 +85,13 @@ impl Entry {
     ///
     /// # Errors
     /// [`ErrorKind::Io`] naming the source file when it cannot be read.
+    /// [`ErrorKind::Manifest`] for an entry whose bytes do not exist yet (a `--dry-run`
+    /// program, a copy the writer patches first).
     pub fn bytes(&self) -> Result<Vec<u8>> {
         match &self.origin {
             Origin::File(p) => std::fs::read(p).map_err(|e| Error::io("cannot read", p, e)),
             Origin::Generated(_, b) => Ok(b.clone()),
+            Origin::BuiltAtPack(_) | Origin::Patched { .. } => Err(Error::new(ErrorKind::Manifest, format!("`{}` has no bytes yet: {}", self.dest, self.origin.shown()))),
         }
     }
 }
@@ -77,6 +107,8 @@ pub struct Plan {
     pub entries: Vec<Entry>,
     /// The tool that writes it, as shown (`backhand (in process) + runtime <path>`, `wixl <path>`).
     pub tool: String,
+    /// Lines the plan adds after the files (what a `--dry-run` cannot know before the build).
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -85,11 +117,10 @@ impl Plan {
     pub fn render(&self) -> String {
         let mut out = format!("package: {}\ntool:    {}\nfiles:\n", self.output.display(), self.tool);
         for e in &self.entries {
-            let source = match &e.origin {
-                Origin::File(p) => p.display().to_string(),
-                Origin::Generated(what, b) => format!("(generated: {what}, {} bytes)", b.len()),
-            };
-            out.push_str(&format!("  {}{}  <-  {}\n", e.dest, if e.executable { " (executable)" } else { "" }, crate::text::escape_control(&source)));
+            out.push_str(&format!("  {}{}  <-  {}\n", e.dest, if e.executable { " (executable)" } else { "" }, crate::text::escape_control(&e.origin.shown())));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
         }
         out
     }
@@ -142,18 +173,21 @@ pub fn host_triple() -> String {
 }
 
 /// The 1x1 transparent PNG used when `pack.icon` is not set (a valid image, so desktop tools
-/// accept the AppDir).
+/// accept the AppDir; decoded whole by the `png` crate in the tests: an earlier copy had a
+/// wrong IDAT length that only a real decoder noticed).
 pub const DEFAULT_ICON_PNG: &[u8] = &[
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00,
-    0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00, 0x01, 0xe9, 0xfa, 0xdc, 0xd8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x00, 0x0b, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00, 0x01, 0xe9, 0xfa, 0xdc, 0xd8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
-/// The icon: `pack.icon` checked (a `.png` starting with the PNG signature, or an `.svg`
-/// holding `<svg`), or the built-in PNG. Returns the extension (`png`/`svg`) and the origin.
+/// The icon: `pack.icon` checked, or the built-in PNG. Returns the extension (`png`/`svg`)
+/// and the origin. A `.png` is decoded whole by the `png` crate (signature, header, every
+/// chunk's CRC, the image data: a corrupt or truncated file is refused); an `.svg` is parsed
+/// as XML by `roxmltree` and must have an `<svg>` root element.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `file:line:col` and `pack.icon` for another format, a file
-/// that is not one, or a missing file.
+/// that is not a valid one (with the decoder's or parser's reason), or a missing file.
 pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
     let Some(rel) = facts.options().icon else { return Ok(("png", Origin::Generated("built-in 1x1 icon", DEFAULT_ICON_PNG.to_vec()))) };
     let path = facts.manifest.dir().join(&rel);
@@ -166,14 +200,59 @@ pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
         _ => return Err(refuse(format!("the icon `{shown}` is neither a PNG nor an SVG file")).help("an AppImage icon is a `.png` or `.svg` file; convert it (e.g. to a 256x256 PNG) and name that")),
     };
     let bytes = std::fs::read(&path).map_err(|e| refuse(format!("the icon `{shown}` cannot be read: {e}")).help(format!("the path is relative to the package root, {}", facts.manifest.dir().display())))?;
-    let valid = match ext {
-        "png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
-        _ => bytes.windows(4).any(|w| w == b"<svg"),
+    let problem = match ext {
+        "png" => png_problem(&bytes),
+        _ => svg_problem(&bytes),
     };
-    if !valid {
-        return Err(refuse(format!("the icon `{shown}` is named .{ext} but does not hold a{} image", if ext == "png" { " PNG" } else { "n SVG" })).help("name a real PNG or SVG file"));
+    if let Some(reason) = problem {
+        return Err(refuse(format!("the icon `{shown}` is named .{ext} but is not a valid {} image", ext.to_ascii_uppercase()))
+            .detail(crate::text::escape_control(&reason))
+            .help("name a real PNG or SVG file (re-export it from the image editor)"));
     }
     Ok((ext, Origin::File(path)))
+}
+
+/// Why `bytes` is not a whole PNG image (`None` when the `png` crate decodes it to the end);
+/// the decoder's text with its chunk type written as the four letters (`IHDR`), not as the
+/// crate's debug form.
+fn png_problem(bytes: &[u8]) -> Option<String> {
+    png_problem_raw(bytes).map(|text| match (text.find("ChunkType { type: "), text.find(" }")) {
+        (Some(a), Some(b)) if b > a => {
+            let name = text[a + "ChunkType { type: ".len()..].split(',').next().unwrap_or_default().to_string();
+            format!("{}{name}{}", &text[..a], &text[b + 2..])
+        }
+        _ => text,
+    })
+}
+
+/// [`png_problem`] in the `png` crate's words.
+fn png_problem_raw(bytes: &[u8]) -> Option<String> {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    // An icon is small: refuse to allocate for a header claiming a huge image.
+    decoder.set_limits(png::Limits { bytes: 64 << 20 });
+    let mut reader = match decoder.read_info() {
+        Ok(r) => r,
+        Err(e) => return Some(format!("png: {e}")),
+    };
+    let mut frame = vec![0; reader.output_buffer_size()];
+    match reader.next_frame(&mut frame) {
+        Ok(_) => None,
+        Err(e) => Some(format!("png: {e}")),
+    }
+}
+
+/// Why `bytes` is not an SVG document (`None` when it is XML with an `<svg>` root element).
+fn svg_problem(bytes: &[u8]) -> Option<String> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("not UTF-8 text: {e}")),
+    };
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    match roxmltree::Document::parse_with_options(text, options) {
+        Err(e) => Some(format!("XML: {e}")),
+        Ok(doc) if doc.root_element().tag_name().name() != "svg" => Some(format!("the root element is <{}>, not <svg>", doc.root_element().tag_name().name())),
+        Ok(_) => None,
+    }
 }
 
 /// The extra files of `pack.files`: each glob expanded by the one glob expander (inside the
@@ -257,6 +336,80 @@ pub struct Built {
     pub executables: Vec<(String, PathBuf)>,
     /// `(linked libraries, search directories)` of every `build-script-executed` message.
     pub links: Vec<(Vec<String>, Vec<PathBuf>)>,
+    /// The `OUT_DIR` of every `build-script-executed` message (every package whose build
+    /// script ran or was fresh), where a build script lists its sidecars ([`SIDECARS_FILE`]).
+    pub out_dirs: Vec<PathBuf>,
+}
+
+/// The file a build script writes into its `OUT_DIR` to list the sidecars its package's
+/// program needs beside it: `{"version":1,"sidecars":[{"source":"<absolute path>",
+/// "relative":"<path relative to the executable's directory, / separated>"}]}`.
+pub const SIDECARS_FILE: &str = "mcpp-sidecars.json";
+
+/// The one version of [`SIDECARS_FILE`] this cargo-mcpp reads.
+pub const SIDECARS_VERSION: u64 = 1;
+
+/// [`SIDECARS_FILE`]'s shape (other keys are ignored, so a later producer may add some).
+#[derive(Debug, serde::Deserialize)]
+struct SidecarsFile {
+    version: u64,
+    #[serde(default)]
+    sidecars: Vec<Sidecar>,
+}
+
+/// One entry of [`SIDECARS_FILE`].
+#[derive(Debug, serde::Deserialize)]
+struct Sidecar {
+    source: PathBuf,
+    relative: String,
+}
+
+/// The sidecars the build's scripts list: for each `OUT_DIR` of [`Built::out_dirs`] (from
+/// cargo's messages, never guessed), its [`SIDECARS_FILE`] when present, each entry as
+/// `(relative place below the program's directory, source file)`.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the file: not JSON of that shape, a `version` other than
+/// [`SIDECARS_VERSION`], a `source` that is not an absolute path of an existing file, a
+/// `relative` that is empty, absolute, holds `\\`, `.` or `..` components.
+pub fn sidecars(built: &Built) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&PathBuf> = Vec::new();
+    for dir in &built.out_dirs {
+        if seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir);
+        let file = dir.join(SIDECARS_FILE);
+        let text = match std::fs::read(&file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("cannot read the sidecar list", &file, e)),
+        };
+        let refuse = |what: String| {
+            Error::new(ErrorKind::Manifest, what)
+                .file(&file)
+                .help(format!("the build script writes this file: fix it to `{{\"version\":{SIDECARS_VERSION},\"sidecars\":[{{\"source\":\"<absolute path>\",\"relative\":\"<path beside the program>\"}}]}}`, or update cargo-mcpp and the crate writing it together"))
+        };
+        let list: SidecarsFile = serde_json::from_slice(&text).map_err(|e| refuse(format!("the sidecar list is not `{{\"version\", \"sidecars\"}}` JSON: {e}")))?;
+        if list.version != SIDECARS_VERSION {
+            return Err(refuse(format!("the sidecar list has version {}, and this cargo-mcpp reads version {SIDECARS_VERSION}", list.version)));
+        }
+        for (i, s) in list.sidecars.into_iter().enumerate() {
+            let rel = &s.relative;
+            if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') || rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") || Path::new(rel).is_absolute() {
+                return Err(refuse(format!("sidecars[{i}].relative `{}` is not a relative `/`-separated path below the program's directory (no `..`, `.` or empty parts)", crate::text::echo(rel))));
+            }
+            if !s.source.is_absolute() {
+                return Err(refuse(format!("sidecars[{i}].source `{}` is not an absolute path", crate::text::echo_path(&s.source))));
+            }
+            if !s.source.is_file() {
+                return Err(refuse(format!("sidecars[{i}].source `{}` does not exist (or is not a file)", crate::text::echo_path(&s.source))));
+            }
+            out.push((rel.clone(), s.source));
+        }
+    }
+    Ok(out)
 }
 
 /// Read cargo's JSON messages (`--message-format=json-render-diagnostics`) from `reader`:
@@ -272,6 +425,7 @@ pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
                 }
             }
             cargo_metadata::Message::BuildScriptExecuted(b) => {
+                built.out_dirs.push(b.out_dir.clone().into_std_path_buf());
                 built.links.push((b.linked_libs.iter().map(|l| l.to_string()).collect(), b.linked_paths.iter().map(|p| PathBuf::from(p.as_str().split_once('=').map(|(_, d)| d).unwrap_or(p.as_str()))).collect()));
             }
             cargo_metadata::Message::TextLine(t) if !t.trim().is_empty() => eprintln!("{t}"),
@@ -281,14 +435,24 @@ pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
     built
 }
 
-/// The program to pack among the built executables: `--bin`, else the only one.
+/// The program a plan packs: its binary target's name and where its bytes come from (the
+/// executable cargo named, or [`Origin::BuiltAtPack`] in a `--dry-run`).
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// The binary target's name (from `cargo metadata`).
+    pub name: String,
+    /// The executable.
+    pub origin: Origin,
+}
+
+/// The binary target to pack, from `cargo metadata`'s targets: `--bin`, else the only one.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] when `--bin` names no binary target of the package, when cargo
-/// reported no executable for it, or when there are several and no `--bin`.
-pub fn choose_program(facts: &PackageFacts, bin: Option<&str>, built: &Built) -> Result<(String, PathBuf)> {
+/// [`ErrorKind::Manifest`] when `--bin` names no binary target of the package or there is
+/// none; [`ErrorKind::Usage`] when there are several and no `--bin`.
+pub fn program_name(facts: &PackageFacts, bin: Option<&str>) -> Result<String> {
     let names = || facts.bins.iter().map(|b| format!("`{b}`")).collect::<Vec<_>>().join(", ");
-    let wanted = match bin {
+    Ok(match bin {
         Some(b) if !facts.bins.iter().any(|x| x == b) => {
             return Err(Error::new(ErrorKind::Manifest, format!("--bin `{}`: the package {} has no such binary target", crate::text::echo(b), facts.name))
                 .file(&facts.manifest.path)
@@ -304,8 +468,17 @@ pub fn choose_program(facts: &PackageFacts, bin: Option<&str>, built: &Built) ->
             }
             _ => return Err(Error::new(ErrorKind::Usage, format!("the package {} has several binary targets; say which to pack", facts.name)).help(format!("pass --bin NAME, one of {}", names()))),
         },
-    };
-    built.executables.iter().find(|(n, _)| *n == wanted).cloned().ok_or_else(|| {
+    })
+}
+
+/// The program to pack among the built executables: [`program_name`]'s target, with the
+/// executable cargo's `compiler-artifact` message named for it.
+///
+/// # Errors
+/// [`program_name`]'s; [`ErrorKind::Manifest`] when cargo reported no executable for it.
+pub fn choose_program(facts: &PackageFacts, bin: Option<&str>, built: &Built) -> Result<Program> {
+    let wanted = program_name(facts, bin)?;
+    built.executables.iter().find(|(n, _)| *n == wanted).map(|(n, p)| Program { name: n.clone(), origin: Origin::File(p.clone()) }).ok_or_else(|| {
         Error::new(ErrorKind::Manifest, format!("cargo reported no executable for the binary target `{wanted}` of {}", facts.name))
             .detail(format!("executables cargo reported: {}", if built.executables.is_empty() { "none".to_string() } else { built.executables.iter().map(|(n, p)| format!("{n} ({})", p.display())).collect::<Vec<_>>().join(", ") }))
             .help("check the cargo arguments (a --features the target requires, `required-features`), and that the build succeeded")
@@ -335,12 +508,13 @@ impl Prepared {
         })
     }
 
-    /// The plan of the package of `program` (its binary target name and executable) written
-    /// into `out_dir`.
+    /// The plan of the package of `program` written into `out_dir`; `built` is what the build
+    /// gave (the shared libraries and sidecars), `None` for a `--dry-run`, whose plan says in
+    /// its notes what it cannot know.
     ///
     /// # Errors
-    /// The refusals of [`extra_files`], [`finish_entries`] and the format's plan.
-    pub fn plan(&self, facts: &PackageFacts, program: &(String, PathBuf), built: &Built, out_dir: &Path) -> Result<Plan> {
+    /// The refusals of [`extra_files`], [`sidecars`], [`finish_entries`] and the format's plan.
+    pub fn plan(&self, facts: &PackageFacts, program: &Program, built: Option<&Built>, out_dir: &Path) -> Result<Plan> {
         match self {
             Prepared::Appimage(p) => appimage::plan(facts, p, program, built, out_dir),
             Prepared::Msi(p) => msi::plan(facts, p, program, built, out_dir),
@@ -351,7 +525,7 @@ impl Prepared {
     pub fn writing(&self, plan: &Plan) -> String {
         match self {
             Prepared::Appimage(_) => format!("writing {}", plan.output.display()),
-            Prepared::Msi(_) => format!("running wixl for {}", plan.output.display()),
+            Prepared::Msi(p) => format!("running {} for {}", p.route.program(), plan.output.display()),
         }
     }
 
@@ -361,7 +535,7 @@ impl Prepared {
     /// The format writer's: [`appimage::write`], [`msi::write`].
     pub fn write(&self, facts: &PackageFacts, program: &str, plan: &Plan, env: &Env) -> Result<()> {
         match self {
-            Prepared::Appimage(p) => appimage::write(plan, p),
+            Prepared::Appimage(p) => appimage::write(plan, p, env),
             Prepared::Msi(p) => msi::write(facts, program, plan, p, env),
         }
     }
@@ -387,6 +561,9 @@ pub fn arch_of(triple: &str) -> &str {
     triple.split('-').next().unwrap_or(triple)
 }
 
+/// The note of a `--dry-run` plan: what only the build's messages tell.
+pub const DRY_RUN_NOTE: &str = "a dry run builds nothing, so the program is named by its binary target (from `cargo metadata`), and the shared runtime libraries the build links and the sidecars its build scripts list (`OUT_DIR/mcpp-sidecars.json`) are not known: a real pack adds them from cargo's build-script-executed messages";
+
 /// Files sorted by destination, each once: a later entry for the same place is refused.
 ///
 /// # Errors
@@ -395,11 +572,7 @@ pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path) -> Result<Vec<En
     entries.sort_by(|a, b| a.dest.cmp(&b.dest));
     for w in entries.windows(2) {
         if w[0].dest == w[1].dest {
-            let show = |e: &Entry| match &e.origin {
-                Origin::File(p) => p.display().to_string(),
-                Origin::Generated(what, _) => format!("({what})"),
-            };
-            return Err(Error::new(ErrorKind::Manifest, format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&w[0].dest), show(&w[0]), show(&w[1])))
+            return Err(Error::new(ErrorKind::Manifest, format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&w[0].dest), w[0].origin.shown(), w[1].origin.shown()))
                 .file(manifest)
                 .key("package.metadata.mcpp.pack.files")
                 .help("give one of them another `dest` in [package.metadata.mcpp.pack] files"));
@@ -436,6 +609,54 @@ mod tests {
         let built = read_messages(std::io::Cursor::new(text), "path+file:///p#app@0.1.0");
         assert_eq!(built.executables, [("app".to_string(), PathBuf::from("/p/target/release/app"))]);
         assert_eq!(built.links, [(vec!["dylib=cudart".to_string()], vec![PathBuf::from("/opt/cuda/lib")])]);
+        assert_eq!(built.out_dirs, [PathBuf::from("/p/target/release/build/app-1/out")]);
+    }
+
+    /// `Built` with one `OUT_DIR` holding `list` as its sidecar list (when `Some`).
+    fn out_dir_with(list: Option<&str>) -> (tempfile::TempDir, Built) {
+        let d = tempfile::tempdir().unwrap();
+        if let Some(l) = list {
+            crate::fingerprint::write_if_changed(&d.path().join(SIDECARS_FILE), l.as_bytes()).unwrap();
+        }
+        let built = Built { out_dirs: vec![d.path().to_path_buf(), d.path().to_path_buf()], ..Default::default() };
+        (d, built)
+    }
+
+    #[test]
+    fn sidecars_are_read_from_each_out_dir_and_bad_lists_refused_naming_the_file() {
+        let (_d, built) = out_dir_with(None);
+        assert!(sidecars(&built).unwrap().is_empty(), "no list, no sidecars");
+        let src = tempfile::NamedTempFile::new().unwrap();
+        let s = src.path().display().to_string();
+        let (_d, built) = out_dir_with(Some(&format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"kernels/k.bin"}}]}}"#)));
+        assert_eq!(sidecars(&built).unwrap(), [("kernels/k.bin".to_string(), src.path().to_path_buf())], "read once per OUT_DIR");
+        for (list, says) in [
+            (r#"{"version":2,"sidecars":[]}"#.to_string(), "has version 2, and this cargo-mcpp reads version 1"),
+            (r#"{"sidecars":[]}"#.to_string(), "missing field `version`"),
+            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}/missing","relative":"k.bin"}}]}}"#), "does not exist"),
+            (r#"{"version":1,"sidecars":[{"source":"rel/k.bin","relative":"k.bin"}]}"#.to_string(), "is not an absolute path"),
+            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"/abs/k.bin"}}]}}"#), "relative `/abs/k.bin` is not a relative"),
+            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"../k.bin"}}]}}"#), "relative `../k.bin` is not a relative"),
+            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\\k.bin"}}]}}"#), "is not a relative"),
+        ] {
+            let (d, built) = out_dir_with(Some(&list));
+            let e = sidecars(&built).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains(&d.path().join(SIDECARS_FILE).display().to_string()) && e.contains("the build script writes this file"), "{list}: {e}");
+        }
+    }
+
+    #[test]
+    fn icons_are_decoded_whole() {
+        assert_eq!(png_problem(DEFAULT_ICON_PNG), None);
+        let truncated = &DEFAULT_ICON_PNG[..DEFAULT_ICON_PNG.len() - 20];
+        assert!(png_problem(truncated).is_some(), "a truncated PNG passed");
+        let mut bad_crc = DEFAULT_ICON_PNG.to_vec();
+        bad_crc[29] ^= 0xff; // the IHDR chunk's CRC
+        assert!(png_problem(&bad_crc).unwrap().ends_with("while decoding IHDR chunk."), "{:?}", png_problem(&bad_crc));
+        assert!(png_problem(b"\x89PNG\r\n\x1a\n").is_some());
+        assert_eq!(svg_problem(b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>"), None);
+        assert!(svg_problem(b"<svg><g></svg>").unwrap().starts_with("XML: "));
+        assert_eq!(svg_problem(b"<html><svg/></html>").unwrap(), "the root element is <html>, not <svg>");
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! The MSI writer (upstream-facts 7.3, dist-wix; ../shared/toolchains/README.md 10).
 //!
-//! A WiX v3 source rendered from `templates/pack-wixl.wxs` (one component per file under
-//! `ProgramFiles64Folder\<app name>`, `MajorUpgrade` with a downgrade message), built by
-//! `wixl -a x64` (Debian's msitools `wixl` 0.101 reads WiX v3 only), resolved by the one
-//! resolver ([`crate::tool`]: `pack.msi.tool`, `WIXL`, `MCPP_TOOL_WIXL`, PATH; `cargo mcpp why
-//! tool wixl --release --target <triple>` shows the decision).
+//! Two routes, chosen by the tool ([`Route`]): a WiX v3 source rendered from
+//! `templates/pack-wixl.wxs` built by `wixl -a x64` (Debian's msitools `wixl` 0.101 reads WiX
+//! v3 only; the default on non-Windows hosts), or a WiX v4+ source rendered from
+//! `templates/pack-wix4.wxs` built by `wix build -arch x64` (the default on Windows hosts, or
+//! whenever `pack.msi.tool` names a program called `wix`/`wix.exe`). Either way: one component
+//! per file under `ProgramFiles64Folder\<app name>` (the program, the DLLs the build links,
+//! the sidecars, the extra files), `MajorUpgrade` with a downgrade message. The tool is
+//! resolved by the one resolver ([`crate::tool`]: `pack.msi.tool`, `WIXL`/`MCPP_TOOL_WIXL` or
+//! `MCPP_TOOL_WIX`, PATH; `cargo mcpp why tool wixl|wix --release --target <triple>` shows
+//! the decision).
 //!
 //! - UpgradeCode: `pack.msi.upgrade-code`, else derived from the package's identity
 //!   ([`identity`]: the name, then the repository URL, else the first author) by
@@ -20,10 +25,70 @@ use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::DeviceCache;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The WiX v3 template (`templates/pack-wixl.wxs`).
+/// The WiX v3 template (`templates/pack-wixl.wxs`), for wixl.
 pub const TEMPLATE: &str = include_str!("../../templates/pack-wixl.wxs");
+
+/// The WiX v4+ template (`templates/pack-wix4.wxs`), for `wix build`.
+pub const TEMPLATE_V4: &str = include_str!("../../templates/pack-wix4.wxs");
+
+/// The XML namespace of a WiX v4+ source (the root `<Wix>` of [`TEMPLATE_V4`]).
+pub const WIX4_NAMESPACE: &str = "http://wixtoolset.org/schemas/v4/wxs";
+
+/// WiX v4+'s `wix` (the .NET tool), for the one resolver.
+pub const WIX: crate::tool::ToolSpec = crate::tool::ToolSpec {
+    name: "wix",
+    programs: &["wix"],
+    env_vars: &[],
+    version_args: &["--version"],
+    install_hint: "dotnet tool install --global wix (WiX v4 or later; Windows)",
+    toolchain_package: None,
+    toolkit: None,
+};
+
+/// How the MSI is written: the tool and its source schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `wixl -a x64 -o <msi> <wxs>` of a WiX v3 source ([`TEMPLATE`]).
+    Wixl,
+    /// `wix build -arch x64 -o <msi> <wxs>` of a WiX v4+ source ([`TEMPLATE_V4`]).
+    Wix,
+}
+
+impl Route {
+    /// The route of a tool named `pack.msi.tool = path`: `wix` for a program called `wix` or
+    /// `wix.exe` (any case), `wixl` for any other; without one, `wix` on a Windows host and
+    /// `wixl` elsewhere.
+    pub fn of(tool: Option<&Path>) -> Route {
+        match tool {
+            Some(p) => match p.file_name().map(|f| f.to_string_lossy().to_ascii_lowercase()) {
+                Some(f) if f == "wix" || f == "wix.exe" => Route::Wix,
+                _ => Route::Wixl,
+            },
+            None if cfg!(windows) => Route::Wix,
+            None => Route::Wixl,
+        }
+    }
+    /// The tool's name (`wixl`, `wix`).
+    pub fn program(&self) -> &'static str {
+        self.spec().name
+    }
+    /// The tool, for the resolver.
+    pub fn spec(&self) -> &'static crate::tool::ToolSpec {
+        match self {
+            Route::Wixl => &WIXL,
+            Route::Wix => &WIX,
+        }
+    }
+    /// The arguments before the output and the source (`-a x64` / `build -arch x64`).
+    pub fn args(&self) -> &'static [&'static str] {
+        match self {
+            Route::Wixl => &["-a", "x64"],
+            Route::Wix => &["build", "-arch", "x64"],
+        }
+    }
+}
 
 /// `wixl`, for the one resolver.
 pub const WIXL: crate::tool::ToolSpec = crate::tool::ToolSpec {
@@ -39,7 +104,9 @@ pub const WIXL: crate::tool::ToolSpec = crate::tool::ToolSpec {
 /// What the MSI needs that is checked before the build.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    /// wixl.
+    /// The route: which tool, which source schema.
+    pub route: Route,
+    /// wixl or wix.
     pub tool: crate::tool::Tool,
     /// `{GUID}`, upper case.
     pub upgrade_code: String,
@@ -119,8 +186,8 @@ pub fn manufacturer(facts: &PackageFacts) -> String {
     facts.authors.first().map(|a| a.split('<').next().unwrap_or(a).trim().to_string()).filter(|a| !a.is_empty()).unwrap_or_else(|| facts.name.clone())
 }
 
-/// Check the target (Windows, x86_64), the version, the UpgradeCode, and resolve wixl
-/// (recording the decision in the device cache `cache`).
+/// Check the target (Windows, x86_64), the version, the UpgradeCode, and resolve the tool of
+/// the [`Route`] (recording the decision in the device cache `cache`).
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] with the way out for a non-Windows target, another architecture,
@@ -156,41 +223,48 @@ pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<P
         None => derived_guid("upgrade-code", &identity(facts)),
     };
     let product_code = derived_guid("product-code", &format!("{upgrade_code}\n{version}"));
-    let tool = resolve_wixl(facts, env, cache)?;
-    Ok(Prepared { tool, upgrade_code, product_code, version, manufacturer: manufacturer(facts) })
+    let named = facts.options().msi.and_then(|m| m.tool);
+    let route = Route::of(named.as_deref());
+    let tool = resolve_tool(facts, route, env, cache)?;
+    Ok(Prepared { route, tool, upgrade_code, product_code, version, manufacturer: manufacturer(facts) })
 }
 
-/// wixl through the one resolver (`pack.msi.tool` as the manifest's choice), its decision
-/// recorded in `cache`; a PATH answer's warning names `pack.msi.tool` as the way to declare it.
-fn resolve_wixl(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<crate::tool::Tool> {
+/// The route's tool through the one resolver (`pack.msi.tool` as the manifest's choice), its
+/// decision recorded in `cache`; a PATH answer's warning names `pack.msi.tool` as the way to
+/// declare it.
+fn resolve_tool(facts: &PackageFacts, route: Route, env: &Env, cache: &DeviceCache) -> Result<crate::tool::Tool> {
     std::fs::create_dir_all(cache.dir()).map_err(|e| Error::io("cannot create", cache.dir(), e))?;
+    let spec = route.spec();
     let mut choices = crate::tool::ToolChoices { manifest_path: facts.manifest.path.clone(), ..Default::default() };
     if let Some(t) = facts.options().msi.and_then(|m| m.tool) {
-        choices.manifest.insert(WIXL.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
+        choices.manifest.insert(spec.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
         if let Some(l) = facts.manifest.line("pack.msi.tool") {
-            choices.manifest_lines.insert(WIXL.name.to_string(), l);
+            choices.manifest_lines.insert(spec.name.to_string(), l);
         }
     }
-    crate::tool::resolve(&WIXL, &choices, env, cache).map(|(tool, warning)| {
+    crate::tool::resolve(spec, &choices, env, cache).map(|(tool, warning)| {
         if let Some(w) = warning {
             // The way to declare it for pack is its own key, not a rule's `tools` entry.
-            eprintln!("warning: {}", w.replace("[package.metadata.mcpp.tools] wixl", "[package.metadata.mcpp.pack.msi] tool"));
+            eprintln!("warning: {}", w.replace(&format!("[package.metadata.mcpp.tools] {}", spec.name), "[package.metadata.mcpp.pack.msi] tool"));
         }
         tool
     })
 }
 
-/// The MSI's plan: the program as `<name>.exe`, the DLLs the build links beside it, the extra
-/// files below the install folder, and `<out>/<app>-<version>-x64.msi`.
+/// The MSI's plan: the program as `<name>.exe`, the DLLs the build links and the sidecars
+/// the build scripts list beside it (with `built`; a `--dry-run`, `None`, notes what it cannot
+/// know), the extra files below the install folder, and `<out>/<app>-<version>-x64.msi`.
 ///
 /// # Errors
-/// The refusals of [`super::extra_files`] and [`super::finish_entries`].
-pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &(String, PathBuf), built: &super::Built, out_dir: &Path) -> Result<Plan> {
-    let (name, exe) = program;
-    let file = exe.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| format!("{name}.exe"));
-    let mut entries = vec![Entry { dest: file, origin: Origin::File(exe.clone()), executable: true }];
-    for (lib, path) in super::shared_libraries(&built.links, true) {
+/// The refusals of [`super::extra_files`], [`super::sidecars`] and [`super::finish_entries`].
+pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program, built: Option<&super::Built>, out_dir: &Path) -> Result<Plan> {
+    let name = &program.name;
+    let mut entries = vec![Entry { dest: format!("{name}.exe"), origin: program.origin.clone(), executable: true }];
+    for (lib, path) in built.map(|b| super::shared_libraries(&b.links, true)).unwrap_or_default() {
         entries.push(Entry { dest: lib, origin: Origin::File(path), executable: false });
+    }
+    for (place, path) in built.map(super::sidecars).transpose()?.unwrap_or_default() {
+        entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
     }
     for (place, path) in super::extra_files(facts)? {
         entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
@@ -202,7 +276,19 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &(String, PathBu
         format: super::Format::Msi,
         output: output.clone(),
         entries,
-        tool: format!("{} ({}) -a x64 -o {} {} (UpgradeCode {}, ProductCode {}, version {})", prepared.tool.path.display(), prepared.tool.version_line(), output.display(), wxs.display(), prepared.upgrade_code, prepared.product_code, prepared.version),
+        tool: format!(
+            "{} ({}) {} -o {} {} (WiX {} source; UpgradeCode {}, ProductCode {}, version {})",
+            prepared.tool.path.display(),
+            prepared.tool.version_line(),
+            prepared.route.args().join(" "),
+            output.display(),
+            wxs.display(),
+            if prepared.route == Route::Wix { "v4" } else { "v3" },
+            prepared.upgrade_code,
+            prepared.product_code,
+            prepared.version
+        ),
+        notes: if built.is_none() { vec![super::DRY_RUN_NOTE.to_string()] } else { Vec::new() },
     })
 }
 
@@ -223,10 +309,12 @@ pub fn xml(s: &str) -> String {
     out
 }
 
-/// The `.wxs` text for `plan` (the template with every value escaped).
+/// The `.wxs` text for `plan`: the route's template ([`TEMPLATE`] or [`TEMPLATE_V4`]) with
+/// every value escaped; a v3 component is `Win64="yes"` with its `Source` relative to `/`
+/// (where wixl runs), a v4 one `Bitness="always64"` with its absolute `Source`.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] for a generated entry (an MSI carries files only).
+/// [`ErrorKind::Manifest`] for an entry that is not a file on disk (an MSI carries files only).
 pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared) -> Result<String> {
     // Directory tree: "" is INSTALLFOLDER.
     let mut dirs: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
@@ -246,19 +334,23 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
     let short = |s: &str| derived_guid("id", &format!("{}\n{s}", prepared.upgrade_code)).replace(['{', '}', '-'], "")[..16].to_string();
     let mut refs = String::new();
     fn emit(dir: &str, depth: usize, dirs: &BTreeMap<String, Vec<&Entry>>, prepared: &Prepared, short: &dyn Fn(&str) -> String, out: &mut String, refs: &mut String) -> Result<()> {
-        let pad = "  ".repeat(depth + 5);
+        let pad = "  ".repeat(depth + if prepared.route == Route::Wix { 4 } else { 5 });
         for e in &dirs[dir] {
             let Origin::File(source) = &e.origin else {
-                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is generated, and an MSI carries files only", e.dest)));
+                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a file on disk ({}), and an MSI carries files only", e.dest, e.origin.shown())));
+            };
+            let (bitness, source) = match prepared.route {
+                // wixl refuses an absolute Source: relative to `/`, where it runs.
+                Route::Wixl => ("Win64=\"yes\"", source.display().to_string().trim_start_matches('/').to_string()),
+                Route::Wix => ("Bitness=\"always64\"", source.display().to_string()),
             };
             let leaf = e.dest.rsplit('/').next().unwrap_or(&e.dest);
             let id = short(&e.dest);
             let guid = derived_guid("component", &format!("{}\n{}", prepared.upgrade_code, e.dest));
             out.push_str(&format!(
-                "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" Win64=\"yes\">\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
+                "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" {bitness}>\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
                 xml(leaf),
-                // wixl refuses an absolute Source: relative to `/`, where it runs.
-                xml(source.display().to_string().trim_start_matches('/'))
+                xml(&source)
             ));
             refs.push_str(&format!("      <ComponentRef Id=\"C_{id}\" />\n"));
         }
@@ -274,7 +366,8 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
     let mut directories = String::new();
     emit("", 0, &dirs, prepared, &short, &mut directories, &mut refs)?;
     let description = facts.options().comment.or_else(|| facts.description.clone()).unwrap_or_else(|| facts.app_name(program));
-    Ok(TEMPLATE
+    let template = if prepared.route == Route::Wix { TEMPLATE_V4 } else { TEMPLATE };
+    Ok(template
         .replace("{{PRODUCT_CODE}}", &prepared.product_code)
         .replace("{{UPGRADE_CODE}}", &prepared.upgrade_code)
         .replace("{{VERSION}}", &prepared.version)
@@ -285,11 +378,12 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
         .replace("{{COMPONENT_REFS}}\n", &refs))
 }
 
-/// Write the `.wxs` beside the package and run wixl (argv) on it, in `/` (wixl takes a
-/// `Source` relative to its directory only, so the sources are written relative to `/`).
+/// Write the `.wxs` beside the package and run the route's tool (argv) on it: `wixl -a x64 -o
+/// <msi> <wxs>` in `/` (wixl takes a `Source` relative to its directory only, so the sources
+/// are written relative to `/`), or `wix build -arch x64 -o <msi> <wxs>`.
 ///
 /// # Errors
-/// [`ErrorKind::ToolFailed`] with wixl's output when it fails or writes nothing;
+/// [`ErrorKind::ToolFailed`] with the tool's output when it fails or writes nothing;
 /// [`ErrorKind::Io`] for the `.wxs`.
 pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
     let wxs = plan.output.with_extension("wxs");
@@ -297,16 +391,16 @@ pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepar
     let _ = std::fs::remove_file(&plan.output);
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&prepared.tool.path);
-    cmd.args(["-a", "x64", "-o"]).arg(&plan.output).arg(&wxs).current_dir("/");
+    cmd.args(prepared.route.args()).arg("-o").arg(&plan.output).arg(&wxs).current_dir("/");
     crate::env::apply_to(&mut cmd, env);
     prepared.tool.apply_env(&mut cmd);
     let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", prepared.tool.path.display())))?;
     if !out.status.success() || !plan.output.is_file() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("wixl failed ({}) on {}", out.status, wxs.display())).file(&wxs);
+        let mut e = Error::new(ErrorKind::ToolFailed, format!("{} failed ({}) on {}", prepared.route.program(), out.status, wxs.display())).file(&wxs);
         for line in String::from_utf8_lossy(&out.stderr).lines().chain(String::from_utf8_lossy(&out.stdout).lines()).filter(|l| !l.trim().is_empty()).take(30) {
             e = e.detail(crate::text::escape_control(line));
         }
-        return Err(e.help("the .wxs above is what wixl read; a defect of cargo-mcpp's template if the input files exist"));
+        return Err(e.help(format!("the .wxs above is what {} read; a defect of cargo-mcpp's template if the input files exist", prepared.route.program())));
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! - counting/logging wrappers and fake compilers: [`Shim`] (the recording compiler
 //!   `src/bin/mcpp-shim.rs` under any program name), [`fake_toolkit`] and [`fake_rocm`];
 //!   a lane's builder with its toolkit: [`cuda_build`], [`hip_build`];
-//! - the text of outputs ([`text`]) and file helpers ([`walk`], [`copy_dir`], [`edit`]).
+//! - the text of outputs ([`text`]) and file helpers ([`walk`], [`tree_state`], [`copy_dir`], [`edit`]).
 #![allow(dead_code)]
 
 mod package;
@@ -125,6 +125,24 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
             }
         }
     }
+    out
+}
+
+/// Everything below `dir`, directories included, each with its size and modification time
+/// (sorted): two states compare equal only when nothing was created, removed or written.
+pub fn tree_state(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).ok();
+            out.push((p.clone(), m.as_ref().map_or(0, |m| m.len()), m.and_then(|m| m.modified().ok())));
+            if p.is_dir() {
+                out.extend(tree_state(&p));
+            }
+        }
+    }
+    out.sort();
     out
 }
 

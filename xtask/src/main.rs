@@ -48,8 +48,8 @@ fn main() {
 
 /// The modules that start processes (ARCHITECTURE.md "Invariants"): actions, tool probes,
 /// `cargo build`, `cargo metadata` (through the cargo_metadata crate), pip and `cargo fetch`,
-/// `cargo mcpp pack`'s release build (this executable), wixl.
-const SPAWNS: &[&str] = &["src/graph.rs", "src/tool/process.rs", "src/cli/build.rs", "src/cli/locate.rs", "src/fetch.rs", "src/cli/pack.rs", "src/pack/msi.rs"];
+/// `cargo mcpp pack`'s release build (this executable), patchelf, wixl and wix.
+const SPAWNS: &[&str] = &["src/graph.rs", "src/tool/process.rs", "src/cli/build.rs", "src/cli/locate.rs", "src/fetch.rs", "src/cli/pack.rs", "src/pack/appimage.rs", "src/pack/msi.rs"];
 
 /// The problems found in the repository at `root`.
 pub fn tidy(root: &Path) -> Vec<String> {
