@@ -171,7 +171,7 @@ fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Cons
                 .file(&path)
                 .key(listing.key.clone())
                 .detail(format!("A `.{ext}` file is host C++ unless its `sources` entry says it is {} code.", r.name()))
-                .help(format!("list it as {{ glob = \"{}\", accel = \"{backend}\" }} (or a `.{}` name), or compile it in build.rs", crate::text::echo(&rel), r.extensions().first().copied().unwrap_or(""))));
+                .help(format!("list it as {{ glob = \"{}\", accel = \"{backend}\" }} (or a `.{}` name); as host C++, list it in `cxx-sources` or compile it in build.rs (the cc crate)", crate::text::echo(&rel), r.extensions().first().copied().unwrap_or(""))));
         }
         let err = if DEVICE_EXTENSIONS.contains(&ext.as_str()) {
             Error::new(ErrorKind::Sources, format!("device source that no rule compiles: {rel}"))

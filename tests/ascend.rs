@@ -118,3 +118,24 @@ fn a_backend_the_set_names_without_sources_is_warned_once() {
     assert_eq!(warnings.len(), 1, "{:?}", outcome.cargo.lines());
     assert!(warnings[0].contains("names sycl but no source in `sources` is a sycl source"), "{}", warnings[0]);
 }
+
+#[test]
+fn ascend_argv_verified_constrained_globs_include_exclude_and_refuse_by_the_build_set() {
+    let p = ascend_package("ascend8.5+{dav-c220,dav-m200}", "");
+    p.write("Cargo.toml", &p.read("Cargo.toml").replace("sources = [\"kernels/*.asc\"]", "sources = [{ glob = \"kernels/*.asc\", accel = \"ascend8.5+{dav-c220}\" }]"));
+    let (cann, bisheng) = fake_cann(p.dir.path());
+    // Covered: compiled for every architecture of the build's entry.
+    build(&p, &cann).try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(bisheng.calls().len(), 4);
+    // A build naming ascend without covering the constraint refuses it, naming the entry.
+    let e = build(&p, &cann).accel("ascend8.5+{dav-m200}").try_compile().unwrap_err().to_string();
+    assert!(e.contains("is constrained to accel \"ascend8.5+{dav-c220}\", which this build does not cover"), "{e}");
+    // A build without ascend leaves them out, compiling nothing.
+    let calls = bisheng.calls().len();
+    let p2 = Package::new(&[("kernels/add.asc", "void add() {}\n"), ("kernels/s.sycl", "void s() {}\n")]);
+    p2.write("Cargo.toml", &manifest("mixed", "accel = \"sycl\"\nsources = [{ glob = \"kernels/*.asc\", accel = \"ascend8.5+{dav-c220}\" }, \"kernels/*.sycl\"]"));
+    let (oneapi, icpx) = fake_oneapi(p2.dir.path());
+    device_build(p2.dir.path(), &p2.path("")).env("ASCEND_HOME_PATH", &cann).env("ONEAPI_ROOT", &oneapi).try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(bisheng.calls().len(), calls);
+    assert!(icpx.calls().iter().any(|c| c.names("kernels/s.sycl")));
+}
