@@ -349,7 +349,13 @@ fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box
 /// a path that does not exist or is not an executable file (relative paths are the package
 /// root's, as the resolver reads them).
 fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>) -> Vec<Error> {
-    let known: Vec<&str> = registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    let mut known: Vec<&str> = Vec::new();
+    // Rules may share a tool name (clang++: CUDA's clang route and HIP): listed once.
+    for name in registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)) {
+        if !known.contains(&name) {
+            known.push(name);
+        }
+    }
     let used_tools: Vec<&str> = registry.iter().filter(|r| used.is_some_and(|u| u.contains(&r.name()))).flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
     let mut out = Vec::new();
     for (name, path) in &manifest.mcpp.tools {

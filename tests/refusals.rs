@@ -58,9 +58,9 @@ fn a_manifest_with_three_problems_reports_all_three_with_line_column_key_and_fix
         assert!(block.contains(at) && block.contains(&format!("(key `{key}`)")) && block.contains(fix), "{what}: {block}");
     }
     // A table no rule owns is refused listing the rules' tables.
-    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.hip]\narch = \"gfx90a\"", &[("s/x.comp", COMP)]);
+    let pkg = package_with("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.metal]\narch = \"apple7\"", &[("s/x.comp", COMP)]);
     let e = pkg.refuse(&pkg.build());
-    assert!(e.contains("unknown field `hip`") && e.contains("[package.metadata.mcpp.spirv], [package.metadata.mcpp.cuda]"), "{e}");
+    assert!(e.contains("unknown field `metal`") && e.contains("[package.metadata.mcpp.spirv], [package.metadata.mcpp.cuda]"), "{e}");
 }
 
 #[test]

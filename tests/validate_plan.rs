@@ -88,7 +88,7 @@ fn every_problem_of_a_manifest_comes_back_in_one_pass_each_at_its_position() {
     let t = text(&out);
     let m = pkg.path("Cargo.toml").display().to_string();
     for (problem, at) in [
-        ("unknown field `hip`", format!("{m}:13:24 (key `package.metadata.mcpp.hip`)")),
+        ("unknown field `x`", format!("{m}:14:1 (key `package.metadata.mcpp.hip.x`)")),
         ("unknown field `includ`", format!("{m}:16:1 (key `package.metadata.mcpp.spirv.includ`)")),
         ("`1BAD` is not a preprocessor macro name", format!("{m}:17:13 (key `package.metadata.mcpp.spirv.defines.1BAD`)")),
         ("include directory `missing` does not exist", format!("{m}:18:20 (key `package.metadata.mcpp.spirv.includes[1]`)")),
