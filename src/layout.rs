@@ -141,6 +141,13 @@ impl Variant {
         self.dir.join("surface-base")
     }
 
+    /// `surface/`: the generated C++ surface (interface, implementation unit, data headers)
+    /// the host C++ lane compiles, mirrored from OUT_DIR's `mcpp/` so the files a compile reads
+    /// are in the device cache (never watched by cargo: the build script writes them).
+    pub fn surface_cpp_dir(&self) -> PathBuf {
+        self.dir.join("surface")
+    }
+
     /// `fingerprints/`: the action graph's recorded state ([`crate::graph`]).
     pub fn fingerprints_dir(&self) -> PathBuf {
         self.dir.join("fingerprints")

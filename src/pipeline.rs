@@ -78,7 +78,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
     }
-    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
+    let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
@@ -136,7 +136,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
     let origin = || accel_origin(&config.accel, env);
-    let planned = crate::plan::lanes::plan(&LaneInputs {
+    let lane_inputs = LaneInputs {
         manifest,
         accel,
         collected,
@@ -148,13 +148,15 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         facts: &config.facts,
         island: island.as_ref(),
         accel_origin: &origin,
-    })?;
+    };
+    let mut planned = crate::plan::lanes::plan(&lane_inputs)?;
     for w in &planned.warnings {
         cargo.warning(w);
     }
     let named = name_payloads(manifest, collected, &planned)?;
-    let report = run_actions(&mut cargo, &planned, &variant, config, observer, jobserver)?;
+    let mut report = run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
+    run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
     crate::plan::directives::emit(
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
@@ -274,15 +276,57 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
     Ok(Named { base, items })
 }
 
+/// Plan and run the host C++ lane ([`crate::plan::lanes::plan_host`]) after the surface is
+/// written: `cxx-sources`, the island's units and, when there are payloads, the generated
+/// surface's copy in the variant (`surface/`): its implementation unit always, its module
+/// interface when a unit imports it, its header's directory on `-I`. A payload edit changes
+/// only the implementation unit's data headers, never the interface: no BMI and no importer
+/// is rebuilt. Its report is merged into `report`, its actions appended to `planned`.
+///
+/// # Errors
+/// The lane's refusals, a compiler that failed.
+fn run_host_lane(
+    cargo: &mut CargoOutput,
+    inputs: &LaneInputs,
+    planned: &mut Planned,
+    report: &mut RunReport,
+    generated: Option<&Generated>,
+    config: &Config,
+    (observer, jobserver): (&dyn Observer, Option<&jobserver::Client>),
+) -> Result<()> {
+    let mirror = inputs.variant.surface_cpp_dir();
+    let paths = generated.map(|g| (mirror.join(g.interface_file.file_name().unwrap_or_default()), mirror.join(g.impl_file.file_name().unwrap_or_default())));
+    let module_name = surface_module_name(inputs.manifest);
+    let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true) });
+    let actions = crate::plan::lanes::plan_host(inputs, surface, planned)?;
+    if actions.is_empty() {
+        return Ok(());
+    }
+    let host = run_actions(cargo, &actions, inputs.variant, config, observer, jobserver)?;
+    report.ran.extend(host.ran);
+    report.fresh.extend(host.fresh);
+    report.read.extend(host.read);
+    report.peak_concurrency = report.peak_concurrency.max(host.peak_concurrency);
+    report.outputs.extend(host.outputs);
+    report.warnings.extend(host.warnings);
+    planned.append_actions(actions);
+    Ok(())
+}
+
+/// The module name of the surface: `module-name`, or `<package>.shaders`.
+fn surface_module_name(manifest: &Manifest) -> String {
+    manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)))
+}
+
 /// Run the planned actions ([`graph::run`], fingerprints in the variant); under docs.rs nothing
 /// runs (the crate is documented, nothing compiled or linked). What the compilers that ran
 /// printed on success becomes warnings, as the cc crate shows them.
 ///
 /// # Errors
 /// A compiler that failed or left an output missing; the variant's state not writable.
-fn run_actions(cargo: &mut CargoOutput, planned: &Planned, variant: &Variant, config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<RunReport> {
+fn run_actions(cargo: &mut CargoOutput, actions: &[graph::Action], variant: &Variant, config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<RunReport> {
     let options = RunOptions { variant, jobs: config.jobs, jobserver };
-    let report = if docs_rs(&config.env) { RunReport::default() } else { graph::run(&planned.actions, &options, observer)? };
+    let report = if docs_rs(&config.env) { RunReport::default() } else { graph::run(actions, &options, observer)? };
     for w in &report.warnings {
         cargo.warning(w);
     }
@@ -311,6 +355,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             rust_file: out.rust_surface(),
             payload_dir: out.payload_dir(),
             verified: report.outputs.clone(),
+            cpp_mirror: Some(variant.surface_cpp_dir()),
         },
     )?;
     if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &named.items)? {

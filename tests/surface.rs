@@ -303,6 +303,7 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         rust_file: out.join("mcpp_shaders.rs"),
         payload_dir: out.join("mcpp/payloads"),
         verified,
+        cpp_mirror: None,
     };
     surface::generate(&items, &opts).unwrap()
 }
