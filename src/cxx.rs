@@ -48,6 +48,8 @@ pub struct Unit {
     /// for MSVC): the island's generated boundary for the island's own C++ files, so a fallback
     /// needs no `#include` of it. Not given to a module unit (its first line must be `module`).
     pub force_include: Option<PathBuf>,
+    /// More declared inputs of its compile (the files an assembly unit `.incbin`s).
+    pub extra_inputs: Vec<PathBuf>,
 }
 
 /// What a unit's text says about modules.
@@ -127,6 +129,10 @@ pub struct SurfaceUnits<'a> {
     pub implementation: &'a Path,
     /// Whether the interface is a C++20 module.
     pub modules: bool,
+    /// Object storage: the generated assembly and the payload files it `.incbin`s (declared
+    /// inputs of its action: an assembler's depfile may not list them). Assembled even when the
+    /// crate has no C++ unit (the Rust accessors read its symbols).
+    pub assembly: Option<(&'a Path, &'a [PathBuf])>,
 }
 
 /// What the host C++ lane planned.
@@ -195,16 +201,17 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     // The island's own files (its fallback, or an island source listed in cxx-sources) read the
     // generated header as a forced include, as its device half does: no `#include` needed.
     let forced = |path: &Path| island.filter(|i| i.scanned.iter().any(|s| s == path)).map(|i| i.emitted.header.clone());
-    let mut units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { force_include: forced(&path), path, rel }).collect();
+    let mut units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { force_include: forced(&path), path, rel, extra_inputs: Vec::new() }).collect();
     if let Some(i) = island {
         for (path, rel) in i.fallback {
             if !units.iter().any(|u| u.path == *path) {
-                units.push(Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path) });
+                units.push(Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path), extra_inputs: Vec::new() });
             }
         }
     }
+    let assembly = surface.and_then(|s| s.assembly).map(|(path, incbins)| Unit { path: path.to_path_buf(), rel: format!("(generated) {}", path.file_name().unwrap_or_default().to_string_lossy()), force_include: None, extra_inputs: incbins.to_vec() });
     if units.is_empty() {
-        return Ok((units, watch_dirs));
+        return Ok((assembly.into_iter().collect(), watch_dirs));
     }
     for u in &units {
         let ext = crate::sources::extension(&u.path).unwrap_or_default();
@@ -218,16 +225,17 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     if let Some(i) = island {
         let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name)));
         if imported {
-            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None });
+            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None, extra_inputs: Vec::new() });
         }
     }
     if let Some(s) = surface {
         let imported = s.modules && units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.iter().any(|r| r == s.module_name)));
         if imported {
-            units.push(Unit { path: s.interface.to_path_buf(), rel: format!("(generated) {}.cppm", s.module_name), force_include: None });
+            units.push(Unit { path: s.interface.to_path_buf(), rel: format!("(generated) {}.cppm", s.module_name), force_include: None, extra_inputs: Vec::new() });
         }
-        units.push(Unit { path: s.implementation.to_path_buf(), rel: format!("(generated) {}.impl.cpp", s.module_name), force_include: None });
+        units.push(Unit { path: s.implementation.to_path_buf(), rel: format!("(generated) {}.impl.cpp", s.module_name), force_include: None, extra_inputs: Vec::new() });
     }
+    units.extend(assembly);
     Ok((units, watch_dirs))
 }
 
@@ -548,9 +556,14 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
     let clang = input.host.family == Family::Clang;
     let obj = link::object_path(input.variant, LANE, &u.rel);
     let depfile = obj.with_extension("d");
-    let as_c = crate::sources::extension(&u.path).is_some_and(|e| e == "c");
-    let mut args = if as_c { c_args(input) } else { common.to_vec() };
+    let ext = crate::sources::extension(&u.path).unwrap_or_default();
+    let mut args = match ext.as_str() {
+        "c" => c_args(input, &["-x", "c"], "/TC"),
+        "S" => c_args(input, &["-x", "assembler-with-cpp"], ""),
+        _ => common.to_vec(),
+    };
     let mut inputs = vec![u.path.clone()];
+    inputs.extend(u.extra_inputs.iter().cloned());
     if let Some(header) = u.force_include.as_ref().filter(|_| !modules.lines[i].module_unit) {
         let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
         args.splice(forced_at..forced_at, forced);
@@ -617,17 +630,18 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
     obj
 }
 
-/// The arguments of a C unit (`.c` in `cxx-sources`): the compiler (after a wrapper) and its
-/// arguments, told the language (`-x c`; `/TC` for MSVC), then `-I`/`-D` and the flags; no
+/// The arguments of a C unit (`.c` in `cxx-sources`) or of object storage's assembly (`.S`):
+/// the compiler (after a wrapper) and its arguments, told the language (`language`: `-x c`,
+/// `-x assembler-with-cpp`; `msvc_language` for MSVC), then `-I`/`-D` and the flags; no
 /// `-std=c++..` and no module options. A C unit imports no module (it cannot) and reads the
 /// payload surface through its C header.
-fn c_args(input: &CxxPlanInput) -> Vec<OsString> {
+fn c_args(input: &CxxPlanInput, language: &[&str], msvc_language: &str) -> Vec<OsString> {
     let mut args: Vec<OsString> = input.host.wrapper.iter().map(|_| input.host.cxx.clone().into_os_string()).collect();
     args.extend(input.host.cxx_args.iter().map(OsString::from));
     if input.host.family == Family::Msvc {
-        args.push("/TC".into());
+        args.extend((!msvc_language.is_empty()).then(|| msvc_language.into()));
     } else {
-        args.extend(["-x".into(), "c".into()]);
+        args.extend(language.iter().map(OsString::from));
     }
     args.extend(crate::host::include_define_args(input.includes, input.defines));
     args.extend(input.flags.iter().map(OsString::from));

@@ -227,6 +227,22 @@ impl OutDir {
     pub fn payload_dir(&self) -> PathBuf {
         self.cpp_dir().join("payloads")
     }
+
+    /// `mcpp-sidecars.json`: the sidecar payloads of this build for `cargo mcpp pack`
+    /// (`{"version":1,"sidecars":[{"source":..,"relative":..}]}`, [`crate::surface::storage`]).
+    pub fn sidecars_manifest(&self) -> PathBuf {
+        self.dir.join("mcpp-sidecars.json")
+    }
+
+    /// The directory of the final artifacts (`target/<profile>/`, which holds `build/`), where
+    /// sidecar payloads go beside the executable; `<OUT_DIR>/artifacts` when `OUT_DIR` is not
+    /// under a `build` directory (a build driven by the library API with its own directories).
+    pub fn artifact_dir(&self) -> PathBuf {
+        match self.dir.ancestors().find(|a| a.file_name().is_some_and(|n| n == "build")).and_then(Path::parent) {
+            Some(p) => p.to_path_buf(),
+            None => self.dir.join("artifacts"),
+        }
+    }
 }
 
 #[cfg(test)]

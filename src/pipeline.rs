@@ -297,7 +297,8 @@ fn run_host_lane(
     let mirror = inputs.variant.surface_cpp_dir();
     let paths = generated.map(|g| (mirror.join(g.interface_file.file_name().unwrap_or_default()), mirror.join(g.impl_file.file_name().unwrap_or_default())));
     let module_name = surface_module_name(inputs.manifest);
-    let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true) });
+    let assembly = generated.and_then(|g| g.assembly.as_ref()).map(|(path, incbins)| (path.as_path(), incbins.as_slice()));
+    let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true), assembly });
     let actions = crate::plan::lanes::plan_host(inputs, surface, planned)?;
     if actions.is_empty() {
         return Ok(());
@@ -345,6 +346,10 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
     let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
+    let (storage, fallback) = surface::storage::effective(manifest.mcpp.storage.unwrap_or_default(), &config.facts.target);
+    if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
+        cargo.warning(&w);
+    }
     let generated = surface::generate(
         &named.items,
         &SurfaceOptions {
@@ -356,8 +361,14 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             payload_dir: out.payload_dir(),
             verified: report.outputs.clone(),
             cpp_mirror: Some(variant.surface_cpp_dir()),
+            storage,
+            object_format: surface::ObjectFormat::of_target(&config.facts.target).unwrap_or(surface::ObjectFormat::Elf),
+            artifact_dir: out.artifact_dir(),
         },
     )?;
+    // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
+    // list under header and object storage), only when it changed.
+    crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
     if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &named.items)? {
         cargo.warning(&w);
     }

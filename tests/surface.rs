@@ -304,6 +304,9 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         payload_dir: out.join("mcpp/payloads"),
         verified,
         cpp_mirror: None,
+        storage: surface::Storage::Header,
+        object_format: surface::ObjectFormat::Elf,
+        artifact_dir: out.join("artifacts"),
     };
     surface::generate(&items, &opts).unwrap()
 }
