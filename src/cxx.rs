@@ -413,7 +413,7 @@ fn check_imports(units: &[Unit], lines: &[ModuleLines], provider: &BTreeMap<Stri
                 return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}`, which no C++ source provides", units[i].rel))
                     .file(&units[i].path)
                     .key(SOURCES_KEY)
-                    .help(format!("add the unit with `export module {r};` to cxx-sources (the island's module is generated when [package.metadata.mcpp.island] is declared)")));
+                    .help(format!("add the unit with `export module {r};` to cxx-sources (generated modules: the payload surface's `module-name`, `<package>.shaders` by default, when the package has payloads; the island's `<package>.kernels` when [package.metadata.mcpp.island] is declared)")));
             }
         }
     }

@@ -28,8 +28,8 @@ pub struct McppMetadata {
     /// `true` (default): the C++ surface is a C++20 module interface (`.cppm`); `false`: a header.
     pub modules: Option<bool>,
     /// Where the payloads' bytes live: `header` (default), `object` or `sidecar`
-    /// ([`crate::surface::storage`]).
-    pub storage: Option<crate::surface::Storage>,
+    /// ([`crate::surface::storage`]); checked by [`crate::surface::storage::from_manifest`].
+    pub storage: Option<String>,
     /// The base directory of the surface's names (seed 000 `base_dir`), relative to the package
     /// root, `/`-separated (`"shaders"`): the directories of a payload below it become its
     /// modules/namespaces. Default: derived, the shallowest directory all payloads share (which

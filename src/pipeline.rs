@@ -82,6 +82,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
+    problems.extend(surface::storage::from_manifest(&manifest).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let accel = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
@@ -346,7 +347,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
     let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
-    let (storage, fallback) = surface::storage::effective(manifest.mcpp.storage.unwrap_or_default(), &config.facts.target);
+    let (storage, fallback) = surface::storage::effective(surface::storage::from_manifest(manifest)?, &config.facts.target);
     if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
         cargo.warning(&w);
     }

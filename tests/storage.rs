@@ -211,5 +211,5 @@ fn an_unknown_storage_is_refused_naming_the_forms() {
     let pkg = storage_package("disk");
     let e = pkg.refuse(&pkg.build());
     assert!(e.contains("storage") && e.contains("header") && e.contains("object") && e.contains("sidecar"), "{e}");
-    assert!(e.contains("Cargo.toml:9:11"), "{e}");
+    assert!(e.contains("Cargo.toml:9:"), "{e}");
 }

@@ -20,7 +20,7 @@
 //!   contract `cargo mcpp pack` reads.
 
 use super::{PayloadItem, PayloadKind};
-use serde::Deserialize;
+use crate::error::{Error, ErrorKind};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,7 @@ pub const SIDECAR_DIR_ENV: &str = "MCPP_SIDECAR_DIR";
 pub const SIDECAR_ROOT: &str = "mcpp-data";
 
 /// Where the bytes live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Storage {
     /// Compiled in from generated source (C/C++ arrays, Rust `include_bytes!`).
     #[default]
@@ -52,6 +51,24 @@ impl Storage {
             Storage::Object => "object",
             Storage::Sidecar => "sidecar",
         }
+    }
+}
+
+/// The storage `[package.metadata.mcpp] storage` names (header when absent).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key's `file:line:col` for any other value, listing the forms.
+pub fn from_manifest(manifest: &crate::manifest::Manifest) -> crate::error::Result<Storage> {
+    let Some(raw) = &manifest.mcpp.storage else { return Ok(Storage::Header) };
+    match raw.as_str() {
+        "header" => Ok(Storage::Header),
+        "object" => Ok(Storage::Object),
+        "sidecar" => Ok(Storage::Sidecar),
+        other => Err(Error::new(ErrorKind::Manifest, format!("`storage = \"{}\"` is not a storage form", crate::text::echo(other)))
+            .file(manifest.at_col("storage"))
+            .key("package.metadata.mcpp.storage")
+            .detail("header: compiled in (the default); object: an assembly file with .incbin, assembled and linked; sidecar: a file beside the executable, read at run time")
+            .help("write storage = \"header\", \"object\" or \"sidecar\", or remove the key for header storage")),
     }
 }
 
