@@ -304,7 +304,10 @@ fn run_host_lane(
     if actions.is_empty() {
         return Ok(());
     }
-    let host = run_actions(cargo, &actions, inputs.variant, config, observer, jobserver)?;
+    // The progress of one device phase counts both runs: the host lane's actions add to those
+    // the first run planned.
+    let offset = OffsetObserver { inner: observer, before: report.ran.len() };
+    let host = run_actions(cargo, &actions, inputs.variant, config, &offset, jobserver)?;
     report.ran.extend(host.ran);
     report.fresh.extend(host.fresh);
     report.read.extend(host.read);
@@ -313,6 +316,27 @@ fn run_host_lane(
     report.warnings.extend(host.warnings);
     planned.append_actions(actions);
     Ok(())
+}
+
+/// An observer of the host lane's run that reports its planned total after the `before`
+/// actions of the first run, so one progress bar covers the whole device phase.
+struct OffsetObserver<'a> {
+    inner: &'a dyn Observer,
+    before: usize,
+}
+
+impl Observer for OffsetObserver<'_> {
+    fn planned(&self, total: usize) {
+        if total > 0 {
+            self.inner.planned(self.before + total);
+        }
+    }
+    fn started(&self, action: &graph::Action) {
+        self.inner.started(action);
+    }
+    fn finished(&self, action: &graph::Action) {
+        self.inner.finished(action);
+    }
 }
 
 /// The module name of the surface: `module-name`, or `<package>.shaders`.
