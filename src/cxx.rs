@@ -48,6 +48,8 @@ pub struct Unit {
     /// for MSVC): the island's generated boundary for the island's own C++ files, so a fallback
     /// needs no `#include` of it. Not given to a module unit (its first line must be `module`).
     pub force_include: Option<PathBuf>,
+    /// More declared inputs of its compile (the files an assembly unit `.incbin`s).
+    pub extra_inputs: Vec<PathBuf>,
 }
 
 /// What a unit's text says about modules.
@@ -112,6 +114,27 @@ pub struct IslandUnits<'a> {
     pub emitted: &'a crate::island::emit::Emitted,
 }
 
+/// The generated payload surface the host C++ lane compiles with the crate's units (the copy
+/// in the variant's `surface/`, [`crate::layout::Variant::surface_cpp_dir`]): the interface
+/// (`<module>.cppm`, compiled in module order when a unit imports the module; or the C header
+/// `<module>.h`, found through `-I` of its directory) and the implementation unit, compiled and
+/// linked whenever the lane compiles anything.
+#[derive(Debug, Clone, Copy)]
+pub struct SurfaceUnits<'a> {
+    /// The dotted module name (`my_app.shaders`).
+    pub module_name: &'a str,
+    /// The interface: the `.cppm` under `modules = true`, the header otherwise.
+    pub interface: &'a Path,
+    /// The implementation unit (`<module>.impl.cpp`): the `extern "C"` accessors' definitions.
+    pub implementation: &'a Path,
+    /// Whether the interface is a C++20 module.
+    pub modules: bool,
+    /// Object storage: the generated assembly and the payload files it `.incbin`s (declared
+    /// inputs of its action: an assembler's depfile may not list them). Assembled even when the
+    /// crate has no C++ unit (the Rust accessors read its symbols).
+    pub assembly: Option<(&'a Path, &'a [PathBuf])>,
+}
+
 /// What the host C++ lane planned.
 #[derive(Debug, Clone)]
 pub struct HostPlan {
@@ -131,13 +154,14 @@ pub struct HostPlan {
 /// # Errors
 /// A glob matching nothing, a file that is not C++, a missing include directory, no host
 /// compiler, a `std` the lane refuses ([`check_cxx_std`]), a module problem ([`plan`]).
-pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, env: &Env, facts: &CargoFacts, cache: &DeviceCache, variant: &Variant) -> Result<Option<HostPlan>> {
-    let (units, watch_dirs) = units(manifest, island)?;
+pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<SurfaceUnits>, env: &Env, facts: &CargoFacts, cache: &DeviceCache, variant: &Variant) -> Result<Option<HostPlan>> {
+    let (units, watch_dirs) = units(manifest, island, surface)?;
     if units.is_empty() {
         return Ok(None);
     }
     let opts = manifest.mcpp.cxx.clone().unwrap_or_default();
     let mut includes: Vec<PathBuf> = island.map(|i| i.emitted.dir.clone()).into_iter().collect();
+    includes.extend(surface.and_then(|s| s.interface.parent()).map(Path::to_path_buf));
     includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
     let (host, compiler) = compiler(env, facts, cache)?;
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
@@ -164,44 +188,54 @@ pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, env: &Env, fa
 }
 
 /// The units of the lane, in order: `cxx-sources` (expanded), then the island's fallback files
-/// not listed there, then the island's generated interface when a unit imports its module. The
-/// island's own files get its header as a forced include (no `#include` needed). Returns them
-/// with the glob directories to watch.
+/// not listed there, then the island's generated interface when a unit imports its module,
+/// then the payload surface's implementation unit (and its module interface when a unit
+/// imports it). The island's own files get its header as a forced include (no `#include`
+/// needed). Returns them with the glob directories to watch.
 ///
 /// # Errors
-/// A glob matching nothing ([`crate::sources::expand_globs`]); a unit that is not C++ (`.cpp .cc
-/// .cxx .c++`, or a `.cppm .ixx .mpp` module interface).
-pub fn units(manifest: &Manifest, island: Option<IslandUnits>) -> Result<(Vec<Unit>, Vec<PathBuf>)> {
+/// A glob matching nothing ([`crate::sources::expand_globs`]); a unit that is neither C++ (`.cpp
+/// .cc .cxx .c++`, or a `.cppm .ixx .mpp` module interface) nor C (`.c`, compiled as C).
+pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<SurfaceUnits>) -> Result<(Vec<Unit>, Vec<PathBuf>)> {
     let (listed, watch_dirs) = crate::sources::expand_globs(manifest, SOURCES_KEY, &manifest.mcpp.cxx_sources)?;
     // The island's own files (its fallback, or an island source listed in cxx-sources) read the
     // generated header as a forced include, as its device half does: no `#include` needed.
     let forced = |path: &Path| island.filter(|i| i.scanned.iter().any(|s| s == path)).map(|i| i.emitted.header.clone());
-    let mut units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { force_include: forced(&path), path, rel }).collect();
+    let mut units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { force_include: forced(&path), path, rel, extra_inputs: Vec::new() }).collect();
     if let Some(i) = island {
         for (path, rel) in i.fallback {
             if !units.iter().any(|u| u.path == *path) {
-                units.push(Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path) });
+                units.push(Unit { path: path.clone(), rel: rel.clone(), force_include: forced(path), extra_inputs: Vec::new() });
             }
         }
     }
+    let assembly = surface.and_then(|s| s.assembly).map(|(path, incbins)| Unit { path: path.to_path_buf(), rel: format!("(generated) {}", path.file_name().unwrap_or_default().to_string_lossy()), force_include: None, extra_inputs: incbins.to_vec() });
     if units.is_empty() {
-        return Ok((units, watch_dirs));
+        return Ok((assembly.into_iter().collect(), watch_dirs));
     }
     for u in &units {
         let ext = crate::sources::extension(&u.path).unwrap_or_default();
-        if !["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp"].contains(&ext.as_str()) {
-            return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ source", u.rel))
+        if !["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp", "c"].contains(&ext.as_str()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ or C source", u.rel))
                 .file(&u.path)
                 .key(SOURCES_KEY)
-                .help("the host C++ lane compiles .cpp .cc .cxx .c++ units and .cppm .ixx .mpp module interfaces"));
+                .help("the host C++ lane compiles .cpp .cc .cxx .c++ units, .cppm .ixx .mpp module interfaces and .c units (as C)"));
         }
     }
     if let Some(i) = island {
         let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name)));
         if imported {
-            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None });
+            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None, extra_inputs: Vec::new() });
         }
     }
+    if let Some(s) = surface {
+        let imported = s.modules && units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.iter().any(|r| r == s.module_name)));
+        if imported {
+            units.push(Unit { path: s.interface.to_path_buf(), rel: format!("(generated) {}.cppm", s.module_name), force_include: None, extra_inputs: Vec::new() });
+        }
+        units.push(Unit { path: s.implementation.to_path_buf(), rel: format!("(generated) {}.impl.cpp", s.module_name), force_include: None, extra_inputs: Vec::new() });
+    }
+    units.extend(assembly);
     Ok((units, watch_dirs))
 }
 
@@ -379,7 +413,7 @@ fn check_imports(units: &[Unit], lines: &[ModuleLines], provider: &BTreeMap<Stri
                 return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{r}`, which no C++ source provides", units[i].rel))
                     .file(&units[i].path)
                     .key(SOURCES_KEY)
-                    .help(format!("add the unit with `export module {r};` to cxx-sources (the island's module is generated when [package.metadata.mcpp.island] is declared)")));
+                    .help(format!("add the unit with `export module {r};` to cxx-sources (generated modules: the payload surface's `module-name`, `<package>.shaders` by default, when the package has payloads; the island's `<package>.kernels` when [package.metadata.mcpp.island] is declared)")));
             }
         }
     }
@@ -522,8 +556,14 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
     let clang = input.host.family == Family::Clang;
     let obj = link::object_path(input.variant, LANE, &u.rel);
     let depfile = obj.with_extension("d");
-    let mut args = common.to_vec();
+    let ext = crate::sources::extension(&u.path).unwrap_or_default();
+    let mut args = match ext.as_str() {
+        "c" => c_args(input, &["-x", "c"], "/TC"),
+        "S" => c_args(input, &["-x", "assembler-with-cpp"], ""),
+        _ => common.to_vec(),
+    };
     let mut inputs = vec![u.path.clone()];
+    inputs.extend(u.extra_inputs.iter().cloned());
     if let Some(header) = u.force_include.as_ref().filter(|_| !modules.lines[i].module_unit) {
         let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
         args.splice(forced_at..forced_at, forced);
@@ -588,6 +628,24 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
         }
     }
     obj
+}
+
+/// The arguments of a C unit (`.c` in `cxx-sources`) or of object storage's assembly (`.S`):
+/// the compiler (after a wrapper) and its arguments, told the language (`language`: `-x c`,
+/// `-x assembler-with-cpp`; `msvc_language` for MSVC), then `-I`/`-D` and the flags; no
+/// `-std=c++..` and no module options. A C unit imports no module (it cannot) and reads the
+/// payload surface through its C header.
+fn c_args(input: &CxxPlanInput, language: &[&str], msvc_language: &str) -> Vec<OsString> {
+    let mut args: Vec<OsString> = input.host.wrapper.iter().map(|_| input.host.cxx.clone().into_os_string()).collect();
+    args.extend(input.host.cxx_args.iter().map(OsString::from));
+    if input.host.family == Family::Msvc {
+        args.extend((!msvc_language.is_empty()).then(|| msvc_language.into()));
+    } else {
+        args.extend(language.iter().map(OsString::from));
+    }
+    args.extend(crate::host::include_define_args(input.includes, input.defines));
+    args.extend(input.flags.iter().map(OsString::from));
+    args
 }
 
 /// clang's `-fmodule-file=<module>=<its BMI>`.

@@ -141,6 +141,13 @@ impl Variant {
         self.dir.join("surface-base")
     }
 
+    /// `surface/`: the generated C++ surface (interface, implementation unit, data headers)
+    /// the host C++ lane compiles, mirrored from OUT_DIR's `mcpp/` so the files a compile reads
+    /// are in the device cache (never watched by cargo: the build script writes them).
+    pub fn surface_cpp_dir(&self) -> PathBuf {
+        self.dir.join("surface")
+    }
+
     /// `fingerprints/`: the action graph's recorded state ([`crate::graph`]).
     pub fn fingerprints_dir(&self) -> PathBuf {
         self.dir.join("fingerprints")
@@ -219,6 +226,22 @@ impl OutDir {
     /// `mcpp/payloads/`: the verified payload copies `mcpp_shaders.rs` includes.
     pub fn payload_dir(&self) -> PathBuf {
         self.cpp_dir().join("payloads")
+    }
+
+    /// `mcpp-sidecars.json`: the sidecar payloads of this build for `cargo mcpp pack`
+    /// (`{"version":1,"sidecars":[{"source":..,"relative":..}]}`, [`crate::surface::storage`]).
+    pub fn sidecars_manifest(&self) -> PathBuf {
+        self.dir.join("mcpp-sidecars.json")
+    }
+
+    /// The directory of the final artifacts (`target/<profile>/`, which holds `build/`), where
+    /// sidecar payloads go beside the executable; `<OUT_DIR>/artifacts` when `OUT_DIR` is not
+    /// under a `build` directory (a build driven by the library API with its own directories).
+    pub fn artifact_dir(&self) -> PathBuf {
+        match self.dir.ancestors().find(|a| a.file_name().is_some_and(|n| n == "build")).and_then(Path::parent) {
+            Some(p) => p.to_path_buf(),
+            None => self.dir.join("artifacts"),
+        }
     }
 }
 

@@ -27,6 +27,9 @@ pub struct McppMetadata {
     pub module_name: Option<String>,
     /// `true` (default): the C++ surface is a C++20 module interface (`.cppm`); `false`: a header.
     pub modules: Option<bool>,
+    /// Where the payloads' bytes live: `header` (default), `object` or `sidecar`
+    /// ([`crate::surface::storage`]); checked by [`crate::surface::storage::from_manifest`].
+    pub storage: Option<String>,
     /// The base directory of the surface's names (seed 000 `base_dir`), relative to the package
     /// root, `/`-separated (`"shaders"`): the directories of a payload below it become its
     /// modules/namespaces. Default: derived, the shallowest directory all payloads share (which
@@ -82,6 +85,7 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; both optional), relative to the package root" },
     KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
     KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
+    KeyDoc { key: "storage", default: "`\"header\"`", meaning: "where the payloads' bytes live: `\"header\"` (compiled in), `\"object\"` (an assembly file with `.incbin`, assembled and linked) or `\"sidecar\"` (a file beside the executable, read at run time; the Rust accessors return a `Result`); see \"Storage\"" },
     KeyDoc { key: "base-dir", default: "derived", meaning: "the base directory of the surface's names, relative to the package root (`\"shaders\"`); every payload must be under it (see \"The generated surface\")" },
     KeyDoc { key: "tools", default: "`{}`", meaning: "explicit tool paths by tool name (`{ glslc = \"/opt/bin/glslc\" }`); the names are the rules' tools below, another name is refused" },
     KeyDoc { key: "island", default: "none", meaning: "the `extern \"C\"` boundary between a device island and its host fallback: the table `island.*` below" },
@@ -666,7 +670,7 @@ mod key_docs {
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack"]);
         assert_eq!(serde_fields::<PackOptions>().map(<[_]>::to_vec), Some(names(PACK_KEYS)));
         assert_eq!(serde_fields::<AppImageOptions>().map(<[_]>::to_vec), Some(names(PACK_APPIMAGE_KEYS)));
         assert_eq!(serde_fields::<MsiOptions>().map(<[_]>::to_vec), Some(names(PACK_MSI_KEYS)));

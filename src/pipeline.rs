@@ -78,10 +78,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
     }
-    let module_name = manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)));
+    let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
+    problems.extend(surface::storage::from_manifest(&manifest).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let accel = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
@@ -136,7 +137,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
     let origin = || accel_origin(&config.accel, env);
-    let planned = crate::plan::lanes::plan(&LaneInputs {
+    let lane_inputs = LaneInputs {
         manifest,
         accel,
         collected,
@@ -148,13 +149,15 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         facts: &config.facts,
         island: island.as_ref(),
         accel_origin: &origin,
-    })?;
+    };
+    let mut planned = crate::plan::lanes::plan(&lane_inputs)?;
     for w in &planned.warnings {
         cargo.warning(w);
     }
     let named = name_payloads(manifest, collected, &planned)?;
-    let report = run_actions(&mut cargo, &planned, &variant, config, observer, jobserver)?;
+    let mut report = run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
+    run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
     crate::plan::directives::emit(
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
@@ -274,15 +277,82 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
     Ok(Named { base, items })
 }
 
+/// Plan and run the host C++ lane ([`crate::plan::lanes::plan_host`]) after the surface is
+/// written: `cxx-sources`, the island's units and, when there are payloads, the generated
+/// surface's copy in the variant (`surface/`): its implementation unit always, its module
+/// interface when a unit imports it, its header's directory on `-I`. A payload edit changes
+/// only the implementation unit's data headers, never the interface: no BMI and no importer
+/// is rebuilt. Its report is merged into `report`, its actions appended to `planned`.
+///
+/// # Errors
+/// The lane's refusals, a compiler that failed.
+fn run_host_lane(
+    cargo: &mut CargoOutput,
+    inputs: &LaneInputs,
+    planned: &mut Planned,
+    report: &mut RunReport,
+    generated: Option<&Generated>,
+    config: &Config,
+    (observer, jobserver): (&dyn Observer, Option<&jobserver::Client>),
+) -> Result<()> {
+    let mirror = inputs.variant.surface_cpp_dir();
+    let paths = generated.map(|g| (mirror.join(g.interface_file.file_name().unwrap_or_default()), mirror.join(g.impl_file.file_name().unwrap_or_default())));
+    let module_name = surface_module_name(inputs.manifest);
+    let assembly = generated.and_then(|g| g.assembly.as_ref()).map(|(path, incbins)| (path.as_path(), incbins.as_slice()));
+    let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true), assembly });
+    let actions = crate::plan::lanes::plan_host(inputs, surface, planned)?;
+    if actions.is_empty() {
+        return Ok(());
+    }
+    // The progress of one device phase counts both runs: the host lane's actions add to those
+    // the first run planned.
+    let offset = OffsetObserver { inner: observer, before: report.ran.len() };
+    let host = run_actions(cargo, &actions, inputs.variant, config, &offset, jobserver)?;
+    report.ran.extend(host.ran);
+    report.fresh.extend(host.fresh);
+    report.read.extend(host.read);
+    report.peak_concurrency = report.peak_concurrency.max(host.peak_concurrency);
+    report.outputs.extend(host.outputs);
+    report.warnings.extend(host.warnings);
+    planned.append_actions(actions);
+    Ok(())
+}
+
+/// An observer of the host lane's run that reports its planned total after the `before`
+/// actions of the first run, so one progress bar covers the whole device phase.
+struct OffsetObserver<'a> {
+    inner: &'a dyn Observer,
+    before: usize,
+}
+
+impl Observer for OffsetObserver<'_> {
+    fn planned(&self, total: usize) {
+        if total > 0 {
+            self.inner.planned(self.before + total);
+        }
+    }
+    fn started(&self, action: &graph::Action) {
+        self.inner.started(action);
+    }
+    fn finished(&self, action: &graph::Action) {
+        self.inner.finished(action);
+    }
+}
+
+/// The module name of the surface: `module-name`, or `<package>.shaders`.
+fn surface_module_name(manifest: &Manifest) -> String {
+    manifest.mcpp.module_name.clone().unwrap_or_else(|| format!("{}.shaders", surface::names::module_root(&manifest.package_name)))
+}
+
 /// Run the planned actions ([`graph::run`], fingerprints in the variant); under docs.rs nothing
 /// runs (the crate is documented, nothing compiled or linked). What the compilers that ran
 /// printed on success becomes warnings, as the cc crate shows them.
 ///
 /// # Errors
 /// A compiler that failed or left an output missing; the variant's state not writable.
-fn run_actions(cargo: &mut CargoOutput, planned: &Planned, variant: &Variant, config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<RunReport> {
+fn run_actions(cargo: &mut CargoOutput, actions: &[graph::Action], variant: &Variant, config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<RunReport> {
     let options = RunOptions { variant, jobs: config.jobs, jobserver };
-    let report = if docs_rs(&config.env) { RunReport::default() } else { graph::run(&planned.actions, &options, observer)? };
+    let report = if docs_rs(&config.env) { RunReport::default() } else { graph::run(actions, &options, observer)? };
     for w in &report.warnings {
         cargo.warning(w);
     }
@@ -301,6 +371,10 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
     let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
+    let (storage, fallback) = surface::storage::effective(surface::storage::from_manifest(manifest)?, &config.facts.target);
+    if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
+        cargo.warning(&w);
+    }
     let generated = surface::generate(
         &named.items,
         &SurfaceOptions {
@@ -311,8 +385,15 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             rust_file: out.rust_surface(),
             payload_dir: out.payload_dir(),
             verified: report.outputs.clone(),
+            cpp_mirror: Some(variant.surface_cpp_dir()),
+            storage,
+            object_format: surface::ObjectFormat::of_target(&config.facts.target).unwrap_or(surface::ObjectFormat::Elf),
+            artifact_dir: out.artifact_dir(),
         },
     )?;
+    // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
+    // list under header and object storage), only when it changed.
+    crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
     if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &named.items)? {
         cargo.warning(&w);
     }

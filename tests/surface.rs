@@ -303,6 +303,10 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         rust_file: out.join("mcpp_shaders.rs"),
         payload_dir: out.join("mcpp/payloads"),
         verified,
+        cpp_mirror: None,
+        storage: surface::Storage::Header,
+        object_format: surface::ObjectFormat::Elf,
+        artifact_dir: out.join("artifacts"),
     };
     surface::generate(&items, &opts).unwrap()
 }

@@ -1,6 +1,7 @@
 //! The lanes' plans gathered into one action graph: each rule of the registry plans its
-//! selected sources ([`plan_rule`]) and names the empty placeholders of those it leaves out,
-//! then the host C++ lane ([`crate::cxx::plan_host`]); their
+//! selected sources ([`plan_rule`]) and names the empty placeholders of those it leaves out;
+//! the host C++ lane ([`plan_host`], [`crate::cxx::plan_host`]) is planned once the payload
+//! surface is written; their
 //! actions are appended with dependency indices shifted, their payloads, tools and link
 //! directives collected in plan order, their warnings kept in order.
 
@@ -64,8 +65,10 @@ pub struct Planned {
 }
 
 impl Planned {
-    /// Append actions, shifting their dependency indices past the actions already planned.
-    fn append_actions(&mut self, mut more: Vec<Action>) {
+    /// Append actions, shifting their dependency indices past the actions already planned (the
+    /// host C++ lane's are appended once they ran, for the directives: their include directories
+    /// are watched).
+    pub fn append_actions(&mut self, mut more: Vec<Action>) {
         let base = self.actions.len();
         for a in &mut more {
             for d in &mut a.deps {
@@ -87,7 +90,7 @@ impl Planned {
 }
 
 /// Plan every rule of the registry (with the empty placeholders of the sources it leaves out,
-/// [`Rule::placeholders`]), then the host C++ lane.
+/// [`Rule::placeholders`]); the host C++ lane comes later ([`plan_host`]).
 ///
 /// # Errors
 /// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
@@ -104,15 +107,25 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
             planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), p)));
         }
     }
-    let island = inputs.island.map(IslandState::cxx_units);
-    if let Some(host) = crate::cxx::plan_host(inputs.manifest, island, inputs.env, inputs.facts, inputs.cache, inputs.variant)? {
-        planned.append_actions(host.actions);
-        planned.link.extend(host.link);
-        planned.tool_files.extend(host.watch);
-    }
     // The package-level edges: an action over other actions' outputs runs after them.
     crate::graph::connect_inputs(&mut planned.actions)?;
     Ok(planned)
+}
+
+/// Plan the host C++ lane ([`crate::cxx::plan_host`]) once the payload surface is written (its
+/// implementation unit holds the payloads' bytes, so it is planned after the rules' actions
+/// ran): `cxx-sources`, the island's units, and the surface's units when there is a surface.
+/// Returns its actions (dependency indices local to them); its link directives and watched
+/// files are added to `planned`, after the rules'.
+///
+/// # Errors
+/// The host C++ lane's refusal.
+pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
+    let island = inputs.island.map(IslandState::cxx_units);
+    let Some(host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
+    planned.link.extend(host.link);
+    planned.tool_files.extend(host.watch);
+    Ok(host.actions)
 }
 
 /// Plan rule `index`'s selected sources; `None` (with a warning when it matters) when the

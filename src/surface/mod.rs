@@ -34,8 +34,10 @@
 
 pub mod kind;
 pub mod names;
+pub mod storage;
 
 pub use kind::{Payload, PayloadKind};
+pub use storage::{ObjectFormat, Storage};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fingerprint::write_if_changed;
@@ -252,6 +254,17 @@ pub struct SurfaceOptions {
     /// ([`crate::graph::RunReport::outputs`]); a payload whose bytes read now differ is
     /// refused. A payload not in the map is copied as read.
     pub verified: std::collections::BTreeMap<PathBuf, String>,
+    /// A second directory receiving the same C++ files as `cpp_dir` (the variant's
+    /// `surface/`, [`crate::layout::Variant::surface_cpp_dir`]): what the host C++ lane
+    /// compiles. `None`: OUT_DIR only.
+    pub cpp_mirror: Option<PathBuf>,
+    /// Where the bytes live ([`storage`]); the effective one ([`storage::effective`]).
+    pub storage: Storage,
+    /// The target's object format (object storage's assembly).
+    pub object_format: ObjectFormat,
+    /// The directory of the final artifacts (sidecar storage writes its files below it,
+    /// [`crate::layout::OutDir::artifact_dir`]).
+    pub artifact_dir: PathBuf,
 }
 
 /// What [`generate`] wrote (or found up to date).
@@ -265,6 +278,12 @@ pub struct Generated {
     pub impl_file: PathBuf,
     /// Files whose content changed in this run.
     pub written: Vec<PathBuf>,
+    /// Object storage: the assembly the host C++ lane assembles (in the mirror when there is
+    /// one) and the payload files it `.incbin`s (its declared inputs).
+    pub assembly: Option<(PathBuf, Vec<PathBuf>)>,
+    /// Sidecar storage: each sidecar file written (absolute) and its path relative to the
+    /// executable's directory.
+    pub sidecars: Vec<(PathBuf, String)>,
 }
 
 /// The `extern "C"` accessor base: `mcpp_embed_` then every module segment, namespace segment
@@ -314,7 +333,13 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         }
         Ok(())
     };
+    let cpp_dirs: &[&Path] = &match &opts.cpp_mirror {
+        Some(m) => vec![opts.cpp_dir.as_path(), m.as_path()],
+        None => vec![opts.cpp_dir.as_path()],
+    };
     let mut data_headers = Vec::new();
+    let mut incbins: Vec<(&PayloadItem, String, PathBuf)> = Vec::new();
+    let mut sidecars: Vec<(PathBuf, String)> = Vec::new();
     for item in items {
         // An empty path is a placeholder (a source this build leaves out): no bytes.
         let bytes = if item.payload.as_os_str().is_empty() { Vec::new() } else { std::fs::read(&item.payload).map_err(|e| Error::io("cannot read the payload", &item.payload, e))? };
@@ -333,12 +358,40 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
             }
         }
         write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
-        let rel = format!("data/{}", item.namespace.iter().map(|s| format!("{s}/")).collect::<String>()) + &item.identifier + ".h";
-        let (sym, text) = data_header(item, &accessor_base(&module, item), &bytes, opts);
-        write(&opts.cpp_dir.join(&rel), text.as_bytes())?;
-        data_headers.push((rel, sym));
+        let base = accessor_base(&module, item);
+        match opts.storage {
+            Storage::Header => {
+                let rel = format!("data/{}", item.namespace.iter().map(|s| format!("{s}/")).collect::<String>()) + &item.identifier + ".h";
+                let (sym, text) = data_header(item, &base, &bytes, opts);
+                for dir in cpp_dirs {
+                    write(&dir.join(&rel), text.as_bytes())?;
+                }
+                data_headers.push((rel, sym));
+            }
+            Storage::Object => {
+                // The file `.incbin` reads: the payload's bytes (a text's NUL is the assembly's).
+                let file = if bytes.is_empty() {
+                    PathBuf::new()
+                } else {
+                    let mut f = opts.cpp_mirror.clone().unwrap_or_else(|| opts.cpp_dir.clone()).join("payloads");
+                    f.extend(&item.namespace);
+                    let f = f.join(format!("{}.{}.raw", item.identifier, item.kind.copy_extension()));
+                    write(&f, &bytes)?;
+                    f
+                };
+                incbins.push((item, base, file));
+            }
+            Storage::Sidecar => {
+                let relative = storage::sidecar_relative(&opts.package_name, item);
+                let file = relative.split('/').fold(opts.artifact_dir.clone(), |p, c| p.join(c));
+                write(&file, &bytes)?;
+                sidecars.push((file, relative));
+            }
+        }
     }
-    remove_stale_data(&opts.cpp_dir.join("data"), &data_headers.iter().map(|(rel, _)| opts.cpp_dir.join(rel)).collect::<Vec<_>>());
+    for dir in cpp_dirs {
+        remove_stale_data(&dir.join("data"), &data_headers.iter().map(|(rel, _)| dir.join(rel)).collect::<Vec<_>>());
+    }
     remove_stale_data(&opts.payload_dir, &items.iter().map(|i| payload_copy(opts, i)).collect::<Vec<_>>());
     let rust = rust_surface(items, opts);
     write(&opts.rust_file, rust.as_bytes())?;
@@ -347,18 +400,43 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     } else {
         (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, &module, opts, false))
     };
+    for dir in &cpp_dirs[1..] {
+        write(&dir.join(interface_file.file_name().unwrap_or_default()), interface.as_bytes())?;
+    }
     write(&interface_file, interface.as_bytes())?;
     let impl_file = opts.cpp_dir.join(format!("{}.impl.cpp", opts.module_name));
-    let mut body = format!("// Generated by cargo-mcpp for the package `{}`: the bytes of `{}` (header storage). Do not edit.\n", comment(&opts.package_name), comment(&opts.module_name));
+    let mut body = format!("// Generated by cargo-mcpp for the package `{}`: the bytes of `{}` ({} storage). Do not edit.\n", comment(&opts.package_name), comment(&opts.module_name), opts.storage.name());
     for (rel, _) in &data_headers {
         let _ = writeln!(body, "#include \"{rel}\"");
     }
-    if items.iter().any(|i| i.kind == PayloadKind::Words32) {
+    let assembly = if opts.storage == Storage::Object {
+        let text = storage::assembly(&incbins, opts.object_format, &opts.package_name);
+        let name = format!("{}.payloads.S", opts.module_name);
+        for dir in cpp_dirs {
+            write(&dir.join(&name), text.as_bytes())?;
+        }
+        Some((cpp_dirs[cpp_dirs.len() - 1].join(&name), incbins.iter().filter(|(_, _, f)| !f.as_os_str().is_empty()).map(|(_, _, f)| f.clone()).collect()))
+    } else {
+        None
+    };
+    if opts.storage == Storage::Sidecar && !items.is_empty() {
+        body.push_str(storage::SIDECAR_LOADER_CPP);
+    }
+    if opts.storage != Storage::Header {
+        let names: Vec<String> = items.iter().map(|i| accessor_base(&module, i)).collect();
+        for (item, base) in items.iter().zip(&names) {
+            let def = match opts.storage {
+                Storage::Object => storage::object_impl(base, c_type(item.kind)),
+                _ => storage::sidecar_impl(base, c_type(item.kind), &storage::sidecar_relative(&opts.package_name, item)),
+            };
+            let _ = write!(body, "\n{def}");
+        }
+    } else if items.iter().any(|i| i.kind == PayloadKind::Words32) {
         body.push_str("\nstatic_assert(sizeof(unsigned int) == 4, \"cargo-mcpp: SPIR-V words assume a 32-bit `unsigned int`\");\n\n");
     } else {
         body.push('\n');
     }
-    for (item, (_, sym)) in items.iter().zip(&data_headers) {
+    for (item, (_, sym)) in items.iter().zip(&data_headers).filter(|_| opts.storage == Storage::Header) {
         let base = accessor_base(&module, item);
         let (data, size) = match item.kind {
             PayloadKind::Words32 => (sym.clone(), format!("sizeof {sym}")),
@@ -368,8 +446,11 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         let _ = writeln!(body, "extern \"C\" const {}* {base}_data() {{ return {data}; }}", c_type(item.kind));
         let _ = writeln!(body, "extern \"C\" unsigned long {base}_size() {{ return {size}; }}");
     }
+    for dir in &cpp_dirs[1..] {
+        write(&dir.join(impl_file.file_name().unwrap_or_default()), body.as_bytes())?;
+    }
     write(&impl_file, body.as_bytes())?;
-    Ok(Generated { rust_file: opts.rust_file.clone(), interface_file, impl_file, written })
+    Ok(Generated { rust_file: opts.rust_file.clone(), interface_file, impl_file, written, assembly, sidecars })
 }
 
 /// The element type a payload's `_data()` points to in C and C++, by kind.
@@ -477,6 +558,13 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         out.push('\n');
         out.push_str(include_str!("../../templates/payload_text.rs"));
     }
+    if opts.storage != Storage::Header && !items.is_empty() {
+        out.push_str(storage::OBJECT_RUST);
+    }
+    if opts.storage == Storage::Sidecar && !items.is_empty() {
+        out.push_str(storage::SIDECAR_RUST);
+    }
+    let module = names::module_segments(&opts.module_name).unwrap_or_default();
     let path = |item: &PayloadItem| item.namespace.iter().map(String::as_str).chain(std::iter::once(item.identifier.as_str())).collect::<Vec<_>>().join("::");
     let others: Vec<&str> = [(has_bytes, "`all_bytes()`"), (has_text, "`all_text()`")].into_iter().filter(|(has, _)| *has).map(|(_, f)| f).collect();
     let doc = if others.is_empty() {
@@ -487,6 +575,14 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
     let lists = [(PayloadKind::Words32, "all", "Payload", doc), (PayloadKind::Bytes, "all_bytes", "BytesPayload", "Every bytes payload of this surface, in name order.".into()), (PayloadKind::Text, "all_text", "TextPayload", "Every text payload of this surface, in name order.".into())];
     for (kind, name, ty, doc) in lists {
         if kind != PayloadKind::Words32 && of(kind).next().is_none() {
+            continue;
+        }
+        if opts.storage == Storage::Sidecar {
+            let _ = writeln!(out, "\n/// {doc} Sidecar storage: the first file that cannot be read is the error.\n#[allow(dead_code)]\npub fn {name}() -> Result<[{ty}; {}], SidecarError> {{\n    Ok([", of(kind).count());
+            for item in of(kind) {
+                let _ = writeln!(out, "        {}()?,", path(item));
+            }
+            out.push_str("    ])\n}\n");
             continue;
         }
         let _ = writeln!(out, "\n/// {doc}\n#[allow(dead_code)]\npub fn {name}() -> [{ty}; {}] {{\n    [", of(kind).count());
@@ -511,6 +607,14 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         let sup = "super::".repeat(open.len());
         let payload = format!("{:?}", payload_copy(opts, item).to_string_lossy());
         let (src, doc, id) = (&item.source, comment(&item.source), &item.identifier);
+        if opts.storage != Storage::Header {
+            let _ = write!(out, "\n{ind}/// `{doc}` ({} storage).\n", opts.storage.name());
+            out.push_str(&match opts.storage {
+                Storage::Object => storage::object_rust(item, &accessor_base(&module, item), &sup, &ind),
+                _ => storage::sidecar_rust(item, &storage::sidecar_relative(&opts.package_name, item), &sup, &ind),
+            });
+            continue;
+        }
         let _ = match item.kind {
             PayloadKind::Words32 => write!(
                 out,
@@ -618,6 +722,10 @@ mod tests {
             rust_file: dir.path().join("mcpp_shaders.rs"),
             payload_dir: dir.path().join("mcpp/payloads"),
             verified: [(item.payload.clone(), crate::fingerprint::hash_file(&item.payload).unwrap())].into(),
+            cpp_mirror: None,
+            storage: Storage::Header,
+            object_format: ObjectFormat::Elf,
+            artifact_dir: dir.path().join("artifacts"),
         };
         let g = generate(std::slice::from_ref(&item), &opts).unwrap();
         for f in [g.rust_file, g.interface_file, g.impl_file, dir.path().join("mcpp/data/x_comp.h")] {
@@ -641,6 +749,10 @@ mod tests {
             rust_file: dir.join("mcpp_shaders.rs"),
             payload_dir: dir.join("mcpp/payloads"),
             verified: Default::default(),
+            cpp_mirror: None,
+            storage: Storage::Header,
+            object_format: ObjectFormat::Elf,
+            artifact_dir: dir.join("artifacts"),
         }
     }
 

@@ -1,0 +1,43 @@
+//! The refusal texts of the storage forms and of the surface's host units, pinned as one
+//! snapshot (`tests/snapshots/refusals_storage__storage_refusals.snap`), temp paths redacted.
+//! Accept a deliberate change with `INSTA_UPDATE=always` (or `cargo insta review`).
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
+
+mod harness;
+use harness::*;
+
+/// One bad input: its name, the `[package.metadata.mcpp]` body and the files.
+type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
+
+/// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files`, normalised.
+fn refusal(mcpp: &str, files: &[(&str, &str)]) -> String {
+    let manifest = manifest("refusals", mcpp);
+    let mut all = vec![("Cargo.toml", manifest.as_str())];
+    all.extend_from_slice(files);
+    let pkg = Package::new(&all);
+    let mut b = pkg.build();
+    b.env("CXX", real_tool("g++"));
+    let text = pkg.refuse(&b);
+    redact(&text, pkg.dir.path())
+}
+
+#[test]
+fn storage_refusals() {
+    let cases: &[Case] = &[
+        ("unknown storage", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nstorage = \"disk\"", &[("s/x.comp", COMP)]),
+        ("storage not a string", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nstorage = 1", &[("s/x.comp", COMP)]),
+        ("a host unit neither C++ nor C", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ncxx-sources = [\"cpp/use.m\"]", &[("s/x.comp", COMP), ("cpp/use.m", "int x;\n")]),
+        (
+            "an import of a module no unit provides",
+            "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ncxx-sources = [\"cpp/use.cpp\"]",
+            &[("s/x.comp", COMP), ("cpp/use.cpp", "import refusals.shaderz;\nint f() { return 0; }\n")],
+        ),
+    ];
+    let mut all = String::new();
+    for (name, mcpp, files) in cases {
+        all.push_str(&format!("===== {name}\n{}\n\n", refusal(mcpp, files)));
+    }
+    insta::assert_snapshot!("storage_refusals", all);
+}
