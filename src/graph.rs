@@ -114,9 +114,14 @@ impl Action {
         sha256_hex(text.as_bytes())
     }
 
-    /// The command line as one displayable string (for messages only; never run through a shell).
+    /// The command line as one displayable string (for messages only; never run through a shell),
+    /// the launcher first when there is one.
     pub fn command_line(&self) -> String {
-        std::iter::once(self.tool.path.to_string_lossy().into_owned())
+        self.tool
+            .launcher
+            .iter()
+            .map(|l| l.to_string_lossy().into_owned())
+            .chain(std::iter::once(self.tool.path.to_string_lossy().into_owned()))
             .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
             .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
             .collect::<Vec<_>>()
@@ -366,7 +371,15 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
 /// On success, what it printed, as warning lines ([`warning_lines`]).
 fn spawn(action: &Action) -> Result<Vec<String>> {
     #[allow(clippy::disallowed_methods)] // graph.rs runs the actions (argv, never a shell)
-    let mut cmd = Command::new(&action.tool.path);
+    let mut cmd = match &action.tool.launcher {
+        Some(launcher) => {
+            #[allow(clippy::disallowed_methods)] // as above: the launcher, then the compiler as its first argument
+            let mut c = Command::new(launcher);
+            c.arg(&action.tool.path);
+            c
+        }
+        None => Command::new(&action.tool.path),
+    };
     cmd.args(&action.args).current_dir(&action.cwd);
     action.tool.apply_env(&mut cmd);
     let output = cmd.output().map_err(|e| {

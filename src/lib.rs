@@ -64,6 +64,7 @@ pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
+pub mod launcher;
 pub mod layout;
 pub mod link;
 pub mod lock;

@@ -93,8 +93,19 @@ impl Planned {
 /// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
 pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     let mut planned = Planned::default();
+    let launchers = crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?;
+    let mut left_out: Vec<(crate::launcher::Launcher, String, String)> = Vec::new();
     for (index, rule) in inputs.registry.iter().enumerate() {
-        if let Some(plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
+        if let Some(mut plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
+            if let Some(launcher) = launchers.for_rule(rule.name()) {
+                for action in plan.actions.iter_mut().filter(|a| a.builtin.is_none()) {
+                    if rule.launcher_ok(action, launcher) {
+                        action.tool.launcher = Some(launcher.program.clone());
+                    } else if !left_out.iter().any(|(l, r, t)| l == launcher && r == rule.name() && *t == action.tool.name) {
+                        left_out.push((launcher.clone(), rule.name().to_string(), action.tool.name.clone()));
+                    }
+                }
+            }
             planned.add_rule(rule.name(), plan);
         }
         // The sources this build leaves out keep their accessors, empty (`Rule::placeholders`).
@@ -105,10 +116,30 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         }
     }
     let island = inputs.island.map(IslandState::cxx_units);
-    if let Some(host) = crate::cxx::plan_host(inputs.manifest, island, inputs.env, inputs.facts, inputs.cache, inputs.variant)? {
+    if let Some(mut host) = crate::cxx::plan_host(inputs.manifest, island, inputs.env, inputs.facts, inputs.cache, inputs.variant)? {
+        // The host C++ lane takes the package's launcher (its table `cxx` has no key of its own).
+        if let Some(launcher) = launchers.default.as_ref() {
+            for action in host.actions.iter_mut().filter(|a| a.builtin.is_none()) {
+                if launcher.handles(&action.tool) {
+                    action.tool.launcher = Some(launcher.program.clone());
+                } else if !left_out.iter().any(|(l, r, t)| l == launcher && r == "cxx" && *t == action.tool.name) {
+                    left_out.push((launcher.clone(), "cxx".to_string(), action.tool.name.clone()));
+                }
+            }
+        }
         planned.append_actions(host.actions);
         planned.link.extend(host.link);
         planned.tool_files.extend(host.watch);
+    }
+    // Said once per launcher: which compilers run without it.
+    let mut seen: Vec<&crate::launcher::Launcher> = Vec::new();
+    for (launcher, _, _) in &left_out {
+        if seen.contains(&launcher) {
+            continue;
+        }
+        seen.push(launcher);
+        let tools: Vec<(String, String)> = left_out.iter().filter(|(l, _, _)| l == launcher).map(|(_, r, t)| (r.clone(), t.clone())).collect();
+        planned.warnings.extend(crate::launcher::left_out_warning(launcher, &tools));
     }
     Ok(planned)
 }
