@@ -56,6 +56,9 @@ pub struct Action {
     pub expect: Option<Expect>,
 }
 
+/// The extensions of the C, C++ and device C++ translation units ([`Action::translation_unit`]).
+pub const TRANSLATION_UNIT_EXTENSIONS: &[&str] = &["cu", "hip", "sycl", "cpp", "cc", "cxx", "c++", "c", "cppm", "ixx", "mpp", "cce", "asc"];
+
 /// What an action's outputs must be, by their first bytes ([`Expect::check`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expect {
@@ -112,6 +115,17 @@ impl Action {
             text.push_str(&format!("\0in={}={h}", input.display()));
         }
         sha256_hex(text.as_bytes())
+    }
+
+    /// The translation unit this action compiles, when it compiles one: not a [`Builtin`], and
+    /// its first declared input whose extension is one of [`TRANSLATION_UNIT_EXTENSIONS`] (what
+    /// `compile_commands.json` lists, [`crate::compile_db`]; a new rule's `.hip` or `.sycl`
+    /// compile is listed with no change here).
+    pub fn translation_unit(&self) -> Option<&Path> {
+        if self.builtin.is_some() {
+            return None;
+        }
+        self.inputs.iter().map(PathBuf::as_path).find(|p| p.extension().and_then(|e| e.to_str()).is_some_and(|e| TRANSLATION_UNIT_EXTENSIONS.contains(&e)))
     }
 
     /// The command line as one displayable string (for messages only; never run through a shell),

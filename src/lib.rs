@@ -55,6 +55,7 @@ pub mod cargo_facts;
 pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod compile_db;
 pub mod env;
 pub mod cxx;
 pub mod error;

@@ -152,6 +152,9 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
+    if !docs_rs(env) {
+        write_compile_commands(manifest, &planned, &variant, env)?;
+    }
     let named = name_payloads(manifest, collected, &planned)?;
     let report = run_actions(&mut cargo, &planned, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
@@ -160,6 +163,18 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
     );
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
+}
+
+/// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]) into the
+/// variant, and its copy into `MCPP_COMPILE_COMMANDS` (from `cargo mcpp build
+/// --compile-commands DIR`) or the manifest's `compile-commands` directory (relative to the
+/// package root).
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the path that cannot be written.
+fn write_compile_commands(manifest: &Manifest, planned: &crate::plan::lanes::Planned, variant: &Variant, env: &Env) -> Result<()> {
+    let copy = env.get_os(crate::compile_db::COMPILE_COMMANDS_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| manifest.mcpp.compile_commands.as_ref().map(|d| manifest.dir().join(d)));
+    crate::compile_db::write(&planned.actions, &variant.compile_commands(), copy.as_deref()).map(drop)
 }
 
 /// Lock the variant of the device cache for this device phase: two cargo processes (two `cargo

@@ -29,7 +29,12 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
     let channel = Channel::open().map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
-    let env = build_env(&accel, &channel);
+    let mut env = build_env(&accel, &channel);
+    if let Some(dir) = &args.compile_commands {
+        // Absolute: the build scripts run in their packages' directories.
+        let dir = std::path::absolute(dir).map_err(|e| Error::io("cannot resolve", dir, e))?;
+        env.set(crate::compile_db::COMPILE_COMMANDS_ENV, dir);
+    }
     let device_packages = validate_packages(&packages, &without_build_script, &accel, &env)?;
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;

@@ -218,6 +218,9 @@ pub struct BuildArgs {
     /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
+    /// Also write compile_commands.json (every device and host C++ unit) into DIR (e.g. `.`), besides the device cache's.
+    #[arg(long, value_name = "DIR")]
+    pub compile_commands: Option<PathBuf>,
     /// Further `cargo build` arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
     pub cargo_args: Vec<String>,
