@@ -56,6 +56,7 @@ pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod compile_db;
+pub mod diagnostic;
 pub mod env;
 pub mod cxx;
 pub mod error;

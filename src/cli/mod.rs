@@ -221,6 +221,9 @@ pub struct BuildArgs {
     /// Also write compile_commands.json (every device and host C++ unit) into DIR (e.g. `.`), besides the device cache's.
     #[arg(long, value_name = "DIR")]
     pub compile_commands: Option<PathBuf>,
+    /// `human` (default) or `json` (also `json-diagnostic-short`, ...): with json, the device phase's diagnostics, artifacts and end are JSON lines on stdout among cargo's own (passed to cargo too).
+    #[arg(long, value_name = "FMT")]
+    pub message_format: Option<String>,
     /// Further `cargo build` arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
     pub cargo_args: Vec<String>,
