@@ -172,6 +172,9 @@ impl Build {
             pipeline::run(&config, reporter, client.as_ref())
         });
         let package = reporter.package().to_string();
+        for event in crate::report::detail_events(&package, &result) {
+            reporter.send(&event);
+        }
         reporter.send(&match &result {
             Ok(o) => DeviceEvent::Done {
                 package,

@@ -56,6 +56,9 @@ pub struct Action {
     pub expect: Option<Expect>,
 }
 
+/// The extensions of the C, C++ and device C++ translation units ([`Action::translation_unit`]).
+pub const TRANSLATION_UNIT_EXTENSIONS: &[&str] = &["cu", "hip", "sycl", "cpp", "cc", "cxx", "c++", "c", "cppm", "ixx", "mpp", "cce", "asc"];
+
 /// What an action's outputs must be, by their first bytes ([`Expect::check`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expect {
@@ -114,9 +117,25 @@ impl Action {
         sha256_hex(text.as_bytes())
     }
 
-    /// The command line as one displayable string (for messages only; never run through a shell).
+    /// The translation unit this action compiles, when it compiles one: not a [`Builtin`], and
+    /// its first declared input whose extension is one of [`TRANSLATION_UNIT_EXTENSIONS`] (what
+    /// `compile_commands.json` lists, [`crate::compile_db`]; a new rule's `.hip` or `.sycl`
+    /// compile is listed with no change here).
+    pub fn translation_unit(&self) -> Option<&Path> {
+        if self.builtin.is_some() {
+            return None;
+        }
+        self.inputs.iter().map(PathBuf::as_path).find(|p| p.extension().and_then(|e| e.to_str()).is_some_and(|e| TRANSLATION_UNIT_EXTENSIONS.contains(&e)))
+    }
+
+    /// The command line as one displayable string (for messages only; never run through a shell),
+    /// the launcher first when there is one.
     pub fn command_line(&self) -> String {
-        std::iter::once(self.tool.path.to_string_lossy().into_owned())
+        self.tool
+            .launcher
+            .iter()
+            .map(|l| l.to_string_lossy().into_owned())
+            .chain(std::iter::once(self.tool.path.to_string_lossy().into_owned()))
             .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
             .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
             .collect::<Vec<_>>()
@@ -408,7 +427,15 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
 /// On success, what it printed, as warning lines ([`warning_lines`]).
 fn spawn(action: &Action) -> Result<Vec<String>> {
     #[allow(clippy::disallowed_methods)] // graph.rs runs the actions (argv, never a shell)
-    let mut cmd = Command::new(&action.tool.path);
+    let mut cmd = match &action.tool.launcher {
+        Some(launcher) => {
+            #[allow(clippy::disallowed_methods)] // as above: the launcher, then the compiler as its first argument
+            let mut c = Command::new(launcher);
+            c.arg(&action.tool.path);
+            c
+        }
+        None => Command::new(&action.tool.path),
+    };
     cmd.args(&action.args).current_dir(&action.cwd);
     action.tool.apply_env(&mut cmd);
     let output = cmd.output().map_err(|e| {
@@ -546,7 +573,7 @@ mod tests {
             id: id.into(),
             description: id.into(),
             role: Role::Object,
-            tool: Tool { name: "t".into(), path: "/t".into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None },
+            tool: Tool { name: "t".into(), path: "/t".into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: None },
             args: Vec::new(),
             cwd: "/p".into(),
             inputs: inputs.iter().map(PathBuf::from).collect(),

@@ -148,6 +148,12 @@ impl Variant {
         self.dir.join("surface")
     }
 
+    /// `compile_commands.json`: the compilation database of the variant's translation units
+    /// ([`crate::compile_db`]).
+    pub fn compile_commands(&self) -> PathBuf {
+        self.dir.join(crate::compile_db::FILE_NAME)
+    }
+
     /// `fingerprints/`: the action graph's recorded state ([`crate::graph`]).
     pub fn fingerprints_dir(&self) -> PathBuf {
         self.dir.join("fingerprints")

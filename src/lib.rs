@@ -55,6 +55,8 @@ pub mod cargo_facts;
 pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod compile_db;
+pub mod diagnostic;
 pub mod env;
 pub mod cxx;
 pub mod error;
@@ -64,6 +66,7 @@ pub mod fingerprint;
 pub mod graph;
 pub mod host;
 pub mod island;
+pub mod launcher;
 pub mod layout;
 pub mod link;
 pub mod lock;

@@ -61,6 +61,7 @@ pub fn archive(variant: &Variant, lane: &str, package: &str, format: ArchiveForm
         source: ToolSource::Derived("built into cargo-mcpp".into()),
         env: Vec::new(),
         toolchain_package_root: None,
+        launcher: None,
     };
     let mut args: Vec<OsString> = vec![lib.clone().into()];
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));

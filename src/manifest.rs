@@ -58,6 +58,22 @@ pub struct McppMetadata {
     /// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into an AppImage or an MSI
     /// (README.md "Packaging"); not read by a build.
     pub pack: Option<PackOptions>,
+    /// The compiler launcher put before every compiler it can handle (issue 14): `"sccache"`,
+    /// `"ccache"` (looked up on PATH, never guessed) or a path (relative to the package root or
+    /// absolute); `"none"`: no launcher. `MCPP_LAUNCHER` overrides it; a rule's own `launcher`
+    /// key (taken out of its table into [`McppMetadata::rule_launchers`]) wins for that rule.
+    /// Resolved by [`crate::launcher::Launchers::resolve`].
+    pub launcher: Option<String>,
+    /// Where a copy of the device phase's `compile_commands.json` goes (a directory relative to
+    /// the package root, `"."` for the package root); the database itself is always written
+    /// into the device cache ([`crate::compile_db`]). `--compile-commands DIR` overrides it.
+    pub compile_commands: Option<String>,
+    /// The `launcher` key of each rule's table, by rule name, as written (string values only;
+    /// another type is refused by [`Manifest::parse`] at its `file:line:col`): taken out of the
+    /// table before the rule reads it, so a rule's own options type never sees it (every rule,
+    /// new ones too, has the key without declaring it).
+    #[serde(skip)]
+    pub rule_launchers: BTreeMap<String, String>,
     /// Every other key, by name: a rule's options table (`spirv`, `cuda`, ...) when the name is
     /// a rule's, else an unknown key ([`Manifest::check_keys`] refuses it).
     #[serde(flatten)]
@@ -93,6 +109,8 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
     KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
     KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
+    KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
+    KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root) that gets a copy of `compile_commands.json`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
 ];
 
 /// The keys of `[package.metadata.mcpp.pack]` ([`PackOptions`]).
@@ -467,12 +485,41 @@ impl Manifest {
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
         let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
-            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty();
+            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none();
             !(only_pack && m.pack.is_some())
         });
-        let manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
         manifest.refuse_renamed_keys()?;
+        manifest.take_rule_launchers()?;
         Ok(manifest)
+    }
+
+    /// Take the `launcher` key out of every rule table into [`McppMetadata::rule_launchers`]
+    /// (the key every rule has, [`crate::launcher`]); a value that is not a string is refused.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming `file:line:col` and `<table>.<rule>.launcher`.
+    fn take_rule_launchers(&mut self) -> Result<()> {
+        let mut taken = BTreeMap::new();
+        let mut tables = std::mem::take(&mut self.mcpp.rule_tables);
+        for (rule, value) in &mut tables {
+            let Some(table) = value.as_table_mut() else { continue };
+            match table.remove("launcher") {
+                None => {}
+                Some(toml::Value::String(s)) => {
+                    taken.insert(rule.clone(), s);
+                }
+                Some(other) => {
+                    return Err(Error::new(ErrorKind::Manifest, format!("invalid manifest: `launcher` is a string, not a {}", other.type_str()))
+                        .file(self.at_col(&format!("{rule}.launcher")))
+                        .key(format!("{MCPP_TABLE}.{rule}.launcher"))
+                        .help("write `launcher = \"sccache\"`, `\"ccache\"`, a path, or `\"none\"`"));
+                }
+            }
+        }
+        self.mcpp.rule_tables = tables;
+        self.mcpp.rule_launchers = taken;
+        Ok(())
     }
 
     /// Refuse a key of [`RENAMED_KEYS`] (it lands among the rule tables, being no typed key):
@@ -665,12 +712,12 @@ mod key_docs {
         // documented key is taken by the typed struct, so none lands among the rule tables.
         let manifest = Manifest::parse(
             Path::new("Cargo.toml"),
-            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\ntoolchain-packages = {}\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
+            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\ntoolchain-packages = {}\nlauncher = \"sccache\"\ncompile-commands = \".\"\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
         )
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "launcher", "compile-commands"]);
         assert_eq!(serde_fields::<PackOptions>().map(<[_]>::to_vec), Some(names(PACK_KEYS)));
         assert_eq!(serde_fields::<AppImageOptions>().map(<[_]>::to_vec), Some(names(PACK_APPIMAGE_KEYS)));
         assert_eq!(serde_fields::<MsiOptions>().map(<[_]>::to_vec), Some(names(PACK_MSI_KEYS)));

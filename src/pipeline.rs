@@ -154,15 +154,34 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
+    if !docs_rs(env) {
+        write_compile_commands(manifest, &planned, &variant, env)?;
+    }
     let named = name_payloads(manifest, collected, &planned)?;
     let mut report = run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver)?;
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
     run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
+    if !docs_rs(env) {
+        // Again with the host C++ lane's units, planned after the surface (written only when changed).
+        write_compile_commands(manifest, &planned, &variant, env)?;
+    }
     crate::plan::directives::emit(
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
     );
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
+}
+
+/// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]) into the
+/// variant, and its copy into `MCPP_COMPILE_COMMANDS` (from `cargo mcpp build
+/// --compile-commands DIR`) or the manifest's `compile-commands` directory (relative to the
+/// package root).
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the path that cannot be written.
+fn write_compile_commands(manifest: &Manifest, planned: &crate::plan::lanes::Planned, variant: &Variant, env: &Env) -> Result<()> {
+    let copy = env.get_os(crate::compile_db::COMPILE_COMMANDS_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| manifest.mcpp.compile_commands.as_ref().map(|d| manifest.dir().join(d)));
+    crate::compile_db::write(&planned.actions, &variant.compile_commands(), copy.as_deref()).map(drop)
 }
 
 /// Lock the variant of the device cache for this device phase: two cargo processes (two `cargo
@@ -300,7 +319,11 @@ fn run_host_lane(
     let module_name = surface_module_name(inputs.manifest);
     let assembly = generated.and_then(|g| g.assembly.as_ref()).map(|(path, incbins)| (path.as_path(), incbins.as_slice()));
     let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true), assembly });
+    let warned = planned.warnings.len();
     let actions = crate::plan::lanes::plan_host(inputs, surface, planned)?;
+    for w in &planned.warnings[warned..] {
+        cargo.warning(w);
+    }
     if actions.is_empty() {
         return Ok(());
     }

@@ -36,6 +36,11 @@ pub enum PackageOutcome {
 /// The display: bars on a terminal, lines otherwise.
 struct Display {
     multi: Option<MultiProgress>,
+    /// `--message-format json`: diagnostics, artifacts and each package's end also go to
+    /// standard output as JSON lines ([`json_line`]), with cargo's own.
+    json: bool,
+    /// One writer of standard output at a time (cargo's forwarded lines and this channel's).
+    stdout: Mutex<()>,
     bars: Mutex<BTreeMap<String, ProgressBar>>,
     outcomes: Mutex<BTreeMap<String, PackageOutcome>>,
 }
@@ -75,8 +80,23 @@ impl Display {
             }
         }
     }
+    /// Print one line to standard output, whole.
+    fn out(&self, text: &str) {
+        use std::io::Write;
+        let _one = self.stdout.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
     fn event(&self, event: DeviceEvent) {
+        if self.json {
+            if let Some(line) = json_line(&event) {
+                self.out(&line);
+            }
+        }
         match event {
+            // Shown on standard output as JSON only (cargo shows the warnings itself).
+            DeviceEvent::Diagnostic { .. } | DeviceEvent::Artifact { .. } => {}
             DeviceEvent::Planned { package, total } => match self.bar(&package) {
                 Some(bar) => bar.set_length(total as u64),
                 None if total > 0 => self.line(&format!("      Device {package} ({total} action(s) to run)")),
@@ -106,6 +126,41 @@ impl Display {
     }
 }
 
+/// The JSON line `cargo mcpp build --message-format json` prints for `event`, in the shape of
+/// cargo's messages (<https://doc.rust-lang.org/cargo/reference/external-tools.html>): a device
+/// diagnostic is a `compiler-message` whose `message` is a rustc-style diagnostic with one
+/// primary span (file, line, column); an artifact is `mcpp-device-artifact` (path, sha256); a
+/// package's end is `mcpp-device-finished` (`success`, counts). Not `build-finished`: cargo's
+/// own is the last line of the stream, and a reader stops at the first one it sees. Progress
+/// events print nothing here.
+pub fn json_line(event: &DeviceEvent) -> Option<String> {
+    let value = match event {
+        DeviceEvent::Diagnostic { package, diagnostic: d, rendered } => serde_json::json!({
+            "reason": "compiler-message",
+            "package_id": format!("mcpp-device:{package}"),
+            "target": { "kind": ["mcpp-device"], "crate_types": [], "name": package, "src_path": d.file },
+            "message": {
+                "$message_type": "diagnostic",
+                "message": d.message,
+                "code": null,
+                "level": d.level,
+                "spans": [{
+                    "file_name": d.file, "byte_start": 0, "byte_end": 0,
+                    "line_start": d.line, "line_end": d.line, "column_start": d.column, "column_end": d.column,
+                    "is_primary": true, "text": [], "label": null, "suggested_replacement": null, "suggestion_applicability": null, "expansion": null
+                }],
+                "children": [],
+                "rendered": format!("{rendered}\n"),
+            }
+        }),
+        DeviceEvent::Artifact { package, path, sha256 } => serde_json::json!({ "reason": "mcpp-device-artifact", "package": package, "path": path, "sha256": sha256 }),
+        DeviceEvent::Done { package, accel, compiled, fresh, warnings } => serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": true, "accel": accel, "compiled": compiled, "fresh": fresh, "warnings": warnings }),
+        DeviceEvent::Failed { package, exit_code, message } => serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": false, "exit_code": exit_code, "message": message }),
+        DeviceEvent::Planned { .. } | DeviceEvent::Started { .. } | DeviceEvent::Finished { .. } => return None,
+    };
+    Some(value.to_string())
+}
+
 /// The listening end of the side channel, for the duration of one `cargo build`.
 pub struct Channel {
     _dir: tempfile::TempDir,
@@ -120,13 +175,14 @@ impl Channel {
     ///
     /// # Errors
     /// The temporary directory or the socket cannot be created.
+    /// `json`: `--message-format json` ([`json_line`]).
     #[cfg(unix)]
-    pub fn open() -> std::io::Result<Channel> {
+    pub fn open(json: bool) -> std::io::Result<Channel> {
         let dir = tempfile::Builder::new().prefix("cargo-mcpp-").tempdir()?;
         let path = dir.path().join("progress.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path)?;
         let multi = std::io::stderr().is_terminal().then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        let display = Arc::new(Display { multi, bars: Mutex::new(BTreeMap::new()), outcomes: Mutex::new(BTreeMap::new()) });
+        let display = Arc::new(Display { multi, json, stdout: Mutex::new(()), bars: Mutex::new(BTreeMap::new()), outcomes: Mutex::new(BTreeMap::new()) });
         let stop = Arc::new(AtomicBool::new(false));
         let (d, s) = (display.clone(), stop.clone());
         let handle = std::thread::spawn(move || {
@@ -176,6 +232,12 @@ impl Channel {
         self.display.line(line);
     }
 
+    /// Print `line` (one of cargo's JSON messages) to standard output, whole, between the
+    /// channel's own lines.
+    pub fn print_stdout(&self, line: &str) {
+        self.display.out(line);
+    }
+
     /// Stop listening once `cargo build` has exited (every build script is done, so every
     /// connection has ended) and return each reporting package's outcome.
     pub fn close(mut self) -> BTreeMap<String, PackageOutcome> {
@@ -203,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_build_scripts_events_reach_the_channel_and_its_outcome_is_kept() {
-        let channel = Channel::open().unwrap();
+        let channel = Channel::open(false).unwrap();
         let mut env = Env::empty();
         env.set(PROGRESS_ENV, channel.path());
         let r = Reporter::from_env(&env, "app");

@@ -58,6 +58,27 @@ pub enum DeviceEvent {
         /// The warnings the build script gave cargo (cargo shows them too).
         warnings: usize,
     },
+    /// A device compiler's warning or error with its place ([`crate::diagnostic`]), sent
+    /// before [`DeviceEvent::Done`] or [`DeviceEvent::Failed`]: `cargo mcpp build
+    /// --message-format json` prints it as a `compiler-message`.
+    Diagnostic {
+        /// The package.
+        package: String,
+        /// Where and what.
+        diagnostic: crate::diagnostic::Diagnostic,
+        /// The line as the compiler printed it (after the action's description).
+        rendered: String,
+    },
+    /// A device artifact of a successful phase (an object, archive, SPIR-V, PTX, ... in the
+    /// device cache) with the sha256 it was verified to have, sent before [`DeviceEvent::Done`].
+    Artifact {
+        /// The package.
+        package: String,
+        /// Its absolute path.
+        path: std::path::PathBuf,
+        /// Its sha256, hex.
+        sha256: String,
+    },
     /// The device phase of `package` failed or refused; `exit_code` is the documented code
     /// of its error ([`crate::error::exit_code`]).
     Failed {
@@ -77,9 +98,29 @@ impl DeviceEvent {
             DeviceEvent::Planned { package, .. }
             | DeviceEvent::Started { package, .. }
             | DeviceEvent::Finished { package, .. }
+            | DeviceEvent::Diagnostic { package, .. }
+            | DeviceEvent::Artifact { package, .. }
             | DeviceEvent::Done { package, .. }
             | DeviceEvent::Failed { package, .. } => package,
         }
+    }
+}
+
+/// The events a device phase's result carries besides its end: every compiler line of its
+/// warnings (success) or of its errors' details (failure) that names a place
+/// ([`crate::diagnostic::parse`]) as a [`DeviceEvent::Diagnostic`], then, on success, every
+/// output as a [`DeviceEvent::Artifact`], in path order.
+pub fn detail_events(package: &str, result: &crate::error::Result<crate::pipeline::Outcome>) -> Vec<DeviceEvent> {
+    let diagnostic = |line: &str| crate::diagnostic::parse(line).map(|d| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered: line.to_string() });
+    match result {
+        Ok(o) => o
+            .report
+            .warnings
+            .iter()
+            .filter_map(|l| diagnostic(l))
+            .chain(o.report.outputs.iter().map(|(path, sha256)| DeviceEvent::Artifact { package: package.to_string(), path: path.clone(), sha256: sha256.clone() }))
+            .collect(),
+        Err(e) => std::iter::once(e).chain(e.also.iter()).flat_map(|e| e.detail.iter()).filter_map(|l| diagnostic(l)).collect(),
     }
 }
 

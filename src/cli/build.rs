@@ -28,14 +28,20 @@ use std::process::{Command, ExitStatus};
 pub fn build(args: &BuildArgs) -> Result<i32> {
     let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
-    let channel = Channel::open().map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
-    let env = build_env(&accel, &channel);
+    let json = args.message_format.as_deref().is_some_and(|f| f.starts_with("json"));
+    let channel = Channel::open(json).map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
+    let mut env = build_env(&accel, &channel);
+    if let Some(dir) = &args.compile_commands {
+        // Absolute: the build scripts run in their packages' directories.
+        let dir = std::path::absolute(dir).map_err(|e| Error::io("cannot resolve", dir, e))?;
+        env.set(crate::compile_db::COMPILE_COMMANDS_ENV, dir);
+    }
     let device_packages = validate_packages(&packages, &without_build_script, &accel, &env)?;
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
     let mut cargo = cargo_command(args, &env);
-    let status = run_cargo(&mut cargo, &channel, &env, &args.cargo_args)?;
+    let status = run_cargo(&mut cargo, &channel, &env, &args.cargo_args, json)?;
     let outcomes = channel.close();
     Ok(exit_code_of(status, &device_packages, &outcomes))
 }
@@ -139,6 +145,9 @@ fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
     if args.offline {
         cargo.arg("--offline");
     }
+    if let Some(f) = &args.message_format {
+        cargo.args(["--message-format", f]);
+    }
     cargo.args(&args.cargo_args);
     // A build.rs calling `mcpp_build::build()` runs this same engine (unless one is named).
     if let Some(me) = engine_to_name() {
@@ -154,19 +163,46 @@ fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when cargo cannot start.
-fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String]) -> Result<ExitStatus> {
+fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String], json: bool) -> Result<ExitStatus> {
+    if json {
+        // cargo's JSON lines pass through the channel's one writer of standard output, so a
+        // device message never cuts one of them.
+        cargo.stdout(std::process::Stdio::piped());
+        if !channel.draws_bars() {
+            let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
+            if let Some(stdout) = child.stdout.take() {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                    channel.print_stdout(&line);
+                }
+            }
+            return child.wait().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")));
+        }
+    }
     let status = if channel.draws_bars() {
         if env.get_os("CARGO_TERM_COLOR").is_none() && !cargo_args.iter().any(|a| a.starts_with("--color")) {
             cargo.env("CARGO_TERM_COLOR", "always");
         }
         cargo.stderr(std::process::Stdio::piped());
         let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
-        if let Some(stderr) = child.stderr.take() {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
-                channel.print_line(&line);
+        let stdout = child.stdout.take();
+        std::thread::scope(|scope| {
+            // With --message-format json, cargo's stdout is forwarded beside its stderr.
+            if let Some(stdout) = stdout {
+                scope.spawn(move || {
+                    use std::io::BufRead;
+                    for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                        channel.print_stdout(&line);
+                    }
+                });
             }
-        }
+            if let Some(stderr) = child.stderr.take() {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                    channel.print_line(&line);
+                }
+            }
+        });
         child.wait()
     } else {
         cargo.status()

@@ -11,6 +11,7 @@
 
 pub mod build;
 pub mod fetch;
+pub mod init;
 pub mod locate;
 pub mod pack;
 pub mod why;
@@ -54,6 +55,10 @@ pub enum Command_ {
     Why(WhyArgs),
     /// Build in release and write an AppImage or an MSI of the package's program.
     Pack(PackArgs),
+    /// Add device code to the package in this directory: the manifest table, the build dependency, build.rs, an example device source and the Rust code calling it (never overwriting a file).
+    Init(init::InitArgs),
+    /// Create a package NAME with device code (as `init` does in it).
+    New(NewArgs),
     /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
     /// dependency-free client); not for hand use.
     #[command(hide = true)]
@@ -72,6 +77,17 @@ pub struct BuildScriptArgs {
     /// No accelerator (`mcpp_build::Build::no_accel`).
     #[arg(long)]
     pub no_accel: bool,
+}
+
+/// `cargo mcpp new` options.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The new package's directory (its last component is the package name).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The lane, the accelerator set and the build dependency.
+    #[command(flatten)]
+    pub init: init::InitArgs,
 }
 
 /// `cargo mcpp fetch` options.
@@ -218,6 +234,12 @@ pub struct BuildArgs {
     /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
+    /// Also write compile_commands.json (every device and host C++ unit) into DIR (e.g. `.`), besides the device cache's.
+    #[arg(long, value_name = "DIR")]
+    pub compile_commands: Option<PathBuf>,
+    /// `human` (default) or `json` (also `json-diagnostic-short`, ...): with json, the device phase's diagnostics, artifacts and end are JSON lines on stdout among cargo's own (passed to cargo too).
+    #[arg(long, value_name = "FMT")]
+    pub message_format: Option<String>,
     /// Further `cargo build` arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
     pub cargo_args: Vec<String>,
@@ -242,6 +264,8 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         Command_::Fetch(f) => fetch::fetch(&f),
         Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why::why_tool(&w),
         Command_::Pack(p) => pack::pack(&p),
+        Command_::Init(a) => init::init(&a),
+        Command_::New(n) => init::new(&n.name, &n.init),
         Command_::BuildScript(b) => build::build_script(&b),
     };
     match result {

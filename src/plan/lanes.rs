@@ -62,6 +62,9 @@ pub struct Planned {
     pub link: Vec<LinkDirective>,
     /// Warnings, in plan order.
     pub warnings: Vec<String>,
+    /// The package's launcher ([`crate::launcher::Launchers::default`]), for the host C++ lane
+    /// planned after the surface ([`plan_host`]).
+    pub host_launcher: Option<crate::launcher::Launcher>,
 }
 
 impl Planned {
@@ -96,8 +99,19 @@ impl Planned {
 /// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
 pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     let mut planned = Planned::default();
+    let launchers = crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?;
+    let mut left_out: Vec<(crate::launcher::Launcher, String, String)> = Vec::new();
     for (index, rule) in inputs.registry.iter().enumerate() {
-        if let Some(plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
+        if let Some(mut plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
+            if let Some(launcher) = launchers.for_rule(rule.name()) {
+                for action in plan.actions.iter_mut().filter(|a| a.builtin.is_none()) {
+                    if rule.launcher_ok(action, launcher) {
+                        action.tool.launcher = Some(launcher.program.clone());
+                    } else if !left_out.iter().any(|(l, r, t)| l == launcher && r == rule.name() && *t == action.tool.name) {
+                        left_out.push((launcher.clone(), rule.name().to_string(), action.tool.name.clone()));
+                    }
+                }
+            }
             planned.add_rule(rule.name(), plan);
         }
         // The sources this build leaves out keep their accessors, empty (`Rule::placeholders`).
@@ -109,20 +123,44 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     }
     // The package-level edges: an action over other actions' outputs runs after them.
     crate::graph::connect_inputs(&mut planned.actions)?;
+    // Said once per launcher: which compilers run without it.
+    let mut seen: Vec<&crate::launcher::Launcher> = Vec::new();
+    for (launcher, _, _) in &left_out {
+        if seen.contains(&launcher) {
+            continue;
+        }
+        seen.push(launcher);
+        let tools: Vec<(String, String)> = left_out.iter().filter(|(l, _, _)| l == launcher).map(|(_, r, t)| (r.clone(), t.clone())).collect();
+        planned.warnings.extend(crate::launcher::left_out_warning(launcher, &tools));
+    }
+    // The host C++ lane, planned later, takes the package's launcher (its table `cxx` has no key of its own).
+    planned.host_launcher = launchers.default;
     Ok(planned)
 }
 
 /// Plan the host C++ lane ([`crate::cxx::plan_host`]) once the payload surface is written (its
 /// implementation unit holds the payloads' bytes, so it is planned after the rules' actions
 /// ran): `cxx-sources`, the island's units, and the surface's units when there is a surface.
-/// Returns its actions (dependency indices local to them); its link directives and watched
-/// files are added to `planned`, after the rules'.
+/// Returns its actions (dependency indices local to them, the package's launcher in front of
+/// the compilers it handles); its link directives, watched files and the launcher's warning are
+/// added to `planned`, after the rules'.
 ///
 /// # Errors
 /// The host C++ lane's refusal.
 pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
     let island = inputs.island.map(IslandState::cxx_units);
-    let Some(host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
+    let Some(mut host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
+    if let Some(launcher) = planned.host_launcher.as_ref() {
+        let mut left_out: Vec<(String, String)> = Vec::new();
+        for action in host.actions.iter_mut().filter(|a| a.builtin.is_none()) {
+            if launcher.handles(&action.tool) {
+                action.tool.launcher = Some(launcher.program.clone());
+            } else if !left_out.iter().any(|(_, t)| *t == action.tool.name) {
+                left_out.push(("cxx".to_string(), action.tool.name.clone()));
+            }
+        }
+        planned.warnings.extend(crate::launcher::left_out_warning(launcher, &left_out));
+    }
     planned.link.extend(host.link);
     planned.tool_files.extend(host.watch);
     Ok(host.actions)

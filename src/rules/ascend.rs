@@ -329,6 +329,7 @@ mod tests {
             source: crate::tool::ToolSource::Path,
             env: vec![("ASCEND_HOME_PATH".into(), home.into())],
             toolchain_package_root: None,
+            launcher: None,
         };
         assert_ne!(tool("/cann/a").identity(), tool("/cann/b").identity());
     }

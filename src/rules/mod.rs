@@ -194,6 +194,14 @@ pub trait Rule: Send + Sync {
     fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
         Vec::new()
     }
+    /// Whether `launcher` goes before this planned action's compiler ([`crate::launcher`];
+    /// applied by [`crate::plan::lanes`] to every action the rule planned that starts a
+    /// process). Default: when the launcher handles the compiler
+    /// ([`crate::launcher::Launcher::handles`]: C, C++ and CUDA compilers, never a shader
+    /// compiler); a rule whose compiler a launcher mishandles in some mode says no here.
+    fn launcher_ok(&self, action: &Action, launcher: &crate::launcher::Launcher) -> bool {
+        launcher.handles(&action.tool)
+    }
 }
 
 /// A package-level step: one action over other actions' outputs (every object of a lane),

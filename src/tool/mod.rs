@@ -257,6 +257,11 @@ pub struct Tool {
     /// The toolchain package's root directory when the tool comes from one (for include and
     /// library directories a rule derives from it).
     pub toolchain_package_root: Option<PathBuf>,
+    /// The compiler launcher this tool is started through (`<launcher> <path> <args>`:
+    /// sccache, ccache; [`crate::launcher`]), set on a planned action by [`crate::plan::lanes`]
+    /// where the rule takes it ([`crate::rules::Rule::launcher_ok`]). Never part of
+    /// [`Tool::identity`]: switching the launcher on or off rebuilds nothing that is fresh.
+    pub launcher: Option<PathBuf>,
 }
 
 impl Tool {
@@ -329,7 +334,7 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
         };
         check_named(spec, &empty, &path, &source, origin)?;
         let version = version_of(spec, &path, &[], cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
-        Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), toolchain_package_root: None })
+        Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), toolchain_package_root: None, launcher: None })
     })();
     match found {
         Ok(tool) => {
@@ -386,7 +391,7 @@ pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&Roo
     });
     match result {
         Ok((found, version)) => {
-            let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, toolchain_package_root: found.toolchain_package_root };
+            let tool = Tool { name: spec.name.to_string(), path: found.path, version, source: found.source, env: found.env, toolchain_package_root: found.toolchain_package_root, launcher: None };
             record_answer(&tool, found.origin, considered, found.warning.clone(), found.toolkit.as_ref(), cache)?;
             Ok(Resolved { tool, warning: found.warning, toolkit: found.toolkit })
         }

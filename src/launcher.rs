@@ -1,0 +1,235 @@
+//! The compiler launcher (issue 14): sccache, ccache or a program of the user's put before the
+//! compilers it can handle, so the shared caches and distributed compilation people already run
+//! serve the device phase too. Declared, never guessed: the package key `launcher`, a rule's own
+//! `launcher` key ([`crate::manifest::McppMetadata::rule_launchers`]) or `MCPP_LAUNCHER`;
+//! nothing looks at `RUSTC_WRAPPER` or for an installed sccache by itself.
+//!
+//! The launcher is a property of the planned action's tool ([`crate::tool::Tool::launcher`]):
+//! [`crate::graph`] starts `<launcher> <compiler> <args>`, while the fingerprint keys the real
+//! compiler only ([`crate::tool::Tool::identity`] leaves the launcher out), so switching it on or
+//! off rebuilds nothing that is fresh. Which actions get it is decided per rule by
+//! [`crate::rules::Rule::launcher_ok`] (default [`Launcher::handles`]), applied once to every
+//! planned action by [`crate::plan::lanes`]: a new rule gets it with no change here.
+
+use crate::env::Env;
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::{Manifest, MCPP_TABLE};
+use crate::tool::Tool;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The environment variable that chooses the launcher of every rule, over the manifest: a name
+/// or path as the manifest key takes it; `none` or empty: no launcher at all.
+pub const LAUNCHER_ENV: &str = "MCPP_LAUNCHER";
+
+/// What kind of launcher a program is, from its file name: what it can handle differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LauncherKind {
+    /// sccache: gcc, clang, nvcc, nvc++ (and clang's CUDA and HIP modes).
+    Sccache,
+    /// ccache: gcc, clang, nvcc.
+    Ccache,
+    /// Another program (a wrapper of the user's): trusted with every C, C++ and CUDA compiler,
+    /// never with a shader compiler.
+    Other,
+}
+
+/// A launcher, resolved to a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    /// The program started in the compiler's place, absolute.
+    pub program: PathBuf,
+    /// Its kind.
+    pub kind: LauncherKind,
+    /// Where it was chosen, for messages (`MCPP_LAUNCHER`, `[package.metadata.mcpp] launcher`).
+    pub origin: String,
+}
+
+/// The compilers a C/C++/CUDA launcher understands, by program file name (a version suffix such
+/// as `-19` and a target prefix such as `aarch64-linux-gnu-` taken off first).
+const C_FAMILY: &[&str] = &["cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc", "nvc", "nvc++", "hipcc", "icpx", "icx"];
+
+/// The compiler name of `program`: its file name without `.exe`, a trailing `-<digits>` version
+/// and a leading target triple (`aarch64-linux-gnu-g++-12` -> `g++`).
+pub fn compiler_name(program: &Path) -> String {
+    let file = program.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = file.strip_suffix(".exe").unwrap_or(&file).to_string();
+    let unversioned = match file.rsplit_once('-') {
+        Some((head, tail)) if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit() || c == '.') => head.to_string(),
+        _ => file,
+    };
+    C_FAMILY.iter().find(|c| unversioned == **c || unversioned.ends_with(&format!("-{c}"))).map(|c| (*c).to_string()).unwrap_or(unversioned)
+}
+
+impl Launcher {
+    /// Whether this launcher can run `tool` (by the compiler's name, [`compiler_name`]): sccache
+    /// and a user's program take the C, C++ and CUDA compilers; ccache takes gcc, clang and nvcc;
+    /// none takes a shader compiler (glslangValidator, glslc, slangc), whose output they do not
+    /// cache.
+    pub fn handles(&self, tool: &Tool) -> bool {
+        let name = compiler_name(&tool.path);
+        match self.kind {
+            LauncherKind::Sccache | LauncherKind::Other => C_FAMILY.contains(&name.as_str()),
+            LauncherKind::Ccache => ["cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc"].contains(&name.as_str()),
+        }
+    }
+
+    /// The name shown in messages (`sccache`).
+    pub fn name(&self) -> String {
+        self.program.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+/// The launchers of one build: the default one and each rule's own choice.
+#[derive(Debug, Clone, Default)]
+pub struct Launchers {
+    /// The launcher of every rule without its own key (the package key or `MCPP_LAUNCHER`).
+    pub default: Option<Launcher>,
+    /// A rule's own `launcher` key, resolved (`None`: `"none"`, no launcher for the rule).
+    pub per_rule: BTreeMap<String, Option<Launcher>>,
+}
+
+impl Launchers {
+    /// Resolve the launchers: `MCPP_LAUNCHER` when set (for every rule; `none` or empty: none),
+    /// else each rule's `launcher` key, else the package's `launcher`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] (naming `file:line:col` and the key) or
+    /// [`ErrorKind::ToolNotFound`] (naming `MCPP_LAUNCHER`) when the program does not exist
+    /// (a bare name not on PATH, a path that is no file).
+    pub fn resolve(manifest: &Manifest, env: &Env) -> Result<Launchers> {
+        if let Some(value) = env.get_os(LAUNCHER_ENV) {
+            let value = value.to_string_lossy().into_owned();
+            let default = resolve_one(&value, manifest, env, LAUNCHER_ENV).map_err(|e| {
+                let e = e.help(format!("set {LAUNCHER_ENV} to `sccache`, `ccache`, an absolute path, or `none`"));
+                Error { kind: ErrorKind::ToolNotFound, ..e }
+            })?;
+            return Ok(Launchers { default, per_rule: BTreeMap::new() });
+        }
+        let at = |key: &str| (manifest.at_col(key), format!("{MCPP_TABLE}.{key}"));
+        let refuse = |e: Error, key: &str| {
+            let (file, key) = at(key);
+            e.file(file).key(key).help("write `sccache`, `ccache` (found on PATH), a path relative to the package root or absolute, or `none`")
+        };
+        let default = match &manifest.mcpp.launcher {
+            Some(v) => resolve_one(v, manifest, env, &format!("`launcher` in {}", manifest.path.display())).map_err(|e| refuse(e, "launcher"))?,
+            None => None,
+        };
+        let mut per_rule = BTreeMap::new();
+        for (rule, v) in &manifest.mcpp.rule_launchers {
+            let key = format!("{rule}.launcher");
+            per_rule.insert(rule.clone(), resolve_one(v, manifest, env, &format!("`{rule}.launcher` in {}", manifest.path.display())).map_err(|e| refuse(e, &key))?);
+        }
+        Ok(Launchers { default, per_rule })
+    }
+
+    /// The launcher of rule `rule` (`cxx` for the host C++ lane).
+    pub fn for_rule(&self, rule: &str) -> Option<&Launcher> {
+        match self.per_rule.get(rule) {
+            Some(choice) => choice.as_ref(),
+            None => self.default.as_ref(),
+        }
+    }
+}
+
+/// One launcher value: `none`/empty -> none; a bare name -> looked up on PATH; anything with a
+/// `/` -> a path, relative to the package root.
+fn resolve_one(value: &str, manifest: &Manifest, env: &Env, origin: &str) -> Result<Option<Launcher>> {
+    let value = value.trim();
+    if value.is_empty() || value == "none" {
+        return Ok(None);
+    }
+    let program = if value.contains('/') || value.contains('\\') {
+        let p = PathBuf::from(value);
+        let p = if p.is_absolute() { p } else { manifest.path.parent().unwrap_or(Path::new(".")).join(p) };
+        if !p.is_file() {
+            return Err(Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not a file", crate::text::echo_path(&p))));
+        }
+        p
+    } else {
+        crate::tool::find_on_path(value, env).ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not on PATH", crate::text::echo(value)))
+                .detail(format!("chosen by {origin}; cargo-mcpp looks it up by name, on PATH only"))
+        })?
+    };
+    let kind = match compiler_name(&program).as_str() {
+        "sccache" => LauncherKind::Sccache,
+        "ccache" => LauncherKind::Ccache,
+        _ => LauncherKind::Other,
+    };
+    Ok(Some(Launcher { program, kind, origin: origin.to_string() }))
+}
+
+/// The one warning of a build whose launcher was left out of some compilers (`tools`: each
+/// rule's name with the compiler the launcher cannot handle), or none.
+pub fn left_out_warning(launcher: &Launcher, tools: &[(String, String)]) -> Option<String> {
+    if tools.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = tools.iter().map(|(rule, tool)| format!("{tool} ({rule})")).collect();
+    Some(format!("the launcher `{}` does not handle {}: those compiles run without it", launcher.name(), list.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(path: &str) -> Tool {
+        Tool { name: "t".into(), path: path.into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: None }
+    }
+
+    #[test]
+    fn compiler_names_drop_versions_and_target_prefixes() {
+        assert_eq!(compiler_name(Path::new("/usr/bin/clang++-19")), "clang++");
+        assert_eq!(compiler_name(Path::new("/usr/bin/aarch64-linux-gnu-g++")), "g++");
+        assert_eq!(compiler_name(Path::new("/opt/cuda/bin/nvcc")), "nvcc");
+        assert_eq!(compiler_name(Path::new("/usr/bin/glslangValidator")), "glslangValidator");
+        assert_eq!(compiler_name(Path::new("/x/sccache")), "sccache");
+    }
+
+    #[test]
+    fn launchers_handle_c_family_compilers_only() {
+        let l = |kind| Launcher { program: "/x/l".into(), kind, origin: String::new() };
+        for kind in [LauncherKind::Sccache, LauncherKind::Ccache, LauncherKind::Other] {
+            assert!(l(kind).handles(&tool("/opt/cuda/bin/nvcc")));
+            assert!(l(kind).handles(&tool("/usr/bin/clang++-19")));
+            assert!(!l(kind).handles(&tool("/usr/bin/glslangValidator")));
+            assert!(!l(kind).handles(&tool("/usr/bin/glslc")));
+            assert!(!l(kind).handles(&tool("/opt/slang/bin/slangc")));
+        }
+        assert!(l(LauncherKind::Sccache).handles(&tool("/opt/nvhpc/bin/nvc++")));
+        assert!(!l(LauncherKind::Ccache).handles(&tool("/opt/nvhpc/bin/nvc++")));
+    }
+
+    #[test]
+    fn env_wins_and_none_turns_it_off_per_rule() {
+        let dir = std::env::temp_dir().join(format!("mcpp-launcher-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("sccache");
+        std::fs::write(&prog, "").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let text = "[package]\nname = \"p\"\n[package.metadata.mcpp]\nlauncher = \"sccache\"\n[package.metadata.mcpp.spirv]\nlauncher = \"none\"\n";
+        let manifest = Manifest::parse(&dir.join("Cargo.toml"), text).unwrap();
+        let mut env = Env::empty();
+        env.set("PATH", dir.as_os_str());
+        let l = Launchers::resolve(&manifest, &env).unwrap();
+        assert_eq!(l.for_rule("cuda").map(|l| l.kind), Some(LauncherKind::Sccache));
+        assert_eq!(l.for_rule("spirv"), None);
+        env.set(LAUNCHER_ENV, "none");
+        assert_eq!(Launchers::resolve(&manifest, &env).unwrap().for_rule("cuda"), None);
+        env.set(LAUNCHER_ENV, "ccache");
+        let e = Launchers::resolve(&manifest, &env).unwrap_err();
+        assert!(e.to_string().contains("not on PATH"), "{e}");
+        env.remove(LAUNCHER_ENV);
+        env.set("PATH", "/nonexistent");
+        let e = Launchers::resolve(&manifest, &env).unwrap_err().to_string();
+        assert!(e.contains("Cargo.toml:4:"), "{e}");
+        let bad = Manifest::parse(&dir.join("Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.cuda]\nlauncher = 3\n").unwrap_err().to_string();
+        assert!(bad.contains("Cargo.toml:4:") && bad.contains("cuda.launcher"), "{bad}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

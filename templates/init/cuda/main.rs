@@ -1,0 +1,31 @@
+//! Added by `cargo mcpp init --lane cuda`: calls the island's entry point `scale_run`, the CUDA
+//! kernel of `kernels/scale.cu` or, in a `cargo mcpp build --no-accel` build, its CPU fallback
+//! `host/scale.cpp`, through the generated Rust bindings.
+
+#[allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/mcpp_kernels.rs"));
+}
+
+fn main() {
+    let mut y: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    // SAFETY: `y` holds `y.len()` floats and outlives the call.
+    let status = unsafe { kernels::scale_run(y.as_mut_ptr(), y.len() as u32) };
+    match status {
+        0 => {}
+        1 => {
+            eprintln!("no CUDA device is present: build with `cargo mcpp build --no-accel` for the CPU fallback");
+            std::process::exit(2);
+        }
+        s => {
+            eprintln!("the kernel failed (status {s})");
+            std::process::exit(3);
+        }
+    }
+    let accel = match env!("MCPP_BUILD_ACCEL") {
+        "" => "none: the CPU fallback",
+        set => set,
+    };
+    assert!(y.iter().enumerate().all(|(i, v)| *v == 2.0 * i as f32), "every element doubled");
+    println!("scale_run doubled {} floats (accel {accel}); y[100] = {}", y.len(), y[100]);
+}

@@ -1,0 +1,73 @@
+//! `cargo mcpp build --message-format json` (issue 14): the device phase's lines among cargo's
+//! own on standard output, every line JSON: a glslang error as a `compiler-message` with its
+//! file and line, each device artifact with its sha256, the package's `mcpp-device-finished`,
+//! and cargo's messages after them, its `build-finished` last.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
+
+mod harness;
+
+use harness::text;
+use std::process::{Command, Output};
+
+fn build_json(pkg: &harness::Package) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "build", "--message-format", "json", "--manifest-path"])
+        .arg(pkg.path("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(pkg.dir.path().join("target"))
+        .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
+        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .output()
+        .unwrap()
+}
+
+/// Every stdout line, parsed (the test fails on a line that is not JSON).
+fn messages(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{}", text(out)))).collect()
+}
+
+#[test]
+fn device_messages_are_cargo_style_json_lines_before_cargos_own() {
+    let pkg = harness::client_package("json-pkg", "", "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() { println!(\"{}\", shaders::a::scale_comp().code.len()); }\n");
+    let shader = pkg.path("shaders/b/scale.comp");
+    let good = std::fs::read_to_string(&shader).unwrap();
+    std::fs::write(&shader, good.replace("data[i] * data[i]", "data[i] * undefined_name")).unwrap();
+
+    let out = build_json(&pkg);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let m = messages(&out);
+    let error = m
+        .iter()
+        .find(|v| v["reason"] == "compiler-message" && v["package_id"] == "mcpp-device:json-pkg")
+        .unwrap_or_else(|| panic!("no device compiler-message: {m:#?}"));
+    assert_eq!(error["message"]["level"], "error", "{error:#}");
+    let span = &error["message"]["spans"][0];
+    assert!(span["file_name"].as_str().unwrap().ends_with("shaders/b/scale.comp"), "{error:#}");
+    assert_eq!(span["line_start"], 4, "{error:#}");
+    assert!(error["message"]["message"].as_str().unwrap().contains("undefined_name"), "{error:#}");
+    assert!(m.iter().any(|v| v["reason"] == "mcpp-device-finished" && v["success"] == false), "{m:#?}");
+
+    std::fs::write(&shader, &good).unwrap();
+    let out = build_json(&pkg);
+    assert!(out.status.success(), "{}", text(&out));
+    let m = messages(&out);
+    let artifacts: Vec<&serde_json::Value> = m.iter().filter(|v| v["reason"] == "mcpp-device-artifact").collect();
+    assert_eq!(artifacts.len(), 2, "two SPIR-V payloads: {m:#?}");
+    for a in &artifacts {
+        let bytes = std::fs::read(a["path"].as_str().unwrap()).unwrap();
+        assert_eq!(a["sha256"].as_str().unwrap(), sha256(&bytes), "{a:#}");
+    }
+    let finished = m.iter().position(|v| v["reason"] == "mcpp-device-finished" && v["success"] == true).unwrap_or_else(|| panic!("{m:#?}"));
+    // The device phase runs in the build script, before the crate itself compiles.
+    let crate_artifact = m.iter().position(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "json-pkg" && v["target"]["kind"][0] == "bin").unwrap_or_else(|| panic!("{m:#?}"));
+    assert!(finished < crate_artifact, "{m:#?}");
+    assert_eq!(m.last().unwrap()["reason"], "build-finished");
+    assert_eq!(m.iter().filter(|v| v["reason"] == "build-finished").count(), 1, "only cargo's own build-finished");
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    cargo_mcpp::fingerprint::sha256_hex(bytes)
+}
