@@ -8,7 +8,7 @@ use crate::accel::AccelSet;
 use crate::cargo_output::CargoOutput;
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{self, Observer, RunOptions, RunReport};
+use crate::graph::{self, Action, Observer, RunOptions, RunReport};
 use crate::layout::{OutDir, Variant};
 use crate::manifest::Manifest;
 use crate::plan::directives::DirectiveInputs;
@@ -154,17 +154,17 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    if !docs_rs(env) {
-        write_compile_commands(manifest, &planned, &variant, env)?;
-    }
     let named = name_payloads(manifest, collected, &planned)?;
-    let mut report = run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver)?;
+    let mut report = match run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver) {
+        Ok(report) => report,
+        Err(e) => {
+            // The database still lists the device units, so an editor can show what failed.
+            write_compile_commands(manifest, &planned.actions, &[], &variant, env)?;
+            return Err(e);
+        }
+    };
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
     run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
-    if !docs_rs(env) {
-        // Again with the host C++ lane's units, planned after the surface (written only when changed).
-        write_compile_commands(manifest, &planned, &variant, env)?;
-    }
     crate::plan::directives::emit(
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
@@ -172,16 +172,22 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
 }
 
-/// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]) into the
+/// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]): the
+/// rules' (`device`) and the host C++ lane's (`host`, planned after the surface), written once
+/// per device phase (before the host lane runs, or when the device run failed) into the
 /// variant, and its copy into `MCPP_COMPILE_COMMANDS` (from `cargo mcpp build
 /// --compile-commands DIR`) or the manifest's `compile-commands` directory (relative to the
-/// package root).
+/// package root). Nothing under docs.rs (no compiler runs there).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-fn write_compile_commands(manifest: &Manifest, planned: &crate::plan::lanes::Planned, variant: &Variant, env: &Env) -> Result<()> {
+fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action], variant: &Variant, env: &Env) -> Result<()> {
+    if docs_rs(env) {
+        return Ok(());
+    }
     let copy = env.get_os(crate::compile_db::COMPILE_COMMANDS_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| manifest.mcpp.compile_commands.as_ref().map(|d| manifest.dir().join(d)));
-    crate::compile_db::write(&planned.actions, &variant.compile_commands(), copy.as_deref()).map(drop)
+    let all: Vec<Action> = device.iter().chain(host).cloned().collect();
+    crate::compile_db::write(&all, &variant.compile_commands(), copy.as_deref()).map(drop)
 }
 
 /// Lock the variant of the device cache for this device phase: two cargo processes (two `cargo
@@ -324,6 +330,7 @@ fn run_host_lane(
     for w in &planned.warnings[warned..] {
         cargo.warning(w);
     }
+    write_compile_commands(inputs.manifest, &planned.actions, &actions, inputs.variant, inputs.env)?;
     if actions.is_empty() {
         return Ok(());
     }

@@ -157,12 +157,21 @@ pub fn redact(text: &str, tmp: &Path) -> String {
 /// fake one with a recording shim as nvcc), its outputs and `MCPP_HOME` under `tmp`, every
 /// variable that could name another nvcc, toolkit or accelerator set removed.
 pub fn cuda_build(tmp: &Path, pkg: &Path, toolkit: &Path) -> cargo_mcpp::Build {
+    let mut b = isolated_build(tmp, pkg, &["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN"]);
+    b.env("CUDA_PATH", toolkit);
+    b
+}
+
+/// A `Build` of `pkg` (debug, two jobs) with its outputs (`out/`, `work/`) and `MCPP_HOME`
+/// under `tmp`, without the variables in `remove` nor those that choose an accelerator set or
+/// a target (`MCPP_ACCEL`, `MCPP_NO_ACCEL`, `TARGET`, `HOST`): the one shape of every lane's
+/// builder ([`cuda_build`], [`device_build`], [`hip_build`]).
+pub fn isolated_build(tmp: &Path, pkg: &Path, remove: &[&str]) -> cargo_mcpp::Build {
     let mut b = cargo_mcpp::Build::new();
     b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in ["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
+    for v in remove.iter().chain(&["MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"]) {
         b.env_remove(v);
     }
-    b.env("CUDA_PATH", toolkit);
     b
 }
 
@@ -207,14 +216,12 @@ pub fn fake_cann(dir: &Path) -> (PathBuf, Shim) {
 /// variable that could name another SYCL, Ascend C or CUDA compiler, toolkit or accelerator
 /// set removed (the lanes verified by argv through the shim).
 pub fn device_build(tmp: &Path, pkg: &Path) -> cargo_mcpp::Build {
-    let mut b = cargo_mcpp::Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home")).env("CARGO_PKG_NAME", "dev-pkg");
-    for v in [
-        "ICPX", "MCPP_ICPX", "MCPP_TOOL_ICPX", "ACPP", "MCPP_ACPP", "MCPP_TOOL_ACPP", "CMPLR_ROOT", "ONEAPI_ROOT", "BISHENG", "MCPP_BISHENG", "MCPP_TOOL_BISHENG", "ASCEND_HOME_PATH",
-        "NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST",
-    ] {
-        b.env_remove(v);
-    }
+    let mut b = isolated_build(
+        tmp,
+        pkg,
+        &["ICPX", "MCPP_ICPX", "MCPP_TOOL_ICPX", "ACPP", "MCPP_ACPP", "MCPP_TOOL_ACPP", "CMPLR_ROOT", "ONEAPI_ROOT", "BISHENG", "MCPP_BISHENG", "MCPP_TOOL_BISHENG", "ASCEND_HOME_PATH", "NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_PATH", "CUDA_HOME"],
+    );
+    b.env("CARGO_PKG_NAME", "dev-pkg");
     b
 }
 
@@ -249,11 +256,7 @@ pub fn fake_rocm(dir: &Path) -> (PathBuf, Shim) {
 /// `MCPP_HOME` under `tmp`, every variable that could name another hipcc, clang, ROCm, CUDA
 /// toolkit or accelerator set removed.
 pub fn hip_build(tmp: &Path, pkg: &Path, rocm: &Path) -> cargo_mcpp::Build {
-    let mut b = cargo_mcpp::Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in ["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANGXX", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME", "MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"] {
-        b.env_remove(v);
-    }
+    let mut b = isolated_build(tmp, pkg, &["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANGXX", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME"]);
     b.env("ROCM_PATH", rocm);
     b
 }
