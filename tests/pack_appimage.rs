@@ -163,6 +163,48 @@ fn an_appimage_runs_its_program_with_arguments_exit_code_and_files_and_extracts_
     assert!(bogus.stdout.is_empty() && text(&bogus).contains("[possible values: appimage, msi]"), "{}", text(&bogus));
 }
 
+/// The start of a type-2 runtime: an ELF header (x86-64) with `AI\x02` at offset 8.
+const FAKE_RUNTIME: &[u8] = b"\x7fELF\x02\x01\x01\x00AI\x02\x00\x00\x00\x00\x00\x02\x00\x3e\x00";
+
+#[test]
+fn a_files_glob_never_takes_the_target_directory_the_output_or_git_and_keeps_the_executable_bit() {
+    let h = Hello::new("[package.metadata.mcpp.pack]\nfiles = [{ glob = \"**/*.txt\", dest = \"all\" }, { glob = \"data/*.sh\", dest = \"bin\" }]\n");
+    let pkg = h.pkg();
+    for d in ["target/release/pack", ".git", "dist", "sub/.git"] {
+        std::fs::create_dir_all(pkg.join(d)).unwrap();
+    }
+    for f in ["target/release/old.txt", "target/release/pack/x.txt", ".git/x.txt", "sub/.git/y.txt", "dist/z.txt"] {
+        std::fs::write(pkg.join(f), "x").unwrap();
+    }
+    std::fs::write(pkg.join("data/run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(pkg.join("data/plain.sh"), "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(pkg.join("data/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(pkg.join("rt"), FAKE_RUNTIME).unwrap();
+    let dry = h.mcpp(&["pack", "--format", "appimage", "--release", "--runtime-file", "rt", "--out", "dist", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let plan = String::from_utf8_lossy(&dry.stdout).to_string();
+    assert!(plan.contains("usr/bin/all/data/greeting.txt  <-  "), "{plan}");
+    for never in ["old.txt", "x.txt", "y.txt", "z.txt"] {
+        assert!(!plan.contains(never), "`{never}` packed:\n{plan}");
+    }
+    assert!(plan.contains("usr/bin/bin/run.sh (executable)  <-  ") && plan.contains("usr/bin/bin/plain.sh  <-  "), "{plan}");
+    // The package is named by the target's architecture, its runtime checked against it.
+    let mut aarch64 = FAKE_RUNTIME.to_vec();
+    aarch64[18] = 183;
+    std::fs::write(pkg.join("rt"), aarch64).unwrap();
+    let dry = h.mcpp(&["pack", "--format", "appimage", "--target", "aarch64-unknown-linux-gnu", "--runtime-file", "rt", "--dry-run"]);
+    assert!(dry.status.success() && String::from_utf8_lossy(&dry.stdout).contains("/hello-1.2.3-aarch64.AppImage\n"), "{}", text(&dry));
+    // Only excluded files: refused by name.
+    let h = Hello::new("[package.metadata.mcpp.pack]\nfiles = [{ glob = \"target/*.txt\", dest = \"t\" }]\n");
+    std::fs::create_dir_all(h.pkg().join("target")).unwrap();
+    std::fs::write(h.pkg().join("target/a.txt"), "x").unwrap();
+    std::fs::write(h.pkg().join("rt"), FAKE_RUNTIME).unwrap();
+    let out = h.mcpp(&["pack", "--format", "appimage", "--runtime-file", "rt", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("`target/*.txt` matches only files in cargo's target directory") && text(&out).contains("pack.files[0].glob"), "{}", text(&out));
+}
+
 #[test]
 fn a_shared_library_the_build_links_is_packed_and_found_by_the_program() {
     let tmp = tempfile::Builder::new().prefix("mcpp-pack-lib-").tempdir().unwrap();

@@ -27,8 +27,9 @@ fn refusal(pack: &str, version: &str, args: &[&str], files: &[(&str, &[u8])]) ->
     format!("exit {}\n{}", out.status.code().unwrap_or(-1), redact(&stderr[from..], tmp.path()).trim_end())
 }
 
-/// The start of a type-2 runtime: an ELF header with `AI\x02` at offset 8.
-const RUNTIME: &[u8] = b"\x7fELF\x02\x01\x01\x00AI\x02\x00\x00\x00\x00\x00";
+/// The start of a type-2 runtime: an ELF header with `AI\x02` at offset 8, for x86-64
+/// (`e_machine` 62 at offset 18).
+const RUNTIME: &[u8] = b"\x7fELF\x02\x01\x01\x00AI\x02\x00\x00\x00\x00\x00\x02\x00\x3e\x00";
 
 #[test]
 fn pack_refusals() {
@@ -51,8 +52,19 @@ fn pack_refusals() {
         ("missing runtime", "", "1.0.0", appimage, &[]),
         ("runtime file that is not one", "", "1.0.0", &["--format", "appimage", "--runtime-file", "src/main.rs"], &[]),
         ("AppImage for aarch64", "", "1.0.0", &["--format", "appimage", "--target", "aarch64-unknown-linux-gnu"], &[]),
+        ("x86-64 runtime for an aarch64 AppImage", "", "1.0.0", &["--format", "appimage", "--target", "aarch64-unknown-linux-gnu", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
         ("AppImage for Windows", "", "1.0.0", &["--format", "appimage", "--target", "x86_64-pc-windows-gnu"], &[]),
         ("bad category", "categories = [\"Utility;X\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("empty categories", "categories = []", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("unregistered category", "categories = [\"Utilities\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("no main category", "categories = [\"Debugger\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("extra file through the program's place", "files = [{ glob = \"greet.txt\", dest = \"app\" }]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME), ("greet.txt", b"hi")]),
+        ("empty app-name", "app-name = \"\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("app-name with a path", "app-name = \"../evil\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("app-name illegal on Windows", "app-name = \"A:B\"", "1.0.0", msi_windows, &[]),
+        ("hidden app-name", "app-name = \".app\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("another profile", "", "1.0.0", &["--format", "appimage", "--profile", "dev"], &[]),
+        ("another profile among cargo's arguments", "", "1.0.0", &["--format", "appimage", "--", "--profile=dev"], &[]),
         ("MSI for a non-Windows target", "", "1.0.0", &["--format", "msi", "--target", "x86_64-unknown-linux-gnu"], &[]),
         ("MSI of a pre-release", "", "1.2.3-beta.1", msi_windows, &[]),
         ("MSI version out of range", "version = \"1.256.0\"", "1.0.0", msi_windows, &[]),

@@ -196,6 +196,12 @@ pub struct PackArgs {
     /// Fetch nothing (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
+    /// Accepted and ignored: pack always builds in release.
+    #[arg(long)]
+    pub release: bool,
+    /// Refused: pack always builds the release profile (its place names the package's directory).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,

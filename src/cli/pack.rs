@@ -35,6 +35,15 @@ use std::path::PathBuf;
 /// is its exit code.
 pub fn pack(args: &PackArgs) -> Result<i32> {
     let env = Env::process();
+    // `--release` is a declared no-op (pack always builds in release); another profile is
+    // refused, also when it comes among the cargo arguments.
+    let profile = args.profile.clone().or_else(|| {
+        args.cargo_args.iter().enumerate().find_map(|(i, a)| if a == "--profile" { Some(args.cargo_args.get(i + 1).cloned().unwrap_or_default()) } else { a.strip_prefix("--profile=").map(str::to_string) })
+    });
+    if let Some(p) = profile {
+        return Err(Error::new(ErrorKind::Usage, format!("`cargo mcpp pack` builds the release profile, so `--profile {}` cannot be used", crate::text::echo(&p)))
+            .help("drop --profile; to change how the packed program is built, set [profile.release] in Cargo.toml (--release is accepted and changes nothing)"));
+    }
     let (facts, package_id, profile_dir) = locate(args)?;
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it. A dry run writes nothing: its decisions go
@@ -96,6 +105,7 @@ fn locate(args: &PackArgs) -> Result<(PackageFacts, String, PathBuf)> {
         repository: package.repository.clone(),
         bins: package.targets.iter().filter(|t| t.is_bin()).map(|t| t.name.clone()).collect(),
         target: args.target.clone().unwrap_or_else(host_triple),
+        target_dir: args.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf()),
         manifest,
     };
     let location = BuildLocation { manifest_path: args.manifest_path.clone(), release: true, profile: None, target: args.target.clone(), target_dir: args.target_dir.clone() };
@@ -129,7 +139,7 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     if args.offline {
         cmd.arg("--offline");
     }
-    cmd.arg("--").arg("--message-format=json-render-diagnostics").args(&args.cargo_args);
+    cmd.arg("--").arg("--message-format=json-render-diagnostics").args(args.cargo_args.iter().filter(|a| *a != "--release"));
     cmd.stdout(std::process::Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo mcpp build`: {e}")))?;
     // cargo prints no `Compiling` lines with JSON messages: a spinner names each crate as it

@@ -143,12 +143,12 @@ fn decision(answer: Option<&Path>, source: &str, origin: &str, refusal: Option<S
 /// what decided it.
 fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathBuf, &'static str, String)> {
     if let Some(p) = arg {
-        check_runtime_file(p).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime (an ELF file with `AI\\x02` at offset 8)"))?;
+        check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime for the target's architecture (an ELF file with `AI\\x02` at offset 8)"))?;
         return Ok((p.to_path_buf(), "choice", "--runtime-file".into()));
     }
     if let Some(rel) = facts.options().appimage.and_then(|a| a.runtime_file) {
         let p = facts.manifest.dir().join(&rel);
-        check_runtime_file(&p).map_err(|m| {
+        check_runtime_file(&p, super::arch_of(&facts.target)).map_err(|m| {
             Error::new(ErrorKind::Manifest, format!("runtime-file `{}`: {m}", crate::text::echo(&rel.display().to_string())))
                 .file(facts.at("pack.appimage.runtime-file"))
                 .key("package.metadata.mcpp.pack.appimage.runtime-file")
@@ -179,13 +179,34 @@ fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathB
     Ok((file, "toolchain-package", format!("toolchain package {APPIMAGE_RUNTIME} {}", desc.default)))
 }
 
-/// `Err(reason)` unless `path` is a readable ELF file with the type-2 magic `AI\x02` at offset 8.
-fn check_runtime_file(path: &Path) -> std::result::Result<(), String> {
+/// The ELF `e_machine` of an architecture (the first part of a target triple), when known.
+pub fn elf_machine(arch: &str) -> Option<u16> {
+    Some(match arch {
+        "x86_64" => 62,
+        "aarch64" => 183,
+        "i686" | "i586" | "i386" => 3,
+        a if a.starts_with("arm") || a.starts_with("thumb") => 40,
+        "riscv64gc" | "riscv64" => 243,
+        "powerpc64le" | "powerpc64" => 21,
+        "s390x" => 22,
+        "loongarch64" => 258,
+        _ => return None,
+    })
+}
+
+/// `Err(reason)` unless `path` is a readable ELF file with the type-2 magic `AI\x02` at offset 8
+/// whose `e_machine` (offset 18, in the header's byte order) is the architecture `arch`'s.
+fn check_runtime_file(path: &Path, arch: &str) -> std::result::Result<(), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
     if !bytes.starts_with(b"\x7fELF") || bytes.get(8..11) != Some(b"AI\x02".as_slice()) {
         return Err("is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into());
     }
-    Ok(())
+    let Some(m) = bytes.get(18..20) else { return Err("is not a type-2 AppImage runtime (its ELF header is cut short)".into()) };
+    let machine = if bytes[5] == 2 { u16::from_be_bytes([m[0], m[1]]) } else { u16::from_le_bytes([m[0], m[1]]) };
+    match elf_machine(arch) {
+        Some(want) if want != machine => Err(format!("is a runtime for another architecture (ELF e_machine {machine}), and the target's architecture `{}` has e_machine {want}", crate::text::echo(arch))),
+        _ => Ok(()),
+    }
 }
 
 /// A desktop-entry string value: `\`, newline, tab and carriage return escaped as the
@@ -205,19 +226,43 @@ pub fn desktop_value(s: &str) -> String {
     out
 }
 
+/// The freedesktop.org registered main categories (Desktop Menu Specification 1.1, appendix A).
+pub const MAIN_CATEGORIES: &[&str] = &["AudioVideo", "Audio", "Video", "Development", "Education", "Game", "Graphics", "Network", "Office", "Science", "Settings", "System", "Utility"];
+
+/// The freedesktop.org registered additional categories (Desktop Menu Specification 1.1,
+/// appendix A; the reserved ones, which need `OnlyShowIn=`, are left out).
+pub const ADDITIONAL_CATEGORIES: &[&str] = &[
+    "Building", "Debugger", "IDE", "GUIDesigner", "Profiling", "RevisionControl", "Translation", "Calendar", "ContactManagement", "Database", "Dictionary", "Chart", "Email", "Finance", "FlowChart", "PDA",
+    "ProjectManagement", "Presentation", "Spreadsheet", "WordProcessor", "2DGraphics", "VectorGraphics", "RasterGraphics", "3DGraphics", "Scanning", "OCR", "Photography", "Publishing", "Viewer", "TextTools",
+    "DesktopSettings", "HardwareSettings", "Printing", "PackageManager", "Dialup", "InstantMessaging", "Chat", "IRCClient", "Feed", "FileTransfer", "HamRadio", "News", "P2P", "RemoteAccess", "Telephony",
+    "TelephonyTools", "VideoConference", "WebBrowser", "WebDevelopment", "Midi", "Mixer", "Sequencer", "Tuner", "TV", "AudioVideoEditing", "Player", "Recorder", "DiscBurning", "ActionGame", "AdventureGame",
+    "ArcadeGame", "BoardGame", "BlocksGame", "CardGame", "KidsGame", "LogicGame", "RolePlaying", "Shooter", "Simulation", "SportsGame", "StrategyGame", "Art", "Construction", "Music", "Languages",
+    "ArtificialIntelligence", "Astronomy", "Biology", "Chemistry", "ComputerScience", "DataVisualization", "Economy", "Electricity", "Geography", "Geology", "Geoscience", "History", "Humanities",
+    "ImageProcessing", "Literature", "Maps", "Math", "NumericalAnalysis", "MedicalSoftware", "Physics", "Robotics", "Spirituality", "Sports", "ParallelComputing", "Amusement", "Archiving", "Compression",
+    "Electronics", "Emulator", "Engineering", "FileTools", "FileManager", "TerminalEmulator", "Filesystem", "Monitor", "Security", "Accessibility", "Calculator", "Clock", "TextEditor", "Documentation", "Adult",
+    "Core", "KDE", "GNOME", "XFCE", "DDE", "GTK", "Qt", "Motif", "Java", "ConsoleOnly",
+];
+
 /// The `.desktop` file (`Exec=` and `Icon=` are the program's name).
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] naming `pack.categories` for a category that is not a word
-/// (`[A-Za-z0-9-]`).
+/// [`ErrorKind::Manifest`] naming `pack.categories` for an empty list, a name that is not a
+/// registered main or additional category ([`MAIN_CATEGORIES`], [`ADDITIONAL_CATEGORIES`]), or
+/// a list without a main category (desktop-file-validate wants one).
 pub fn desktop_entry(facts: &PackageFacts, program: &str) -> Result<String> {
     let options = facts.options();
     let categories = options.categories.clone().unwrap_or_else(|| vec!["Utility".into()]);
-    if let Some(bad) = categories.iter().find(|c| c.is_empty() || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-')) {
-        return Err(Error::new(ErrorKind::Manifest, format!("the category `{}` is not a freedesktop.org category name", crate::text::echo(bad)))
+    let refuse = |what: String| {
+        Error::new(ErrorKind::Manifest, what)
             .file(facts.at("pack.categories"))
             .key("package.metadata.mcpp.pack.categories")
-            .help("write names such as \"Utility\", \"Development\", \"Science\" (https://specifications.freedesktop.org/menu-spec/latest/category-registry.html)"));
+            .help(format!("name at least one main category ({}), then any additional ones (https://specifications.freedesktop.org/menu-spec/latest/category-registry.html)", MAIN_CATEGORIES.join(", ")))
+    };
+    if let Some(bad) = categories.iter().find(|c| !MAIN_CATEGORIES.contains(&c.as_str()) && !ADDITIONAL_CATEGORIES.contains(&c.as_str())) {
+        return Err(refuse(format!("the category `{}` is not a registered freedesktop.org main or additional category", crate::text::echo(bad))));
+    }
+    if !categories.iter().any(|c| MAIN_CATEGORIES.contains(&c.as_str())) {
+        return Err(refuse(if categories.is_empty() { "`categories` is empty".to_string() } else { format!("`categories` ({}) names no main category", categories.join(", ")) }));
     }
     let mut text = String::from("[Desktop Entry]\nType=Application\n");
     text.push_str(&format!("Name={}\n", desktop_value(&facts.app_name(program))));
@@ -235,7 +280,7 @@ pub fn app_run(program: &str) -> String {
     format!("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\nexec \"$APPDIR/usr/bin/{program}\" \"$@\"\n")
 }
 
-/// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-x86_64.AppImage`.
+/// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-<target arch>.AppImage`.
 /// With `built` (a real pack), the shared libraries the build links go to `usr/lib/`, the
 /// program's copy then gets the RUNPATH [`RPATH`] ([`Origin::Patched`]), and the sidecars the
 /// build scripts list go below `usr/bin/`; a `--dry-run` (`None`) notes what it cannot know.
@@ -248,6 +293,7 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
     let name = &program.name;
     let libs = built.map(|b| super::shared_libraries(&b.links, false)).unwrap_or_default();
     let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
+    let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
     let mut notes = Vec::new();
     let exe = match &program.origin {
         Origin::File(source) if !libs.is_empty() => {
@@ -271,14 +317,12 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
     for (lib, path) in libs {
         entries.push(Entry { dest: format!("usr/lib/{lib}"), origin: Origin::File(path), executable: false });
     }
-    for (place, path) in sidecars {
-        entries.push(Entry { dest: format!("usr/bin/{place}"), origin: Origin::File(path), executable: false });
+    // Sidecars and extra files keep their executable bit (a helper script, a tool).
+    for (place, path) in sidecars.into_iter().chain(super::extra_files(facts, out_dir)?) {
+        entries.push(Entry { dest: format!("usr/bin/{place}"), executable: super::is_executable(&path), origin: Origin::File(path) });
     }
-    for (place, path) in super::extra_files(facts)? {
-        entries.push(Entry { dest: format!("usr/bin/{place}"), origin: Origin::File(path), executable: false });
-    }
-    let entries = super::finish_entries(entries, &facts.manifest.path)?;
-    let output = out_dir.join(format!("{}-{}-x86_64.AppImage", super::file_part(&facts.app_name(name)), super::file_part(&facts.version)));
+    let entries = super::finish_entries(entries, &facts.manifest.path, &sidecar_sources)?;
+    let output = out_dir.join(format!("{}-{}-{}.AppImage", super::file_part(&facts.app_name(name)), super::file_part(&facts.version), super::file_part(super::arch_of(&facts.target))));
     Ok(Plan { format: super::Format::Appimage, output, entries, tool: format!("backhand (squashfs, gzip, in process) + type-2 runtime {} ({})", prepared.runtime.display(), prepared.runtime_from), notes })
 }
 
@@ -314,7 +358,9 @@ pub fn patched(source: &Path, rpath: &str, patchelf: &crate::tool::Tool, env: &E
 /// # Errors
 /// [`ErrorKind::Io`] when a source cannot be read or backhand refuses the tree.
 pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
-    let fail = |e: backhand::BackhandError| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: {e}"));
+    // Some of backhand's errors display as nothing: the debug form then says which.
+    let cause = |e: &backhand::BackhandError| if e.to_string().trim().is_empty() { format!("{e:?}") } else { e.to_string() };
+    let fail = |e: backhand::BackhandError| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: {}", cause(&e)));
     let mut fs = backhand::FilesystemWriter::default();
     fs.set_time(epoch);
     fs.set_only_root_id();
@@ -327,12 +373,12 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
         for i in 1..parts.len() {
             let d = parts[..i].join("/");
             if !dirs.contains(&d) {
-                fs.push_dir(&d, dir).map_err(fail)?;
+                fs.push_dir(&d, dir).map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: the directory `{d}`: {}", cause(&e))))?;
                 dirs.push(d);
             }
         }
         let header = backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
-        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header).map_err(fail)?;
+        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header).map_err(|err| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: the file `{}`: {}", e.dest, cause(&err))))?;
     }
     let mut out = std::io::Cursor::new(Vec::new());
     fs.write(&mut out).map_err(fail)?;
@@ -381,6 +427,13 @@ mod tests {
         assert_eq!(a, squashfs(&entries, 1_700_000_000).unwrap());
         assert_ne!(a, squashfs(&entries, 1).unwrap());
         assert_eq!(&a[..4], b"hsqs");
+    }
+
+    #[test]
+    fn an_entry_through_another_files_place_is_refused_by_the_image_with_its_cause() {
+        let f = |d: &str| Entry { dest: d.into(), origin: Origin::Generated("x", b"x".to_vec()), executable: false };
+        let e = squashfs(&[f("usr/bin/hello"), f("usr/bin/hello/greet.txt")], 0).unwrap_err().to_string();
+        assert!(!e.trim_end().ends_with("image:") && e.contains("usr/bin/hello"), "{e}");
     }
 
     #[test]

@@ -145,6 +145,9 @@ pub struct PackageFacts {
     pub bins: Vec<String>,
     /// The target triple packed for.
     pub target: String,
+    /// cargo's target directory (`cargo metadata`'s `target_directory`): `pack.files` globs
+    /// never take files from it.
+    pub target_dir: PathBuf,
 }
 
 impl PackageFacts {
@@ -257,11 +260,18 @@ fn svg_problem(bytes: &[u8]) -> Option<String> {
 
 /// The extra files of `pack.files`: each glob expanded by the one glob expander (inside the
 /// package only), each file placed at `<dest>/<its path below the glob's fixed prefix>`.
+/// Files inside cargo's target directory ([`PackageFacts::target_dir`]), the pack output
+/// directory `out_dir` or a `.git` directory are never taken (a `**` glob would otherwise
+/// pack the build, earlier packages or the repository).
 ///
 /// # Errors
 /// A glob's refusals ([`crate::sources::expand_globs`]: matching nothing, leaving the package);
-/// [`ErrorKind::Manifest`] for a `dest` that is absolute or contains `..`.
-pub fn extra_files(facts: &PackageFacts) -> Result<Vec<(String, PathBuf)>> {
+/// [`ErrorKind::Manifest`] for a `dest` that is absolute or contains `..`, or a glob whose
+/// every match is in an excluded directory.
+pub fn extra_files(facts: &PackageFacts, out_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let excluded_dirs = [real(&facts.target_dir), real(out_dir)];
+    let excluded = |path: &Path, rel: &str| rel.split('/').any(|c| c == ".git") || excluded_dirs.iter().any(|d| real(path).starts_with(d));
     let mut out = Vec::new();
     for (i, f) in facts.options().files.iter().enumerate() {
         let key = format!("pack.files[{i}]");
@@ -276,6 +286,13 @@ pub fn extra_files(facts: &PackageFacts) -> Result<Vec<(String, PathBuf)>> {
         let fixed: Vec<&str> = f.glob.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
         let fixed = if fixed.len() == f.glob.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
         let prefix = fixed.join("/");
+        let files: Vec<(PathBuf, String)> = files.into_iter().filter(|(path, rel)| !excluded(path, rel)).collect();
+        if files.is_empty() {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` matches only files in cargo's target directory, the pack output directory or `.git`, which are never packed", crate::text::echo(&f.glob)))
+                .file(facts.at(&format!("{key}.glob")))
+                .key(format!("package.metadata.mcpp.{key}.glob"))
+                .help("point the glob at the files to ship (e.g. \"assets/**/*\"), outside target/ and .git/"));
+        }
         for (path, rel) in files {
             let below = rel.strip_prefix(&prefix).map(|r| r.trim_start_matches('/')).unwrap_or(&rel);
             let place = if dest.is_empty() { below.to_string() } else { format!("{dest}/{below}") };
@@ -502,6 +519,7 @@ impl Prepared {
     /// # Errors
     /// The format's refusals, each with its way out.
     pub fn prepare(format: Format, facts: &PackageFacts, runtime_file: Option<&Path>, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+        check_app_name(facts)?;
         Ok(match format {
             Format::Appimage => Prepared::Appimage(appimage::prepare(facts, runtime_file, env, cache)?),
             Format::Msi => Prepared::Msi(msi::prepare(facts, env, cache)?),
@@ -541,9 +559,51 @@ impl Prepared {
     }
 }
 
+/// Check `pack.app-name` (it names the package file, the MSI's install folder and Start-menu
+/// entry): not empty, no `/` or `\\`, no `..`, none of `<>:"|?*` or control characters
+/// (illegal in Windows file names), not starting with `.`.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `file:line:col` and `pack.app-name`.
+pub fn check_app_name(facts: &PackageFacts) -> Result<()> {
+    let Some(name) = facts.options().app_name else { return Ok(()) };
+    let problem = if name.trim().is_empty() {
+        Some("is empty".to_string())
+    } else if let Some(c) = name.chars().find(|c| matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*') || c.is_control()) {
+        Some(format!("contains `{}`, which cannot be part of a file name on Windows (or is a path separator)", c.escape_default()))
+    } else if name.contains("..") {
+        Some("contains `..`".to_string())
+    } else if name.starts_with('.') {
+        Some("starts with `.` (a hidden file name)".to_string())
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(Error::new(ErrorKind::Manifest, format!("app-name `{}` {p}", crate::text::echo(&name)))
+            .file(facts.at("pack.app-name"))
+            .key("package.metadata.mcpp.pack.app-name")
+            .help("the application's name names the package file and its install folder: write a plain name such as \"My App\"")),
+    }
+}
+
 /// The package's file name part: `[A-Za-z0-9._-]` kept, others `_` (names are shown in paths).
 pub fn file_part(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect()
+}
+
+/// Whether the file at `path` has an executable bit (any of `0o111`; never on other hosts).
+pub fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// Whether the triple names a Windows target.
@@ -564,21 +624,50 @@ pub fn arch_of(triple: &str) -> &str {
 /// The note of a `--dry-run` plan: what only the build's messages tell.
 pub const DRY_RUN_NOTE: &str = "a dry run builds nothing, so the program is named by its binary target (from `cargo metadata`), and the shared runtime libraries the build links and the sidecars its build scripts list (`OUT_DIR/mcpp-sidecars.json`) are not known: a real pack adds them from cargo's build-script-executed messages";
 
-/// Files sorted by destination, each once: a later entry for the same place is refused.
+/// Files sorted by destination, each once: a later entry for the same place is refused, and
+/// so is an entry whose place runs through another file's (`usr/bin/hello` and
+/// `usr/bin/hello/greet.txt`: one cannot be both a file and a directory). `sidecars` are the
+/// source files that came from a build script's [`SIDECARS_FILE`], so a refusal names the
+/// list to fix.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming both sources of one destination.
-pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path) -> Result<Vec<Entry>> {
+pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path, sidecars: &[PathBuf]) -> Result<Vec<Entry>> {
     entries.sort_by(|a, b| a.dest.cmp(&b.dest));
+    let by_dest: std::collections::HashMap<&str, &Entry> = entries.iter().map(|e| (e.dest.as_str(), e)).collect();
+    let mut clash: Option<(&Entry, &Entry, bool)> = None;
     for w in entries.windows(2) {
         if w[0].dest == w[1].dest {
-            return Err(Error::new(ErrorKind::Manifest, format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&w[0].dest), w[0].origin.shown(), w[1].origin.shown()))
-                .file(manifest)
-                .key("package.metadata.mcpp.pack.files")
-                .help("give one of them another `dest` in [package.metadata.mcpp.pack] files"));
+            clash = Some((&w[0], &w[1], false));
+            break;
         }
     }
-    Ok(entries)
+    if clash.is_none() {
+        'outer: for e in &entries {
+            let mut at = e.dest.as_str();
+            while let Some((parent, _)) = at.rsplit_once('/') {
+                if let Some(file) = by_dest.get(parent) {
+                    clash = Some((file, e, true));
+                    break 'outer;
+                }
+                at = parent;
+            }
+        }
+    }
+    let Some((a, b, through)) = clash else { return Ok(entries) };
+    let is_sidecar = |e: &Entry| matches!(&e.origin, Origin::File(p) if sidecars.contains(p));
+    let what = if through {
+        format!("`{}` would be a file and also the directory holding `{}` in the package: {} and {}", crate::text::echo(&a.dest), crate::text::echo(&b.dest), a.origin.shown(), b.origin.shown())
+    } else {
+        format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&a.dest), a.origin.shown(), b.origin.shown())
+    };
+    let mut err = Error::new(ErrorKind::Manifest, what).file(manifest);
+    if is_sidecar(a) || is_sidecar(b) {
+        err = err.key(format!("`relative` in {SIDECARS_FILE}")).help(format!("a sidecar's place is its `relative` in the build script's `OUT_DIR/{SIDECARS_FILE}`: change it there, or give the extra file another `dest` in [package.metadata.mcpp.pack] files"));
+    } else {
+        err = err.key("package.metadata.mcpp.pack.files").help("give one of them another `dest` in [package.metadata.mcpp.pack] files");
+    }
+    Err(err)
 }
 
 #[cfg(test)]
@@ -662,8 +751,15 @@ mod tests {
     #[test]
     fn two_files_for_one_place_are_refused() {
         let e = |d: &str, p: &str| Entry { dest: d.into(), origin: Origin::File(p.into()), executable: false };
-        let err = finish_entries(vec![e("b", "/x/b"), e("a", "/x/a1"), e("a", "/x/a2")], Path::new("/p/Cargo.toml")).unwrap_err().to_string();
+        let err = finish_entries(vec![e("b", "/x/b"), e("a", "/x/a1"), e("a", "/x/a2")], Path::new("/p/Cargo.toml"), &[]).unwrap_err().to_string();
         assert!(err.contains("two files would be `a`") && err.contains("/x/a1") && err.contains("/x/a2"), "{err}");
-        assert_eq!(finish_entries(vec![e("b", "/x/b"), e("a", "/x/a")], Path::new("/p")).unwrap()[0].dest, "a");
+        assert_eq!(finish_entries(vec![e("b", "/x/b"), e("a", "/x/a")], Path::new("/p"), &[]).unwrap()[0].dest, "a");
+        // A file whose place runs through another file's, not adjacent once sorted.
+        let err = finish_entries(vec![e("usr/bin/hello", "/x/h"), e("usr/bin/hello-x", "/x/hx"), e("usr/bin/hello/greet.txt", "/x/g")], Path::new("/p"), &[]).unwrap_err().to_string();
+        assert!(err.contains("`usr/bin/hello` would be a file and also the directory holding `usr/bin/hello/greet.txt`") && err.contains("/x/g"), "{err}");
+        // A sidecar's clash names the sidecar list.
+        let err = finish_entries(vec![e("usr/bin/k", "/s/k"), e("usr/bin/k", "/x/k")], Path::new("/p"), &[PathBuf::from("/s/k")]).unwrap_err();
+        let text = format!("{err:?} {err}");
+        assert!(text.contains("mcpp-sidecars.json"), "{text}");
     }
 }

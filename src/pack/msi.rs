@@ -25,7 +25,7 @@ use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::DeviceCache;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The WiX v3 template (`templates/pack-wixl.wxs`), for wixl.
 pub const TEMPLATE: &str = include_str!("../../templates/pack-wixl.wxs");
@@ -263,13 +263,15 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
     for (lib, path) in built.map(|b| super::shared_libraries(&b.links, true)).unwrap_or_default() {
         entries.push(Entry { dest: lib, origin: Origin::File(path), executable: false });
     }
-    for (place, path) in built.map(super::sidecars).transpose()?.unwrap_or_default() {
+    let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
+    let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
+    for (place, path) in sidecars {
         entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
     }
-    for (place, path) in super::extra_files(facts)? {
+    for (place, path) in super::extra_files(facts, out_dir)? {
         entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
     }
-    let entries = super::finish_entries(entries, &facts.manifest.path)?;
+    let entries = super::finish_entries(entries, &facts.manifest.path, &sidecar_sources)?;
     let output = out_dir.join(format!("{}-{}-x64.msi", super::file_part(&facts.app_name(name)), prepared.version));
     let wxs = output.with_extension("wxs");
     Ok(Plan {
