@@ -117,11 +117,11 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
 pub const PACK_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "app-name", default: "the program's name", meaning: "the application's name (`Name=` of the .desktop file, the MSI's ProductName and install folder)" },
     KeyDoc { key: "comment", default: "`[package] description`", meaning: "one line describing it (`Comment=`)" },
-    KeyDoc { key: "categories", default: "`[\"Utility\"]`", meaning: "freedesktop.org main and additional categories (`Categories=`)" },
+    KeyDoc { key: "categories", default: "`[\"Utility\"]`", meaning: "registered freedesktop.org main and additional categories (`Categories=`), at least one main category" },
     KeyDoc { key: "icon", default: "a built-in 1x1 PNG", meaning: "the icon, a `.png` or `.svg` file relative to the package root (other formats are refused)" },
     KeyDoc { key: "terminal", default: "`true`", meaning: "whether the program runs in a terminal (`Terminal=`)" },
     KeyDoc { key: "version", default: "`[package] version`", meaning: "the package's version (an MSI needs `major.minor.patch`, see \"Packaging\")" },
-    KeyDoc { key: "files", default: "`[]`", meaning: "extra files: `{ glob = \"assets/**/*\", dest = \"share/app\" }`, globs relative to the package root, placed below `dest` (relative to the program's directory, where it finds them beside itself) with their path below the glob's fixed prefix" },
+    KeyDoc { key: "files", default: "`[]`", meaning: "extra files: `{ glob = \"assets/**/*\", dest = \"share/app\" }`, globs relative to the package root, placed below `dest` (relative to the program's directory, where it finds them beside itself) with their path below the glob's fixed prefix; files in cargo's target directory, the pack output directory or a `.git` directory are never taken" },
     KeyDoc { key: "appimage", default: "none", meaning: "the AppImage's own options: the table `pack.appimage.*`" },
     KeyDoc { key: "msi", default: "none", meaning: "the MSI's own options: the table `pack.msi.*`" },
 ];
