@@ -69,6 +69,7 @@ fn pack_refusals() {
         ("MSI of a pre-release", "", "1.2.3-beta.1", msi_windows, &[]),
         ("MSI version out of range", "version = \"1.256.0\"", "1.0.0", msi_windows, &[]),
         ("MSI upgrade code not a GUID", "[package.metadata.mcpp.pack.msi]\nupgrade-code = \"1234\"", "1.0.0", msi_windows, &[]),
+        ("MSI tool that does not exist", "[package.metadata.mcpp.pack.msi]\ntool = \"no/such/wixl\"", "1.0.0", msi_windows, &[]),
         ("no such binary target", "", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--bin", "nope"], &[("rt", RUNTIME)]),
         (
             "missing executable",

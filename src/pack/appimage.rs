@@ -118,7 +118,9 @@ fn resolve_patchelf(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Res
             choices.manifest_lines.insert(PATCHELF.name.to_string(), l);
         }
     }
-    crate::tool::resolve(&PATCHELF, &choices, env, cache).map(|(tool, warning)| (tool, warning.map(|w| w.replace("[package.metadata.mcpp.tools] patchelf", "[package.metadata.mcpp.pack.appimage] patchelf"))))
+    crate::tool::resolve(&PATCHELF, &choices, env, cache)
+        .map(|(tool, warning)| (tool, warning.map(|w| super::pack_tool_text(&w, PATCHELF.name, "appimage", "patchelf"))))
+        .map_err(|e| super::pack_tool_error(e, facts, PATCHELF.name, "appimage", "patchelf"))
 }
 
 /// The recorded decision for the runtime (`tool` = [`APPIMAGE_RUNTIME`]).

@@ -592,6 +592,28 @@ pub fn file_part(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect()
 }
 
+/// A tool resolver's refusal or warning text for a tool that pack names with its own key
+/// (`pack.msi.tool`, `pack.appimage.patchelf`): every `[package.metadata.mcpp.tools] <tool>`
+/// written as `[package.metadata.mcpp.pack.<table>] <key>`.
+pub fn pack_tool_text(text: &str, tool: &str, table: &str, key: &str) -> String {
+    text.replace(&format!("[package.metadata.mcpp.tools] {tool}"), &format!("[package.metadata.mcpp.pack.{table}] {key}")).replace("[package.metadata.mcpp.tools]", &format!("[package.metadata.mcpp.pack.{table}] {key}"))
+}
+
+/// [`pack_tool_text`] over a refusal (its message, details, help and chained errors); when the
+/// manifest sets the key, the refusal points at its `file:line:col` and names it.
+pub fn pack_tool_error(mut e: Error, facts: &PackageFacts, tool: &str, table: &str, key: &str) -> Error {
+    let fix = |t: &mut String| *t = pack_tool_text(t, tool, table, key);
+    fix(&mut e.message);
+    e.detail.iter_mut().for_each(fix);
+    e.help.iter_mut().for_each(fix);
+    e.also = e.also.into_iter().map(|a| pack_tool_error(a, facts, tool, table, key)).collect();
+    if facts.manifest.line(&format!("pack.{table}.{key}")).is_some() {
+        e.file = Some(PathBuf::from(facts.at(&format!("pack.{table}.{key}"))));
+        e.key = Some(format!("package.metadata.mcpp.pack.{table}.{key}"));
+    }
+    e
+}
+
 /// Whether the file at `path` has an executable bit (any of `0o111`; never on other hosts).
 pub fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
@@ -746,6 +768,13 @@ mod tests {
         assert_eq!(svg_problem(b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>"), None);
         assert!(svg_problem(b"<svg><g></svg>").unwrap().starts_with("XML: "));
         assert_eq!(svg_problem(b"<html><svg/></html>").unwrap(), "the root element is <html>, not <svg>");
+    }
+
+    #[test]
+    fn a_pack_tools_refusal_names_its_own_key() {
+        let t = pack_tool_text("patchelf was found on PATH; declare it instead: [package.metadata.mcpp.tools] patchelf = \"/usr/bin/patchelf\"", "patchelf", "appimage", "patchelf");
+        assert_eq!(t, "patchelf was found on PATH; declare it instead: [package.metadata.mcpp.pack.appimage] patchelf = \"/usr/bin/patchelf\"");
+        assert!(!pack_tool_text("name a program ([package.metadata.mcpp.tools] wixl, or X)", "wixl", "msi", "tool").contains(".tools]"));
     }
 
     #[test]

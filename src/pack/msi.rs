@@ -242,13 +242,12 @@ fn resolve_tool(facts: &PackageFacts, route: Route, env: &Env, cache: &DeviceCac
             choices.manifest_lines.insert(spec.name.to_string(), l);
         }
     }
-    crate::tool::resolve(spec, &choices, env, cache).map(|(tool, warning)| {
-        if let Some(w) = warning {
-            // The way to declare it for pack is its own key, not a rule's `tools` entry.
-            eprintln!("warning: {}", w.replace(&format!("[package.metadata.mcpp.tools] {}", spec.name), "[package.metadata.mcpp.pack.msi] tool"));
-        }
-        tool
-    })
+    // The way to declare it for pack is its own key, not a rule's `tools` entry.
+    let (tool, warning) = crate::tool::resolve(spec, &choices, env, cache).map_err(|e| super::pack_tool_error(e, facts, spec.name, "msi", "tool"))?;
+    if let Some(w) = warning {
+        eprintln!("warning: {}", super::pack_tool_text(&w, spec.name, "msi", "tool"));
+    }
+    Ok(tool)
 }
 
 /// The MSI's plan: the program as `<name>.exe`, the DLLs the build links and the sidecars
