@@ -271,6 +271,7 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
         entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
     }
     let entries = super::finish_entries(entries, &facts.manifest.path, &sidecar_sources)?;
+    check_windows_names(&entries, &facts.manifest.path, &sidecar_sources)?;
     let output = out_dir.join(format!("{}-{}-x64.msi", super::file_part(&facts.app_name(name)), prepared.version));
     let wxs = output.with_extension("wxs");
     Ok(Plan {
@@ -291,6 +292,27 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
         ),
         notes: if built.is_none() { vec![super::DRY_RUN_NOTE.to_string()] } else { Vec::new() },
     })
+}
+
+/// Refuse what Windows cannot install: a name holding a character illegal in a Windows file
+/// name (`<>:"|?*`, `\\`, a control character) or ending in `.` or a space, and two places that
+/// are one on a case-insensitive file system (`app.exe` and `App.EXE`, `data/a` and
+/// `Data/b` with a file `data`), each named with both sources.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the entry (or both entries) and `pack.files`.
+pub fn check_windows_names(entries: &[Entry], manifest: &Path, sidecars: &[PathBuf]) -> Result<()> {
+    for e in entries {
+        if let Some(part) = e.dest.split('/').find(|p| p.chars().any(|c| matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\') || c.is_control()) || p.ends_with('.') || p.ends_with(' ')) {
+            return Err(Error::new(ErrorKind::Manifest, format!("`{}` ({}) cannot be installed on Windows: its name `{}` holds a character Windows file names cannot have (`<>:\"|?*\\`, a control character) or ends in `.` or a space", crate::text::echo(&e.dest), e.origin.shown(), crate::text::echo(part)))
+                .file(manifest)
+                .key("package.metadata.mcpp.pack.files")
+                .help("rename the file, or leave it out of the glob"));
+        }
+    }
+    // The same checks as the package's own, on the names as Windows compares them.
+    let folded: Vec<Entry> = entries.iter().map(|e| Entry { dest: e.dest.to_lowercase(), ..e.clone() }).collect();
+    super::finish_entries(folded, manifest, sidecars).map(|_| ()).map_err(|e| e.detail("Windows compares file names without regard to case, so these are one place in the install folder"))
 }
 
 /// `s` escaped for an XML attribute value.
@@ -409,6 +431,21 @@ pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepar
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_windows_cannot_install_are_refused_naming_both_files() {
+        let e = |d: &str, p: &str| Entry { dest: d.into(), origin: Origin::File(p.into()), executable: false };
+        let m = Path::new("/p/Cargo.toml");
+        let err = check_windows_names(&[e("app.exe", "/t/app.exe"), e("App.EXE", "/p/App.EXE")], m, &[]).unwrap_err().to_string();
+        assert!(err.contains("/t/app.exe") && err.contains("/p/App.EXE") && err.contains("without regard to case"), "{err}");
+        let err = check_windows_names(&[e("data", "/p/data"), e("Data/a.txt", "/p/Data/a.txt")], m, &[]).unwrap_err().to_string();
+        assert!(err.contains("/p/data") && err.contains("/p/Data/a.txt"), "{err}");
+        for bad in ["a:b.txt", "d/what?.txt", "x.", "tab\there"] {
+            let err = check_windows_names(&[e(bad, "/p/f")], m, &[]).unwrap_err().to_string();
+            assert!(err.contains("cannot be installed on Windows"), "{bad}: {err}");
+        }
+        assert!(check_windows_names(&[e("app.exe", "/t/app.exe"), e("data/a.txt", "/p/a"), e("data/b.txt", "/p/b")], m, &[]).is_ok());
+    }
 
     #[test]
     fn versions_map_to_three_fields_and_pre_releases_are_refused() {
