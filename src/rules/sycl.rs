@@ -157,6 +157,11 @@ impl Rule for SyclRule {
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
     }
+    /// SYCL on NVIDIA compiles for the `cuda` entry's architectures (so that entry is used
+    /// even when no `.cu` source is compiled by the CUDA rule).
+    fn borrows(&self) -> &'static [Backend] {
+        &[Backend::Cuda]
+    }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         options::read::<SyclOptions>(manifest, self.name()).map(drop)
     }
@@ -280,7 +285,8 @@ fn check_version(ctx: &RuleContext, tool: &Tool) -> Result<()> {
 /// entry of the set, else the `sycl` entry's SPIR-V targets (default `spir64`).
 ///
 /// # Errors
-/// A `cuda` entry without architectures; no CUDA toolkit for `--cuda-path`.
+/// A `cuda` entry without architectures; no CUDA toolkit for `--cuda-path`; a toolkit whose
+/// version is not the `cuda` entry's.
 fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>> {
     let Some(cuda) = ctx.set.entry(Backend::Cuda) else {
         return Ok(match compiler {
@@ -302,6 +308,9 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
         return Ok(vec![format!("--acpp-targets={}", list.join(";")).into()]);
     }
     let (kit, _) = crate::tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, super::cuda::toolkit::root_choice(&options::parse(ctx.manifest, "cuda").unwrap_or_default(), ctx.manifest).as_ref(), ctx.env)?;
+    // The cuda entry's version is the toolkit's, as for the CUDA lane and HIP on NVIDIA (the
+    // one check, theirs): `sycl, cuda12.9+{sm_89}` must not compile against CUDA 13.
+    super::cuda::toolkit::check_version(cuda, &super::cuda::toolkit::Toolkit::read(&kit.root, kit.found_by.clone()))?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
     path.push(kit.root.components().collect::<PathBuf>());
