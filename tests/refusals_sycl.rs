@@ -84,6 +84,7 @@ fn ascend_refusals() {
         ("an unknown architecture", ascend("ascend8.5+{dav-x999}", "", same)),
         ("no architecture", ascend("ascend8.5", "", same)),
         ("a version the toolkit is not", ascend("ascend8.2+{dav-c220}", "", same)),
+        ("a version without a minor", ascend("ascend8+{dav-c220}", "", same)),
         ("optimize", ascend("ascend8.5+{dav-c220}", "optimize = true", same)),
     ];
     let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();

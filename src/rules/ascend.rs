@@ -166,6 +166,14 @@ impl Rule for AscendRule {
         options::read::<AscendOptions>(manifest, self.name()).map(drop)
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
+        // As HIP's `hip5`: the version is checked against the toolkit's major.minor, and a
+        // major alone would match any 8.x (fresh-user finding, issue 11).
+        if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
+            return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CANN {v} without a minor version"))
+                .key("package.metadata.mcpp.accel")
+                .detail("An Ascend version is major.minor: the entry is checked against the toolkit's <arch>-linux/ascend_toolkit_install.info, and 8 alone would match any 8.x.")
+                .help(format!("write the minor too (ascend{v}.0+{{...}}, the toolkit's version), or no version (ascend+{{...}})")));
+        }
         if entry.archs.is_empty() {
             return Err(Error::new(ErrorKind::Accel, "the ascend entry names no architecture; bisheng compiles for one `--cce-aicore-arch` each")
                 .help("name them: `ascend8.5+{dav-c220}`"));

@@ -278,6 +278,7 @@ fn check_version(ctx: &RuleContext, tool: &Tool) -> Result<()> {
         .file(&ctx.manifest.path)
         .key("package.metadata.mcpp.accel")
         .detail(format!("its --version: {}", crate::text::echo(tool.version_line())))
+        .detail("A sycl entry's version is the compiler's release (sycl2025.0), not the SYCL standard's (2020).")
         .help("write the compiler's version in the sycl entry (or a bare `sycl`), or point cargo-mcpp at that compiler: [package.metadata.mcpp.sycl] toolkit, CMPLR_ROOT or ICPX"))
 }
 
