@@ -125,7 +125,7 @@ pub const ROCM: ToolkitSpec = ToolkitSpec {
     root_key: Some("[package.metadata.mcpp.hip] rocm"),
     root_vars: &["ROCM_PATH", "HIP_PATH"],
     program_in_root: "bin/hipcc",
-    marker_files: &["include/hip/hip_version.h"],
+    marker_files: &["include/hip/hip_version.h"], var_may_name_subdir: None, tool_env: None,
 };
 
 /// hipcc, in its ROCm: the explicit choice, `HIPCC`, `MCPP_HIPCC`, `MCPP_TOOL_HIPCC`, the ROCm

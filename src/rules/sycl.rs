@@ -102,7 +102,7 @@ pub const ONEAPI: ToolkitSpec = ToolkitSpec {
     root_key: Some("[package.metadata.mcpp.sycl] toolkit"),
     root_vars: &["CMPLR_ROOT", "ONEAPI_ROOT/compiler/latest"],
     program_in_root: "bin/icpx",
-    marker_files: &["include/sycl/sycl.hpp"],
+    marker_files: &["include/sycl/sycl.hpp"], var_may_name_subdir: None, tool_env: None,
 };
 
 /// DPC++: `tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`, the oneAPI root ([`ONEAPI`]),
@@ -118,7 +118,7 @@ pub const ICPX: ToolSpec = ToolSpec {
 };
 
 /// An AdaptiveCpp installation: `sycl.toolkit`, or the root a named `acpp` sits in.
-pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[] };
+pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[], var_may_name_subdir: None, tool_env: None };
 
 /// AdaptiveCpp: `tools.acpp`, `ACPP`, `MCPP_ACPP`, `MCPP_TOOL_ACPP`, `sycl.toolkit`, then PATH.
 pub const ACPP: ToolSpec = ToolSpec {
