@@ -63,6 +63,8 @@ fn hip_refusals() {
         ("both platforms with which = auto", refusal("", "", accel("hip5.2+{gfx90a}, cuda13.0+{sm_90}"))),
         ("no architecture for either platform", refusal("", "", accel("hip5.2"))),
         ("which = nvidia without a cuda entry", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nwhich = \"nvidia\"\n", same)),
+        ("a device-lib-path without the architecture's library", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\ndevice-lib-path = \"kernels\"\n", same)),
+        ("a rocm key naming no HIP install", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nrocm = \"/nonexistent\"\n", same)),
         ("which names no platform", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nwhich = \"intel\"\n", same)),
         (
             "HIP on NVIDIA with headers that lack the NVIDIA platform",

@@ -540,7 +540,11 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
             }
         },
     };
-    check_device_libs(archs, &device_libs)?;
+    check_device_libs(archs, &device_libs).map_err(|e| match &opts.device_lib_path {
+        // The directory came from device-lib-path: the refusal points at that key (issue 11).
+        Some(_) => e.file(ctx.manifest.at_col("hip.device-lib-path")).key(format!("{TABLE}.device-lib-path")),
+        None => e,
+    })?;
     let Some(lib_dir) = amdhip_dir(&root) else {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("the ROCm at {} has no libamdhip64.so to link", root.display()))
             .detail(format!("looked in {}/lib, lib64 and lib/<multiarch>; ROCm found through {found_by}", root.display()))

@@ -664,7 +664,12 @@ fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, consi
     let origin = format!("{}{line} {key_text} = \"{}\"", crate::text::echo_path(&c.manifest), crate::text::echo_path(&c.root));
     if let Some(m) = kit.missing_marker(&c.root) {
         let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, crate::text::echo_path(&c.root)));
-        return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
+        // `file:line` of the key, as every manifest refusal names it (issue 11).
+        let at = match c.line {
+            Some(l) => PathBuf::from(format!("{}:{l}", c.manifest.display())),
+            None => c.manifest.clone(),
+        };
+        return Err(e.file(at).key(c.key.clone()).detail(format!("  (named at {origin})")));
     }
     let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
     in_root(search, named, ToolkitRoot { root: c.root.clone(), found_by: key_text, origin }, source, Vec::new(), None, considered)
