@@ -77,6 +77,10 @@ pub struct ToolSpec {
     pub toolkit: Option<&'static ToolkitSpec>,
 }
 
+/// A toolkit's environment for its program, from the toolkit root ([`ToolkitSpec::tool_env`]):
+/// (variable, value) pairs.
+pub type ToolEnv = fn(&Path) -> Vec<(String, OsString)>;
+
 /// A toolkit: a directory tree holding the program and what the rule compiles against,
 /// named by a root variable, installed as a toolchain package, or found around the program. Declared by
 /// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
@@ -108,7 +112,7 @@ pub struct ToolkitSpec {
     /// The environment the program runs with, from the root (CANN's `ASCEND_HOME_PATH` and
     /// `LD_LIBRARY_PATH`): set on the version probe and on every process of the tool, so the
     /// probe sees what the compiles see. `None`: nothing beyond the resolver's own.
-    pub tool_env: Option<fn(&Path) -> Vec<(String, OsString)>>,
+    pub tool_env: Option<ToolEnv>,
 }
 
 impl ToolkitSpec {
