@@ -74,7 +74,37 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
         }
         watch(&mut out, root, entry.glob(), &listing.subject);
     }
+    refuse_also_host(manifest, &out.sources, rules)?;
     Ok(out)
+}
+
+/// A file is device source or host C++, never both: one listed by `sources` (a `.cpp` under a
+/// glob constrained to sycl) and by `cxx-sources` would be compiled twice, by two compilers,
+/// and linked twice (fresh-user finding, issue 11). A `cxx-sources` glob that cannot be
+/// expanded is left to the host lane, which refuses it with its own message.
+///
+/// # Errors
+/// [`ErrorKind::Sources`] naming the file, the `sources` entry and `cxx-sources` (both
+/// positions in the manifest).
+fn refuse_also_host(manifest: &Manifest, sources: &[DeviceSource], rules: &[Box<dyn Rule>]) -> Result<()> {
+    const CXX_KEY: &str = "package.metadata.mcpp.cxx-sources";
+    if manifest.mcpp.cxx_sources.is_empty() || sources.is_empty() {
+        return Ok(());
+    }
+    let Ok((host, _)) = expand_globs(manifest, CXX_KEY, &manifest.mcpp.cxx_sources) else { return Ok(()) };
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let host: std::collections::HashSet<PathBuf> = host.iter().map(|(p, _)| real(p)).collect();
+    // Only a file a rule takes through a constraint can be host C++ too (`.cpp` for SYCL); a
+    // `.cu` or `.sycl` in cxx-sources is the host lane's to refuse.
+    let constrained = |s: &&DeviceSource| !rules[s.rule].claims(&s.ext);
+    let Some(both) = sources.iter().filter(constrained).find(|s| host.contains(&real(&s.path))) else { return Ok(()) };
+    let glob = manifest.mcpp.sources.get(both.entry).map(|e| crate::text::echo(e.glob())).unwrap_or_default();
+    Err(Error::new(ErrorKind::Sources, format!("'{}' is listed both in package.metadata.mcpp.sources[{}] ('{glob}') and in {CXX_KEY}", both.rel, both.entry))
+        .file(manifest.at_col(&format!("sources[{}]", both.entry)))
+        .key(format!("package.metadata.mcpp.sources[{}]", both.entry))
+        .detail(format!("{CXX_KEY} at {}", manifest.at_col("cxx-sources")))
+        .detail("A file is device source (compiled by its rule, under `sources`) or host C++ (compiled by the host lane, under `cxx-sources`), not both: it would be compiled twice and its symbols linked twice.")
+        .help(format!("keep it in one of them: narrow the cxx-sources globs so they miss {} (or the sources entry so it does), and put host code in a file of its own", both.rel)))
 }
 
 /// One entry of `sources`, as messages name it.

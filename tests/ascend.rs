@@ -55,13 +55,15 @@ fn ascend_argv_verified_one_mixed_mode_compile_per_source_and_architecture_with_
     assert_eq!(c.args, expected);
     assert!(!c.has("--cce-aicore-only"), "mixed mode");
     assert_ne!(c.after("-o"), other.after("-o"), "one object per architecture");
-    // The tool's environment: on the compiles, not on its version probe (nor on cargo's).
+    // The tool's environment: on the compiles and on its version probe, so the probe sees what
+    // the compiles see (fresh-user finding, issue 11); not on cargo's processes.
     for c in &calls {
         assert_eq!(c.env.get("ASCEND_HOME_PATH"), Some(&s(&arch)));
         assert_eq!(c.env.get("LD_LIBRARY_PATH"), Some(&s(&arch.join("lib64"))));
     }
     let probe = bisheng.records().into_iter().find(|r| r.is_probe()).expect("the version probe");
-    assert_eq!(probe.env.get("ASCEND_HOME_PATH"), None);
+    assert_eq!(probe.env.get("ASCEND_HOME_PATH"), Some(&s(&arch)));
+    assert_eq!(probe.env.get("LD_LIBRARY_PATH"), Some(&s(&arch.join("lib64"))));
     // Link: the archive, then lib64 with its rpaths, the driver stubs, the libraries present in upstream's order.
     let lines: Vec<String> = outcome.cargo.lines().iter().filter(|l| l.starts_with("cargo::rustc-link")).cloned().collect();
     let lib64 = s(&arch.join("lib64"));
@@ -138,4 +140,23 @@ fn ascend_argv_verified_constrained_globs_include_exclude_and_refuse_by_the_buil
     device_build(p2.dir.path(), &p2.path("")).env("ASCEND_HOME_PATH", &cann).env("ONEAPI_ROOT", &oneapi).try_compile().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(bisheng.calls().len(), calls);
     assert!(icpx.calls().iter().any(|c| c.names("kernels/s.sycl")));
+}
+
+#[test]
+fn ascend_argv_verified_ascend_home_path_may_name_the_cann_root_or_its_arch_directory() {
+    // `set_env.sh` users have the CANN root; bisheng's own processes get `<root>/<arch>-linux`.
+    // Either value names the same toolkit and gives the same command lines (issue 11).
+    let p = ascend_package("ascend8.5+{dav-c220}", "");
+    let (cann, bisheng) = fake_cann(p.dir.path());
+    let arch = cann.join(ARCH_DIR);
+    build(&p, &arch).try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let calls = bisheng.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for c in &calls {
+        assert!(c.has(&format!("-I{}", s(&arch.join("asc/include")))), "{}", c.line());
+        assert_eq!(c.env.get("ASCEND_HOME_PATH"), Some(&s(&arch)));
+    }
+    // A directory that is neither is still refused, naming the variable.
+    let e = build(&p, &cann.join("lib64")).try_compile().unwrap_err().to_string();
+    assert!(e.contains("ASCEND_HOME_PATH") && e.contains("has no"), "{e}");
 }

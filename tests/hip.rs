@@ -184,3 +184,37 @@ fn a_marked_hip_source_outside_the_island_is_refused_before_compiling() {
     assert!(e.contains("`kernels/extra.hip` marks `extra_run`") && e.contains("sources = [\"kernels/scale.hip\", \"host/scale.cpp\", \"kernels/extra.hip\"]"), "{e}");
     assert!(!hipcc.calls().iter().any(|c| c.has("-c")), "nothing compiled");
 }
+
+#[test]
+fn why_tool_into_a_closed_pipe_exits_quietly() {
+    // `cargo mcpp why tool hipcc | head -1` (fresh-user finding, issue 11): the reader closes the
+    // pipe after one line; the rest of the answer must end the command quietly, not panic.
+    // The record is long (well over a pipe's 64 KiB buffer), so the write after the close is sure.
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    let target = tmp.path().join("target");
+    let cache = target.join("debug/mcpp/p");
+    std::fs::create_dir_all(&cache).unwrap();
+    let considered: Vec<String> = (0..3000).map(|i| format!("/nowhere/rocm-{i:05}/bin/hipcc: not found (a long line to fill the pipe's buffer quickly)")).collect();
+    let record = serde_json::json!({"hipcc": {"tool": "hipcc", "answer": "/opt/rocm/bin/hipcc", "version": "5.2", "source": "path", "origin": "PATH", "considered": considered, "warning": null, "refusal": null}});
+    std::fs::write(cache.join("tool-decisions.json"), record.to_string()).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "why", "tool", "hipcc", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("hipcc for package p"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{:?}: {err}", out.status);
+}

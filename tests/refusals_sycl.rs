@@ -61,9 +61,11 @@ fn sycl_refusals() {
         ("an unknown SYCL target", sycl("accel = \"sycl+{gfx90a}\"\nsources = [\"kernels/*.sycl\"]", "", same)),
         ("a sycl version the compiler is not", sycl("accel = \"sycl2024.2\"\nsources = [\"kernels/*.sycl\"]", "", same)),
         ("a cuda entry without architectures", sycl("accel = \"sycl, cuda13.0\"\nsources = [\"kernels/*.sycl\"]", "", same)),
+        ("a cuda entry whose version is not the toolkit's", sycl("accel = \"sycl, cuda12.9+{sm_89}\"\nsources = [\"kernels/*.sycl\"]", "", same)),
         ("a gcc-install-dir that does not exist", sycl(SYCL, "gcc-install-dir = \"/nonexistent/gcc\"", same)),
         ("an unknown compiler", sycl(SYCL, "compiler = \"computecpp\"", same)),
         ("a .cpp through a plain glob", sycl("accel = \"sycl\"\nsources = [\"kernels/*.cpp\"]", "", same)),
+        ("a .cpp in a sycl-constrained glob and in cxx-sources", sycl("accel = \"sycl\"\nsources = [{ glob = \"kernels/*.cpp\", accel = \"sycl\" }]\ncxx-sources = [\"kernels/c.cpp\"]", "", same)),
     ];
     let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();
     insta::assert_snapshot!("sycl_refusals", all);
@@ -82,6 +84,7 @@ fn ascend_refusals() {
         ("an unknown architecture", ascend("ascend8.5+{dav-x999}", "", same)),
         ("no architecture", ascend("ascend8.5", "", same)),
         ("a version the toolkit is not", ascend("ascend8.2+{dav-c220}", "", same)),
+        ("a version without a minor", ascend("ascend8+{dav-c220}", "", same)),
         ("optimize", ascend("ascend8.5+{dav-c220}", "optimize = true", same)),
     ];
     let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();

@@ -121,9 +121,10 @@ fn sycl_argv_verified_targets_nvidia_through_the_cuda_entry() {
         let at = call.args.iter().position(|a| a == "-fsycl-targets=nvptx64-nvidia-cuda").unwrap_or_else(|| panic!("{:?}", call.args));
         assert_eq!(call.args[at..at + targeting.len()], targeting, "compiles and the device link share the targeting");
     }
-    // The cuda entry has no .cu source: said once.
+    // The cuda entry has no .cu source, but SYCL compiles for it (`Rule::borrows`): no
+    // "nothing was compiled for it" warning (fresh-user finding, issue 11).
     let warnings: Vec<&String> = outcome.cargo.lines().iter().filter(|l| l.contains("names cuda but no source")).collect();
-    assert_eq!(warnings.len(), 1, "{:?}", outcome.cargo.lines());
+    assert!(warnings.is_empty(), "{:?}", outcome.cargo.lines());
 }
 
 #[test]

@@ -35,38 +35,41 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         // The record is a file (written by a build, or edited): every value shown escaped and
         // cut (`text::echo`), a tool's version included, so no ESC sequence reaches the terminal.
         use crate::text::{echo, echo_path, escape_control};
-        println!("{} for package {package} (recorded in {})", echo(&d.tool), echo_path(&file));
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "{} for package {package} (recorded in {})", echo(&d.tool), echo_path(&file));
         match &d.answer {
-            Some(a) => println!("  answer:  {}", echo_path(a)),
-            None => println!("  answer:  none"),
+            Some(a) => { let _ = writeln!(out, "  answer:  {}", echo_path(a)); }
+            None => { let _ = writeln!(out, "  answer:  none"); }
         }
         if let Some(v) = &d.version {
-            println!("  version: {}", echo(v));
+            let _ = writeln!(out, "  version: {}", echo(v));
         }
-        println!("  source:  {}", escape_control(&d.source));
-        println!("  from:    {}", escape_control(&d.origin));
+        let _ = writeln!(out, "  source:  {}", escape_control(&d.source));
+        let _ = writeln!(out, "  from:    {}", escape_control(&d.origin));
         if let Some(root) = &d.toolkit {
-            println!("  toolkit: {}", echo_path(root));
+            let _ = writeln!(out, "  toolkit: {}", echo_path(root));
             if let Some(o) = &d.toolkit_origin {
-                println!("    from:  {}", escape_control(o));
+                let _ = writeln!(out, "    from:  {}", escape_control(o));
             }
         }
         if !d.considered.is_empty() {
-            println!("  considered before it:");
+            let _ = writeln!(out, "  considered before it:");
             for c in &d.considered {
-                println!("    {}", escape_control(c));
+                let _ = writeln!(out, "    {}", escape_control(c));
             }
         }
         if let Some(w) = &d.warning {
-            println!("  warning: {}", escape_control(w));
+            let _ = writeln!(out, "  warning: {}", escape_control(w));
         }
         if let Some(r) = &d.refusal {
-            println!("  refused:");
+            let _ = writeln!(out, "  refused:");
             for line in r.lines() {
-                println!("    {}", escape_control(line));
+                let _ = writeln!(out, "    {}", escape_control(line));
             }
         }
-        return Ok(exit_code::SUCCESS);
+        return Ok(print_quiet_on_closed_pipe(&out));
     }
     if !is_known {
         return Err(unknown_tool(&args.name, &known));
@@ -74,6 +77,22 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
     Err(Error::new(ErrorKind::Manifest, format!("no build has resolved the tool `{}` yet", crate::text::echo(&args.name)))
         .detail(format!("looked in: {}", looked.join("; ")))
         .help("run `cargo mcpp build` (or `cargo build`) first, with the same --profile/--release/--target/--target-dir"))
+}
+
+/// Write `text` to stdout; a reader that closed the pipe (`cargo mcpp why tool X | head -1`)
+/// ends the command quietly and successfully, as a closed pipe does for `cat` (no panic, no
+/// message). Any other write error is reported on stderr and answers the failure exit code.
+fn print_quiet_on_closed_pipe(text: &str) -> i32 {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => exit_code::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_code::SUCCESS,
+        Err(e) => {
+            eprintln!("error: could not write to stdout: {e}");
+            exit_code::IO
+        }
+    }
 }
 
 /// The tools the resolver records decisions for: every rule's, and the host tools the `cc`

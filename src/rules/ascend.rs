@@ -3,7 +3,8 @@
 //!
 //! The toolkit comes from the one resolver ([`crate::tool::resolve_toolkit`], the toolkit
 //! declared as [`CANN`]): `ascend.toolkit`, the toolkit a named bisheng sits in
-//! (`tools.bisheng`, `BISHENG`, `MCPP_BISHENG`, `MCPP_TOOL_BISHENG`), `ASCEND_HOME_PATH`; its
+//! (`tools.bisheng`, `BISHENG`, `MCPP_BISHENG`, `MCPP_TOOL_BISHENG`), `ASCEND_HOME_PATH` (the
+//! CANN root or its `<arch>-linux` directory, [`CANN`]); its
 //! architecture root is `<root>/x86_64-linux` (or `aarch64-linux` on an aarch64 host) and the
 //! compiler `<arch root>/ccec_compiler/bin/bisheng`. A missing toolkit, or one without bisheng,
 //! is refused naming what was looked for and every way to name it.
@@ -91,7 +92,8 @@ pub const ARCH_DIR: &str = "aarch64-linux";
 #[cfg(not(target_arch = "aarch64"))]
 pub const ARCH_DIR: &str = "x86_64-linux";
 
-/// The CANN toolkit: `ascend.toolkit`, then `ASCEND_HOME_PATH`; bisheng at
+/// The CANN toolkit: `ascend.toolkit`, then `ASCEND_HOME_PATH` (the CANN root, or its
+/// `<arch>-linux` directory, which is what bisheng's own processes get); bisheng at
 /// `<root>/<arch>-linux/ccec_compiler/bin/bisheng`.
 /// A root holds its bisheng: a named bisheng whose root lacks one (a copy elsewhere) is not
 /// taken for a toolkit, and a root variable naming a directory without one is refused.
@@ -101,7 +103,17 @@ pub const CANN: ToolkitSpec = ToolkitSpec {
     root_vars: &["ASCEND_HOME_PATH"],
     program_in_root: BISHENG_IN_ROOT,
     marker_files: &[BISHENG_IN_ROOT],
+    var_may_name_subdir: Some(ARCH_DIR),
+    tool_env: Some(bisheng_env),
 };
+
+/// bisheng's environment for the CANN root `root`: `ASCEND_HOME_PATH=<root>/<arch>-linux`
+/// and `LD_LIBRARY_PATH=<root>/<arch>-linux/lib64`, on its version probe and its compiles
+/// (never on cargo or another tool).
+fn bisheng_env(root: &Path) -> Vec<(String, OsString)> {
+    let arch_root = root.join(ARCH_DIR);
+    vec![("ASCEND_HOME_PATH".into(), arch_root.clone().into()), ("LD_LIBRARY_PATH".into(), arch_root.join("lib64").into())]
+}
 
 /// bisheng's path inside the CANN root for this host's architecture.
 #[cfg(target_arch = "aarch64")]
@@ -166,6 +178,14 @@ impl Rule for AscendRule {
         options::read::<AscendOptions>(manifest, self.name()).map(drop)
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
+        // As HIP's `hip5`: the version is checked against the toolkit's major.minor, and a
+        // major alone would match any 8.x (fresh-user finding, issue 11).
+        if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
+            return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CANN {v} without a minor version"))
+                .key("package.metadata.mcpp.accel")
+                .detail("An Ascend version is major.minor: the entry is checked against the toolkit's <arch>-linux/ascend_toolkit_install.info, and 8 alone would match any 8.x.")
+                .help(format!("write the minor too (ascend{v}.0+{{...}}, the toolkit's version), or no version (ascend+{{...}})")));
+        }
         if entry.archs.is_empty() {
             return Err(Error::new(ErrorKind::Accel, "the ascend entry names no architecture; bisheng compiles for one `--cce-aicore-arch` each")
                 .help("name them: `ascend8.5+{dav-c220}`"));
@@ -191,10 +211,9 @@ impl Rule for AscendRule {
         };
         let arch_root = kit.root.join(ARCH_DIR);
         check_version(ctx, &arch_root)?;
-        // The tool's environment: on bisheng's processes only, and in their fingerprints.
-        let mut tool = resolved.tool.clone();
-        tool.env.push(("ASCEND_HOME_PATH".into(), arch_root.clone().into()));
-        tool.env.push(("LD_LIBRARY_PATH".into(), arch_root.join("lib64").into()));
+        // The tool's environment ([`bisheng_env`], set by the resolver, the version probe
+        // included): on bisheng's processes only, and in their fingerprints.
+        let tool = resolved.tool.clone();
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let kit_includes: Vec<PathBuf> = TOOLKIT_INCLUDES.iter().map(|d| arch_root.join(d)).filter(|d| d.is_dir()).collect();
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;

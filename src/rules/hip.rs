@@ -125,7 +125,7 @@ pub const ROCM: ToolkitSpec = ToolkitSpec {
     root_key: Some("[package.metadata.mcpp.hip] rocm"),
     root_vars: &["ROCM_PATH", "HIP_PATH"],
     program_in_root: "bin/hipcc",
-    marker_files: &["include/hip/hip_version.h"],
+    marker_files: &["include/hip/hip_version.h"], var_may_name_subdir: None, tool_env: None,
 };
 
 /// hipcc, in its ROCm: the explicit choice, `HIPCC`, `MCPP_HIPCC`, `MCPP_TOOL_HIPCC`, the ROCm
@@ -219,9 +219,19 @@ pub fn hip_version(root: &Path) -> Option<(u32, u32, u32)> {
 /// The `hip` entry's version (`hip5.2`) is the install's, when both are known.
 ///
 /// # Errors
-/// [`ErrorKind::Accel`] naming both versions and the install.
+/// [`ErrorKind::Accel`] naming both versions and the install; when the entry names a version
+/// and the install's `hip_version.h` does not say one, naming the install.
 pub fn check_version(entry: &AccelEntry, root: &Path, found_by: &str) -> Result<()> {
-    let (Some(want), Some((major, minor, patch))) = (&entry.version, hip_version(root)) else { return Ok(()) };
+    let Some(want) = &entry.version else { return Ok(()) };
+    let Some((major, minor, patch)) = hip_version(root) else {
+        // The entry names a version the build must not lie about: an install that does not say
+        // its own is refused, not taken on trust (fresh-user finding, issue 11).
+        return Err(Error::new(ErrorKind::Accel, format!("the accelerator names hip{want}, but the HIP found does not say its version"))
+            .key("package.metadata.mcpp.accel")
+            .detail(format!("HIP: {} (found through {found_by}); include/hip/hip_version.h has no readable HIP_VERSION_MAJOR and HIP_VERSION_MINOR", root.display()))
+            .detail("The version in the accelerator entry is the HIP the build compiles with; it is checked against the install's include/hip/hip_version.h.")
+            .help(format!("point at a complete HIP {want} install ([{TABLE}] rocm, ROCM_PATH), or drop the version from the entry (hip+{{...}}) to take the install as it is")));
+    };
     let nums = entry.version_numbers();
     if nums.first() == Some(&u64::from(major)) && nums.get(1).copied().unwrap_or(0) == u64::from(minor) {
         return Ok(());
@@ -530,7 +540,11 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
             }
         },
     };
-    check_device_libs(archs, &device_libs)?;
+    check_device_libs(archs, &device_libs).map_err(|e| match &opts.device_lib_path {
+        // The directory came from device-lib-path: the refusal points at that key (issue 11).
+        Some(_) => e.file(ctx.manifest.at_col("hip.device-lib-path")).key(format!("{TABLE}.device-lib-path")),
+        None => e,
+    })?;
     let Some(lib_dir) = amdhip_dir(&root) else {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("the ROCm at {} has no libamdhip64.so to link", root.display()))
             .detail(format!("looked in {}/lib, lib64 and lib/<multiarch>; ROCm found through {found_by}", root.display()))
@@ -629,6 +643,14 @@ mod tests {
         assert!(check_version(&e("hip+{gfx90a}"), dir.path(), "test").is_ok());
         let err = check_version(&e("hip6.1+{gfx90a}"), dir.path(), "test").unwrap_err().to_string();
         assert!(err.contains("hip6.1") && err.contains("HIP 5.2"), "{err}");
+        // A header that does not say its version: refused when the entry names one (issue 11).
+        let unsaid = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(unsaid.path().join("include/hip")).unwrap();
+        std::fs::write(unsaid.path().join("include/hip/hip_version.h"), "#define HIP_VERSION_H\n").unwrap();
+        assert_eq!(hip_version(unsaid.path()), None);
+        let err = check_version(&e("hip5.2+{gfx90a}"), unsaid.path(), "test").unwrap_err().to_string();
+        assert!(err.contains("hip5.2") && err.contains("does not say its version"), "{err}");
+        assert!(check_version(&e("hip+{gfx90a}"), unsaid.path(), "test").is_ok());
         let bitcode = dir.path().join("lib/x86_64-linux-gnu/amdgcn/bitcode");
         std::fs::create_dir_all(&bitcode).unwrap();
         std::fs::write(bitcode.join("oclc_isa_version_90a.bc"), "").unwrap();

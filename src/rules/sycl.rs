@@ -102,7 +102,7 @@ pub const ONEAPI: ToolkitSpec = ToolkitSpec {
     root_key: Some("[package.metadata.mcpp.sycl] toolkit"),
     root_vars: &["CMPLR_ROOT", "ONEAPI_ROOT/compiler/latest"],
     program_in_root: "bin/icpx",
-    marker_files: &["include/sycl/sycl.hpp"],
+    marker_files: &["include/sycl/sycl.hpp"], var_may_name_subdir: None, tool_env: None,
 };
 
 /// DPC++: `tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`, the oneAPI root ([`ONEAPI`]),
@@ -118,7 +118,7 @@ pub const ICPX: ToolSpec = ToolSpec {
 };
 
 /// An AdaptiveCpp installation: `sycl.toolkit`, or the root a named `acpp` sits in.
-pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[] };
+pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[], var_may_name_subdir: None, tool_env: None };
 
 /// AdaptiveCpp: `tools.acpp`, `ACPP`, `MCPP_ACPP`, `MCPP_TOOL_ACPP`, `sycl.toolkit`, then PATH.
 pub const ACPP: ToolSpec = ToolSpec {
@@ -156,6 +156,11 @@ impl Rule for SyclRule {
     }
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
+    }
+    /// SYCL on NVIDIA compiles for the `cuda` entry's architectures (so that entry is used
+    /// even when no `.cu` source is compiled by the CUDA rule).
+    fn borrows(&self) -> &'static [Backend] {
+        &[Backend::Cuda]
     }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
         options::read::<SyclOptions>(manifest, self.name()).map(drop)
@@ -273,6 +278,7 @@ fn check_version(ctx: &RuleContext, tool: &Tool) -> Result<()> {
         .file(&ctx.manifest.path)
         .key("package.metadata.mcpp.accel")
         .detail(format!("its --version: {}", crate::text::echo(tool.version_line())))
+        .detail("A sycl entry's version is the compiler's release (sycl2025.0), not the SYCL standard's (2020).")
         .help("write the compiler's version in the sycl entry (or a bare `sycl`), or point cargo-mcpp at that compiler: [package.metadata.mcpp.sycl] toolkit, CMPLR_ROOT or ICPX"))
 }
 
@@ -280,7 +286,8 @@ fn check_version(ctx: &RuleContext, tool: &Tool) -> Result<()> {
 /// entry of the set, else the `sycl` entry's SPIR-V targets (default `spir64`).
 ///
 /// # Errors
-/// A `cuda` entry without architectures; no CUDA toolkit for `--cuda-path`.
+/// A `cuda` entry without architectures; no CUDA toolkit for `--cuda-path`; a toolkit whose
+/// version is not the `cuda` entry's.
 fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>> {
     let Some(cuda) = ctx.set.entry(Backend::Cuda) else {
         return Ok(match compiler {
@@ -302,6 +309,9 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
         return Ok(vec![format!("--acpp-targets={}", list.join(";")).into()]);
     }
     let (kit, _) = crate::tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, super::cuda::toolkit::root_choice(&options::parse(ctx.manifest, "cuda").unwrap_or_default(), ctx.manifest).as_ref(), ctx.env)?;
+    // The cuda entry's version is the toolkit's, as for the CUDA lane and HIP on NVIDIA (the
+    // one check, theirs): `sycl, cuda12.9+{sm_89}` must not compile against CUDA 13.
+    super::cuda::toolkit::check_version(cuda, &super::cuda::toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
     path.push(kit.root.components().collect::<PathBuf>());

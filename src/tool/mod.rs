@@ -77,6 +77,10 @@ pub struct ToolSpec {
     pub toolkit: Option<&'static ToolkitSpec>,
 }
 
+/// A toolkit's environment for its program, from the toolkit root ([`ToolkitSpec::tool_env`]):
+/// (variable, value) pairs.
+pub type ToolEnv = fn(&Path) -> Vec<(String, OsString)>;
+
 /// A toolkit: a directory tree holding the program and what the rule compiles against,
 /// named by a root variable, installed as a toolchain package, or found around the program. Declared by
 /// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
@@ -100,6 +104,15 @@ pub struct ToolkitSpec {
     /// Files, `/`-separated and relative to the root, that a root must hold to be one:
     /// `include/cuda_runtime.h`.
     pub marker_files: &'static [&'static str],
+    /// A directory inside the root that a root variable may name instead of the root itself:
+    /// CANN's `x86_64-linux` (`ASCEND_HOME_PATH` is the CANN root for a user, and the
+    /// architecture root on bisheng's own processes). A value whose last component is this
+    /// and whose parent is a root means that parent. `None`: the variable names the root.
+    pub var_may_name_subdir: Option<&'static str>,
+    /// The environment the program runs with, from the root (CANN's `ASCEND_HOME_PATH` and
+    /// `LD_LIBRARY_PATH`): set on the version probe and on every process of the tool, so the
+    /// probe sees what the compiles see. `None`: nothing beyond the resolver's own.
+    pub tool_env: Option<ToolEnv>,
 }
 
 impl ToolkitSpec {
@@ -385,7 +398,11 @@ pub struct Resolved {
 pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, cache: &DeviceCache) -> Result<Resolved> {
     let mut considered = Vec::new();
     let outcome = find(spec, choices, root, env, true, &mut considered);
-    let result = outcome.and_then(|found| {
+    let result = outcome.and_then(|mut found| {
+        // The toolkit's own environment for its program, on the probe as on the compiles.
+        if let (Some(f), Some(t)) = (spec.toolkit.and_then(|k| k.tool_env), &found.toolkit) {
+            found.env.extend(f(&t.root));
+        }
         let version = version_of(spec, &found.path, &found.env, cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {})", found.origin)))?;
         Ok((found, version))
     });
@@ -651,7 +668,12 @@ fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, consi
     let origin = format!("{}{line} {key_text} = \"{}\"", crate::text::echo_path(&c.manifest), crate::text::echo_path(&c.root));
     if let Some(m) = kit.missing_marker(&c.root) {
         let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, crate::text::echo_path(&c.root)));
-        return Err(e.file(&c.manifest).key(c.key.clone()).detail(format!("  (named at {origin})")));
+        // `file:line` of the key, as every manifest refusal names it (issue 11).
+        let at = match c.line {
+            Some(l) => PathBuf::from(format!("{}:{l}", c.manifest.display())),
+            None => c.manifest.clone(),
+        };
+        return Err(e.file(at).key(c.key.clone()).detail(format!("  (named at {origin})")));
     }
     let source = ToolSource::ManifestKey { manifest: c.manifest.clone(), key: key_text.clone() };
     in_root(search, named, ToolkitRoot { root: c.root.clone(), found_by: key_text, origin }, source, Vec::new(), None, considered)
@@ -669,6 +691,11 @@ fn from_root_vars(search: &KitSearch, named: &mut Option<Found>, considered: &mu
         };
         let given = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
         let root = if below.is_empty() { given } else { given.join(below) };
+        // A value naming the root's `var_may_name_subdir` (CANN's `<arch>-linux`) means its parent.
+        let root = match (kit.var_may_name_subdir, root.parent()) {
+            (Some(sub), Some(parent)) if below.is_empty() && !kit.is_root(&root) && root.file_name().is_some_and(|n| n == sub) && kit.is_root(parent) => parent.to_path_buf(),
+            _ => root,
+        };
         if let Some(m) = kit.missing_marker(&root) {
             let m = if below.is_empty() { m.to_string() } else { format!("{below}/{m}") };
             let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {var}=`{}` has no {m}", kit.name, crate::text::echo_path(Path::new(&v))));

@@ -192,7 +192,7 @@ pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
     root_key: Some("[package.metadata.mcpp.cuda] toolkit"),
     root_vars: &["CUDA_PATH", "CUDA_HOME"],
     program_in_root: "bin/nvcc",
-    marker_files: &["include/cuda_runtime.h"],
+    marker_files: &["include/cuda_runtime.h"], var_may_name_subdir: None, tool_env: None,
 };
 
 /// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
