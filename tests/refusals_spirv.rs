@@ -14,12 +14,7 @@ const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n
 
 /// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files`, normalised.
 fn refusal(mcpp: &str, files: &[(&str, &str)]) -> String {
-    let manifest = manifest("refusals", mcpp);
-    let mut all = vec![("Cargo.toml", manifest.as_str())];
-    all.extend_from_slice(files);
-    let pkg = Package::new(&all);
-    let text = pkg.refuse(&pkg.build());
-    redact(&text, pkg.dir.path())
+    package_refusal(mcpp, files, |_| {})
 }
 
 #[test]

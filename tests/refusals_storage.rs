@@ -11,16 +11,12 @@ type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
 
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 
-/// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files`, normalised.
+/// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files` (g++ as
+/// the host compiler), normalised.
 fn refusal(mcpp: &str, files: &[(&str, &str)]) -> String {
-    let manifest = manifest("refusals", mcpp);
-    let mut all = vec![("Cargo.toml", manifest.as_str())];
-    all.extend_from_slice(files);
-    let pkg = Package::new(&all);
-    let mut b = pkg.build();
-    b.env("CXX", real_tool("g++"));
-    let text = pkg.refuse(&b);
-    redact(&text, pkg.dir.path())
+    package_refusal(mcpp, files, |b| {
+        b.env("CXX", real_tool("g++"));
+    })
 }
 
 #[test]

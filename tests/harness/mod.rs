@@ -146,6 +146,21 @@ pub fn tree_state(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime
     out
 }
 
+/// The refusal of a temp package named `refusals` with `[package.metadata.mcpp]` body `mcpp`
+/// and `files`, built with `configure` applied, its temp paths redacted ([`redact`]): the one
+/// shape of the snapshot tests that pin a lane's refusal texts (`refusals_spirv`,
+/// `refusals_storage`). Panics when the build is not refused.
+pub fn package_refusal(mcpp: &str, files: &[(&str, &str)], configure: impl FnOnce(&mut cargo_mcpp::Build)) -> String {
+    let manifest = manifest("refusals", mcpp);
+    let mut all = vec![("Cargo.toml", manifest.as_str())];
+    all.extend_from_slice(files);
+    let pkg = Package::new(&all);
+    let mut b = pkg.build();
+    configure(&mut b);
+    let text = pkg.refuse(&b);
+    redact(&text, pkg.dir.path())
+}
+
 /// `text` with the temp paths of a test replaced for a snapshot: `<tmp>/pkg` (the package of
 /// [`Package`] and [`fixture`]) by `[PKG]`, any other path under `tmp` by `[TMP]`.
 pub fn redact(text: &str, tmp: &Path) -> String {
