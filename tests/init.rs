@@ -1,13 +1,16 @@
-//! `cargo mcpp new` / `cargo mcpp init` (issue 14, `src/cli/init.rs`, `templates/init/`): the
-//! SPIR-V lane's new package builds with `cargo mcpp build` and its program runs; the CUDA lane
-//! added to an existing crate builds with `--no-accel` and its example runs the CPU fallback; an
-//! existing `build.rs` is refused naming the line to add, with nothing written.
+//! `cargo mcpp new` / `cargo mcpp init` (issue 14, `src/cli/init.rs`, `templates/init/`), each
+//! lane's generated crate built with the real compilers and its program run: the SPIR-V (GLSL)
+//! and Slang lanes dispatch their shader with ash on the first Vulkan device (lavapipe where
+//! there is no GPU) and print the doubled result; the CUDA island (`--island`, nvcc) and the HIP
+//! island (hipcc, gfx90a) say "no ... device is present" and exit 2 where there is none, and
+//! run their CPU fallback with `--no-accel`. Refused, with nothing written: an existing
+//! `build.rs`, `--island` on a shader lane, an `--accel` that does not name the lane's backend.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
 
 use harness::{repo, text};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn mcpp(dir: &Path, args: &[&str]) -> Output {
@@ -27,29 +30,144 @@ fn build_dep() -> String {
     repo().join("mcpp-build").display().to_string()
 }
 
-#[test]
-fn new_spirv_package_builds_and_runs() {
+/// One target directory for the generated crates of these tests, so ash is compiled once.
+fn target() -> String {
+    repo().join("target/init-examples").display().to_string()
+}
+
+/// `cargo mcpp new <name> <args>` in a new temp dir; returns (temp dir, package dir, init's output).
+fn new_package(name: &str, args: &[&str]) -> (tempfile::TempDir, PathBuf, String) {
     let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
-    let out = mcpp(tmp.path(), &["new", "spv-app", "--lane", "spirv", "--mcpp-build-path", &build_dep()]);
+    let mut all = vec!["new", name, "--mcpp-build-path"];
+    let dep = build_dep();
+    all.push(&dep);
+    all.extend_from_slice(args);
+    let out = mcpp(tmp.path(), &all);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("Next: cargo mcpp build && cargo run"), "{}", text(&out));
-    let dir = tmp.path().join("spv-app");
+    let dir = tmp.path().join(name);
+    (tmp, dir, text(&out))
+}
+
+/// `cargo mcpp build <args>` then `cargo run` of the package (with `MCPP_NO_ACCEL=1` when
+/// `--no-accel` is among `args`, as the README says); returns the run.
+fn build_and_run(dir: &Path, args: &[&str], run_args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let t = target();
+    let mut b = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    b.arg("mcpp").arg("build").args(args).args(["--target-dir", &t]).current_dir(dir).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL");
+    for (k, v) in envs {
+        b.env(k, v);
+    }
+    let out = b.output().unwrap();
+    assert!(out.status.success(), "cargo mcpp build {args:?}: {}", text(&out));
+    let mut envs = envs.to_vec();
+    if args.contains(&"--no-accel") {
+        envs.push(("MCPP_NO_ACCEL", "1"));
+    }
+    let mut all = vec!["run", "-q", "--target-dir", &t];
+    all.extend_from_slice(run_args);
+    cargo(dir, &all, &envs)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn has_nvidia_gpu() -> bool {
+    Command::new("nvidia-smi").arg("-L").output().is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+}
+
+/// Whether this machine has an AMD GPU the HIP runtime can reach (`/dev/kfd`).
+fn has_amd_gpu() -> bool {
+    Path::new("/dev/kfd").exists()
+}
+
+#[test]
+fn new_spirv_package_runs_its_shader_on_vulkan() {
+    let (_tmp, dir, said) = new_package("spv-app", &["--lane", "spirv"]);
+    assert!(said.contains("Next: cargo mcpp build && cargo run"), "{said}");
     for f in ["Cargo.toml", "build.rs", "src/main.rs", "shaders/double.comp"] {
         assert!(dir.join(f).is_file(), "{f}");
     }
     assert_eq!(std::fs::read_to_string(dir.join("shaders/double.comp")).unwrap(), std::fs::read_to_string(repo().join("templates/init/spirv/double.comp")).unwrap());
-    let target = tmp.path().join("target");
-    let t = target.display().to_string();
-    let out = mcpp(&dir, &["build", "--target-dir", &t]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = cargo(&dir, &["run", "--target-dir", &t], &[]);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("[dependencies]\nash = \"0.38\"\n") && manifest.contains("accel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]"), "{manifest}");
+
+    // On the first Vulkan device (lavapipe on a machine without a GPU): every float doubled.
+    let run = build_and_run(&dir, &[], &[], &[]);
     assert!(run.status.success(), "{}", text(&run));
-    assert!(String::from_utf8_lossy(&run.stdout).contains("double.comp: ") && String::from_utf8_lossy(&run.stdout).contains("words of SPIR-V 1."), "{}", text(&run));
+    assert!(stdout(&run).starts_with("double.comp (") && stdout(&run).contains("words of SPIR-V) doubled 1024 floats on ") && stdout(&run).contains("y[100] = 200"), "{}", text(&run));
+
+    // With --no-accel no shader is compiled, and the program says so.
+    let run = build_and_run(&dir, &["--no-accel"], &[], &[]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).contains("double.comp: not compiled in this build (accelerator set ``, 0 payloads), nothing to run"), "{}", text(&run));
 
     // A second init is refused: the table exists.
     let again = mcpp(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(3), "{}", text(&again));
     assert!(text(&again).contains("[package.metadata.mcpp] already"), "{}", text(&again));
+}
+
+#[test]
+fn new_slang_package_runs_its_shader_on_vulkan() {
+    let slangc = harness::real_slangc();
+    let (_tmp, dir, _) = new_package("slang-app", &["--lane", "slang"]);
+    assert_eq!(std::fs::read_to_string(dir.join("shaders/double.slang")).unwrap(), std::fs::read_to_string(repo().join("templates/init/slang/double.slang")).unwrap());
+    let slangc = slangc.display().to_string();
+    let run = build_and_run(&dir, &[], &[], &[("MCPP_SLANGC", &slangc)]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).starts_with("double.slang (") && stdout(&run).contains("doubled 1024 floats on ") && stdout(&run).contains("y[100] = 200"), "{}", text(&run));
+}
+
+#[test]
+fn new_cuda_island_builds_with_nvcc_and_runs_the_fallback_with_no_accel() {
+    let toolkit = harness::cuda13().display().to_string();
+    let (_tmp, dir, said) = new_package("cuda-island-app", &["--island"]);
+    assert!(said.contains("Next: cargo mcpp build (--no-accel: the CPU fallback, without a CUDA toolkit) && cargo run"), "{said}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("accel = \"cuda13.0+{sm_80}\"\nsources = [\"kernels/*.cu\"]\n\n[package.metadata.mcpp.island]\nsources = [\"kernels/scale.cu\", \"host/scale.cpp\"]"), "{manifest}");
+    assert!(!manifest.contains("ash"), "{manifest}");
+
+    // nvcc: the kernel runs on an NVIDIA GPU, or the program says there is none and exits 2.
+    let run = build_and_run(&dir, &[], &[], &[("CUDA_PATH", &toolkit)]);
+    if has_nvidia_gpu() {
+        assert!(run.status.success() && stdout(&run).contains("scale_run doubled 1024 floats (accel cuda13.0+{sm_80}); y[100] = 200"), "{}", text(&run));
+    } else {
+        assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+        assert!(text(&run).contains("no CUDA device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+    }
+
+    let run = build_and_run(&dir, &["--no-accel"], &[], &[]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
+}
+
+#[test]
+fn init_hip_into_an_existing_crate_builds_with_hipcc_and_runs_the_fallback() {
+    let rocm = harness::real_rocm().display().to_string();
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let dir = tmp.path().join("hip-host-app");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"hip-host-app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n").unwrap();
+    std::fs::write(dir.join("src/main.rs"), "fn main() { println!(\"mine\"); }\n").unwrap();
+    let out = mcpp(&dir, &["init", "--lane", "hip", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(dir.join("src/main.rs")).unwrap(), "fn main() { println!(\"mine\"); }\n", "never overwritten");
+    assert!(text(&out).contains("cargo run --example mcpp_hip"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(dir.join("kernels/scale.hip")).unwrap(), std::fs::read_to_string(repo().join("templates/init/hip/scale.hip")).unwrap());
+
+    // hipcc for gfx90a: the kernel runs on an AMD GPU, or the program says there is none and exits 2.
+    let run = build_and_run(&dir, &[], &["--example", "mcpp_hip"], &[("ROCM_PATH", &rocm)]);
+    if has_amd_gpu() {
+        assert!(run.status.success() && stdout(&run).contains("y[100] = 200"), "{}", text(&run));
+    } else {
+        assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+        assert!(text(&run).contains("no HIP device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+    }
+
+    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_hip"], &[]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
 
 #[test]
@@ -63,12 +181,9 @@ fn init_cuda_into_an_existing_crate_runs_the_fallback_with_no_accel() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(dir.join("src/main.rs")).unwrap(), "fn main() { println!(\"mine\"); }\n", "never overwritten");
     assert!(text(&out).contains("cargo run --example mcpp_cuda"), "{}", text(&out));
-    let t = tmp.path().join("target").display().to_string();
-    let out = mcpp(&dir, &["build", "--no-accel", "--target-dir", &t]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = cargo(&dir, &["run", "--example", "mcpp_cuda", "--target-dir", &t], &[("MCPP_NO_ACCEL", "1")]);
+    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_cuda"], &[]);
     assert!(run.status.success(), "{}", text(&run));
-    assert!(String::from_utf8_lossy(&run.stdout).contains("scale_run doubled 1024 floats (accel none: the CPU fallback)"), "{}", text(&run));
+    assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback)"), "{}", text(&run));
 }
 
 #[test]
@@ -82,4 +197,30 @@ fn an_existing_build_rs_is_refused_naming_the_line_and_nothing_is_written() {
     assert!(text(&out).contains("add this line to its `fn main`: `mcpp_build::build();`"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), manifest);
     assert!(!tmp.path().join("shaders").exists() && !tmp.path().join("src").exists());
+}
+
+#[test]
+fn a_lane_and_accel_mismatch_or_an_island_of_a_shader_is_refused_with_nothing_written() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--island", "--lane", "slang"], "error: --island with --lane slang: a shader has no entry points the host calls\nhelp: an island is a CUDA or HIP kernel with its CPU fallback: use `--island` (CUDA) or `--lane hip`; or leave `--island` out for a shader"),
+        (&["--lane", "hip", "--accel", "vulkan1.2"], "error: --accel `vulkan1.2` names no `hip` entry, so the hip lane's example would never be compiled\nhelp: add a `hip` entry (the lane's default is `hip+{gfx90a}`), or choose the lane of that set with `--lane`"),
+        (&["--island", "--accel", "hip+{gfx90a}"], "error: --accel `hip+{gfx90a}` names no `cuda` entry, so the cuda lane's example would never be compiled"),
+        (&["--accel", "cuda13.0+{sm_80}"], "error: --accel `cuda13.0+{sm_80}` names no `vulkan` entry, so the spirv lane's example would never be compiled"),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["new", "refused"];
+        all.extend_from_slice(args);
+        let out = mcpp(tmp.path(), &all);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
+        assert!(!tmp.path().join("refused").exists(), "{args:?}: nothing written");
+    }
+    // In an existing crate: the manifest is unchanged.
+    let manifest = "[package]\nname = \"mismatch\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    std::fs::write(tmp.path().join("Cargo.toml"), manifest).unwrap();
+    let out = mcpp(tmp.path(), &["init", "--lane", "cuda", "--accel", "vulkan1.2"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), manifest);
+    assert!(!tmp.path().join("src").exists() && !tmp.path().join("build.rs").exists());
 }

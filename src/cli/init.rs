@@ -5,25 +5,67 @@
 //! written, an existing `build.rs` is refused naming the one line to add, and a manifest that
 //! already has `[package.metadata.mcpp]` is refused.
 
+use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
 /// The lanes `init` knows an example for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lane {
-    /// A GLSL compute shader compiled to SPIR-V (accelerator `vulkan1.2`).
+    /// A GLSL compute shader compiled to SPIR-V (accelerator `vulkan1.2`), run with ash.
     Spirv,
     /// A CUDA kernel behind an island boundary with its CPU fallback (accelerator `cuda13.0+{sm_80}`).
     Cuda,
+    /// A HIP kernel behind an island boundary with its CPU fallback (accelerator `hip+{gfx90a}`).
+    Hip,
+    /// A Slang compute shader compiled to SPIR-V by slangc (accelerator `vulkan1.2`), run with ash.
+    Slang,
+}
+
+impl Lane {
+    /// The lane's name on the command line.
+    fn name(self) -> &'static str {
+        match self {
+            Lane::Spirv => "spirv",
+            Lane::Cuda => "cuda",
+            Lane::Hip => "hip",
+            Lane::Slang => "slang",
+        }
+    }
+    /// The accelerator set written when `--accel` is not given.
+    fn default_accel(self) -> &'static str {
+        match self {
+            Lane::Spirv | Lane::Slang => "vulkan1.2",
+            Lane::Cuda => "cuda13.0+{sm_80}",
+            Lane::Hip => "hip+{gfx90a}",
+        }
+    }
+    /// The backend an accelerator set must name for the lane's example to be compiled.
+    fn backend(self) -> Backend {
+        match self {
+            Lane::Spirv | Lane::Slang => Backend::Vulkan,
+            Lane::Cuda => Backend::Cuda,
+            Lane::Hip => Backend::Hip,
+        }
+    }
+    /// Whether the lane's example is an island (a kernel with host entry points and a CPU fallback).
+    fn is_island(self) -> bool {
+        matches!(self, Lane::Cuda | Lane::Hip)
+    }
 }
 
 /// `cargo mcpp init` / `new` options.
 #[derive(Debug, clap::Args)]
 pub struct InitArgs {
-    /// The lane of the example device source.
-    #[arg(long, value_enum, default_value = "spirv")]
-    pub lane: Lane,
-    /// The accelerator set written into the manifest (default: the lane's, `vulkan1.2` or `cuda13.0+{sm_80}`).
+    /// The lane of the example device source (default: `spirv`, or `cuda` with `--island`).
+    #[arg(long, value_enum)]
+    pub lane: Option<Lane>,
+    /// An island: a kernel whose marked (`MCPP_EXPORT_C`) entry points Rust calls through bindgen
+    /// bindings, with a C++ CPU fallback. The form of the `cuda` (the default with it) and `hip` lanes.
+    #[arg(long)]
+    pub island: bool,
+    /// The accelerator set written into the manifest (default: the lane's, `vulkan1.2`,
+    /// `cuda13.0+{sm_80}` or `hip+{gfx90a}`); it must name the lane's backend.
     #[arg(long, value_name = "SPEC")]
     pub accel: Option<String>,
     /// The `mcpp-build` build dependency as a path (a checkout's `mcpp-build/`) instead of its crates.io version.
@@ -34,24 +76,62 @@ pub struct InitArgs {
 /// One file to create: its path below the package and its text.
 type NewFile = (PathBuf, String);
 
+/// The `ash` dependency the Vulkan lanes' program uses to dispatch the shader.
+const ASH: &str = "0.38";
+
+/// The lane chosen by `--lane` and `--island`, and the accelerator set to write, checked: an
+/// island of a shader lane, an accelerator string that does not parse, or one that does not
+/// name the lane's backend, refused with the way out.
+fn choose(args: &InitArgs) -> Result<(Lane, String)> {
+    let lane = args.lane.unwrap_or(if args.island { Lane::Cuda } else { Lane::Spirv });
+    if args.island && !lane.is_island() {
+        return Err(Error::new(ErrorKind::Manifest, format!("--island with --lane {}: a shader has no entry points the host calls", lane.name()))
+            .help("an island is a CUDA or HIP kernel with its CPU fallback: use `--island` (CUDA) or `--lane hip`; or leave `--island` out for a shader"));
+    }
+    let Some(accel) = args.accel.as_deref() else {
+        return Ok((lane, lane.default_accel().to_string()));
+    };
+    let set = crate::accel::AccelSet::parse(accel)
+        .map_err(|e| Error::new(ErrorKind::Manifest, format!("--accel `{}`: {e}", crate::text::echo(accel))).help(format!("write an accelerator set such as `{}` (README.md \"The accelerator set\")", lane.default_accel())))?;
+    if set.entry(lane.backend()).is_none() {
+        return Err(Error::new(ErrorKind::Manifest, format!("--accel `{}` names no `{}` entry, so the {} lane's example would never be compiled", crate::text::echo(accel), lane.backend(), lane.name()))
+            .help(format!("add a `{}` entry (the lane's default is `{}`), or choose the lane of that set with `--lane`", lane.backend(), lane.default_accel())));
+    }
+    Ok((lane, accel.to_string()))
+}
+
 /// What the lane adds: the manifest's table (TOML text), the device files and the Rust program.
-fn lane_files(lane: Lane, accel: Option<&str>) -> (String, Vec<NewFile>, &'static str) {
+fn lane_files(lane: Lane, accel: &str) -> (String, Vec<NewFile>, String) {
+    let accel = toml_string(accel);
+    let vulkan = |source: &str, shader: &str| include_str!("../../templates/init/vulkan/main.rs").replace("__LANE__", lane.name()).replace("__SOURCE__", source).replace("__FILE__", source.rsplit('/').next().unwrap_or(source)).replace("__SHADER__", shader);
+    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source);
+    let island_table = |source: &str| format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n");
     match lane {
         Lane::Spirv => (
-            format!("accel = {}\nsources = [\"shaders/*.comp\"]\n", toml_string(accel.unwrap_or("vulkan1.2"))),
+            format!("accel = {accel}\nsources = [\"shaders/*.comp\"]\n"),
             vec![(PathBuf::from("shaders/double.comp"), include_str!("../../templates/init/spirv/double.comp").to_string())],
-            include_str!("../../templates/init/spirv/main.rs"),
+            vulkan("shaders/double.comp", "double_comp"),
+        ),
+        Lane::Slang => (
+            format!("accel = {accel}\nsources = [\"shaders/*.slang\"]\n"),
+            vec![(PathBuf::from("shaders/double.slang"), include_str!("../../templates/init/slang/double.slang").to_string())],
+            vulkan("shaders/double.slang", "double_comp"),
         ),
         Lane::Cuda => (
-            format!(
-                "accel = {}\nsources = [\"kernels/*.cu\"]\n\n[package.metadata.mcpp.island]\nsources = [\"kernels/scale.cu\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n",
-                toml_string(accel.unwrap_or("cuda13.0+{sm_80}"))
-            ),
+            format!("accel = {accel}\nsources = [\"kernels/*.cu\"]\n{}", island_table("kernels/scale.cu")),
             vec![
                 (PathBuf::from("kernels/scale.cu"), include_str!("../../templates/init/cuda/scale.cu").to_string()),
                 (PathBuf::from("host/scale.cpp"), include_str!("../../templates/init/cuda/scale.cpp").to_string()),
             ],
-            include_str!("../../templates/init/cuda/main.rs"),
+            island("CUDA", "kernels/scale.cu"),
+        ),
+        Lane::Hip => (
+            format!("accel = {accel}\nsources = [\"kernels/*.hip\"]\n{}", island_table("kernels/scale.hip")),
+            vec![
+                (PathBuf::from("kernels/scale.hip"), include_str!("../../templates/init/hip/scale.hip").to_string()),
+                (PathBuf::from("host/scale.cpp"), include_str!("../../templates/init/hip/scale.cpp").to_string()),
+            ],
+            island("HIP", "kernels/scale.hip"),
         ),
     }
 }
@@ -68,6 +148,26 @@ fn build_dependency(path: Option<&Path>) -> String {
     }
 }
 
+/// Add `line` (`key = value`) to the manifest's table `table` (created when missing) unless
+/// the table has one of `present` already; whether it was added.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when `table` is not a table, or `line` is not `key = value`.
+fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str], line: &str) -> Result<bool> {
+    let not_table = || Error::new(ErrorKind::Manifest, format!("`{table}` in the manifest is not a table")).key(table).help("write it as a [table]");
+    if !doc.contains_key(table) {
+        doc.insert(table, toml_edit::Item::Table(toml_edit::Table::new()));
+    }
+    let t = doc.get_mut(table).and_then(|t| t.as_table_like_mut()).ok_or_else(not_table)?;
+    if present.iter().any(|k| t.contains_key(k)) {
+        return Ok(false);
+    }
+    let (key, value) = line.split_once(" = ").ok_or_else(|| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
+    let value: toml_edit::Value = value.parse().map_err(|_| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
+    t.insert(key, toml_edit::value(value));
+    Ok(true)
+}
+
 /// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
 /// `Cargo.toml`, then [`init`] in it.
 ///
@@ -80,6 +180,8 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter"));
     }
+    // The options refused before the directory exists, so a refusal leaves nothing behind.
+    choose(args)?;
     if dir.exists() {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` already exists", crate::text::echo_path(&dir))).help("choose another name, or run `cargo mcpp init` inside the existing package"));
     }
@@ -115,14 +217,15 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             .key("package.metadata.mcpp")
             .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (README.md \"Manifest reference\")"));
     }
-    let (table, mut files, program) = lane_files(args.lane, args.accel.as_deref());
+    let (lane, accel) = choose(args)?;
+    let (table, mut files, program) = lane_files(lane, &accel);
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let run = if dir.join("src/main.rs").exists() {
-        let name = format!("mcpp_{}", match args.lane { Lane::Spirv => "spirv", Lane::Cuda => "cuda" });
-        files.push((PathBuf::from(format!("examples/{name}.rs")), program.to_string()));
+        let name = format!("mcpp_{}", lane.name());
+        files.push((PathBuf::from(format!("examples/{name}.rs")), program));
         format!("cargo run --example {name}")
     } else {
-        files.push((PathBuf::from("src/main.rs"), program.to_string()));
+        files.push((PathBuf::from("src/main.rs"), program));
         "cargo run".to_string()
     };
     let build_rs = dir.join("build.rs");
@@ -146,23 +249,18 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     }
     Error::all(problems)?;
 
-    // The manifest: the build dependency (unless there is one) and the table, appended.
-    let has_dependency = doc.get("build-dependencies").and_then(|t| t.as_table_like()).is_some_and(|t| t.contains_key("mcpp-build") || t.contains_key("cargo-mcpp"));
+    // The manifest: the build dependency and, for the Vulkan lanes, ash (each unless there is
+    // one), then the table, appended.
+    let mut added = Vec::new();
+    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &build_dependency(args.mcpp_build_path.as_deref()))? {
+        added.push("the mcpp-build build dependency");
+    }
+    if matches!(lane, Lane::Spirv | Lane::Slang) && add_dependency(&mut doc, "dependencies", &["ash"], &format!("ash = {}", toml_string(ASH)))? {
+        added.push("the ash dependency");
+    }
     let mut text = doc.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
-    }
-    if !has_dependency {
-        match doc.get_mut("build-dependencies").and_then(|t| t.as_table_mut()) {
-            Some(t) => {
-                let line = build_dependency(args.mcpp_build_path.as_deref());
-                let (key, value) = line.split_once(" = ").unwrap_or(("mcpp-build", "\"0.1.0\""));
-                let value: toml_edit::Value = value.parse().map_err(|_| Error::new(ErrorKind::Manifest, "cannot write the build dependency"))?;
-                t.insert(key, toml_edit::value(value));
-                text = doc.to_string();
-            }
-            None => text.push_str(&format!("\n[build-dependencies]\n{}\n", build_dependency(args.mcpp_build_path.as_deref()))),
-        }
     }
     text.push_str(&format!("\n[package.metadata.mcpp]\n{table}"));
     for (rel, content) in &files {
@@ -173,11 +271,16 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         crate::fingerprint::write_if_changed(&path, content.as_bytes())?;
     }
     crate::fingerprint::write_if_changed(&manifest_path, text.as_bytes())?;
-    println!("     Added [package.metadata.mcpp] and the mcpp-build build dependency to {}", manifest_path.display());
+    added.insert(0, "[package.metadata.mcpp]");
+    println!("     Added {} to {}", added.join(", "), manifest_path.display());
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
-    let no_accel = if args.lane == Lane::Cuda { " (--no-accel: the CPU fallback, without a CUDA toolkit)" } else { "" };
+    let no_accel = match lane {
+        Lane::Cuda => " (--no-accel: the CPU fallback, without a CUDA toolkit)",
+        Lane::Hip => " (--no-accel: the CPU fallback, without a ROCm)",
+        Lane::Spirv | Lane::Slang => "",
+    };
     println!("Next: cargo mcpp build{no_accel} && {run}");
     Ok(crate::error::exit_code::SUCCESS)
 }

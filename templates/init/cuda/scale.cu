@@ -1,4 +1,4 @@
-// A CUDA kernel that `cargo mcpp init --lane cuda` added, behind an island boundary: the
+// A CUDA kernel that `cargo mcpp init --lane cuda` (or `--island`) added, behind an island boundary: the
 // marked entry point below is what Rust (and C++) call; `host/scale.cpp` is its CPU fallback,
 // compiled instead when the build leaves CUDA out (`cargo mcpp build --no-accel`).
 // MCPP_EXPORT_C comes from the generated boundary header (a forced include).
