@@ -91,17 +91,22 @@ pub struct Launchers {
 
 impl Launchers {
     /// Resolve the launchers: `MCPP_LAUNCHER` when set (for every rule; `none` or empty: none),
-    /// else each rule's `launcher` key, else the package's `launcher`.
+    /// else each rule's `launcher` key, else the package's `launcher`. Run by
+    /// [`crate::pipeline::validate`], so `cargo mcpp build` refuses a bad launcher before cargo
+    /// starts, and again where the lanes are planned.
     ///
     /// # Errors
-    /// [`ErrorKind::Manifest`] (naming `file:line:col` and the key) or
-    /// [`ErrorKind::ToolNotFound`] (naming `MCPP_LAUNCHER`) when the program does not exist
-    /// (a bare name not on PATH, a path that is no file).
+    /// Every problem at once ([`Error::all`]): [`ErrorKind::Manifest`] naming `file:line:col` and
+    /// the key, or [`ErrorKind::ToolNotFound`] naming `MCPP_LAUNCHER`, when the program does not
+    /// exist (a bare name not on PATH, a path that is no file), is not executable, or (in the
+    /// manifest) the value is empty.
     pub fn resolve(manifest: &Manifest, env: &Env) -> Result<Launchers> {
         if let Some(value) = env.get_os(LAUNCHER_ENV) {
             let value = value.to_string_lossy().into_owned();
+            // Empty in the environment is "unset" as shell users write it (`MCPP_LAUNCHER= cargo ...`).
+            let value = if value.trim().is_empty() { "none".to_string() } else { value };
             let default = resolve_one(&value, manifest, env, LAUNCHER_ENV).map_err(|e| {
-                let e = e.help(format!("set {LAUNCHER_ENV} to `sccache`, `ccache`, an absolute path, or `none`"));
+                let e = e.help(format!("set {LAUNCHER_ENV} to `sccache`, `ccache`, the path of an executable, or `none`"));
                 Error { kind: ErrorKind::ToolNotFound, ..e }
             })?;
             return Ok(Launchers { default, per_rule: BTreeMap::new() });
@@ -109,17 +114,24 @@ impl Launchers {
         let at = |key: &str| (manifest.at_col(key), format!("{MCPP_TABLE}.{key}"));
         let refuse = |e: Error, key: &str| {
             let (file, key) = at(key);
-            e.file(file).key(key).help("write `sccache`, `ccache` (found on PATH), a path relative to the package root or absolute, or `none`")
+            e.file(file).key(key).help("write `sccache`, `ccache` (found on PATH), the path of an executable (relative to the package root or absolute), or `none`")
         };
+        let mut problems = Vec::new();
         let default = match &manifest.mcpp.launcher {
-            Some(v) => resolve_one(v, manifest, env, &format!("`launcher` in {}", manifest.path.display())).map_err(|e| refuse(e, "launcher"))?,
+            Some(v) => resolve_one(v, manifest, env, &format!("`launcher` in {}", manifest.path.display())).map_err(|e| problems.push(refuse(e, "launcher"))).ok().flatten(),
             None => None,
         };
         let mut per_rule = BTreeMap::new();
         for (rule, v) in &manifest.mcpp.rule_launchers {
             let key = format!("{rule}.launcher");
-            per_rule.insert(rule.clone(), resolve_one(v, manifest, env, &format!("`{rule}.launcher` in {}", manifest.path.display())).map_err(|e| refuse(e, &key))?);
+            match resolve_one(v, manifest, env, &format!("`{rule}.launcher` in {}", manifest.path.display())) {
+                Ok(l) => {
+                    per_rule.insert(rule.clone(), l);
+                }
+                Err(e) => problems.push(refuse(e, &key)),
+            }
         }
+        Error::all(problems)?;
         Ok(Launchers { default, per_rule })
     }
 
@@ -132,24 +144,31 @@ impl Launchers {
     }
 }
 
-/// One launcher value: `none`/empty -> none; a bare name -> looked up on PATH; anything with a
-/// `/` -> a path, relative to the package root.
+/// One launcher value: `none` -> none; empty -> refused (write `none`); a bare name -> looked
+/// up on PATH; anything with a `/` -> a path, relative to the package root, that must be an
+/// executable file.
 fn resolve_one(value: &str, manifest: &Manifest, env: &Env, origin: &str) -> Result<Option<Launcher>> {
     let value = value.trim();
-    if value.is_empty() || value == "none" {
+    if value == "none" {
         return Ok(None);
+    }
+    if value.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, "the launcher is an empty string").detail(format!("chosen by {origin}; write `none` for no launcher, or leave the key out")));
     }
     let program = if value.contains('/') || value.contains('\\') {
         let p = PathBuf::from(value);
         let p = if p.is_absolute() { p } else { manifest.path.parent().unwrap_or(Path::new(".")).join(p) };
         if !p.is_file() {
-            return Err(Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not a file", crate::text::echo_path(&p))));
+            return Err(Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not a file", crate::text::echo_path(&p))).detail(format!("chosen by {origin}")));
+        }
+        if !crate::tool::is_executable(&p) {
+            return Err(Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not executable", crate::text::echo_path(&p))).detail(format!("chosen by {origin}; make it executable (`chmod +x`) or name another program")));
         }
         p
     } else {
         crate::tool::find_on_path(value, env).ok_or_else(|| {
             Error::new(ErrorKind::Manifest, format!("the launcher `{}` is not on PATH", crate::text::echo(value)))
-                .detail(format!("chosen by {origin}; cargo-mcpp looks it up by name, on PATH only"))
+                .detail(format!("chosen by {origin}; cargo-mcpp looks it up by name, on PATH only (an executable file)"))
         })?
     };
     let kind = match compiler_name(&program).as_str() {
@@ -158,6 +177,29 @@ fn resolve_one(value: &str, manifest: &Manifest, env: &Env, origin: &str) -> Res
         _ => LauncherKind::Other,
     };
     Ok(Some(Launcher { program, kind, origin: origin.to_string() }))
+}
+
+/// Whether any launcher can run one of the programs `programs` (by [`compiler_name`]: the C,
+/// C++ and CUDA compilers): a rule whose tools are none of them (the shader compilers) takes
+/// no `launcher` key of its own ([`crate::pipeline::validate`] refuses one).
+pub fn takes_launcher(programs: &[&str]) -> bool {
+    programs.iter().any(|p| C_FAMILY.contains(&compiler_name(Path::new(p)).as_str()))
+}
+
+/// The refusal of a rule's own `launcher` key (`[<table>.<rule>] launcher = "..."`, at
+/// `file:line:col`) when the rule's compilers (`programs`) take no launcher
+/// ([`takes_launcher`]): it would never be used. `none` is accepted.
+pub fn refuse_rule_launcher(manifest: &Manifest, rule: &str, programs: &[&str]) -> Option<Error> {
+    let value = manifest.mcpp.rule_launchers.get(rule)?;
+    if value.trim() == "none" || takes_launcher(programs) {
+        return None;
+    }
+    Some(
+        Error::new(ErrorKind::Manifest, format!("the {rule} rule's compilers ({}) take no launcher, so `launcher = {:?}` would never be used", programs.join(", "), crate::text::echo(value)))
+            .file(manifest.at_col(&format!("{rule}.launcher")))
+            .key(format!("{MCPP_TABLE}.{rule}.launcher"))
+            .help("remove the key (the package's `launcher` goes before the compilers that take one; shader compilers run without it)"),
+    )
 }
 
 /// The one warning of a build whose launcher was left out of some compilers (`tools`: each

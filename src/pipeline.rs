@@ -64,7 +64,8 @@ pub struct Validated {
 /// Every refusal at once ([`Error::all`]): of the manifest (every rule table read as far as it
 /// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
 /// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
-/// came from), the tools table (names and paths), the module name or the sources.
+/// came from), the tools table (names and paths), the module name, the sources or the
+/// launcher ([`crate::launcher::Launchers::resolve`], [`crate::launcher::refuse_rule_launcher`]).
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
     let manifest = Manifest::read(manifest_path)?;
     let registry = rules::registry();
@@ -108,6 +109,13 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // `--no-accel` build with `tools.nvcc` set for the CUDA machines) is not needed here.
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
     problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
+    // The launcher (`launcher`, each rule's own, `MCPP_LAUNCHER`): a program that is not there
+    // or not executable, an empty value, or a rule's key where its compilers take none.
+    problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+    for rule in &registry {
+        let programs: Vec<&str> = rule.tools().iter().map(|t| t.name).collect();
+        problems.extend(crate::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));
+    }
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };

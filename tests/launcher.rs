@@ -96,3 +96,68 @@ fn a_launcher_that_is_not_there_is_refused_naming_its_key() {
     let e = cuda_build(tmp.path(), &pkg, &root).env("MCPP_LAUNCHER", "./nope/sccache").try_compile().unwrap_err().to_string();
     assert!(e.contains("MCPP_LAUNCHER"), "{e}");
 }
+
+/// `cargo mcpp build` of a temp SPIR-V package whose `[package.metadata.mcpp]` ends with
+/// `extra`, with `envs`: its exit code, its output (temp paths redacted) and whether the build
+/// script ran (it writes `ran` into the package: cargo started).
+fn cli_build(extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) {
+    let tmp = tempfile::Builder::new().prefix("mcpp-launcher-").tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    let manifest = format!(
+        "[package]\nname = \"launch\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n{extra}",
+        repo().join("mcpp-build").display().to_string()
+    );
+    for (rel, text) in [
+        ("Cargo.toml", manifest.as_str()),
+        ("build.rs", "fn main() {\n    std::fs::write(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/ran\"), \"\").unwrap();\n    mcpp_build::build();\n}\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("shaders/x.comp", COMP),
+        ("tools/not-exec", "#!/bin/sh\nexec \"$@\"\n"),
+        ("tools/wrap", "#!/bin/sh\nexec \"$@\"\n"),
+    ] {
+        std::fs::create_dir_all(pkg.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(pkg.join(rel), text).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(pkg.join("tools/wrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(pkg.join("tools/not-exec"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    c.args(["mcpp", "build", "--target-dir"]).arg(tmp.path().join("target")).current_dir(&pkg).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
+    for v in ["MCPP_LAUNCHER", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
+        c.env_remove(v);
+    }
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (out.status.code(), redact(&text(&out), tmp.path()), pkg.join("ran").exists())
+}
+
+#[test]
+fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
+    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        ("a launcher not on PATH", "launcher = \"nonexistent-tool\"\n", &[]),
+        ("an empty launcher", "launcher = \"\"\n", &[]),
+        ("a path that is not executable", "launcher = \"tools/not-exec\"\n", &[]),
+        ("a path that is not a file", "launcher = \"./tools\"\n", &[]),
+        ("a launcher on a rule whose compilers take none", "launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"tools/wrap\"\n", &[]),
+        ("MCPP_LAUNCHER not on PATH", "", &[("MCPP_LAUNCHER", "nonexistent-tool")]),
+        ("MCPP_LAUNCHER not executable", "", &[("MCPP_LAUNCHER", "tools/not-exec")]),
+        ("every problem at once", "launcher = \"\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"nonexistent-tool\"\n", &[]),
+    ];
+    let mut all = String::new();
+    for (name, extra, envs) in cases {
+        let (code, out, ran) = cli_build(extra, envs);
+        assert_eq!(code, Some(3), "{name}: {out}");
+        assert!(!ran, "{name}: the build script ran, so cargo had started: {out}");
+        assert!(!out.contains("Compiling"), "{name}: {out}");
+        all.push_str(&format!("===== {name}\n{out}\n"));
+    }
+    insta::assert_snapshot!("launcher_refusals", all);
+
+    // The same package with a good launcher (`tools/wrap`, before no compiler of this package)
+    // and with `launcher = "none"` on the spirv rule builds.
+    let (code, out, ran) = cli_build("launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"none\"\n", &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(ran, "{out}");
+}

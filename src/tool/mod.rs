@@ -41,14 +41,14 @@ pub mod decisions;
 pub mod process;
 
 pub use decisions::{read_decisions, record_decision, record_refusal, Decision};
-pub use process::{find_on_path, probe, probe_cached, PROBE_TIMEOUT};
+pub use process::{find_on_path, is_executable, probe, probe_cached, PROBE_TIMEOUT};
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::DeviceCache;
 use crate::toolchain_package::Availability;
 use decisions::{record_answer, record_refusal_after};
-use process::{is_executable, version_of};
+use process::version_of;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

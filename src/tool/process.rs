@@ -78,7 +78,7 @@ pub fn find_on_path(program: &str, env: &Env) -> Option<PathBuf> {
 }
 
 /// Whether `p` is a file this user may execute (any execute bit on Unix; a file elsewhere).
-pub(super) fn is_executable(p: &Path) -> bool {
+pub fn is_executable(p: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
