@@ -133,9 +133,12 @@ fn cli_build(extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) 
     (out.status.code(), redact(&text(&out), tmp.path()), pkg.join("ran").exists())
 }
 
+/// One bad launcher: its name, the end of `[package.metadata.mcpp]` and the environment.
+type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
 #[test]
 fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[Case] = &[
         ("a launcher not on PATH", "launcher = \"nonexistent-tool\"\n", &[]),
         ("an empty launcher", "launcher = \"\"\n", &[]),
         ("a path that is not executable", "launcher = \"tools/not-exec\"\n", &[]),
