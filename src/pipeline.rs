@@ -55,6 +55,9 @@ pub struct Validated {
     pub collected: sources::Collected,
     /// The C++ module (and namespace) of the surface.
     pub module_name: String,
+    /// The data files of `[package.metadata.mcpp.embed]`, expanded and checked
+    /// ([`crate::embed::collect`]): embedded in every build, with or without an accelerator.
+    pub embedded: crate::embed::Embedded,
 }
 
 /// Check a package's device phase without running anything: what `cargo mcpp build` does for
@@ -108,10 +111,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // `--no-accel` build with `tools.nvcc` set for the CUDA machines) is not needed here.
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
     problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
+    let embedded = crate::embed::collect(&manifest).map_err(|e| problems.push(e)).unwrap_or_default();
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, accel, collected, module_name })
+    Ok(Validated { manifest, accel, collected, module_name, embedded })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -154,7 +158,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    let named = name_payloads(manifest, collected, &planned)?;
+    let named = name_payloads(manifest, collected, &planned, &validated.embedded)?;
     let mut report = match run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver) {
         Ok(report) => report,
         Err(e) => {
@@ -169,6 +173,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
     );
+    // The embedded files are the surface's inputs (no action reads them): a changed, added or
+    // removed one reruns the build script, which rewrites what holds its bytes.
+    for f in validated.embedded.files().chain(&validated.embedded.watch_dirs) {
+        cargo.rerun_if_changed(f);
+    }
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
 }
 
@@ -279,17 +288,21 @@ fn tool_choices(cargo: &mut CargoOutput, validated: &Validated, registry: &[Box<
 struct Named {
     /// The base directory the names are relative to.
     base: surface::BaseDir,
-    /// The named payloads.
+    /// The named payloads, the embedded files among them.
     items: Vec<surface::PayloadItem>,
+    /// The lookup tables of the embedded files.
+    tables: Vec<surface::LookupTable>,
 }
 
 /// The surface's base directory and its named payloads ([`surface::resolve_base`],
-/// [`surface::name_payloads`]).
+/// [`surface::name_payloads`]), with the embedded files ([`crate::embed::merge`], named by
+/// their own entries: they do not move the base directory).
 ///
 /// # Errors
 /// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
-/// entry that listed the second, `file:line:col`, when a `sources` entry did).
-fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned) -> Result<Named> {
+/// entry that listed the second, `file:line:col`, when a `sources` entry did, or at the
+/// `embed` entry).
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::embed::Embedded) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
     let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
         // The second colliding source is the error's second detail line (surface::name_payloads).
@@ -299,7 +312,8 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
             None => e.file(&manifest.path),
         }
     })?;
-    Ok(Named { base, items })
+    let items = crate::embed::merge(items, embedded)?;
+    Ok(Named { base, items, tables: embedded.tables.clone() })
 }
 
 /// Plan and run the host C++ lane ([`crate::plan::lanes::plan_host`]) after the surface is
@@ -405,8 +419,9 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
         cargo.warning(&w);
     }
-    let generated = surface::generate(
+    let generated = surface::generate_with_tables(
         &named.items,
+        &named.tables,
         &SurfaceOptions {
             package_name: manifest.package_name.clone(),
             module_name: validated.module_name.clone(),
@@ -424,7 +439,9 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
     // list under header and object storage), only when it changed.
     crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
-    if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &named.items)? {
+    // The base directory names the compiled payloads only; embedded files are named by their entries.
+    let compiled: Vec<surface::PayloadItem> = named.items.iter().filter(|i| i.rule != crate::embed::RULE).cloned().collect();
+    if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &compiled)? {
         cargo.warning(&w);
     }
     if let Some(island) = island {
