@@ -16,6 +16,9 @@
 //!   in the namespace `name` (and its directories below the fixed prefix); the surface adds
 //!   the lookup `key -> bytes` in that namespace ([`crate::surface::LookupTable`]).
 //!
+//! `storage` in `[package.metadata.mcpp.embed]` and in each entry (the entry's wins) sets where
+//! the files' bytes live, over the package's ([`PayloadItem::storage`]).
+//!
 //! Every refusal names the manifest's `file:line:col` of the entry and the key: a bad or empty
 //! glob, a `words` file whose size is no multiple of 4 (the file and its size), a `nul` file
 //! that is not UTF-8 text without NUL, an unknown `element`/`key`, a namespace or table name
@@ -24,7 +27,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::Manifest;
-use crate::surface::{names, LookupTable, PayloadItem, PayloadKind};
+use crate::surface::{names, storage, LookupTable, PayloadItem, PayloadKind};
 use std::path::PathBuf;
 
 /// The rule name embedded payloads carry ([`PayloadItem::rule`]).
@@ -104,6 +107,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
     let mut out = Embedded::default();
     let Some(embed) = &manifest.mcpp.embed else { return Ok(out) };
     let table = crate::manifest::MCPP_TABLE;
+    let embed_storage = embed.storage.as_deref().map(|raw| storage::parse(manifest, "embed.storage", raw)).transpose()?;
     for (index, entry) in embed.files.iter().enumerate() {
         let rel_key = format!("embed.files[{index}]");
         let key = format!("{table}.{rel_key}");
@@ -124,6 +128,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                 return Err(refuse("element", format!("`element = \"{}\"` is not an element of embedded files", crate::text::echo(other)), "write element = \"bytes\" (the default) or \"words\" (32-bit words)"));
             }
         };
+        let form = opts.storage.as_deref().map(|raw| storage::parse(manifest, &format!("{rel_key}.storage"), raw)).transpose()?.or(embed_storage);
         let namespace = match &opts.namespace {
             None => Vec::new(),
             Some(ns) => names::module_segments(ns).map_err(|(seg, fix)| {
@@ -150,7 +155,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                 PayloadKind::Bytes => {}
             }
             let ns = namespace.iter().cloned().chain(dirs.iter().map(|d| names::identifier(d, "dir"))).collect();
-            let item = PayloadItem { source: rel, namespace: ns, identifier: names::identifier(&file, "file"), payload: path, kind, rule: RULE.into() };
+            let item = PayloadItem { source: rel, namespace: ns, identifier: names::identifier(&file, "file"), payload: path, kind, rule: RULE.into(), storage: form };
             add(&mut out.items, EmbeddedItem { item, key: key.clone(), at: at.clone() })?;
         }
         out.watch_dirs.extend(fixed_dir(manifest, &opts.glob).filter(|d| !out.watch_dirs.contains(d)));
@@ -166,6 +171,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                 .detail("It becomes a Rust module and a C++ namespace.")
                 .help(format!("`{}` would work", names::identifier(&t.name, "table"))));
         }
+        let form = t.storage.as_deref().map(|raw| storage::parse(manifest, &format!("{rel_key}.storage"), raw)).transpose()?.or(embed_storage);
         let mode = t.key.as_deref().unwrap_or("name");
         if !["name", "stem", "path"].contains(&mode) {
             return Err(Error::new(ErrorKind::Manifest, format!("`key = \"{}\"` is not a key of a lookup table", crate::text::echo(mode)))
@@ -197,7 +203,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                     .key(&key)
                     .help("rename the file (an extension is part of the name: `get.bin` is `get_bin`)"));
             }
-            let item = PayloadItem { source: rel.clone(), namespace: ns.clone(), identifier: identifier.clone(), payload: path, kind: PayloadKind::Bytes, rule: RULE.into() };
+            let item = PayloadItem { source: rel.clone(), namespace: ns.clone(), identifier: identifier.clone(), payload: path, kind: PayloadKind::Bytes, rule: RULE.into(), storage: form };
             add(&mut out.items, EmbeddedItem { item, key: key.clone(), at: at.clone() })?;
             sources.push(rel);
             lookup.entries.push((entry_key, ns, identifier));
@@ -333,7 +339,7 @@ mod tests {
     fn a_compiled_payload_and_a_file_of_one_name_are_refused_naming_both() {
         let (_d, m) = package("files = [\"d/*\"]", &[("d/x_comp", b"1")]);
         let e = collect(&m).unwrap();
-        let shader = PayloadItem { source: "shaders/x.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload: PathBuf::from("/x.spv"), kind: PayloadKind::Words32, rule: "spirv".into() };
+        let shader = PayloadItem { source: "shaders/x.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload: PathBuf::from("/x.spv"), kind: PayloadKind::Words32, rule: "spirv".into(), storage: None };
         let err = merge(vec![shader.clone()], &e).unwrap_err();
         assert_eq!(err.detail[..2], ["shaders/x.comp".to_string(), "d/x_comp".to_string()]);
         let (_d, m) = package("files = [\"d/**/*\"]", &[("d/x_comp/y", b"1")]);

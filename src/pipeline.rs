@@ -58,6 +58,8 @@ pub struct Validated {
     /// The data files of `[package.metadata.mcpp.embed]`, expanded and checked
     /// ([`crate::embed::collect`]): embedded in every build, with or without an accelerator.
     pub embedded: crate::embed::Embedded,
+    /// Where each payload's bytes live ([`crate::plan::storage::resolve`]).
+    pub storage: crate::plan::storage::StoragePlan,
 }
 
 /// Check a package's device phase without running anything: what `cargo mcpp build` does for
@@ -85,7 +87,6 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
-    problems.extend(surface::storage::from_manifest(&manifest).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let accel = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
@@ -112,10 +113,16 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
     problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
     let embedded = crate::embed::collect(&manifest).map_err(|e| problems.push(e)).unwrap_or_default();
+    // The package's storage is checked whether or not the sources could be read; the rules'
+    // and entries' once they are.
+    let storage = match &collected {
+        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry).map_err(|e| problems.push(e)).unwrap_or_default(),
+        None => surface::storage::from_manifest(&manifest).map_err(|e| problems.push(e)).map(|package| crate::plan::storage::StoragePlan { package, ..Default::default() }).unwrap_or_default(),
+    };
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, accel, collected, module_name, embedded })
+    Ok(Validated { manifest, accel, collected, module_name, embedded, storage })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -158,7 +165,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    let named = name_payloads(manifest, collected, &planned, &validated.embedded)?;
+    let named = name_payloads(manifest, collected, &planned, &validated.embedded, &validated.storage)?;
     let mut report = match run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver) {
         Ok(report) => report,
         Err(e) => {
@@ -302,7 +309,7 @@ struct Named {
 /// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
 /// entry that listed the second, `file:line:col`, when a `sources` entry did, or at the
 /// `embed` entry).
-fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::embed::Embedded) -> Result<Named> {
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::embed::Embedded, storage: &crate::plan::storage::StoragePlan) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
     let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
         // The second colliding source is the error's second detail line (surface::name_payloads).
@@ -312,6 +319,8 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
             None => e.file(&manifest.path),
         }
     })?;
+    // A rule's or a `sources` entry's own storage (the embedded files carry theirs).
+    let items: Vec<surface::PayloadItem> = items.into_iter().map(|i| surface::PayloadItem { storage: storage.by_source.get(&i.source).copied(), ..i }).collect();
     let items = crate::embed::merge(items, embedded)?;
     Ok(Named { base, items, tables: embedded.tables.clone() })
 }
@@ -415,12 +424,26 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
     let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
-    let (storage, fallback) = surface::storage::effective(surface::storage::from_manifest(manifest)?, &config.facts.target);
-    if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
+    let (storage, fallback) = surface::storage::effective(validated.storage.package, &config.facts.target);
+    // Each payload's own storage, effective for the target (object under MSVC is header).
+    let mut fell_back = fallback.filter(|_| named.items.iter().any(|i| i.storage.is_none()));
+    let items: Vec<surface::PayloadItem> = named
+        .items
+        .iter()
+        .map(|i| {
+            let own = i.storage.map(|s| {
+                let (s, w) = surface::storage::effective(s, &config.facts.target);
+                fell_back = fell_back.take().or(w);
+                s
+            });
+            surface::PayloadItem { storage: own, ..i.clone() }
+        })
+        .collect();
+    if let Some(w) = fell_back {
         cargo.warning(&w);
     }
     let generated = surface::generate_with_tables(
-        &named.items,
+        &items,
         &named.tables,
         &SurfaceOptions {
             package_name: manifest.package_name.clone(),
