@@ -62,11 +62,22 @@ impl Embedded {
     }
 }
 
-/// What one glob of an entry matched: each file (absolute, package-relative, the directories
-/// below the fixed prefix, the file name), refused when it matches nothing.
-fn expand(manifest: &Manifest, key: &str, at: &str, glob: &str) -> Result<Vec<(PathBuf, String, Vec<String>, String)>> {
+/// One file a glob of an entry matched.
+struct Match {
+    /// Absolute.
+    path: PathBuf,
+    /// Package-relative, `/`-separated.
+    rel: String,
+    /// The directories below the glob's fixed prefix.
+    dirs: Vec<String>,
+    /// The file name.
+    file: String,
+}
+
+/// What one glob of an entry matched, refused when it matches nothing.
+fn expand(manifest: &Manifest, key: &str, at: &str, glob: &str) -> Result<Vec<Match>> {
     let subject = format!("`{}`", crate::text::echo(glob));
-    let matched = crate::walk::expand(&manifest.dir(), glob, crate::walk::Asker { manifest: std::path::Path::new(at), key, subject: &subject })?;
+    let matched = crate::walk::expand(manifest.dir(), glob, crate::walk::Asker { manifest: std::path::Path::new(at), key, subject: &subject })?;
     if matched.is_empty() {
         return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
             .file(at)
@@ -82,7 +93,7 @@ fn expand(manifest: &Manifest, key: &str, at: &str, glob: &str) -> Result<Vec<(P
             let parts = names::components(&m.rel);
             let file = parts.last().map(|s| s.to_string()).unwrap_or_default();
             let dirs = parts[fixed.min(parts.len().saturating_sub(1))..parts.len().saturating_sub(1)].iter().map(|s| s.to_string()).collect();
-            (m.path, m.rel, dirs, file)
+            Match { path: m.path, rel: m.rel, dirs, file }
         })
         .collect())
 }
@@ -135,7 +146,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                 refuse("namespace", format!("`namespace = \"{}\"` is not usable: the segment `{}` is not an identifier", crate::text::echo(ns), crate::text::echo(&seg)), &format!("`{fix}` would work (segments are separated by `.`)"))
             })?,
         };
-        for (path, rel, dirs, file) in expand(manifest, &key, &at, &opts.glob)? {
+        for Match { path, rel, dirs, file } in expand(manifest, &key, &at, &opts.glob)? {
             match kind {
                 PayloadKind::Words32 => {
                     let size = std::fs::metadata(&path).map_err(|e| Error::io("cannot read the embedded file", &path, e))?.len();
@@ -181,7 +192,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
         }
         let mut lookup = LookupTable { namespace: vec![t.name.clone()], entries: Vec::new() };
         let mut sources: Vec<String> = Vec::new();
-        for (path, rel, dirs, file) in expand(manifest, &key, &at, &t.glob)? {
+        for Match { path, rel, dirs, file } in expand(manifest, &key, &at, &t.glob)? {
             let entry_key = match mode {
                 "stem" => file.rsplit_once('.').map(|(s, _)| s).filter(|s| !s.is_empty()).unwrap_or(&file).to_string(),
                 "path" => dirs.iter().cloned().chain(std::iter::once(file.clone())).collect::<Vec<_>>().join("/"),
