@@ -53,6 +53,8 @@ pub struct Embedded {
     pub tables: Vec<LookupTable>,
     /// The directories watched for added files (each glob's fixed prefix, existing only).
     pub watch_dirs: Vec<PathBuf>,
+    /// Warnings: a glob with a wildcard at the package root (cargo cannot watch the root).
+    pub warnings: Vec<String>,
 }
 
 impl Embedded {
@@ -98,15 +100,26 @@ fn expand(manifest: &Manifest, key: &str, at: &str, glob: &str) -> Result<Vec<Ma
         .collect())
 }
 
-/// The fixed prefix of a glob as a directory of the package (watched for added files).
-fn fixed_dir(manifest: &Manifest, glob: &str) -> Option<PathBuf> {
+/// Watch the fixed prefix of `glob` for added files (an existing directory, once); a glob
+/// with a wildcard at the package root is warned instead, as for `sources`: the root holds
+/// `target/`, which changes on every build.
+fn watch(out: &mut Embedded, manifest: &Manifest, glob: &str) {
     let comps = names::components(glob);
     let fixed: Vec<&str> = comps.iter().take_while(|c| !c.contains(['*', '?', '['])).copied().collect();
-    if fixed.len() == comps.len() || fixed.is_empty() {
-        return None;
+    if fixed.len() == comps.len() {
+        return;
+    }
+    if fixed.is_empty() {
+        out.warnings.push(format!(
+            "the embed glob `{}` matches files at the package root; cargo cannot watch the root for new files (it holds target/), so a new one is embedded only after Cargo.toml changes; keep embedded files in a directory",
+            crate::text::echo(glob)
+        ));
+        return;
     }
     let dir = manifest.dir().join(fixed.join("/"));
-    dir.is_dir().then_some(dir)
+    if dir.is_dir() && !out.watch_dirs.contains(&dir) {
+        out.watch_dirs.push(dir);
+    }
 }
 
 /// Read and check `[package.metadata.mcpp.embed]`: every glob expanded, every file named and
@@ -169,7 +182,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
             let item = PayloadItem { source: rel, namespace: ns, identifier: names::identifier(&file, "file"), payload: path, kind, rule: RULE.into(), storage: form };
             add(&mut out.items, EmbeddedItem { item, key: key.clone(), at: at.clone() })?;
         }
-        out.watch_dirs.extend(fixed_dir(manifest, &opts.glob).filter(|d| !out.watch_dirs.contains(d)));
+        watch(&mut out, manifest, &opts.glob);
     }
     for (index, t) in embed.tables.iter().enumerate() {
         let rel_key = format!("embed.tables[{index}]");
@@ -220,7 +233,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
             lookup.entries.push((entry_key, ns, identifier));
         }
         out.tables.push(lookup);
-        out.watch_dirs.extend(fixed_dir(manifest, &t.glob).filter(|d| !out.watch_dirs.contains(d)));
+        watch(&mut out, manifest, &t.glob);
     }
     Ok(out)
 }
@@ -316,6 +329,10 @@ mod tests {
             ("".into(), "x_txt".into(), PayloadKind::Text),
         ]);
         assert_eq!(e.watch_dirs.len(), 2, "{:?}", e.watch_dirs);
+        assert!(e.warnings.is_empty());
+        let (_d, m) = package("files = [\"*.bin\"]", &[("a.bin", b"1")]);
+        let e = collect(&m).unwrap();
+        assert!(e.watch_dirs.is_empty() && e.warnings[0].contains("matches files at the package root"), "{:?}", e.warnings);
     }
 
     #[test]

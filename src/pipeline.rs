@@ -144,6 +144,9 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let _lock = lock_variant(manifest, &variant)?;
     let mut cargo = CargoOutput::default();
     source_warnings(&mut cargo, &validated, config);
+    for w in &validated.embedded.warnings {
+        cargo.warning(w);
+    }
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;

@@ -64,15 +64,15 @@ fn run(pkg: &Package, outcome: &cargo_mcpp::pipeline::Outcome, exe: &Path, sidec
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Every storage form: the program reads the files' bytes, the words, the text and the table;
+/// Every storage form (object with g++ and clang as the assembler): the program reads the files' bytes, the words, the text and the table;
 /// an edit of an embedded file changes the bytes it reads; a build with nothing changed runs
 /// no action and writes no file; the embedded file is a rerun-if-changed input.
 #[test]
 fn an_embed_only_crate_reads_its_files_in_every_storage_form_and_follows_an_edit() {
-    for storage in ["header", "object", "sidecar"] {
+    for (storage, cxx) in [("header", "g++"), ("object", "g++"), ("object", "clang++-19"), ("sidecar", "g++")] {
         let pkg = embed_package(storage, "", &[]);
         let mut b = pkg.build();
-        b.env("CXX", real_tool("g++"));
+        b.env("CXX", real_tool(cxx));
         let outcome = pkg.compile(&b);
         let exe = pkg.out_dir().join("artifacts/prog");
         assert_eq!(run(&pkg, &outcome, &exe, storage == "sidecar"), expected("hello, world\n"), "{storage}");
