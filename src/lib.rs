@@ -57,6 +57,7 @@ pub mod cargo_output;
 pub mod cli;
 pub mod compile_db;
 pub mod diagnostic;
+pub mod embed;
 pub mod env;
 pub mod cxx;
 pub mod error;

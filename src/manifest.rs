@@ -58,6 +58,9 @@ pub struct McppMetadata {
     /// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into an AppImage or an MSI
     /// (README.md "Packaging"); not read by a build.
     pub pack: Option<PackOptions>,
+    /// `[package.metadata.mcpp.embed]`: data files (fonts, weights, tables, text) embedded
+    /// through the payload surface (tools-embed; [`crate::embed`]).
+    pub embed: Option<EmbedOptions>,
     /// The compiler launcher put before every compiler it can handle (issue 14): `"sccache"`,
     /// `"ccache"` (looked up on PATH, never guessed) or a path (relative to the package root or
     /// absolute); `"none"`: no launcher. `MCPP_LAUNCHER` overrides it; a rule's own `launcher`
@@ -74,6 +77,12 @@ pub struct McppMetadata {
     /// new ones too, has the key without declaring it).
     #[serde(skip)]
     pub rule_launchers: BTreeMap<String, String>,
+    /// The `storage` key of each rule's table, by rule name, as written (string values only;
+    /// another type is refused by [`Manifest::parse`]): taken out of the table as `launcher`
+    /// is, so every rule has it; where the rule makes no payload it is refused
+    /// ([`crate::plan::storage`]).
+    #[serde(skip)]
+    pub rule_storage: BTreeMap<String, String>,
     /// Every other key, by name: a rule's options table (`spirv`, `cuda`, ...) when the name is
     /// a rule's, else an unknown key ([`Manifest::check_keys`] refuses it).
     #[serde(flatten)]
@@ -98,10 +107,10 @@ pub struct KeyDoc {
 /// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
 pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "accel", default: "none (no accelerator)", meaning: "the accelerator set (see \"The accelerator set\")" },
-    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; both optional), relative to the package root" },
+    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\", storage = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; `storage` where their payloads' bytes live, over the rule's and the package's; all optional), relative to the package root" },
     KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
     KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
-    KeyDoc { key: "storage", default: "`\"header\"`", meaning: "where the payloads' bytes live: `\"header\"` (compiled in), `\"object\"` (an assembly file with `.incbin`, assembled and linked) or `\"sidecar\"` (a file beside the executable, read at run time; the Rust accessors return a `Result`); see \"Storage\"" },
+    KeyDoc { key: "storage", default: "`\"header\"`", meaning: "where the payloads' bytes live: `\"header\"` (compiled in), `\"object\"` (an assembly file with `.incbin`, assembled and linked) or `\"sidecar\"` (a file beside the executable, read at run time; the Rust accessors return a `Result`); a rule's table, a `sources` entry and an `embed` entry take a `storage` of their own, the most specific wins; see \"Storage\"" },
     KeyDoc { key: "base-dir", default: "derived", meaning: "the base directory of the surface's names, relative to the package root (`\"shaders\"`); every payload must be under it (see \"The generated surface\")" },
     KeyDoc { key: "tools", default: "`{}`", meaning: "explicit tool paths by tool name (`{ glslc = \"/opt/bin/glslc\" }`); the names are the rules' tools below, another name is refused" },
     KeyDoc { key: "island", default: "none", meaning: "the `extern \"C\"` boundary between a device island and its host fallback: the table `island.*` below" },
@@ -109,9 +118,114 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
     KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
     KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
+    KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below (see \"Embedding data files\")" },
     KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
     KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root) that gets a copy of `compile_commands.json`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
 ];
+
+/// The keys of `[package.metadata.mcpp.embed]` ([`EmbedOptions`]).
+pub const EMBED_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "files", default: "`[]`", meaning: "data files, each one accessor: glob strings, or `{ glob = \"...\", element = \"bytes\" | \"words\", nul = true, namespace = \"a.b\" }` tables (`words`: 32-bit words, the size must be a multiple of 4; `nul`: UTF-8 text handed out NUL-terminated too; `namespace`: the Rust module / C++ namespace they go under; `storage`: where their bytes live); named from the file name (`message.txt` -> `message_txt`), in the namespaces of their directories below the glob's fixed prefix" },
+    KeyDoc { key: "tables", default: "`[]`", meaning: "lookup tables `key -> bytes`: `{ name = \"...\", glob = \"...\", key = \"name\" | \"stem\" | \"path\" }` (`key`: the file name, default; its stem; or its path below the glob's fixed prefix); the files are accessors under the namespace `name`, which also has `get(key)` and `entries()`; a `storage` of its own" },
+    KeyDoc { key: "storage", default: "the package's `storage`", meaning: "where the embedded files' bytes live (`\"header\"`, `\"object\"`, `\"sidecar\"`); an entry of `files` or `tables` takes a `storage` of its own, which wins" },
+];
+
+/// The keys of one `embed.files` table entry ([`EmbedFiles`]).
+pub const EMBED_FILE_KEYS: &[&str] = &["glob", "element", "nul", "namespace", "storage"];
+
+/// The keys of one `embed.tables` entry ([`EmbedTable`]).
+pub const EMBED_TABLE_KEYS: &[&str] = &["name", "glob", "key", "storage"];
+
+/// `[package.metadata.mcpp.embed]`: data files embedded through the payload surface.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EmbedOptions {
+    /// The files, each one accessor.
+    #[serde(default)]
+    pub files: Vec<EmbedEntry>,
+    /// The lookup tables.
+    #[serde(default)]
+    pub tables: Vec<EmbedTable>,
+    /// Where the embedded files' bytes live, over the package's `storage` (an entry's own
+    /// `storage` wins).
+    pub storage: Option<String>,
+}
+
+/// One entry of `embed.files`: `"assets/**/*.txt"` or `{ glob = "...", element = "words", nul = true, namespace = "..." }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedEntry {
+    /// A plain glob: bytes, namespaces from the directories.
+    Glob(String),
+    /// A glob with options.
+    Options(EmbedFiles),
+}
+
+impl EmbedEntry {
+    /// The entry as a table (a plain glob is a table with only `glob`).
+    pub fn options(&self) -> EmbedFiles {
+        match self {
+            EmbedEntry::Glob(g) => EmbedFiles { glob: g.clone(), element: None, nul: None, namespace: None, storage: None },
+            EmbedEntry::Options(o) => o.clone(),
+        }
+    }
+}
+
+/// `{ glob = "...", element = "bytes" | "words", nul = true, namespace = "a.b" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", element = \"bytes\" | \"words\", nul = true, namespace = \"...\" }`")]
+pub struct EmbedFiles {
+    /// The files (a glob relative to the package root).
+    pub glob: String,
+    /// `"bytes"` (default) or `"words"` (32-bit words: the size must be a multiple of 4).
+    #[serde(default)]
+    pub element: Option<String>,
+    /// `true`: the files are UTF-8 text, handed out as text and NUL-terminated.
+    #[serde(default)]
+    pub nul: Option<bool>,
+    /// The namespace the files go under, dotted (`fonts` or `assets.fonts`), each segment an
+    /// identifier; default none (the directories below the glob's fixed prefix only).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Where these files' bytes live, over `embed.storage` and the package's `storage`.
+    #[serde(default)]
+    pub storage: Option<String>,
+}
+
+/// `{ name = "...", glob = "...", key = "name" | "stem" | "path" }`: a lookup table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table `{ name = \"...\", glob = \"...\", key = \"name\" | \"stem\" | \"path\" }`")]
+pub struct EmbedTable {
+    /// The table's name: the namespace of its files and lookup functions (an identifier).
+    pub name: String,
+    /// The files (a glob relative to the package root).
+    pub glob: String,
+    /// What a file's key is: `"name"` (default: `a.txt`), `"stem"` (`a`) or `"path"` (below
+    /// the glob's fixed prefix, `/`-separated: `sub/a.txt`).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Where these files' bytes live, over `embed.storage` and the package's `storage`.
+    #[serde(default)]
+    pub storage: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for EmbedEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EmbedEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a glob string or a table `{ glob = \"...\", element = \"bytes\" | \"words\", nul = true, namespace = \"...\" }`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<EmbedEntry, E> {
+                Ok(EmbedEntry::Glob(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<EmbedEntry, A::Error> {
+                EmbedFiles::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(EmbedEntry::Options)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// The keys of `[package.metadata.mcpp.pack]` ([`PackOptions`]).
 pub const PACK_KEYS: &[KeyDoc] = &[
@@ -223,6 +337,11 @@ pub struct ConstrainedGlob {
     /// the CUDA rule: `"object"`, `"ptx"`, `"cubin"`, `"fatbin"`; [`crate::rules::Rule::outputs`]).
     #[serde(default)]
     pub output: Option<String>,
+    /// Where the bytes of the files' payloads live (`"header"`, `"object"`, `"sidecar"`),
+    /// over the rule table's and the package's `storage` ([`crate::plan::storage`]); refused
+    /// when the files make no payload.
+    #[serde(default)]
+    pub storage: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for SourceEntry {
@@ -485,13 +604,42 @@ impl Manifest {
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
         let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
-            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none();
+            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none();
             !(only_pack && m.pack.is_some())
         });
         let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
         manifest.refuse_renamed_keys()?;
         manifest.take_rule_launchers()?;
+        manifest.take_rule_storage()?;
         Ok(manifest)
+    }
+
+    /// Take the `storage` key out of every rule table into [`McppMetadata::rule_storage`] (the
+    /// per-rule storage form, [`crate::plan::storage`]); a value that is not a string is refused.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] naming `file:line:col` and `<table>.<rule>.storage`.
+    fn take_rule_storage(&mut self) -> Result<()> {
+        let mut taken = BTreeMap::new();
+        let mut tables = std::mem::take(&mut self.mcpp.rule_tables);
+        for (rule, value) in &mut tables {
+            let Some(table) = value.as_table_mut() else { continue };
+            match table.remove("storage") {
+                None => {}
+                Some(toml::Value::String(s)) => {
+                    taken.insert(rule.clone(), s);
+                }
+                Some(other) => {
+                    return Err(Error::new(ErrorKind::Manifest, format!("invalid manifest: `storage` is a string, not a {}", other.type_str()))
+                        .file(self.at_col(&format!("{rule}.storage")))
+                        .key(format!("{MCPP_TABLE}.{rule}.storage"))
+                        .help("write storage = \"header\", \"object\" or \"sidecar\""));
+                }
+            }
+        }
+        self.mcpp.rule_tables = tables;
+        self.mcpp.rule_storage = taken;
+        Ok(())
     }
 
     /// Take the `launcher` key out of every rule table into [`McppMetadata::rule_launchers`]
@@ -717,7 +865,10 @@ mod key_docs {
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "launcher", "compile-commands"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands"]);
+        assert_eq!(serde_fields::<EmbedOptions>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
+        assert_eq!(serde_fields::<EmbedFiles>(), Some(EMBED_FILE_KEYS));
+        assert_eq!(serde_fields::<EmbedTable>(), Some(EMBED_TABLE_KEYS));
         assert_eq!(serde_fields::<PackOptions>().map(<[_]>::to_vec), Some(names(PACK_KEYS)));
         assert_eq!(serde_fields::<AppImageOptions>().map(<[_]>::to_vec), Some(names(PACK_APPIMAGE_KEYS)));
         assert_eq!(serde_fields::<MsiOptions>().map(<[_]>::to_vec), Some(names(PACK_MSI_KEYS)));
@@ -754,7 +905,7 @@ flags = ["-g"]
         .unwrap();
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
-        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None }));
+        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None }));
         let s: crate::rules::spirv::SpirvOptions = crate::rules::options::parse(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");

@@ -55,6 +55,11 @@ pub struct Validated {
     pub collected: sources::Collected,
     /// The C++ module (and namespace) of the surface.
     pub module_name: String,
+    /// The data files of `[package.metadata.mcpp.embed]`, expanded and checked
+    /// ([`crate::embed::collect`]): embedded in every build, with or without an accelerator.
+    pub embedded: crate::embed::Embedded,
+    /// Where each payload's bytes live ([`crate::plan::storage::resolve`]).
+    pub storage: crate::plan::storage::StoragePlan,
 }
 
 /// Check a package's device phase without running anything: what `cargo mcpp build` does for
@@ -83,7 +88,6 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
-    problems.extend(surface::storage::from_manifest(&manifest).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let accel = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
@@ -116,10 +120,17 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
         let programs: Vec<&str> = rule.tools().iter().map(|t| t.name).collect();
         problems.extend(crate::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));
     }
+    let embedded = crate::embed::collect(&manifest).map_err(|e| problems.push(e)).unwrap_or_default();
+    // The package's storage is checked whether or not the sources could be read; the rules'
+    // and entries' once they are.
+    let storage = match &collected {
+        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry).map_err(|e| problems.push(e)).unwrap_or_default(),
+        None => surface::storage::from_manifest(&manifest).map_err(|e| problems.push(e)).map(|package| crate::plan::storage::StoragePlan { package, ..Default::default() }).unwrap_or_default(),
+    };
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, accel, collected, module_name })
+    Ok(Validated { manifest, accel, collected, module_name, embedded, storage })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -141,6 +152,9 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let _lock = lock_variant(manifest, &variant)?;
     let mut cargo = CargoOutput::default();
     source_warnings(&mut cargo, &validated, config);
+    for w in &validated.embedded.warnings {
+        cargo.warning(w);
+    }
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
@@ -162,7 +176,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &planned.warnings {
         cargo.warning(w);
     }
-    let named = name_payloads(manifest, collected, &planned)?;
+    let named = name_payloads(manifest, collected, &planned, &validated.embedded, &validated.storage)?;
     let mut report = match run_actions(&mut cargo, &planned.actions, &variant, config, observer, jobserver) {
         Ok(report) => report,
         Err(e) => {
@@ -177,6 +191,11 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         &mut cargo,
         &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
     );
+    // The embedded files are the surface's inputs (no action reads them): a changed, added or
+    // removed one reruns the build script, which rewrites what holds its bytes.
+    for f in validated.embedded.files().chain(&validated.embedded.watch_dirs) {
+        cargo.rerun_if_changed(f);
+    }
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
 }
 
@@ -287,17 +306,21 @@ fn tool_choices(cargo: &mut CargoOutput, validated: &Validated, registry: &[Box<
 struct Named {
     /// The base directory the names are relative to.
     base: surface::BaseDir,
-    /// The named payloads.
+    /// The named payloads, the embedded files among them.
     items: Vec<surface::PayloadItem>,
+    /// The lookup tables of the embedded files.
+    tables: Vec<surface::LookupTable>,
 }
 
 /// The surface's base directory and its named payloads ([`surface::resolve_base`],
-/// [`surface::name_payloads`]).
+/// [`surface::name_payloads`]), with the embedded files ([`crate::embed::merge`], named by
+/// their own entries: they do not move the base directory).
 ///
 /// # Errors
 /// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
-/// entry that listed the second, `file:line:col`, when a `sources` entry did).
-fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned) -> Result<Named> {
+/// entry that listed the second, `file:line:col`, when a `sources` entry did, or at the
+/// `embed` entry).
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::embed::Embedded, storage: &crate::plan::storage::StoragePlan) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
     let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
         // The second colliding source is the error's second detail line (surface::name_payloads).
@@ -307,7 +330,10 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
             None => e.file(&manifest.path),
         }
     })?;
-    Ok(Named { base, items })
+    // A rule's or a `sources` entry's own storage (the embedded files carry theirs).
+    let items: Vec<surface::PayloadItem> = items.into_iter().map(|i| surface::PayloadItem { storage: storage.by_source.get(&i.source).copied(), ..i }).collect();
+    let items = crate::embed::merge(items, embedded)?;
+    Ok(Named { base, items, tables: embedded.tables.clone() })
 }
 
 /// Plan and run the host C++ lane ([`crate::plan::lanes::plan_host`]) after the surface is
@@ -409,12 +435,27 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     let Some(out_dir) = &config.out_dir else { return Ok(None) };
     let out = OutDir::at(out_dir);
     let manifest = &validated.manifest;
-    let (storage, fallback) = surface::storage::effective(surface::storage::from_manifest(manifest)?, &config.facts.target);
-    if let Some(w) = fallback.filter(|_| !named.items.is_empty()) {
+    let (storage, fallback) = surface::storage::effective(validated.storage.package, &config.facts.target);
+    // Each payload's own storage, effective for the target (object under MSVC is header).
+    let mut fell_back = fallback.filter(|_| named.items.iter().any(|i| i.storage.is_none()));
+    let items: Vec<surface::PayloadItem> = named
+        .items
+        .iter()
+        .map(|i| {
+            let own = i.storage.map(|s| {
+                let (s, w) = surface::storage::effective(s, &config.facts.target);
+                fell_back = fell_back.take().or(w);
+                s
+            });
+            surface::PayloadItem { storage: own, ..i.clone() }
+        })
+        .collect();
+    if let Some(w) = fell_back {
         cargo.warning(&w);
     }
-    let generated = surface::generate(
-        &named.items,
+    let generated = surface::generate_with_tables(
+        &items,
+        &named.tables,
         &SurfaceOptions {
             package_name: manifest.package_name.clone(),
             module_name: validated.module_name.clone(),
@@ -432,7 +473,9 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
     // list under header and object storage), only when it changed.
     crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
-    if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &named.items)? {
+    // The base directory names the compiled payloads only; embedded files are named by their entries.
+    let compiled: Vec<surface::PayloadItem> = named.items.iter().filter(|i| i.rule != crate::embed::RULE).cloned().collect();
+    if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &compiled)? {
         cargo.warning(&w);
     }
     if let Some(island) = island {

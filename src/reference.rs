@@ -38,6 +38,7 @@ pub fn manifest_reference() -> String {
     rows(&mut out, "", crate::manifest::PACKAGE_KEYS);
     rows(&mut out, "island.", crate::manifest::ISLAND_KEYS);
     rows(&mut out, "cxx.", crate::manifest::CXX_KEYS);
+    rows(&mut out, "embed.", crate::manifest::EMBED_KEYS);
     rows(&mut out, "pack.", crate::manifest::PACK_KEYS);
     rows(&mut out, "pack.appimage.", crate::manifest::PACK_APPIMAGE_KEYS);
     rows(&mut out, "pack.msi.", crate::manifest::PACK_MSI_KEYS);

@@ -8,7 +8,9 @@ pub struct BytesPayload {
     pub source: &'static str,
 }
 
-/// Included bytes on a 16-byte boundary, at no run-time cost.
+/// Included bytes on a 16-byte boundary, at no run-time cost (unused under object and
+/// sidecar storage).
+#[allow(dead_code)]
 #[repr(C, align(16))]
 struct AlignedBytes<T: ?Sized> {
     bytes: T,

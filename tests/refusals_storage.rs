@@ -37,3 +37,22 @@ fn storage_refusals() {
     }
     insta::assert_snapshot!("storage_refusals", all);
 }
+
+/// `storage` per rule, per `sources` entry and per `embed` entry: a value that is no form, or
+/// a key where no payload is made (`tests/snapshots/refusals_storage__per_rule_storage_refusals.snap`).
+#[test]
+fn per_rule_storage_refusals() {
+    let cases: &[Case] = &[
+        ("a rule's storage that is no form", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nstorage = \"disk\"", &[("s/x.comp", COMP)]),
+        ("a rule's storage that is not a string", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nstorage = true", &[("s/x.comp", COMP)]),
+        ("storage for a rule with no source", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.hip]\nstorage = \"object\"", &[("s/x.comp", COMP)]),
+        ("storage for CUDA objects", "accel = \"vulkan\"\nsources = [\"s/*.comp\", \"k/*.cu\"]\n[package.metadata.mcpp.cuda]\nstorage = \"sidecar\"", &[("s/x.comp", COMP), ("k/x.cu", "__global__ void k() {}\n")]),
+        ("storage of a sources entry of CUDA objects", "accel = \"vulkan\"\nsources = [{ glob = \"k/*.cu\", storage = \"object\" }]", &[("k/x.cu", "__global__ void k() {}\n")]),
+        ("an embed entry's storage that is no form", "[package.metadata.mcpp.embed]\nfiles = [{ glob = \"d/*\", storage = \"rom\" }]", &[("d/x", "1")]),
+    ];
+    let mut all = String::new();
+    for (name, mcpp, files) in cases {
+        all.push_str(&format!("===== {name}\n{}\n\n", refusal(mcpp, files)));
+    }
+    insta::assert_snapshot!("per_rule_storage_refusals", all);
+}

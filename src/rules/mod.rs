@@ -176,6 +176,15 @@ pub trait Rule: Send + Sync {
     fn placeholders(&self, _manifest: &Manifest, _sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         Ok(Vec::new())
     }
+    /// Whether the rule hands the surface a payload for `source` (bytes whose `storage` can be
+    /// chosen, [`crate::plan::storage`]), rather than only objects that are linked. Default:
+    /// whether it names a placeholder for it ([`Rule::placeholders`]).
+    ///
+    /// # Errors
+    /// The rule's options cannot be read.
+    fn makes_payload(&self, manifest: &Manifest, source: &DeviceSource) -> Result<bool> {
+        Ok(!self.placeholders(manifest, &[source])?.is_empty())
+    }
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///
     /// # Errors

@@ -222,6 +222,9 @@ impl Rule for SlangRule {
         vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
     }
 
+    fn makes_payload(&self, _manifest: &crate::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+        Ok(true)
+    }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: SlangOptions = options::read(ctx.manifest, self.name())?;
         let profile = match (&opts.profile, profile_for(ctx.accel.version.as_deref())) {

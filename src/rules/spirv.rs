@@ -123,6 +123,9 @@ impl Rule for SpirvRule {
         }
     }
 
+    fn makes_payload(&self, _manifest: &crate::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+        Ok(true)
+    }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         for s in sources {
             if !STAGES.contains(&s.ext.as_str()) {

@@ -61,6 +61,62 @@ pub struct PayloadItem {
     pub kind: PayloadKind,
     /// The rule that made it (`spirv`), named when its bytes are refused.
     pub rule: String,
+    /// Where its bytes live when not where the surface's are ([`SurfaceOptions::storage`]): a
+    /// rule's, a `sources` entry's or an `embed` entry's own `storage`, already effective
+    /// ([`storage::effective`]). `None`: the surface's.
+    pub storage: Option<Storage>,
+}
+
+impl PayloadItem {
+    /// Where its bytes live in a surface whose storage is `surface`.
+    pub fn storage_in(&self, surface: Storage) -> Storage {
+        self.storage.unwrap_or(surface)
+    }
+}
+
+/// A lookup table `key -> bytes` over a group of bytes payloads (tools-embed's `tables`,
+/// [`crate::embed`]): in the namespace `namespace` (the table's name) the surface adds, beside
+/// the files' own accessors, Rust `get(key) -> Option<&'static [u8]>` and `entries() ->
+/// [(&'static str, &'static [u8]); N]` (each in a `Result` under sidecar storage), C++
+/// `get(key)`, `count()`, `key(i)`, `at(i)` (a `bytes_payload`, null and size 0 when absent)
+/// and the C functions `mcpp_table_<len-prefixed segments>_{get,count,key,at}` they call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupTable {
+    /// The table's namespace below the module (`["messages"]`), already identifiers.
+    pub namespace: Vec<String>,
+    /// Each entry: its key, the namespace and identifier of its payload (a bytes payload among
+    /// the items given to [`generate_with_tables`]), in key order as listed.
+    pub entries: Vec<(String, Vec<String>, String)>,
+}
+
+impl LookupTable {
+    /// The functions a table adds to its namespace, which no file of it may be named.
+    pub const FUNCTIONS: &'static [&'static str] = &["get", "entries", "count", "key", "at"];
+
+    /// The C symbol base of the table's functions: `mcpp_table_` then every module and
+    /// namespace segment prefixed by its length.
+    pub fn c_base(&self, module: &[String]) -> String {
+        let mut s = String::from("mcpp_table_");
+        for seg in module.iter().chain(&self.namespace) {
+            s.push_str(&format!("{}{seg}", seg.len()));
+        }
+        s
+    }
+}
+
+/// A C string literal of `s`: printable ASCII as is, every other byte, `"`, `\` and `?` as an
+/// octal escape (three digits: never read on into the next character).
+fn c_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for b in s.bytes() {
+        if (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'?') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\{b:03o}"));
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The base directory of the surface's names and where it came from.
@@ -150,6 +206,7 @@ pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec
             payload: payload.path.clone(),
             kind: payload.kind,
             rule: rule.to_string(),
+            storage: None,
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item_path(&item);
@@ -325,6 +382,14 @@ pub fn check_module_name(name: &str) -> Result<Vec<String>> {
 /// or are not those the device phase verified (changed by another writer since);
 /// [`ErrorKind::Io`] for reads and writes.
 pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generated> {
+    generate_with_tables(items, &[], opts)
+}
+
+/// [`generate`] with the lookup tables of tools-embed ([`LookupTable`]) over some of `items`.
+///
+/// # Errors
+/// As [`generate`].
+pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOptions) -> Result<Generated> {
     let module = check_module_name(&opts.module_name)?;
     let mut written = Vec::new();
     let mut write = |path: &Path, text: &[u8]| -> Result<()> {
@@ -359,7 +424,7 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         }
         write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
         let base = accessor_base(&module, item);
-        match opts.storage {
+        match item.storage_in(opts.storage) {
             Storage::Header => {
                 let rel = format!("data/{}", item.namespace.iter().map(|s| format!("{s}/")).collect::<String>()) + &item.identifier + ".h";
                 let (sym, text) = data_header(item, &base, &bytes, opts);
@@ -393,23 +458,26 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         remove_stale_data(&dir.join("data"), &data_headers.iter().map(|(rel, _)| dir.join(rel)).collect::<Vec<_>>());
     }
     remove_stale_data(&opts.payload_dir, &items.iter().map(|i| payload_copy(opts, i)).collect::<Vec<_>>());
-    let rust = rust_surface(items, opts);
+    let rust = rust_surface(items, tables, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
-        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, &module, opts, true))
+        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, tables, &module, opts, true))
     } else {
-        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, &module, opts, false))
+        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, tables, &module, opts, false))
     };
     for dir in &cpp_dirs[1..] {
         write(&dir.join(interface_file.file_name().unwrap_or_default()), interface.as_bytes())?;
     }
     write(&interface_file, interface.as_bytes())?;
     let impl_file = opts.cpp_dir.join(format!("{}.impl.cpp", opts.module_name));
-    let mut body = format!("// Generated by cargo-mcpp for the package `{}`: the bytes of `{}` ({} storage). Do not edit.\n", comment(&opts.package_name), comment(&opts.module_name), opts.storage.name());
+    let stored = |st: Storage| items.iter().filter(move |i| i.storage_in(opts.storage) == st);
+    let forms: Vec<&str> = [Storage::Header, Storage::Object, Storage::Sidecar].into_iter().filter(|st| stored(*st).next().is_some()).map(Storage::name).collect();
+    let form = if forms.len() > 1 { format!("{} storage", forms.join(" + ")) } else { format!("{} storage", forms.first().copied().unwrap_or(opts.storage.name())) };
+    let mut body = format!("// Generated by cargo-mcpp for the package `{}`: the bytes of `{}` ({form}). Do not edit.\n", comment(&opts.package_name), comment(&opts.module_name));
     for (rel, _) in &data_headers {
         let _ = writeln!(body, "#include \"{rel}\"");
     }
-    let assembly = if opts.storage == Storage::Object {
+    let assembly = if !incbins.is_empty() {
         let text = storage::assembly(&incbins, opts.object_format, &opts.package_name);
         let name = format!("{}.payloads.S", opts.module_name);
         for dir in cpp_dirs {
@@ -419,24 +487,15 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
     } else {
         None
     };
-    if opts.storage == Storage::Sidecar && !items.is_empty() {
+    if stored(Storage::Sidecar).next().is_some() {
         body.push_str(storage::SIDECAR_LOADER_CPP);
     }
-    if opts.storage != Storage::Header {
-        let names: Vec<String> = items.iter().map(|i| accessor_base(&module, i)).collect();
-        for (item, base) in items.iter().zip(&names) {
-            let def = match opts.storage {
-                Storage::Object => storage::object_impl(base, c_type(item.kind)),
-                _ => storage::sidecar_impl(base, c_type(item.kind), &storage::sidecar_relative(&opts.package_name, item)),
-            };
-            let _ = write!(body, "\n{def}");
-        }
-    } else if items.iter().any(|i| i.kind == PayloadKind::Words32) {
+    if stored(Storage::Header).any(|i| i.kind == PayloadKind::Words32) {
         body.push_str("\nstatic_assert(sizeof(unsigned int) == 4, \"cargo-mcpp: SPIR-V words assume a 32-bit `unsigned int`\");\n\n");
-    } else {
+    } else if stored(Storage::Header).next().is_some() || items.is_empty() {
         body.push('\n');
     }
-    for (item, (_, sym)) in items.iter().zip(&data_headers).filter(|_| opts.storage == Storage::Header) {
+    for (item, (_, sym)) in stored(Storage::Header).zip(&data_headers) {
         let base = accessor_base(&module, item);
         let (data, size) = match item.kind {
             PayloadKind::Words32 => (sym.clone(), format!("sizeof {sym}")),
@@ -445,6 +504,17 @@ pub fn generate(items: &[PayloadItem], opts: &SurfaceOptions) -> Result<Generate
         };
         let _ = writeln!(body, "extern \"C\" const {}* {base}_data() {{ return {data}; }}", c_type(item.kind));
         let _ = writeln!(body, "extern \"C\" unsigned long {base}_size() {{ return {size}; }}");
+    }
+    for item in items.iter().filter(|i| i.storage_in(opts.storage) != Storage::Header) {
+        let base = accessor_base(&module, item);
+        let def = match item.storage_in(opts.storage) {
+            Storage::Object => storage::object_impl(&base, c_type(item.kind)),
+            _ => storage::sidecar_impl(&base, c_type(item.kind), &storage::sidecar_relative(&opts.package_name, item)),
+        };
+        let _ = write!(body, "\n{def}");
+    }
+    for table in tables {
+        body.push_str(&table_impl(table, &module));
     }
     for dir in &cpp_dirs[1..] {
         write(&dir.join(impl_file.file_name().unwrap_or_default()), body.as_bytes())?;
@@ -541,7 +611,79 @@ fn remove_stale_data(dir: &Path, keep: &[PathBuf]) {
     }
 }
 
-fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
+/// The C definitions of a table's functions (in the implementation unit, after the accessors'
+/// definitions): the keys, `count`, `key`, `at` and `get` (a byte-wise comparison, no library).
+fn table_impl(table: &LookupTable, module: &[String]) -> String {
+    let t = table.c_base(module);
+    let n = table.entries.len();
+    let mut out = format!("\nstatic const char* const {t}_keys[] = {{\n");
+    for (key, _, _) in &table.entries {
+        let _ = writeln!(out, "    {},", c_string(key));
+    }
+    let _ = write!(
+        out,
+        "}};\nextern \"C\" unsigned long {t}_count() {{ return {n}; }}\n\
+         extern \"C\" const char* {t}_key(unsigned long i) {{ return i < {n} ? {t}_keys[i] : nullptr; }}\n\
+         extern \"C\" const unsigned char* {t}_at(unsigned long i, unsigned long* size) {{\n    const unsigned char* d = nullptr;\n    unsigned long n = 0;\n    switch (i) {{\n"
+    );
+    for (i, (_, ns, id)) in table.entries.iter().enumerate() {
+        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None };
+        let base = accessor_base(module, &item);
+        let _ = writeln!(out, "    case {i}: d = {base}_data(); n = {base}_size(); break;");
+    }
+    let _ = write!(
+        out,
+        "    default: break;\n    }}\n    if (size != nullptr) *size = n;\n    return d;\n}}\n\
+         extern \"C\" const unsigned char* {t}_get(const char* key, unsigned long* size) {{\n\
+         \x20   for (unsigned long i = 0; key != nullptr && i < {n}; ++i) {{\n\
+         \x20       const char* a = {t}_keys[i];\n        const char* b = key;\n\
+         \x20       while (*a != 0 && *a == *b) {{ ++a; ++b; }}\n\
+         \x20       if (*a == *b) return {t}_at(i, size);\n    }}\n\
+         \x20   if (size != nullptr) *size = 0;\n    return nullptr;\n}}\n"
+    );
+    out
+}
+
+/// The Rust functions of `table` inside its module (`open` is its namespace): `get` and
+/// `entries` over the accessors of its files (with `?` under sidecar storage).
+fn rust_table(out: &mut String, table: &LookupTable, is_sidecar: &dyn Fn(&[String], &str) -> bool) {
+    let sidecar = table.entries.iter().any(|(_, ns, id)| is_sidecar(ns, id));
+    let depth = table.namespace.len();
+    let ind = "    ".repeat(depth);
+    let sup = "super::".repeat(depth);
+    let call = |ns: &[String], id: &str| {
+        let path: Vec<&str> = ns[depth..].iter().map(String::as_str).chain(std::iter::once(id)).collect();
+        format!("{}(){}.bytes", path.join("::"), if is_sidecar(ns, id) { "?" } else { "" })
+    };
+    let (wrap_open, wrap_close) = if sidecar { ("Ok(", ")") } else { ("", "") };
+    let result = |ty: &str| if sidecar { format!("Result<{ty}, {sup}SidecarError>") } else { ty.to_string() };
+    let name = table.namespace.join("::");
+    let _ = write!(out, "\n{ind}/// The bytes of the file of the table `{name}` whose key is `key`; `None` for a key it has not.\n{ind}#[allow(dead_code)]\n{ind}pub fn get(key: &str) -> {} {{\n{ind}    {wrap_open}match key {{\n", result("Option<&'static [u8]>"));
+    for (key, ns, id) in &table.entries {
+        let _ = writeln!(out, "{ind}        {key:?} => Some({}),", call(ns, id));
+    }
+    let _ = write!(out, "{ind}        _ => None,\n{ind}    }}{wrap_close}\n{ind}}}\n");
+    let n = table.entries.len();
+    let _ = write!(out, "\n{ind}/// Every `(key, bytes)` of the table `{name}`, in the order of its files.\n{ind}#[allow(dead_code)]\n{ind}pub fn entries() -> {} {{\n{ind}    {wrap_open}[\n", result(&format!("[(&'static str, &'static [u8]); {n}]")));
+    for (key, ns, id) in &table.entries {
+        let _ = writeln!(out, "{ind}        ({key:?}, {}),", call(ns, id));
+    }
+    let _ = write!(out, "{ind}    ]{wrap_close}\n{ind}}}\n");
+}
+
+/// The C++ functions of `table` inside its namespace, over its C functions.
+fn cpp_table(out: &mut String, table: &LookupTable, module: &[String]) {
+    let t = table.c_base(module);
+    let _ = write!(
+        out,
+        "inline bytes_payload get(const char* key) {{ unsigned long n = 0; const unsigned char* d = {t}_get(key, &n); return {{ d, n }}; }}\n\
+         inline unsigned long count() {{ return {t}_count(); }}\n\
+         inline const char* key(unsigned long i) {{ return {t}_key(i); }}\n\
+         inline bytes_payload at(unsigned long i) {{ unsigned long n = 0; const unsigned char* d = {t}_at(i, &n); return {{ d, n }}; }}\n"
+    );
+}
+
+fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOptions) -> String {
     let mut out = format!(
         "// Generated by cargo-mcpp for the package `{}` (module `{}`). Do not edit.\n\
          // Include it in a module: mod shaders {{ include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }}\n\n",
@@ -558,10 +700,11 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         out.push('\n');
         out.push_str(include_str!("../../templates/payload_text.rs"));
     }
-    if opts.storage != Storage::Header && !items.is_empty() {
+    let st = |item: &PayloadItem| item.storage_in(opts.storage);
+    if items.iter().any(|i| st(i) != Storage::Header) {
         out.push_str(storage::OBJECT_RUST);
     }
-    if opts.storage == Storage::Sidecar && !items.is_empty() {
+    if items.iter().any(|i| st(i) == Storage::Sidecar) {
         out.push_str(storage::SIDECAR_RUST);
     }
     let module = names::module_segments(&opts.module_name).unwrap_or_default();
@@ -577,10 +720,10 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         if kind != PayloadKind::Words32 && of(kind).next().is_none() {
             continue;
         }
-        if opts.storage == Storage::Sidecar {
+        if of(kind).any(|i| st(i) == Storage::Sidecar) {
             let _ = writeln!(out, "\n/// {doc} Sidecar storage: the first file that cannot be read is the error.\n#[allow(dead_code)]\npub fn {name}() -> Result<[{ty}; {}], SidecarError> {{\n    Ok([", of(kind).count());
             for item in of(kind) {
-                let _ = writeln!(out, "        {}()?,", path(item));
+                let _ = writeln!(out, "        {}(){},", path(item), if st(item) == Storage::Sidecar { "?" } else { "" });
             }
             out.push_str("    ])\n}\n");
             continue;
@@ -595,6 +738,9 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
         while open.len() > common {
+            if let Some(t) = tables.iter().find(|t| t.namespace == open) {
+                rust_table(&mut out, t, &|ns, id| items.iter().any(|i| i.namespace == ns && i.identifier == id && st(i) == Storage::Sidecar));
+            }
             open.pop();
             let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
         }
@@ -607,9 +753,9 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
         let sup = "super::".repeat(open.len());
         let payload = format!("{:?}", payload_copy(opts, item).to_string_lossy());
         let (src, doc, id) = (&item.source, comment(&item.source), &item.identifier);
-        if opts.storage != Storage::Header {
-            let _ = write!(out, "\n{ind}/// `{doc}` ({} storage).\n", opts.storage.name());
-            out.push_str(&match opts.storage {
+        if st(item) != Storage::Header {
+            let _ = write!(out, "\n{ind}/// `{doc}` ({} storage).\n", st(item).name());
+            out.push_str(&match st(item) {
                 Storage::Object => storage::object_rust(item, &accessor_base(&module, item), &sup, &ind),
                 _ => storage::sidecar_rust(item, &storage::sidecar_relative(&opts.package_name, item), &sup, &ind),
             });
@@ -637,13 +783,17 @@ fn rust_surface(items: &[PayloadItem], opts: &SurfaceOptions) -> String {
             ),
         };
     }
-    while open.pop().is_some() {
+    while !open.is_empty() {
+        if let Some(t) = tables.iter().find(|t| t.namespace == open) {
+            rust_table(&mut out, t, &|ns, id| items.iter().any(|i| i.namespace == ns && i.identifier == id && st(i) == Storage::Sidecar));
+        }
+        open.pop();
         let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
     }
     out
 }
 
-fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
+fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
     let mut out = format!("// Generated by cargo-mcpp for the package `{}`. Do not edit.\n", comment(&opts.package_name));
     if as_module {
         let _ = writeln!(out, "export module {};\n\nextern \"C\" {{", opts.module_name);
@@ -654,6 +804,10 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
     for item in items {
         let base = accessor_base(module, item);
         let _ = writeln!(out, "const {}* {base}_data({void});\nunsigned long {base}_size({void});", c_type(item.kind));
+    }
+    for table in tables {
+        let t = table.c_base(module);
+        let _ = writeln!(out, "const unsigned char* {t}_get(const char* key, unsigned long* size);\nunsigned long {t}_count({void});\nconst char* {t}_key(unsigned long i);\nconst unsigned char* {t}_at(unsigned long i, unsigned long* size);");
     }
     if as_module {
         out.push_str("}\n\n");
@@ -678,6 +832,9 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
         while open.len() > common {
+            if let Some(t) = tables.iter().find(|t| t.namespace == open) {
+                cpp_table(&mut out, t, module);
+            }
             let seg = open.pop().unwrap_or_default();
             let _ = writeln!(out, "}} // namespace {seg}");
         }
@@ -689,7 +846,11 @@ fn cpp_interface(items: &[PayloadItem], module: &[String], opts: &SurfaceOptions
         let base = accessor_base(module, item);
         let _ = writeln!(out, "inline {} {}() {{ return {{ {base}_data(), {base}_size() }}; }}", cpp_struct(item.kind), item.identifier);
     }
-    while let Some(seg) = open.pop() {
+    while !open.is_empty() {
+        if let Some(t) = tables.iter().find(|t| t.namespace == open) {
+            cpp_table(&mut out, t, module);
+        }
+        let seg = open.pop().unwrap_or_default();
         let _ = writeln!(out, "}} // namespace {seg}");
     }
     out.push('\n');
@@ -713,7 +874,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let payload = dir.path().join("x.spv");
         std::fs::write(&payload, [3u8, 2, 0x23, 7]).unwrap();
-        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into() };
+        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None };
         let opts = SurfaceOptions {
             package_name: "p\n#error pkg".into(),
             module_name: "p.shaders".into(),

@@ -72,6 +72,24 @@ pub fn from_manifest(manifest: &crate::manifest::Manifest) -> crate::error::Resu
     }
 }
 
+/// Parse a `storage` value written at `rel_key` (below `[package.metadata.mcpp]`: a rule's
+/// table, a `sources` or `embed` entry; [`crate::plan::storage`]).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key's `file:line:col` for any other value, listing the forms.
+pub fn parse(manifest: &crate::manifest::Manifest, rel_key: &str, raw: &str) -> crate::error::Result<Storage> {
+    match raw {
+        "header" => Ok(Storage::Header),
+        "object" => Ok(Storage::Object),
+        "sidecar" => Ok(Storage::Sidecar),
+        other => Err(Error::new(ErrorKind::Manifest, format!("`storage = \"{}\"` is not a storage form", crate::text::echo(other)))
+            .file(manifest.at_col(rel_key))
+            .key(format!("{}.{rel_key}", crate::manifest::MCPP_TABLE))
+            .detail("header: compiled in (the default); object: an assembly file with .incbin, assembled and linked; sidecar: a file beside the executable, read at run time")
+            .help("write storage = \"header\", \"object\" or \"sidecar\", or remove the key")),
+    }
+}
+
 /// The object format of the target, which decides the assembly's section and symbol spelling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectFormat {
@@ -327,7 +345,7 @@ mod tests {
 
     #[test]
     fn the_assembly_brackets_each_payload_with_its_symbols_in_its_section() {
-        let item = PayloadItem { source: "s/t.txt".into(), namespace: vec![], identifier: "t_txt".into(), payload: PathBuf::from("/p/t.txt"), kind: PayloadKind::Text, rule: "embed".into() };
+        let item = PayloadItem { source: "s/t.txt".into(), namespace: vec![], identifier: "t_txt".into(), payload: PathBuf::from("/p/t.txt"), kind: PayloadKind::Text, rule: "embed".into(), storage: None };
         let elf = assembly(&[(&item, "mcpp_embed_1p5t_txt".into(), PathBuf::from("/o/a \"b\".txt"))], ObjectFormat::Elf, "p");
         assert!(elf.contains(".section .rodata.mcpp.mcpp_embed_1p5t_txt,\"a\"\n    .balign 16\n    .globl mcpp_embed_1p5t_txt_begin\nmcpp_embed_1p5t_txt_begin:\n    .incbin \"/o/a \\\"b\\\".txt\"\n    .globl mcpp_embed_1p5t_txt_end\nmcpp_embed_1p5t_txt_end:\n    .byte 0\n"), "{elf}");
         let macho = assembly(&[(&item, "s".into(), PathBuf::from("/o/x"))], ObjectFormat::MachO, "p");

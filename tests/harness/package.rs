@@ -189,3 +189,30 @@ pub fn client_package(name: &str, extra_mcpp: &str, main_rs: &str) -> Package {
         ("shaders/b/scale.comp", SQUARE_COMP),
     ])
 }
+
+/// Compile `main_rs` (a program using `mod shaders`, the generated Rust surface of `pkg`) with
+/// rustc into `exe`, linking what the outcome's directives link (the lane's archive: object
+/// storage's symbols), and run it with `env` set; panics when rustc fails.
+pub fn run_rust_surface_program(pkg: &Package, outcome: &Outcome, main_rs: &str, exe: &std::path::Path, env: &[(&str, &std::path::Path)]) -> std::process::Output {
+    use std::process::Command;
+    let main = pkg.dir.path().join("main.rs");
+    std::fs::write(&main, format!("mod shaders {{ include!({:?}); }}\n{main_rs}", pkg.out_dir().join("mcpp_shaders.rs").display().to_string())).unwrap();
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    let mut rustc = Command::new("rustc");
+    rustc.args(["--edition", "2021", "-D", "warnings", "-o"]).arg(exe).arg(&main);
+    for l in outcome.cargo.lines() {
+        if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=native=") {
+            rustc.arg("-L").arg(format!("native={dir}"));
+        }
+        if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
+            rustc.arg("-l").arg(lib);
+        }
+    }
+    let out = rustc.output().unwrap();
+    assert!(out.status.success(), "rustc failed: {}", super::text(&out));
+    let mut cmd = Command::new(exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
