@@ -60,12 +60,16 @@ compiler = "glslang"
 """)
     write(f"{d}/build.rs", "fn main() { mcpp_build::build(); }\n")
     get = ".unwrap()" if sidecar else ""
-    body = "".join(f"    let p = shaders::{i}(){get}; n += p.size_bytes; x ^= p.code[p.code.len() / 2];\n" for i in ids)
-    write(f"{d}/src/main.rs", "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let (mut n, mut x) = (0usize, 0u32);\n" + body + "    println!(\"{n} {x}\");\n}\n")
+    body = "".join(f"    let p = shaders::{i}(){get}; n += p.size_bytes; x = sum(x, p.code);\n" for i in ids)
+    write(f"{d}/src/main.rs", "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\n" + SUM.replace("{{", "{").replace("}}", "}") + "fn main() {\n    let (mut n, mut x) = (0usize, 0u32);\n" + body + "    println!(\"{n} {x}\");\n}\n")
 
+
+# Every word is read through black_box: the optimizer cannot fold a payload away (the binary
+# holds every byte, as a program handing them to a device would).
+SUM = "fn sum(x: u32, words: &[u32]) -> u32 {{ std::hint::black_box(words).iter().fold(x, |a, w| a.rotate_left(1) ^ w) }}\n"
 
 INCLUDE_MAIN = """mod shaders {{ {module} }}
-fn main() {{
+""" + SUM + """fn main() {{
     let (mut n, mut x) = (0usize, 0u32);
 {body}    println!("{{n}} {{x}}");
 }}
@@ -145,7 +149,7 @@ def main() -> None:
     write(f"{d}/Cargo.toml", "[package]\nname = \"sb-include-bytes\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n")
     write(f"{d}/build.rs", INCLUDE_BUILD)
     write(f"{d}/src/support.rs", ACCESSOR)
-    body = "".join(f"    let p = shaders::{i}(); n += p.len() * 4; x ^= p[p.len() / 2];\n" for i in ids)
+    body = "".join(f"    let p = shaders::{i}(); n += p.len() * 4; x = sum(x, p);\n" for i in ids)
     write(f"{d}/src/main.rs", INCLUDE_MAIN.format(module="include!(concat!(env!(\"OUT_DIR\"), \"/shaders.rs\"));", body=body))
     # The floor: SPIR-V compiled here once (the same argv as the release build above).
     d = f"{work}/prebuilt"
