@@ -214,13 +214,7 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
         return Ok((assembly.into_iter().collect(), watch_dirs));
     }
     for u in &units {
-        let ext = crate::sources::extension(&u.path).unwrap_or_default();
-        if !["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp", "c"].contains(&ext.as_str()) {
-            return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ or C source", u.rel))
-                .file(&u.path)
-                .key(SOURCES_KEY)
-                .help("the host C++ lane compiles .cpp .cc .cxx .c++ units, .cppm .ixx .mpp module interfaces and .c units (as C)"));
-        }
+        check_kind(u)?;
     }
     if let Some(i) = island {
         let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name)));
@@ -237,6 +231,62 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     }
     units.extend(assembly);
     Ok((units, watch_dirs))
+}
+
+/// A unit the lane compiles: C++ (`.cpp .cc .cxx .c++`), a module interface (`.cppm .ixx
+/// .mpp`) or C (`.c`), by its extension.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming the unit, `cxx-sources` and the extensions.
+fn check_kind(u: &Unit) -> Result<()> {
+    let ext = crate::sources::extension(&u.path).unwrap_or_default();
+    if ["cpp", "cc", "cxx", "c++", "cppm", "ixx", "mpp", "c"].contains(&ext.as_str()) {
+        return Ok(());
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a C++ or C source", u.rel))
+        .file(&u.path)
+        .key(SOURCES_KEY)
+        .help("the host C++ lane compiles .cpp .cc .cxx .c++ units, .cppm .ixx .mpp module interfaces and .c units (as C)"))
+}
+
+/// What of the host C++ lane is checked before the device phase runs (`pipeline::validate`, so
+/// a bad `cxx-sources` entry is refused before any device compiler starts, and by `cargo mcpp
+/// build` before cargo starts): the globs, each unit's kind, and the module structure among the
+/// user's own units (one interface per module, what the lane does not support, no import
+/// cycle). An import of a module no listed unit provides is left to the lane: the generated
+/// surface's and island's modules exist only after the device phase.
+///
+/// Returns every problem found (empty when none), worded as [`units`] and [`Modules::read`]
+/// word them.
+pub fn check_sources(manifest: &Manifest) -> Vec<Error> {
+    if manifest.mcpp.cxx_sources.is_empty() {
+        return Vec::new();
+    }
+    let listed = match crate::sources::expand_globs(manifest, SOURCES_KEY, &manifest.mcpp.cxx_sources) {
+        Ok((listed, _)) => listed,
+        Err(e) => return vec![e],
+    };
+    let units: Vec<Unit> = listed.into_iter().map(|(path, rel)| Unit { path, rel, force_include: None, extra_inputs: Vec::new() }).collect();
+    let problems: Vec<Error> = units.iter().filter_map(|u| check_kind(u).err()).collect();
+    if !problems.is_empty() {
+        return problems;
+    }
+    let mut lines = Vec::new();
+    for u in &units {
+        match std::fs::read_to_string(&u.path) {
+            Ok(text) => lines.push(module_lines(&text)),
+            Err(e) => return vec![Error::io("cannot read the C++ source", &u.path, e)],
+        }
+    }
+    let provider = match providers(&units, &lines) {
+        Ok(p) => p,
+        Err(e) => return vec![e],
+    };
+    let mut problems: Vec<Error> = check_supported(&units, &lines).err().into_iter().collect();
+    // A cycle through the user's own interfaces; the other imports are the lane's to check.
+    let own: Vec<ModuleLines> = lines.iter().map(|m| ModuleLines { requires: m.requires.iter().filter(|r| provider.contains_key(*r)).cloned().collect(), ..m.clone() }).collect();
+    problems.extend(order(&units, &own, &provider).err());
+    problems
 }
 
 /// The host C++ compiler as a tool (`cargo mcpp why tool c++`), chosen by the `cc` crate.
@@ -434,6 +484,7 @@ fn order(units: &[Unit], lines: &[ModuleLines], provider: &BTreeMap<String, usiz
                 let chain: Vec<&str> = stack[from..].iter().chain(std::iter::once(&i)).map(|&u| units[u].rel.as_str()).collect();
                 return Err(Error::new(ErrorKind::Sources, format!("the module imports of {} form a cycle", units[i].rel))
                     .file(&units[i].path)
+                    .key(SOURCES_KEY)
                     .detail(chain.join(" imports "))
                     .help("C++ modules cannot import each other in a cycle; move the shared part into a third module"));
             }

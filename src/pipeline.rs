@@ -69,7 +69,8 @@ pub struct Validated {
 /// Every refusal at once ([`Error::all`]): of the manifest (every rule table read as far as it
 /// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
 /// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
-/// came from), the tools table (names and paths), the module name, the sources or the
+/// came from), the tools table (names and paths), the module name, the sources, the host
+/// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::cxx::check_sources`]) or the
 /// launcher ([`crate::launcher::Launchers::resolve`], [`crate::launcher::refuse_rule_launcher`]).
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
     let manifest = Manifest::read(manifest_path)?;
@@ -84,6 +85,8 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
     }
+    // The host C++ lane runs after the device phase; what of it needs no compiler is refused now.
+    problems.extend(crate::cxx::check_sources(&manifest));
     let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.

@@ -154,3 +154,40 @@ fn a_tools_path_is_checked_for_the_lanes_the_build_runs() {
     assert!(t.contains("[package.metadata.mcpp.tools] glslc is empty"), "{t}");
     assert!(!t.contains("/no/such/nvcc"), "{t}");
 }
+
+/// The host C++ lane runs after the device phase, but what of it needs no compiler is refused
+/// before any device compiler starts (`pipeline::validate`): a `cxx-sources` glob matching
+/// nothing, a unit that is neither C++ nor C, and an import cycle among the user's own module
+/// interfaces. An import of the generated surface module is not refused there (it exists only
+/// after the device phase): that package builds.
+#[test]
+fn host_cxx_refusals_come_before_any_device_compiler_starts() {
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 3] = [
+        ("cxx-sources = [\"cpp/*.cpp\"]", &[], "cpp/*.cpp"),
+        ("cxx-sources = [\"cpp/use.m\"]", &[("cpp/use.m", "int x;\n")], "`cpp/use.m` is not a C++ or C source"),
+        (
+            "cxx-sources = [\"cpp/*.cppm\"]",
+            &[("cpp/a.cppm", "export module shader_pkg.a;\nimport shader_pkg.b;\n"), ("cpp/b.cppm", "export module shader_pkg.b;\nimport shader_pkg.a;\n")],
+            "cpp/a.cppm imports cpp/b.cppm imports cpp/a.cppm",
+        ),
+    ];
+    for (line, files, expected) in cases {
+        let pkg = harness::shader_package("glslang");
+        harness::edit(&pkg.path("Cargo.toml"), "sources = [", &format!("{line}\nsources = ["));
+        for (rel, body) in files {
+            pkg.write(rel, body);
+        }
+        let e = pkg.refuse(&pkg.build());
+        assert!(e.contains(expected) && e.contains("cxx-sources"), "{line}: {e}");
+        assert_eq!(pkg.starts("glslangValidator") + pkg.starts("glslc"), 0, "{line}: refused before any device compiler (or its probe) started: {e}");
+    }
+    // The generated module is imported, not provided by a listed unit: the lane checks that.
+    let pkg = harness::shader_package("glslang");
+    harness::edit(&pkg.path("Cargo.toml"), "sources = [", "cxx-sources = [\"cpp/use.cpp\"]\nsources = [");
+    pkg.write("cpp/use.cpp", "import shader_pkg.shaders;\nunsigned long n() { return shader_pkg::shaders::a::scale_comp().size_bytes; }\n");
+    let mut b = pkg.build();
+    b.env("CXX", harness::real_tool("clang++-19"));
+    let outcome = pkg.compile(&b);
+    assert!(outcome.report.ran.iter().any(|r| r.contains("cpp/use.cpp")), "{:?}", outcome.report.ran);
+}

@@ -457,7 +457,14 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     for dir in cpp_dirs {
         remove_stale_data(&dir.join("data"), &data_headers.iter().map(|(rel, _)| dir.join(rel)).collect::<Vec<_>>());
     }
-    remove_stale_data(&opts.payload_dir, &items.iter().map(|i| payload_copy(opts, i)).collect::<Vec<_>>());
+    // The copies and `.incbin` files in use (one directory without a mirror); a renamed or
+    // deleted source's sidecar and `.incbin` file, and every one after a switch to another
+    // storage form, are removed: nothing stale stays beside the program for `cargo mcpp pack`
+    // to collect (the stale-bytes matrix's storage axis).
+    let in_use: Vec<PathBuf> = items.iter().map(|i| payload_copy(opts, i)).chain(incbins.iter().map(|(_, _, f)| f.clone())).collect();
+    remove_stale_data(&opts.payload_dir, &in_use);
+    remove_stale_data(&opts.cpp_mirror.clone().unwrap_or_else(|| opts.cpp_dir.clone()).join("payloads"), &in_use);
+    remove_stale_data(&opts.artifact_dir.join(storage::SIDECAR_ROOT).join(&opts.package_name), &sidecars.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>());
     let rust = rust_surface(items, tables, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
