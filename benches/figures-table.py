@@ -25,14 +25,17 @@ def med(n, c, scale=1.0, fmt="{:.2f}"):
     s = fmt.format(m)
     return s if len(xs) == 1 else f"{s} ({fmt.format(lo)}-{fmt.format(hi)})"
 
+def diff(n, a, b, scale=1000.0, fmt="{:+.0f}"):
+    da, db = v.get((n, a), {}), v.get((n, b), {})
+    ds = [(da[r] - db[r]) * scale for r in da if r in db and da[r] is not None and db[r] is not None]
+    return fmt.format(statistics.median(ds)) if ds else "-"
+
 def ratio(n, a, b, fmt="{:.3f}x"):
     da, db = v.get((n, a), {}), v.get((n, b), {})
     rs = [da[r] / db[r] for r in da if r in db and da[r] is not None and db[r]]
     return fmt.format(statistics.median(rs)) if rs else "-"
 
-sizes = sorted({n for n, c in v if c.startswith("cold_mcpp_build") and c == "cold_mcpp_build"}, key=int)
-def counts(c):
-    return {len(v[(n, c)]) for n in sizes if (n, c) in v}
+sizes = sorted({n for n, c in v if c in ("cold_mcpp_build", "noop_empty")}, key=int)
 print(f"| figure | " + " | ".join(f"N={n}" for n in sizes) + " |")
 print("|---|" + "---|" * len(sizes))
 table = [
@@ -44,6 +47,8 @@ table = [
     ("no-op, empty crate (ms)", lambda n: med(n, "noop_empty", 1000, "{:.0f}")),
     ("no-op, `mcpp-build` (ms)", lambda n: med(n, "noop_mcpp_build", 1000, "{:.0f}")),
     ("no-op, library build-dependency (ms)", lambda n: med(n, "noop_library", 1000, "{:.0f}")),
+    ("&nbsp;&nbsp;`mcpp-build` minus empty crate, same round (ms)", lambda n: diff(n, "noop_mcpp_build", "noop_empty")),
+    ("&nbsp;&nbsp;library minus empty crate, same round (ms)", lambda n: diff(n, "noop_library", "noop_empty")),
 ]
 for name, f in table:
     print(f"| {name} | " + " | ".join(f(n) for n in sizes) + " |")
