@@ -11,7 +11,7 @@
 # round); ratios are medians of per-round ratios.
 #
 # usage: benches/figures.sh            (from anywhere; prints the table on stdout, progress on stderr)
-# env:   SIZES="32 128"  ROUNDS_32=3  ROUNDS_128=1  NOOP_ROUNDS=10  SCCACHE_ROUNDS=2  SCCACHE_N=32
+# env:   SIZES="32 128"  ROUNDS_<N> (default 3 up to N=32, else 1)  NOOP_ROUNDS=10  SCCACHE_ROUNDS=2  SCCACHE_N=32
 #        KIT=../shared/bench (for gen-kernels.py)  RAW=file (the raw TSV; default a temp file)
 # Needs: nvcc (source /opt/mcpp-toolchains/env.sh, done here when present), python3; for the
 # sccache rows, sccache (setup component `sccache`, MCPP_SCCACHE) — skipped when absent.
@@ -45,7 +45,7 @@ log "warm-up (not timed): dependencies of both variants and the empty crate, 4 k
 gen 4; for v in "$MC" "$LIB" "$EMPTY"; do (cd "$v" && { [ "$v" = "$EMPTY" ] && cargo build --release -q || KERNELS_DIR="$v/kernels" ./bench-build.sh -q; }) >>"$TMP/log" 2>&1 || { echo "warm-up of $v failed: $TMP/log" >&2; tail -30 "$TMP/log" >&2; exit 1; }; done
 
 for N in $SIZES; do
-  gen "$N"; R=$(eval echo "\${ROUNDS_$N:-1}")
+  gen "$N"; R=$(eval echo "\${ROUNDS_$N:-}"); [ -n "$R" ] || { [ "$N" -le 32 ] && R=3 || R=1; }
   for r in $(seq "$R"); do
     log "N=$N round $r/$R: cold mcpp-build, limit (same argv), cold library"
     rec "$N" "$r" cold_mcpp_build "$(t cold "$MC")"
