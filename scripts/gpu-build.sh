@@ -16,6 +16,11 @@ sed -i "s|path = \"../..\"|path = \"$PWD\"|; s|compiler = \"nvcc\"|compiler = \"
 (cd "$tmp/saxpy-clang" && "$MCPP" mcpp build --release --accel "cuda12.9+{sm_90}" && cp target/release/cuda-saxpy "$OLDPWD/.gpu/cuda-saxpy-clang")
 (cd examples/vulkan-compute && "$MCPP" mcpp build --release && cp target/release/vulkan-compute ../../.gpu/)
 (cd examples/cuda-ptx && "$MCPP" mcpp build --release && cp target/release/cuda-ptx ../../.gpu/)
+# `cargo mcpp new` as a user runs it: the CUDA island (sm_90, nvcc) and the Vulkan compute lane.
+"$MCPP" mcpp new "$tmp/init-cuda" --lane cuda --island --accel "cuda13.0+{sm_90}" --mcpp-build-path "$PWD/mcpp-build"
+(cd "$tmp/init-cuda" && CARGO_MCPP="$MCPP" "$MCPP" mcpp build --release && cp target/release/init-cuda "$OLDPWD/.gpu/")
+"$MCPP" mcpp new "$tmp/init-vulkan" --lane spirv --mcpp-build-path "$PWD/mcpp-build"
+(cd "$tmp/init-vulkan" && CARGO_MCPP="$MCPP" "$MCPP" mcpp build --release && cp target/release/init-vulkan "$OLDPWD/.gpu/")
 cp "$MCPP" .gpu/   # the engine, for scripts/gpu-probe.sh
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 mkdir -p /tmp/amd64/partial
