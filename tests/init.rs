@@ -224,3 +224,24 @@ fn a_lane_and_accel_mismatch_or_an_island_of_a_shader_is_refused_with_nothing_wr
     assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), manifest);
     assert!(!tmp.path().join("src").exists() && !tmp.path().join("build.rs").exists());
 }
+
+/// Every file below `dir` with its bytes, to assert that a refusal wrote nothing.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = harness::walk(dir).into_iter().map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn init_at_a_virtual_workspace_root_is_refused_and_writes_nothing() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\"]\nresolver = \"2\"\n").unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/src")).unwrap();
+    std::fs::write(tmp.path().join("a/Cargo.toml"), "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(tmp.path().join("a/src/lib.rs"), "").unwrap();
+    let before = snapshot(tmp.path());
+    let out = mcpp(tmp.path(), &["init", "--lane", "cuda"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("a virtual workspace manifest (a [workspace] and no [package]): not a package") && text(&out).contains("help: run it in a member"), "{}", text(&out));
+    assert_eq!(snapshot(tmp.path()), before, "nothing written");
+}

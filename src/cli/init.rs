@@ -204,13 +204,21 @@ pub fn init(args: &InitArgs) -> Result<i32> {
 /// and how to build and run it.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] (nothing written): no `Cargo.toml`, one that is not TOML or has
-/// `[package.metadata.mcpp]` already, a `build.rs` that does not run the device phase, or any
+/// [`ErrorKind::Manifest`] (nothing written): no `Cargo.toml`, one that is not TOML, has no
+/// `[package]` (a virtual workspace root) or has `[package.metadata.mcpp]` already, a `build.rs` that does not run the device phase, or any
 /// file of the example that exists. [`ErrorKind::Io`] when a file cannot be written.
 pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     let manifest_path = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| Error::io("cannot read the manifest", &manifest_path, e).help("run `cargo mcpp init` in a package's directory, or `cargo mcpp new NAME`"))?;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| Error::new(ErrorKind::Manifest, format!("the manifest is not TOML: {}", e.message())).file(&manifest_path))?;
+    if !doc.get("package").is_some_and(toml_edit::Item::is_table_like) {
+        let (what, help) = if doc.contains_key("workspace") {
+            ("a virtual workspace manifest (a [workspace] and no [package]): not a package", "run it in a member: `cd <member> && cargo mcpp init`, or `cargo mcpp new NAME` for a new member")
+        } else {
+            ("a manifest without [package]: not a package", "run it in a package's directory, or `cargo mcpp new NAME`")
+        };
+        return Err(Error::new(ErrorKind::Manifest, format!("`cargo mcpp init` here: {what}")).file(&manifest_path).key("package").help(help));
+    }
     if doc.get("package").and_then(|p| p.get("metadata")).and_then(|m| m.get("mcpp")).is_some() {
         return Err(Error::new(ErrorKind::Manifest, "the manifest has [package.metadata.mcpp] already")
             .file(&manifest_path)
