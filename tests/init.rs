@@ -245,3 +245,42 @@ fn init_at_a_virtual_workspace_root_is_refused_and_writes_nothing() {
     assert!(text(&out).contains("a virtual workspace manifest (a [workspace] and no [package]): not a package") && text(&out).contains("help: run it in a member"), "{}", text(&out));
     assert_eq!(snapshot(tmp.path()), before, "nothing written");
 }
+
+/// A package directory in a temp dir with `manifest` and, when given, `(path, text)` files.
+fn package_with(manifest: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), manifest).unwrap();
+    for (rel, content) in files {
+        let p = tmp.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn a_build_key_or_a_commented_out_call_is_refused_naming_the_fix_and_nothing_is_written() {
+    let head = "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let cases: [(String, Vec<(&str, &str)>, &str); 4] = [
+        // A commented-out call is no call.
+        (head.to_string(), vec![("build.rs", "fn main() {\n    // mcpp_build::build();\n}\n")], "error: build.rs exists and does not run the device phase; cargo mcpp init does not change it\n"),
+        (head.to_string(), vec![("build.rs", "fn main() {\n    /* mcpp_build::build(); */\n}\n")], "help: add this line to its `fn main`: `mcpp_build::build();`"),
+        // `build = "tools/gen.rs"`: that script, not build.rs.
+        (format!("{head}build = \"tools/gen.rs\"\n"), vec![("tools/gen.rs", "fn main() {}\n")], "error: tools/gen.rs exists and does not run the device phase; cargo mcpp init does not change it\n"),
+        // `build = false`: the key to remove, at its line.
+        (format!("{head}build = false\n"), vec![], "Cargo.toml:5:1 (key `package.build`)\nhelp: remove `build = false` from [package]"),
+    ];
+    for (manifest, files, expected) in cases {
+        let tmp = package_with(&manifest, &files);
+        let before = snapshot(tmp.path());
+        let out = mcpp(tmp.path(), &["init", "--lane", "cuda"]);
+        assert_eq!(out.status.code(), Some(3), "{manifest}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{manifest}: {}", text(&out));
+        assert_eq!(snapshot(tmp.path()), before, "{manifest}: nothing written");
+    }
+    // A build script named by `build` that runs the device phase is used as it is: no build.rs.
+    let tmp = package_with(&format!("{head}build = \"tools/gen.rs\"\n"), &[("tools/gen.rs", "fn main() {\n    mcpp_build::build();\n}\n")]);
+    let out = mcpp(tmp.path(), &["init", "--lane", "cuda", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!tmp.path().join("build.rs").exists() && tmp.path().join("kernels/scale.cu").is_file());
+}

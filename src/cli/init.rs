@@ -168,6 +168,93 @@ fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str
     Ok(true)
 }
 
+/// The package's build script, relative to its root: `build.rs`, or the path of `[package]
+/// build = "..."` (Cargo's key).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key's `file:line:col` for `build = false` (no build script
+/// runs, so no device phase would), naming the key to remove.
+fn build_script(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) -> Result<PathBuf> {
+    match doc.get("package").and_then(|p| p.get("build")).and_then(toml_edit::Item::as_value) {
+        Some(toml_edit::Value::String(s)) => Ok(PathBuf::from(s.value())),
+        Some(toml_edit::Value::Boolean(b)) if !*b.value() => Err(Error::new(ErrorKind::Manifest, "[package] build = false: the package has no build script, and the device phase runs in one")
+            .file(key_position(text, manifest_path))
+            .key("package.build")
+            .help("remove `build = false` from [package], then run `cargo mcpp init` again")),
+        _ => Ok(PathBuf::from("build.rs")),
+    }
+}
+
+/// `path:line:col` of `[package] build` in the manifest's `text` (the path alone when it cannot be found).
+fn key_position(text: &str, manifest_path: &Path) -> String {
+    let span = text.parse::<toml_edit::ImDocument<String>>().ok().and_then(|d| d.get("package").and_then(|p| p.as_table_like()).and_then(|p| p.get_key_value("build")).and_then(|(k, _)| k.span()));
+    match span {
+        Some(r) => {
+            let before = &text[..r.start];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("{}:{line}:{col}", manifest_path.display())
+        }
+        None => manifest_path.display().to_string(),
+    }
+}
+
+/// Whether the Rust source of a build script calls the device phase (`mcpp_build::build(`,
+/// `mcpp_build::Build`, `cargo_mcpp::build(`, `cargo_mcpp::Build`) outside comments: `//` and
+/// (nested) `/* */` comments and string literals are removed first (so `"//"` starts no
+/// comment), and whitespace is ignored (`mcpp_build :: build ()`). Not a parser: a call in a
+/// function never called counts, and a `'"'` char literal or a raw string can confuse it.
+fn calls_device_phase(source: &str) -> bool {
+    let mut code = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if depth > 0 {
+            match (c, chars.peek()) {
+                ('*', Some('/')) => {
+                    chars.next();
+                    depth -= 1;
+                }
+                ('/', Some('*')) => {
+                    chars.next();
+                    depth += 1;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if in_string {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                code.push('\n');
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                depth = 1;
+            }
+            ('"', _) => in_string = true,
+            _ if c.is_whitespace() => {}
+            _ => code.push(c),
+        }
+    }
+    ["mcpp_build::build(", "mcpp_build::Build", "cargo_mcpp::build(", "cargo_mcpp::Build"].iter().any(|call| code.contains(call))
+}
+
 /// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
 /// `Cargo.toml`, then [`init`] in it.
 ///
@@ -236,19 +323,31 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         files.push((PathBuf::from("src/main.rs"), program));
         "cargo run".to_string()
     };
-    let build_rs = dir.join("build.rs");
     let mut problems = Vec::new();
-    if build_rs.exists() {
-        let existing = std::fs::read_to_string(&build_rs).unwrap_or_default();
-        if !existing.contains("mcpp_build::build") && !existing.contains("cargo_mcpp::build") {
-            problems.push(
-                Error::new(ErrorKind::Manifest, "build.rs exists and does not run the device phase; cargo mcpp init does not change it")
-                    .file(&build_rs)
-                    .help("add this line to its `fn main`: `mcpp_build::build();`"),
-            );
+    match build_script(&doc, &text, &manifest_path) {
+        Err(e) => problems.push(e),
+        Ok(rel) => {
+            let script = dir.join(&rel);
+            if script.exists() {
+                let existing = std::fs::read_to_string(&script).unwrap_or_default();
+                if !calls_device_phase(&existing) {
+                    problems.push(
+                        Error::new(ErrorKind::Manifest, format!("{} exists and does not run the device phase; cargo mcpp init does not change it", rel.display()))
+                            .file(&script)
+                            .help("add this line to its `fn main`: `mcpp_build::build();`"),
+                    );
+                }
+            } else if rel == Path::new("build.rs") {
+                files.push((rel, "fn main() {\n    mcpp_build::build();\n}\n".to_string()));
+            } else {
+                problems.push(
+                    Error::new(ErrorKind::Manifest, format!("[package] build = {} names a build script that does not exist", toml_string(&rel.display().to_string())))
+                        .file(&manifest_path)
+                        .key("package.build")
+                        .help(format!("create {} with `fn main() {{ mcpp_build::build(); }}`, or remove the `build` key to use build.rs", rel.display())),
+                );
+            }
         }
-    } else {
-        files.push((PathBuf::from("build.rs"), "fn main() {\n    mcpp_build::build();\n}\n".to_string()));
     }
     for (rel, _) in &files {
         if dir.join(rel).exists() {
@@ -291,4 +390,20 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     };
     println!("Next: cargo mcpp build{no_accel} && {run}");
     Ok(crate::error::exit_code::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_device_phase;
+
+    #[test]
+    fn a_call_in_a_comment_is_no_call() {
+        assert!(calls_device_phase("fn main() {\n    mcpp_build::build();\n}\n"));
+        assert!(calls_device_phase("fn main() { mcpp_build :: Build::new().accel(\"vulkan1.3\").compile(); }"));
+        assert!(calls_device_phase("fn main() { let _ = \"http://x\"; cargo_mcpp::build().unwrap(); }"));
+        assert!(!calls_device_phase("fn main() {\n    // mcpp_build::build();\n}\n"));
+        assert!(!calls_device_phase("fn main() {\n    /* mcpp_build::build(); /* nested */ still a comment: cargo_mcpp::build() */\n}\n"));
+        assert!(!calls_device_phase("/// mcpp_build::build();\nfn main() {}\n"));
+        assert!(!calls_device_phase("fn main() { println!(\"cargo::rerun-if-changed=x\"); }"));
+    }
 }
