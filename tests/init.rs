@@ -284,3 +284,44 @@ fn a_build_key_or_a_commented_out_call_is_refused_naming_the_fix_and_nothing_is_
     assert!(out.status.success(), "{}", text(&out));
     assert!(!tmp.path().join("build.rs").exists() && tmp.path().join("kernels/scale.cu").is_file());
 }
+
+#[test]
+fn the_default_build_dependency_is_the_mcpp_build_this_cargo_mcpp_was_built_from() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let out = mcpp(tmp.path(), &["new", "dflt", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = tmp.path().join("dflt");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let expected = format!("[build-dependencies]\nmcpp-build = {{ path = \"{}\" }}\n", build_dep());
+    assert!(manifest.contains(&expected), "{manifest}");
+    // Cargo resolves it (offline: a version that is not on crates.io would not resolve).
+    let meta = cargo(&dir, &["metadata", "--offline", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    assert!(stdout(&meta).contains("\"name\":\"mcpp-build\""), "{}", text(&meta));
+}
+
+#[test]
+fn a_relative_mcpp_build_path_is_written_absolute_and_a_wrong_one_is_refused() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let from = tmp.path().join("here");
+    std::fs::create_dir_all(&from).unwrap();
+    // `../link` from `here`: a path relative to the current directory, not to the new manifest.
+    std::os::unix::fs::symlink(repo().join("mcpp-build"), tmp.path().join("link")).unwrap();
+    let out = mcpp(&from, &["new", "rel", "--island", "--mcpp-build-path", "../link"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest = std::fs::read_to_string(from.join("rel/Cargo.toml")).unwrap();
+    let abs = std::fs::canonicalize(repo().join("mcpp-build")).unwrap();
+    assert!(manifest.contains(&format!("mcpp-build = {{ path = \"{}\" }}", abs.display())), "{manifest}");
+    let meta = cargo(&from.join("rel"), &["metadata", "--offline", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+
+    // Not the mcpp-build crate (cargo-mcpp's own root), or nothing there: refused, nothing written.
+    let repo_dir = repo().display().to_string();
+    let cases: [(&str, &str); 2] = [(&repo_dir, "is not the mcpp-build crate (its Cargo.toml does not name the package `mcpp-build`)"), ("../nowhere", "--mcpp-build-path `../nowhere`: No such file or directory")];
+    for (path, expected) in cases {
+        let out = mcpp(&from, &["new", "refused", "--mcpp-build-path", path]);
+        assert_eq!(out.status.code(), Some(3), "{path}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{path}: {}", text(&out));
+        assert!(!from.join("refused").exists(), "{path}");
+    }
+}

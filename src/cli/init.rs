@@ -68,7 +68,9 @@ pub struct InitArgs {
     /// `cuda13.0+{sm_80}` or `hip+{gfx90a}`); it must name the lane's backend.
     #[arg(long, value_name = "SPEC")]
     pub accel: Option<String>,
-    /// The `mcpp-build` build dependency as a path (a checkout's `mcpp-build/`) instead of its crates.io version.
+    /// The `mcpp-build` build dependency as a path (a checkout's `mcpp-build/`, relative to the
+    /// current directory or absolute; written absolute). Default: the `mcpp-build/` of the source
+    /// this cargo-mcpp was built from while it exists, else its crates.io version.
     #[arg(long, value_name = "DIR")]
     pub mcpp_build_path: Option<PathBuf>,
 }
@@ -140,12 +142,42 @@ fn toml_string(s: &str) -> String {
     toml_edit::Value::from(s).to_string().trim().to_string()
 }
 
-/// The build dependency line.
-fn build_dependency(path: Option<&Path>) -> String {
-    match path {
-        Some(p) => format!("mcpp-build = {{ path = {} }}", toml_string(&p.display().to_string())),
-        None => format!("mcpp-build = {}", toml_string(mcpp_build::VERSION)),
+/// The `mcpp-build` crate of the source this cargo-mcpp was built from (a checkout's
+/// `mcpp-build/`): the default build dependency while it is there (`cargo install --path`).
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcpp-build");
+
+/// Whether `dir/Cargo.toml` is the manifest of the `mcpp-build` crate.
+fn is_mcpp_build(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+        .is_some_and(|d| d.get("package").and_then(|p| p.get("name")).and_then(toml_edit::Item::as_str) == Some("mcpp-build"))
+}
+
+/// The build dependency line: `--mcpp-build-path` made absolute (cargo reads a relative path
+/// from the new manifest, not from where the command ran); without it, the `mcpp-build/` of
+/// the source this cargo-mcpp was built from when it is still there ([`BUILT_FROM`]), else
+/// the crates.io version, which is the engine's own.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when `--mcpp-build-path` does not exist or is not the
+/// `mcpp-build` crate (its `Cargo.toml` names another package, or there is none).
+fn build_dependency(path: Option<&Path>) -> Result<String> {
+    let Some(p) = path else {
+        return Ok(if is_mcpp_build(Path::new(BUILT_FROM)) {
+            format!("mcpp-build = {{ path = {} }}", toml_string(BUILT_FROM))
+        } else {
+            format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))
+        });
+    };
+    let help = "give the `mcpp-build/` directory of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
+    let abs = std::fs::canonicalize(p).map_err(|e| Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p))).help(help))?;
+    if !is_mcpp_build(&abs) {
+        return Err(Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}` is not the mcpp-build crate (its Cargo.toml does not name the package `mcpp-build`)", crate::text::echo_path(p)))
+            .file(abs.join("Cargo.toml"))
+            .help(help));
     }
+    Ok(format!("mcpp-build = {{ path = {} }}", toml_string(&abs.display().to_string())))
 }
 
 /// Add `line` (`key = value`) to the manifest's table `table` (created when missing) unless
@@ -269,6 +301,7 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     }
     // The options refused before the directory exists, so a refusal leaves nothing behind.
     choose(args)?;
+    build_dependency(args.mcpp_build_path.as_deref())?;
     if dir.exists() {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` already exists", crate::text::echo_path(&dir))).help("choose another name, or run `cargo mcpp init` inside the existing package"));
     }
@@ -313,6 +346,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (README.md \"Manifest reference\")"));
     }
     let (lane, accel) = choose(args)?;
+    let dependency = build_dependency(args.mcpp_build_path.as_deref())?;
     let (table, mut files, program) = lane_files(lane, &accel);
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let run = if dir.join("src/main.rs").exists() {
@@ -359,7 +393,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     // The manifest: the build dependency and, for the Vulkan lanes, ash (each unless there is
     // one), then the table, appended.
     let mut added = Vec::new();
-    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &build_dependency(args.mcpp_build_path.as_deref()))? {
+    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &dependency)? {
         added.push("the mcpp-build build dependency");
     }
     if matches!(lane, Lane::Spirv | Lane::Slang) && add_dependency(&mut doc, "dependencies", &["ash"], &format!("ash = {}", toml_string(ASH)))? {
