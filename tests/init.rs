@@ -261,7 +261,8 @@ fn package_with(manifest: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
 #[test]
 fn a_build_key_or_a_commented_out_call_is_refused_naming_the_fix_and_nothing_is_written() {
     let head = "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
-    let cases: [(String, Vec<(&str, &str)>, &str); 4] = [
+    type Files<'a> = Vec<(&'a str, &'a str)>;
+    let cases: [(String, Files, &str); 4] = [
         // A commented-out call is no call.
         (head.to_string(), vec![("build.rs", "fn main() {\n    // mcpp_build::build();\n}\n")], "error: build.rs exists and does not run the device phase; cargo mcpp init does not change it\n"),
         (head.to_string(), vec![("build.rs", "fn main() {\n    /* mcpp_build::build(); */\n}\n")], "help: add this line to its `fn main`: `mcpp_build::build();`"),
@@ -324,4 +325,51 @@ fn a_relative_mcpp_build_path_is_written_absolute_and_a_wrong_one_is_refused() {
         assert!(text(&out).contains(expected), "{path}: {}", text(&out));
         assert!(!from.join("refused").exists(), "{path}");
     }
+}
+
+#[test]
+fn names_cargo_refuses_and_an_ambiguous_hip_set_are_refused_with_nothing_written() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["new", "test"], "error: the name `test` cannot be used as a package name: it is a crate of Rust's standard library"),
+        (&["new", "core"], "error: the name `core` cannot be used as a package name: it is a crate of Rust's standard library"),
+        (&["new", "fn"], "error: the name `fn` cannot be used as a package name: it is a Rust keyword"),
+        (&["new", "deps"], "error: the name `deps` cannot be used as a package name: it conflicts with cargo's build directory names"),
+        // The HIP rule's own platform choice: AMD and NVIDIA architectures both listed.
+        (&["new", "hipboth", "--lane", "hip", "--accel", "hip+{gfx90a},cuda13.0+{sm_80}"], "error: --accel `hip+{gfx90a},cuda13.0+{sm_80}`: the accelerator set `hip+{gfx90a}, cuda13.0+{sm_80}` names HIP for both platforms: AMD (gfx90a) and NVIDIA (sm_80)"),
+    ];
+    for (args, expected) in cases {
+        let out = mcpp(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
+        assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "{args:?}: nothing written");
+    }
+    // A rule's check of its entry (a HIP version names its minor), as the build would refuse it.
+    let out = mcpp(tmp.path(), &["new", "hipfive", "--lane", "hip", "--accel", "hip5+{gfx90a}"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("names HIP 5 without a minor version"), "{}", text(&out));
+}
+
+#[test]
+fn new_inside_a_workspace_adds_the_package_to_its_members() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\"]\nresolver = \"2\"\n").unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/src")).unwrap();
+    std::fs::write(tmp.path().join("a/Cargo.toml"), "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(tmp.path().join("a/src/lib.rs"), "").unwrap();
+    std::fs::create_dir_all(tmp.path().join("crates")).unwrap();
+    let out = mcpp(&tmp.path().join("crates"), &["new", "c", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Added `c` to the members of the workspace"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/c\"]\nresolver = \"2\"\n");
+    // Cargo sees both members (before, it refused: the package believed it was in a workspace).
+    let meta = cargo(&tmp.path().join("crates/c"), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    assert!(stdout(&meta).contains("\"name\":\"c\"") && stdout(&meta).contains("\"name\":\"a\""), "{}", text(&meta));
+
+    // A glob that already matches: the manifest is left alone.
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\", \"crates/*\"]\n").unwrap();
+    let out = mcpp(&tmp.path().join("crates"), &["new", "d", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/*\"]\n");
 }

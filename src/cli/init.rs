@@ -99,6 +99,23 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
         return Err(Error::new(ErrorKind::Manifest, format!("--accel `{}` names no `{}` entry, so the {} lane's example would never be compiled", crate::text::echo(accel), lane.backend(), lane.name()))
             .help(format!("add a `{}` entry (the lane's default is `{}`), or choose the lane of that set with `--lane`", lane.backend(), lane.default_accel())));
     }
+    // The rules' own checks of the set, as the build runs them: each entry's (`check_entry`),
+    // and for the HIP example the HIP rule's platform choice (`which = "auto"`, as written).
+    let mut problems = crate::pipeline::check_entries(&set, None, &crate::rules::registry());
+    if lane == Lane::Hip {
+        if let Some(hip) = set.entry(Backend::Hip) {
+            if let Err(e) = crate::rules::hip::platform(crate::rules::hip::HipWhich::Auto, hip, set.entry(Backend::Cuda)) {
+                problems.push(e);
+            }
+        }
+    }
+    let problems = problems.into_iter().map(|e| {
+        let mut refusal = Error::new(ErrorKind::Manifest, format!("--accel `{}`: {}", crate::text::echo(accel), e.message));
+        refusal.detail = e.detail;
+        refusal.help = e.help;
+        refusal
+    });
+    Error::all(problems.collect())?;
     Ok((lane, accel.to_string()))
 }
 
@@ -287,6 +304,51 @@ fn calls_device_phase(source: &str) -> bool {
     ["mcpp_build::build(", "mcpp_build::Build", "cargo_mcpp::build(", "cargo_mcpp::Build"].iter().any(|call| code.contains(call))
 }
 
+/// Why cargo refuses `name` for a new package with a binary (`cargo new`'s checks): a Rust
+/// keyword, Rust's `test` library or another standard library crate, or a name of cargo's
+/// build directory; `None` when it takes it.
+fn reserved_name(name: &str) -> Option<&'static str> {
+    if crate::surface::names::RUST_KEYWORDS.contains(&name) {
+        Some("it is a Rust keyword")
+    } else if ["test", "core", "std", "alloc", "proc_macro", "proc-macro"].contains(&name) {
+        Some("it is a crate of Rust's standard library")
+    } else if ["deps", "examples", "build", "incremental"].contains(&name) {
+        Some("it conflicts with cargo's build directory names")
+    } else {
+        None
+    }
+}
+
+/// The workspace whose root manifest is the nearest above `dir` with a `[workspace]` table
+/// (cargo's search), when `dir` is not yet one of its members and not excluded: the manifest's
+/// path and its text with `dir` added to `workspace.members`, as `cargo new` does.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when that manifest's `workspace.members` is not an array of strings.
+fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
+    for root in dir.ancestors().skip(1) {
+        let manifest = root.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
+        let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else { return Ok(None) };
+        let Some(ws) = doc.get_mut("workspace").and_then(toml_edit::Item::as_table_like_mut) else { continue };
+        let Ok(rel) = dir.strip_prefix(root) else { return Ok(None) };
+        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let listed = |key: &str, ws: &dyn toml_edit::TableLike| {
+            ws.get(key).and_then(toml_edit::Item::as_array).is_some_and(|a| {
+                a.iter().filter_map(toml_edit::Value::as_str).any(|p| p.trim_end_matches('/') == rel || glob::Pattern::new(p).is_ok_and(|g| g.matches(&rel)) || (key == "exclude" && rel.starts_with(&format!("{}/", p.trim_end_matches('/')))))
+            })
+        };
+        if listed("members", &*ws) || listed("exclude", &*ws) {
+            return Ok(None);
+        }
+        let not_array = || Error::new(ErrorKind::Manifest, "`workspace.members` is not an array of paths").file(&manifest).key("workspace.members").help(format!("add \"{rel}\" to `members` by hand"));
+        let members = ws.entry("members").or_insert(toml_edit::value(toml_edit::Array::new())).as_array_mut().ok_or_else(not_array)?;
+        members.push(rel.as_str());
+        return Ok(Some((manifest, doc.to_string())));
+    }
+    Ok(None)
+}
+
 /// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
 /// `Cargo.toml`, then [`init`] in it.
 ///
@@ -299,16 +361,31 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter"));
     }
+    if let Some(why) = reserved_name(&package) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the name `{package}` cannot be used as a package name: {why}")).help("choose another name (cargo new refuses it too)"));
+    }
     // The options refused before the directory exists, so a refusal leaves nothing behind.
     choose(args)?;
     build_dependency(args.mcpp_build_path.as_deref())?;
     if dir.exists() {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` already exists", crate::text::echo_path(&dir))).help("choose another name, or run `cargo mcpp init` inside the existing package"));
     }
+    let cwd = std::env::current_dir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot read the current directory: {e}")))?;
+    let abs = cwd.join(&dir);
+    let abs = match abs.parent().and_then(|p| std::fs::canonicalize(p).ok()) {
+        Some(parent) => parent.join(&package),
+        None => abs,
+    };
+    let workspace = workspace_to_join(&abs)?;
     std::fs::create_dir_all(dir.join("src")).map_err(|e| Error::io("cannot create", &dir, e))?;
     let manifest = format!("[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n");
     crate::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
-    init_in(&dir, args)
+    let code = init_in(&dir, args)?;
+    if let Some((root, text)) = workspace {
+        crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
+        println!("     Added `{}` to the members of the workspace {}", crate::text::echo(name), root.display());
+    }
+    Ok(code)
 }
 
 /// `cargo mcpp init` in the current directory's package.
