@@ -3,7 +3,8 @@
 //! and Slang lanes dispatch their shader with ash on the first Vulkan device (lavapipe where
 //! there is no GPU) and print the doubled result; the CUDA island (`--island`, nvcc) and the HIP
 //! island (hipcc, gfx90a) say "no ... device is present" and exit 2 where there is none, and
-//! run their CPU fallback with `--no-accel`. Refused, with nothing written: an existing
+//! run their CPU fallback with the command init and the program print (`MCPP_NO_ACCEL=1 cargo
+//! run`), run as printed. Refused, with nothing written: an existing
 //! `build.rs`, `--island` on a shader lane, an `--accel` that does not name the lane's backend.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
@@ -68,6 +69,28 @@ fn build_and_run(dir: &Path, args: &[&str], run_args: &[&str], envs: &[(&str, &s
     cargo(dir, &all, &envs)
 }
 
+/// Run a command line that `cargo mcpp init` or a generated program printed (`[K=V ...] cargo
+/// ARGS`), as a user would type it in `dir`: `cargo` is this test's cargo, the target directory
+/// the shared one (`CARGO_TARGET_DIR`).
+fn run_advice(dir: &Path, line: &str) -> Output {
+    let mut words = line.split_whitespace().peekable();
+    let mut envs = Vec::new();
+    while let Some((k, v)) = words.peek().and_then(|w| w.split_once('=')) {
+        envs.push((k.to_string(), v.to_string()));
+        words.next();
+    }
+    assert_eq!(words.next(), Some("cargo"), "{line}");
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(words).current_dir(dir).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp")).env("CARGO_TARGET_DIR", target()).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").envs(envs);
+    cmd.output().unwrap()
+}
+
+/// The command after `marker` on a line of `said`, up to the line's end or a closing backquote.
+fn advice<'a>(said: &'a str, marker: &str) -> &'a str {
+    let at = said.find(marker).unwrap_or_else(|| panic!("no `{marker}` in {said}")) + marker.len();
+    said[at..].lines().next().unwrap().trim_end_matches('`')
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -123,7 +146,7 @@ fn new_slang_package_runs_its_shader_on_vulkan() {
 fn new_cuda_island_builds_with_nvcc_and_runs_the_fallback_with_no_accel() {
     let toolkit = harness::cuda13().display().to_string();
     let (_tmp, dir, said) = new_package("cuda-island-app", &["--island"]);
-    assert!(said.contains("Next: cargo mcpp build (--no-accel: the CPU fallback, without a CUDA toolkit) && cargo run"), "{said}");
+    assert!(said.contains("Next: cargo mcpp build && cargo run\n      without a CUDA toolkit, the CPU fallback: MCPP_NO_ACCEL=1 cargo run\n"), "{said}");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("accel = \"cuda13.0+{sm_80}\"\nsources = [\"kernels/*.cu\"]\n\n[package.metadata.mcpp.island]\nsources = [\"kernels/scale.cu\", \"host/scale.cpp\"]"), "{manifest}");
     assert!(!manifest.contains("ash"), "{manifest}");
@@ -134,10 +157,15 @@ fn new_cuda_island_builds_with_nvcc_and_runs_the_fallback_with_no_accel() {
         assert!(run.status.success() && stdout(&run).contains("scale_run doubled 1024 floats (accel cuda13.0+{sm_80}); y[100] = 200"), "{}", text(&run));
     } else {
         assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-        assert!(text(&run).contains("no CUDA device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+        assert!(text(&run).contains("no CUDA device is present: for the CPU fallback, run `MCPP_NO_ACCEL=1 cargo run`"), "{}", text(&run));
+        // The program's advice, run as printed, right after the accelerated build.
+        let run = run_advice(&dir, advice(&text(&run), "for the CPU fallback, run `"));
+        assert!(run.status.success(), "{}", text(&run));
+        assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
     }
 
-    let run = build_and_run(&dir, &["--no-accel"], &[], &[]);
+    // init's advice, run as printed.
+    let run = run_advice(&dir, advice(&said, "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
@@ -162,10 +190,11 @@ fn init_hip_into_an_existing_crate_builds_with_hipcc_and_runs_the_fallback() {
         assert!(run.status.success() && stdout(&run).contains("y[100] = 200"), "{}", text(&run));
     } else {
         assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-        assert!(text(&run).contains("no HIP device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+        assert!(text(&run).contains("no HIP device is present: for the CPU fallback, run `MCPP_NO_ACCEL=1 cargo run --example mcpp_hip`"), "{}", text(&run));
     }
 
-    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_hip"], &[]);
+    assert!(text(&out).contains("Next: cargo mcpp build && cargo run --example mcpp_hip\n      without a ROCm, the CPU fallback: MCPP_NO_ACCEL=1 cargo run --example mcpp_hip\n"), "{}", text(&out));
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
@@ -181,7 +210,7 @@ fn init_cuda_into_an_existing_crate_runs_the_fallback_with_no_accel() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(dir.join("src/main.rs")).unwrap(), "fn main() { println!(\"mine\"); }\n", "never overwritten");
     assert!(text(&out).contains("cargo run --example mcpp_cuda"), "{}", text(&out));
-    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_cuda"], &[]);
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback)"), "{}", text(&run));
 }
@@ -299,6 +328,10 @@ fn the_default_build_dependency_is_the_mcpp_build_this_cargo_mcpp_was_built_from
     let meta = cargo(&dir, &["metadata", "--offline", "--format-version", "1"], &[]);
     assert!(meta.status.success(), "{}", text(&meta));
     assert!(stdout(&meta).contains("\"name\":\"mcpp-build\""), "{}", text(&meta));
+    // And builds: init's advice for the CPU fallback, run as printed.
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
 
 #[test]

@@ -119,11 +119,12 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     Ok((lane, accel.to_string()))
 }
 
-/// What the lane adds: the manifest's table (TOML text), the device files and the Rust program.
-fn lane_files(lane: Lane, accel: &str) -> (String, Vec<NewFile>, String) {
+/// What the lane adds: the manifest's table (TOML text), the device files and the Rust program;
+/// `fallback` is the command that runs the program's CPU fallback (an island's message names it).
+fn lane_files(lane: Lane, accel: &str, fallback: &str) -> (String, Vec<NewFile>, String) {
     let accel = toml_string(accel);
     let vulkan = |source: &str, shader: &str| include_str!("../../templates/init/vulkan/main.rs").replace("__LANE__", lane.name()).replace("__SOURCE__", source).replace("__FILE__", source.rsplit('/').next().unwrap_or(source)).replace("__SHADER__", shader);
-    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source);
+    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source).replace("__FALLBACK__", fallback);
     let island_table = |source: &str| format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n");
     match lane {
         Lane::Spirv => (
@@ -424,16 +425,19 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     }
     let (lane, accel) = choose(args)?;
     let dependency = build_dependency(args.mcpp_build_path.as_deref())?;
-    let (table, mut files, program) = lane_files(lane, &accel);
     // The program: src/main.rs when the crate has none, else an example target beside it.
-    let run = if dir.join("src/main.rs").exists() {
+    let (program_path, run) = if dir.join("src/main.rs").exists() {
         let name = format!("mcpp_{}", lane.name());
-        files.push((PathBuf::from(format!("examples/{name}.rs")), program));
-        format!("cargo run --example {name}")
+        (PathBuf::from(format!("examples/{name}.rs")), format!("cargo run --example {name}"))
     } else {
-        files.push((PathBuf::from("src/main.rs"), program));
-        "cargo run".to_string()
+        (PathBuf::from("src/main.rs"), "cargo run".to_string())
     };
+    // The CPU fallback: `cargo run` runs the build script again with the environment it is
+    // given (MCPP_NO_ACCEL is declared with rerun-if-env-changed), so `cargo mcpp build
+    // --no-accel` before a plain `cargo run` would not last: the variable goes with the run.
+    let fallback = format!("MCPP_NO_ACCEL=1 {run}");
+    let (table, mut files, program) = lane_files(lane, &accel, &fallback);
+    files.push((program_path, program));
     let mut problems = Vec::new();
     match build_script(&doc, &text, &manifest_path) {
         Err(e) => problems.push(e),
@@ -494,12 +498,15 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
-    let no_accel = match lane {
-        Lane::Cuda => " (--no-accel: the CPU fallback, without a CUDA toolkit)",
-        Lane::Hip => " (--no-accel: the CPU fallback, without a ROCm)",
-        Lane::Spirv | Lane::Slang => "",
+    println!("Next: cargo mcpp build && {run}");
+    let toolkit = match lane {
+        Lane::Cuda => Some("a CUDA toolkit"),
+        Lane::Hip => Some("a ROCm"),
+        Lane::Spirv | Lane::Slang => None,
     };
-    println!("Next: cargo mcpp build{no_accel} && {run}");
+    if let Some(toolkit) = toolkit {
+        println!("      without {toolkit}, the CPU fallback: {fallback}");
+    }
     Ok(crate::error::exit_code::SUCCESS)
 }
 
