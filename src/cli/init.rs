@@ -2,8 +2,10 @@
 //! the `[package.metadata.mcpp]` table, the `mcpp-build` build dependency, `build.rs`, one
 //! example device source of the chosen lane and the Rust code that calls it, from the files
 //! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
-//! written, an existing `build.rs` is refused naming the one line to add, and a manifest that
-//! already has `[package.metadata.mcpp]` is refused.
+//! written, an existing build script (`build.rs` or `[package] build`) that does not call the
+//! device phase outside comments is refused naming the one line to add, and a manifest that
+//! already has `[package.metadata.mcpp]`, or has no `[package]`, is refused. `new` refuses the
+//! names `cargo new` refuses and joins an enclosing workspace's `members`.
 
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -351,11 +353,13 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
 }
 
 /// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
-/// `Cargo.toml`, then [`init`] in it.
+/// `Cargo.toml`, then [`init`] in it; inside a workspace that does not cover it yet, the
+/// package is added to the root manifest's `workspace.members` last.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] when `NAME` exists or is no package name; [`ErrorKind::Io`] when a
-/// file cannot be written.
+/// [`ErrorKind::Manifest`] (nothing written) when `NAME` exists, is no package name or one
+/// cargo refuses, the options are refused, or the enclosing workspace's `members` is no array;
+/// [`ErrorKind::Io`] when a file cannot be written.
 pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let dir = PathBuf::from(name);
     let package = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
