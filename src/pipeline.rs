@@ -489,7 +489,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
 
 /// Every rule's check of its entries of `accel` ([`rules::Rule::check_entry`]), each problem a
 /// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
-fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
+pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
     let mut out = Vec::new();
     for entry in &accel.entries {
         for rule in registry.iter().filter(|r| r.backend() == entry.backend) {

@@ -3,7 +3,8 @@
 //! and Slang lanes dispatch their shader with ash on the first Vulkan device (lavapipe where
 //! there is no GPU) and print the doubled result; the CUDA island (`--island`, nvcc) and the HIP
 //! island (hipcc, gfx90a) say "no ... device is present" and exit 2 where there is none, and
-//! run their CPU fallback with `--no-accel`. Refused, with nothing written: an existing
+//! run their CPU fallback with the command init and the program print (`MCPP_NO_ACCEL=1 cargo
+//! run`), run as printed. Refused, with nothing written: an existing
 //! `build.rs`, `--island` on a shader lane, an `--accel` that does not name the lane's backend.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
@@ -68,6 +69,28 @@ fn build_and_run(dir: &Path, args: &[&str], run_args: &[&str], envs: &[(&str, &s
     cargo(dir, &all, &envs)
 }
 
+/// Run a command line that `cargo mcpp init` or a generated program printed (`[K=V ...] cargo
+/// ARGS`), as a user would type it in `dir`: `cargo` is this test's cargo, the target directory
+/// the shared one (`CARGO_TARGET_DIR`).
+fn run_advice(dir: &Path, line: &str) -> Output {
+    let mut words = line.split_whitespace().peekable();
+    let mut envs = Vec::new();
+    while let Some((k, v)) = words.peek().and_then(|w| w.split_once('=')) {
+        envs.push((k.to_string(), v.to_string()));
+        words.next();
+    }
+    assert_eq!(words.next(), Some("cargo"), "{line}");
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(words).current_dir(dir).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp")).env("CARGO_TARGET_DIR", target()).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").envs(envs);
+    cmd.output().unwrap()
+}
+
+/// The command after `marker` on a line of `said`, up to the line's end or a closing backquote.
+fn advice<'a>(said: &'a str, marker: &str) -> &'a str {
+    let at = said.find(marker).unwrap_or_else(|| panic!("no `{marker}` in {said}")) + marker.len();
+    said[at..].lines().next().unwrap().trim_end_matches('`')
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -123,7 +146,7 @@ fn new_slang_package_runs_its_shader_on_vulkan() {
 fn new_cuda_island_builds_with_nvcc_and_runs_the_fallback_with_no_accel() {
     let toolkit = harness::cuda13().display().to_string();
     let (_tmp, dir, said) = new_package("cuda-island-app", &["--island"]);
-    assert!(said.contains("Next: cargo mcpp build (--no-accel: the CPU fallback, without a CUDA toolkit) && cargo run"), "{said}");
+    assert!(said.contains("Next: cargo mcpp build && cargo run\n      without a CUDA toolkit, the CPU fallback: MCPP_NO_ACCEL=1 cargo run\n"), "{said}");
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("accel = \"cuda13.0+{sm_80}\"\nsources = [\"kernels/*.cu\"]\n\n[package.metadata.mcpp.island]\nsources = [\"kernels/scale.cu\", \"host/scale.cpp\"]"), "{manifest}");
     assert!(!manifest.contains("ash"), "{manifest}");
@@ -134,10 +157,15 @@ fn new_cuda_island_builds_with_nvcc_and_runs_the_fallback_with_no_accel() {
         assert!(run.status.success() && stdout(&run).contains("scale_run doubled 1024 floats (accel cuda13.0+{sm_80}); y[100] = 200"), "{}", text(&run));
     } else {
         assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-        assert!(text(&run).contains("no CUDA device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+        assert!(text(&run).contains("no CUDA device is present: for the CPU fallback, run `MCPP_NO_ACCEL=1 cargo run`"), "{}", text(&run));
+        // The program's advice, run as printed, right after the accelerated build.
+        let run = run_advice(&dir, advice(&text(&run), "for the CPU fallback, run `"));
+        assert!(run.status.success(), "{}", text(&run));
+        assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
     }
 
-    let run = build_and_run(&dir, &["--no-accel"], &[], &[]);
+    // init's advice, run as printed.
+    let run = run_advice(&dir, advice(&said, "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
@@ -162,10 +190,11 @@ fn init_hip_into_an_existing_crate_builds_with_hipcc_and_runs_the_fallback() {
         assert!(run.status.success() && stdout(&run).contains("y[100] = 200"), "{}", text(&run));
     } else {
         assert_eq!(run.status.code(), Some(2), "{}", text(&run));
-        assert!(text(&run).contains("no HIP device is present: build with `cargo mcpp build --no-accel` for the CPU fallback"), "{}", text(&run));
+        assert!(text(&run).contains("no HIP device is present: for the CPU fallback, run `MCPP_NO_ACCEL=1 cargo run --example mcpp_hip`"), "{}", text(&run));
     }
 
-    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_hip"], &[]);
+    assert!(text(&out).contains("Next: cargo mcpp build && cargo run --example mcpp_hip\n      without a ROCm, the CPU fallback: MCPP_NO_ACCEL=1 cargo run --example mcpp_hip\n"), "{}", text(&out));
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
 }
@@ -181,7 +210,7 @@ fn init_cuda_into_an_existing_crate_runs_the_fallback_with_no_accel() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(dir.join("src/main.rs")).unwrap(), "fn main() { println!(\"mine\"); }\n", "never overwritten");
     assert!(text(&out).contains("cargo run --example mcpp_cuda"), "{}", text(&out));
-    let run = build_and_run(&dir, &["--no-accel"], &["--example", "mcpp_cuda"], &[]);
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
     assert!(run.status.success(), "{}", text(&run));
     assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback)"), "{}", text(&run));
 }
@@ -223,4 +252,157 @@ fn a_lane_and_accel_mismatch_or_an_island_of_a_shader_is_refused_with_nothing_wr
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), manifest);
     assert!(!tmp.path().join("src").exists() && !tmp.path().join("build.rs").exists());
+}
+
+/// Every file below `dir` with its bytes, to assert that a refusal wrote nothing.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = harness::walk(dir).into_iter().map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn init_at_a_virtual_workspace_root_is_refused_and_writes_nothing() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\"]\nresolver = \"2\"\n").unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/src")).unwrap();
+    std::fs::write(tmp.path().join("a/Cargo.toml"), "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(tmp.path().join("a/src/lib.rs"), "").unwrap();
+    let before = snapshot(tmp.path());
+    let out = mcpp(tmp.path(), &["init", "--lane", "cuda"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("a virtual workspace manifest (a [workspace] and no [package]): not a package") && text(&out).contains("help: run it in a member"), "{}", text(&out));
+    assert_eq!(snapshot(tmp.path()), before, "nothing written");
+}
+
+/// A package directory in a temp dir with `manifest` and, when given, `(path, text)` files.
+fn package_with(manifest: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), manifest).unwrap();
+    for (rel, content) in files {
+        let p = tmp.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn a_build_key_or_a_commented_out_call_is_refused_naming_the_fix_and_nothing_is_written() {
+    let head = "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    type Files<'a> = Vec<(&'a str, &'a str)>;
+    let cases: [(String, Files, &str); 4] = [
+        // A commented-out call is no call.
+        (head.to_string(), vec![("build.rs", "fn main() {\n    // mcpp_build::build();\n}\n")], "error: build.rs exists and does not run the device phase; cargo mcpp init does not change it\n"),
+        (head.to_string(), vec![("build.rs", "fn main() {\n    /* mcpp_build::build(); */\n}\n")], "help: add this line to its `fn main`: `mcpp_build::build();`"),
+        // `build = "tools/gen.rs"`: that script, not build.rs.
+        (format!("{head}build = \"tools/gen.rs\"\n"), vec![("tools/gen.rs", "fn main() {}\n")], "error: tools/gen.rs exists and does not run the device phase; cargo mcpp init does not change it\n"),
+        // `build = false`: the key to remove, at its line.
+        (format!("{head}build = false\n"), vec![], "Cargo.toml:5:1 (key `package.build`)\nhelp: remove `build = false` from [package]"),
+    ];
+    for (manifest, files, expected) in cases {
+        let tmp = package_with(&manifest, &files);
+        let before = snapshot(tmp.path());
+        let out = mcpp(tmp.path(), &["init", "--lane", "cuda"]);
+        assert_eq!(out.status.code(), Some(3), "{manifest}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{manifest}: {}", text(&out));
+        assert_eq!(snapshot(tmp.path()), before, "{manifest}: nothing written");
+    }
+    // A build script named by `build` that runs the device phase is used as it is: no build.rs.
+    let tmp = package_with(&format!("{head}build = \"tools/gen.rs\"\n"), &[("tools/gen.rs", "fn main() {\n    mcpp_build::build();\n}\n")]);
+    let out = mcpp(tmp.path(), &["init", "--lane", "cuda", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!tmp.path().join("build.rs").exists() && tmp.path().join("kernels/scale.cu").is_file());
+}
+
+#[test]
+fn the_default_build_dependency_is_the_mcpp_build_this_cargo_mcpp_was_built_from() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let out = mcpp(tmp.path(), &["new", "dflt", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = tmp.path().join("dflt");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let expected = format!("[build-dependencies]\nmcpp-build = {{ path = \"{}\" }}\n", build_dep());
+    assert!(manifest.contains(&expected), "{manifest}");
+    // Cargo resolves it (offline: a version that is not on crates.io would not resolve).
+    let meta = cargo(&dir, &["metadata", "--offline", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    assert!(stdout(&meta).contains("\"name\":\"mcpp-build\""), "{}", text(&meta));
+    // And builds: init's advice for the CPU fallback, run as printed.
+    let run = run_advice(&dir, advice(&text(&out), "the CPU fallback: "));
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(stdout(&run).contains("scale_run doubled 1024 floats (accel none: the CPU fallback); y[100] = 200"), "{}", text(&run));
+}
+
+#[test]
+fn a_relative_mcpp_build_path_is_written_absolute_and_a_wrong_one_is_refused() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let from = tmp.path().join("here");
+    std::fs::create_dir_all(&from).unwrap();
+    // `../link` from `here`: a path relative to the current directory, not to the new manifest.
+    std::os::unix::fs::symlink(repo().join("mcpp-build"), tmp.path().join("link")).unwrap();
+    let out = mcpp(&from, &["new", "rel", "--island", "--mcpp-build-path", "../link"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest = std::fs::read_to_string(from.join("rel/Cargo.toml")).unwrap();
+    let abs = std::fs::canonicalize(repo().join("mcpp-build")).unwrap();
+    assert!(manifest.contains(&format!("mcpp-build = {{ path = \"{}\" }}", abs.display())), "{manifest}");
+    let meta = cargo(&from.join("rel"), &["metadata", "--offline", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+
+    // Not the mcpp-build crate (cargo-mcpp's own root), or nothing there: refused, nothing written.
+    let repo_dir = repo().display().to_string();
+    let cases: [(&str, &str); 2] = [(&repo_dir, "is not the mcpp-build crate (its Cargo.toml does not name the package `mcpp-build`)"), ("../nowhere", "--mcpp-build-path `../nowhere`: No such file or directory")];
+    for (path, expected) in cases {
+        let out = mcpp(&from, &["new", "refused", "--mcpp-build-path", path]);
+        assert_eq!(out.status.code(), Some(3), "{path}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{path}: {}", text(&out));
+        assert!(!from.join("refused").exists(), "{path}");
+    }
+}
+
+#[test]
+fn names_cargo_refuses_and_an_ambiguous_hip_set_are_refused_with_nothing_written() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["new", "test"], "error: the name `test` cannot be used as a package name: it is a crate of Rust's standard library"),
+        (&["new", "core"], "error: the name `core` cannot be used as a package name: it is a crate of Rust's standard library"),
+        (&["new", "fn"], "error: the name `fn` cannot be used as a package name: it is a Rust keyword"),
+        (&["new", "deps"], "error: the name `deps` cannot be used as a package name: it conflicts with cargo's build directory names"),
+        // The HIP rule's own platform choice: AMD and NVIDIA architectures both listed.
+        (&["new", "hipboth", "--lane", "hip", "--accel", "hip+{gfx90a},cuda13.0+{sm_80}"], "error: --accel `hip+{gfx90a},cuda13.0+{sm_80}`: the accelerator set `hip+{gfx90a}, cuda13.0+{sm_80}` names HIP for both platforms: AMD (gfx90a) and NVIDIA (sm_80)"),
+    ];
+    for (args, expected) in cases {
+        let out = mcpp(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
+        assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "{args:?}: nothing written");
+    }
+    // A rule's check of its entry (a HIP version names its minor), as the build would refuse it.
+    let out = mcpp(tmp.path(), &["new", "hipfive", "--lane", "hip", "--accel", "hip5+{gfx90a}"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("names HIP 5 without a minor version"), "{}", text(&out));
+}
+
+#[test]
+fn new_inside_a_workspace_adds_the_package_to_its_members() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\"]\nresolver = \"2\"\n").unwrap();
+    std::fs::create_dir_all(tmp.path().join("a/src")).unwrap();
+    std::fs::write(tmp.path().join("a/Cargo.toml"), "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(tmp.path().join("a/src/lib.rs"), "").unwrap();
+    std::fs::create_dir_all(tmp.path().join("crates")).unwrap();
+    let out = mcpp(&tmp.path().join("crates"), &["new", "c", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Added `c` to the members of the workspace"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/c\"]\nresolver = \"2\"\n");
+    // Cargo sees both members (before, it refused: the package believed it was in a workspace).
+    let meta = cargo(&tmp.path().join("crates/c"), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    assert!(stdout(&meta).contains("\"name\":\"c\"") && stdout(&meta).contains("\"name\":\"a\""), "{}", text(&meta));
+
+    // A glob that already matches: the manifest is left alone.
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"a\", \"crates/*\"]\n").unwrap();
+    let out = mcpp(&tmp.path().join("crates"), &["new", "d", "--island"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/*\"]\n");
 }

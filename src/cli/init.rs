@@ -2,8 +2,10 @@
 //! the `[package.metadata.mcpp]` table, the `mcpp-build` build dependency, `build.rs`, one
 //! example device source of the chosen lane and the Rust code that calls it, from the files
 //! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
-//! written, an existing `build.rs` is refused naming the one line to add, and a manifest that
-//! already has `[package.metadata.mcpp]` is refused.
+//! written, an existing build script (`build.rs` or `[package] build`) that does not call the
+//! device phase outside comments is refused naming the one line to add, and a manifest that
+//! already has `[package.metadata.mcpp]`, or has no `[package]`, is refused. `new` refuses the
+//! names `cargo new` refuses and joins an enclosing workspace's `members`.
 
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -68,7 +70,9 @@ pub struct InitArgs {
     /// `cuda13.0+{sm_80}` or `hip+{gfx90a}`); it must name the lane's backend.
     #[arg(long, value_name = "SPEC")]
     pub accel: Option<String>,
-    /// The `mcpp-build` build dependency as a path (a checkout's `mcpp-build/`) instead of its crates.io version.
+    /// The `mcpp-build` build dependency as a path (a checkout's `mcpp-build/`, relative to the
+    /// current directory or absolute; written absolute). Default: the `mcpp-build/` of the source
+    /// this cargo-mcpp was built from while it exists, else its crates.io version.
     #[arg(long, value_name = "DIR")]
     pub mcpp_build_path: Option<PathBuf>,
 }
@@ -97,14 +101,32 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
         return Err(Error::new(ErrorKind::Manifest, format!("--accel `{}` names no `{}` entry, so the {} lane's example would never be compiled", crate::text::echo(accel), lane.backend(), lane.name()))
             .help(format!("add a `{}` entry (the lane's default is `{}`), or choose the lane of that set with `--lane`", lane.backend(), lane.default_accel())));
     }
+    // The rules' own checks of the set, as the build runs them: each entry's (`check_entry`),
+    // and for the HIP example the HIP rule's platform choice (`which = "auto"`, as written).
+    let mut problems = crate::pipeline::check_entries(&set, None, &crate::rules::registry());
+    if lane == Lane::Hip {
+        if let Some(hip) = set.entry(Backend::Hip) {
+            if let Err(e) = crate::rules::hip::platform(crate::rules::hip::HipWhich::Auto, hip, set.entry(Backend::Cuda)) {
+                problems.push(e);
+            }
+        }
+    }
+    let problems = problems.into_iter().map(|e| {
+        let mut refusal = Error::new(ErrorKind::Manifest, format!("--accel `{}`: {}", crate::text::echo(accel), e.message));
+        refusal.detail = e.detail;
+        refusal.help = e.help;
+        refusal
+    });
+    Error::all(problems.collect())?;
     Ok((lane, accel.to_string()))
 }
 
-/// What the lane adds: the manifest's table (TOML text), the device files and the Rust program.
-fn lane_files(lane: Lane, accel: &str) -> (String, Vec<NewFile>, String) {
+/// What the lane adds: the manifest's table (TOML text), the device files and the Rust program;
+/// `fallback` is the command that runs the program's CPU fallback (an island's message names it).
+fn lane_files(lane: Lane, accel: &str, fallback: &str) -> (String, Vec<NewFile>, String) {
     let accel = toml_string(accel);
     let vulkan = |source: &str, shader: &str| include_str!("../../templates/init/vulkan/main.rs").replace("__LANE__", lane.name()).replace("__SOURCE__", source).replace("__FILE__", source.rsplit('/').next().unwrap_or(source)).replace("__SHADER__", shader);
-    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source);
+    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source).replace("__FALLBACK__", fallback);
     let island_table = |source: &str| format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n");
     match lane {
         Lane::Spirv => (
@@ -140,12 +162,42 @@ fn toml_string(s: &str) -> String {
     toml_edit::Value::from(s).to_string().trim().to_string()
 }
 
-/// The build dependency line.
-fn build_dependency(path: Option<&Path>) -> String {
-    match path {
-        Some(p) => format!("mcpp-build = {{ path = {} }}", toml_string(&p.display().to_string())),
-        None => format!("mcpp-build = {}", toml_string(mcpp_build::VERSION)),
+/// The `mcpp-build` crate of the source this cargo-mcpp was built from (a checkout's
+/// `mcpp-build/`): the default build dependency while it is there (`cargo install --path`).
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcpp-build");
+
+/// Whether `dir/Cargo.toml` is the manifest of the `mcpp-build` crate.
+fn is_mcpp_build(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+        .is_some_and(|d| d.get("package").and_then(|p| p.get("name")).and_then(toml_edit::Item::as_str) == Some("mcpp-build"))
+}
+
+/// The build dependency line: `--mcpp-build-path` made absolute (cargo reads a relative path
+/// from the new manifest, not from where the command ran); without it, the `mcpp-build/` of
+/// the source this cargo-mcpp was built from when it is still there ([`BUILT_FROM`]), else
+/// the crates.io version, which is the engine's own.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when `--mcpp-build-path` does not exist or is not the
+/// `mcpp-build` crate (its `Cargo.toml` names another package, or there is none).
+fn build_dependency(path: Option<&Path>) -> Result<String> {
+    let Some(p) = path else {
+        return Ok(if is_mcpp_build(Path::new(BUILT_FROM)) {
+            format!("mcpp-build = {{ path = {} }}", toml_string(BUILT_FROM))
+        } else {
+            format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))
+        });
+    };
+    let help = "give the `mcpp-build/` directory of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
+    let abs = std::fs::canonicalize(p).map_err(|e| Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p))).help(help))?;
+    if !is_mcpp_build(&abs) {
+        return Err(Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}` is not the mcpp-build crate (its Cargo.toml does not name the package `mcpp-build`)", crate::text::echo_path(p)))
+            .file(abs.join("Cargo.toml"))
+            .help(help));
     }
+    Ok(format!("mcpp-build = {{ path = {} }}", toml_string(&abs.display().to_string())))
 }
 
 /// Add `line` (`key = value`) to the manifest's table `table` (created when missing) unless
@@ -168,27 +220,177 @@ fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str
     Ok(true)
 }
 
-/// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
-/// `Cargo.toml`, then [`init`] in it.
+/// The package's build script, relative to its root: `build.rs`, or the path of `[package]
+/// build = "..."` (Cargo's key).
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] when `NAME` exists or is no package name; [`ErrorKind::Io`] when a
-/// file cannot be written.
+/// [`ErrorKind::Manifest`] at the key's `file:line:col` for `build = false` (no build script
+/// runs, so no device phase would), naming the key to remove.
+fn build_script(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) -> Result<PathBuf> {
+    match doc.get("package").and_then(|p| p.get("build")).and_then(toml_edit::Item::as_value) {
+        Some(toml_edit::Value::String(s)) => Ok(PathBuf::from(s.value())),
+        Some(toml_edit::Value::Boolean(b)) if !*b.value() => Err(Error::new(ErrorKind::Manifest, "[package] build = false: the package has no build script, and the device phase runs in one")
+            .file(key_position(text, manifest_path))
+            .key("package.build")
+            .help("remove `build = false` from [package], then run `cargo mcpp init` again")),
+        _ => Ok(PathBuf::from("build.rs")),
+    }
+}
+
+/// `path:line:col` of `[package] build` in the manifest's `text` (the path alone when it cannot be found).
+fn key_position(text: &str, manifest_path: &Path) -> String {
+    let span = text.parse::<toml_edit::ImDocument<String>>().ok().and_then(|d| d.get("package").and_then(|p| p.as_table_like()).and_then(|p| p.get_key_value("build")).and_then(|(k, _)| k.span()));
+    match span {
+        Some(r) => {
+            let before = &text[..r.start];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("{}:{line}:{col}", manifest_path.display())
+        }
+        None => manifest_path.display().to_string(),
+    }
+}
+
+/// Whether the Rust source of a build script calls the device phase (`mcpp_build::build(`,
+/// `mcpp_build::Build`, `cargo_mcpp::build(`, `cargo_mcpp::Build`) outside comments: `//` and
+/// (nested) `/* */` comments and string literals are removed first (so `"//"` starts no
+/// comment), and whitespace is ignored (`mcpp_build :: build ()`). Not a parser: a call in a
+/// function never called counts, and a `'"'` char literal or a raw string can confuse it.
+fn calls_device_phase(source: &str) -> bool {
+    let mut code = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if depth > 0 {
+            match (c, chars.peek()) {
+                ('*', Some('/')) => {
+                    chars.next();
+                    depth -= 1;
+                }
+                ('/', Some('*')) => {
+                    chars.next();
+                    depth += 1;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if in_string {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                code.push('\n');
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                depth = 1;
+            }
+            ('"', _) => in_string = true,
+            _ if c.is_whitespace() => {}
+            _ => code.push(c),
+        }
+    }
+    ["mcpp_build::build(", "mcpp_build::Build", "cargo_mcpp::build(", "cargo_mcpp::Build"].iter().any(|call| code.contains(call))
+}
+
+/// Why cargo refuses `name` for a new package with a binary (`cargo new`'s checks): a Rust
+/// keyword, Rust's `test` library or another standard library crate, or a name of cargo's
+/// build directory; `None` when it takes it.
+fn reserved_name(name: &str) -> Option<&'static str> {
+    if crate::surface::names::RUST_KEYWORDS.contains(&name) {
+        Some("it is a Rust keyword")
+    } else if ["test", "core", "std", "alloc", "proc_macro", "proc-macro"].contains(&name) {
+        Some("it is a crate of Rust's standard library")
+    } else if ["deps", "examples", "build", "incremental"].contains(&name) {
+        Some("it conflicts with cargo's build directory names")
+    } else {
+        None
+    }
+}
+
+/// The workspace whose root manifest is the nearest above `dir` with a `[workspace]` table
+/// (cargo's search), when `dir` is not yet one of its members and not excluded: the manifest's
+/// path and its text with `dir` added to `workspace.members`, as `cargo new` does.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] when that manifest's `workspace.members` is not an array of strings.
+fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
+    for root in dir.ancestors().skip(1) {
+        let manifest = root.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
+        let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else { return Ok(None) };
+        let Some(ws) = doc.get_mut("workspace").and_then(toml_edit::Item::as_table_like_mut) else { continue };
+        let Ok(rel) = dir.strip_prefix(root) else { return Ok(None) };
+        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let listed = |key: &str, ws: &dyn toml_edit::TableLike| {
+            ws.get(key).and_then(toml_edit::Item::as_array).is_some_and(|a| {
+                a.iter().filter_map(toml_edit::Value::as_str).any(|p| p.trim_end_matches('/') == rel || glob::Pattern::new(p).is_ok_and(|g| g.matches(&rel)) || (key == "exclude" && rel.starts_with(&format!("{}/", p.trim_end_matches('/')))))
+            })
+        };
+        if listed("members", &*ws) || listed("exclude", &*ws) {
+            return Ok(None);
+        }
+        let not_array = || Error::new(ErrorKind::Manifest, "`workspace.members` is not an array of paths").file(&manifest).key("workspace.members").help(format!("add \"{rel}\" to `members` by hand"));
+        let members = ws.entry("members").or_insert(toml_edit::value(toml_edit::Array::new())).as_array_mut().ok_or_else(not_array)?;
+        members.push(rel.as_str());
+        return Ok(Some((manifest, doc.to_string())));
+    }
+    Ok(None)
+}
+
+/// `cargo mcpp new NAME`: a new package directory `NAME` (refused when it exists) with a
+/// `Cargo.toml`, then [`init`] in it; inside a workspace that does not cover it yet, the
+/// package is added to the root manifest's `workspace.members` last.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] (nothing written) when `NAME` exists, is no package name or one
+/// cargo refuses, the options are refused, or the enclosing workspace's `members` is no array;
+/// [`ErrorKind::Io`] when a file cannot be written.
 pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let dir = PathBuf::from(name);
     let package = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter"));
     }
+    if let Some(why) = reserved_name(&package) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the name `{package}` cannot be used as a package name: {why}")).help("choose another name (cargo new refuses it too)"));
+    }
     // The options refused before the directory exists, so a refusal leaves nothing behind.
     choose(args)?;
+    build_dependency(args.mcpp_build_path.as_deref())?;
     if dir.exists() {
         return Err(Error::new(ErrorKind::Manifest, format!("`{}` already exists", crate::text::echo_path(&dir))).help("choose another name, or run `cargo mcpp init` inside the existing package"));
     }
+    let cwd = std::env::current_dir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot read the current directory: {e}")))?;
+    let abs = cwd.join(&dir);
+    let abs = match abs.parent().and_then(|p| std::fs::canonicalize(p).ok()) {
+        Some(parent) => parent.join(&package),
+        None => abs,
+    };
+    let workspace = workspace_to_join(&abs)?;
     std::fs::create_dir_all(dir.join("src")).map_err(|e| Error::io("cannot create", &dir, e))?;
     let manifest = format!("[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n");
     crate::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
-    init_in(&dir, args)
+    let code = init_in(&dir, args)?;
+    if let Some((root, text)) = workspace {
+        crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
+        println!("     Added `{}` to the members of the workspace {}", crate::text::echo(name), root.display());
+    }
+    Ok(code)
 }
 
 /// `cargo mcpp init` in the current directory's package.
@@ -204,13 +406,21 @@ pub fn init(args: &InitArgs) -> Result<i32> {
 /// and how to build and run it.
 ///
 /// # Errors
-/// [`ErrorKind::Manifest`] (nothing written): no `Cargo.toml`, one that is not TOML or has
-/// `[package.metadata.mcpp]` already, a `build.rs` that does not run the device phase, or any
+/// [`ErrorKind::Manifest`] (nothing written): no `Cargo.toml`, one that is not TOML, has no
+/// `[package]` (a virtual workspace root) or has `[package.metadata.mcpp]` already, a `build.rs` that does not run the device phase, or any
 /// file of the example that exists. [`ErrorKind::Io`] when a file cannot be written.
 pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     let manifest_path = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| Error::io("cannot read the manifest", &manifest_path, e).help("run `cargo mcpp init` in a package's directory, or `cargo mcpp new NAME`"))?;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| Error::new(ErrorKind::Manifest, format!("the manifest is not TOML: {}", e.message())).file(&manifest_path))?;
+    if !doc.get("package").is_some_and(toml_edit::Item::is_table_like) {
+        let (what, help) = if doc.contains_key("workspace") {
+            ("a virtual workspace manifest (a [workspace] and no [package]): not a package", "run it in a member: `cd <member> && cargo mcpp init`, or `cargo mcpp new NAME` for a new member")
+        } else {
+            ("a manifest without [package]: not a package", "run it in a package's directory, or `cargo mcpp new NAME`")
+        };
+        return Err(Error::new(ErrorKind::Manifest, format!("`cargo mcpp init` here: {what}")).file(&manifest_path).key("package").help(help));
+    }
     if doc.get("package").and_then(|p| p.get("metadata")).and_then(|m| m.get("mcpp")).is_some() {
         return Err(Error::new(ErrorKind::Manifest, "the manifest has [package.metadata.mcpp] already")
             .file(&manifest_path)
@@ -218,29 +428,45 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (README.md \"Manifest reference\")"));
     }
     let (lane, accel) = choose(args)?;
-    let (table, mut files, program) = lane_files(lane, &accel);
+    let dependency = build_dependency(args.mcpp_build_path.as_deref())?;
     // The program: src/main.rs when the crate has none, else an example target beside it.
-    let run = if dir.join("src/main.rs").exists() {
+    let (program_path, run) = if dir.join("src/main.rs").exists() {
         let name = format!("mcpp_{}", lane.name());
-        files.push((PathBuf::from(format!("examples/{name}.rs")), program));
-        format!("cargo run --example {name}")
+        (PathBuf::from(format!("examples/{name}.rs")), format!("cargo run --example {name}"))
     } else {
-        files.push((PathBuf::from("src/main.rs"), program));
-        "cargo run".to_string()
+        (PathBuf::from("src/main.rs"), "cargo run".to_string())
     };
-    let build_rs = dir.join("build.rs");
+    // The CPU fallback: `cargo run` runs the build script again with the environment it is
+    // given (MCPP_NO_ACCEL is declared with rerun-if-env-changed), so `cargo mcpp build
+    // --no-accel` before a plain `cargo run` would not last: the variable goes with the run.
+    let fallback = format!("MCPP_NO_ACCEL=1 {run}");
+    let (table, mut files, program) = lane_files(lane, &accel, &fallback);
+    files.push((program_path, program));
     let mut problems = Vec::new();
-    if build_rs.exists() {
-        let existing = std::fs::read_to_string(&build_rs).unwrap_or_default();
-        if !existing.contains("mcpp_build::build") && !existing.contains("cargo_mcpp::build") {
-            problems.push(
-                Error::new(ErrorKind::Manifest, "build.rs exists and does not run the device phase; cargo mcpp init does not change it")
-                    .file(&build_rs)
-                    .help("add this line to its `fn main`: `mcpp_build::build();`"),
-            );
+    match build_script(&doc, &text, &manifest_path) {
+        Err(e) => problems.push(e),
+        Ok(rel) => {
+            let script = dir.join(&rel);
+            if script.exists() {
+                let existing = std::fs::read_to_string(&script).unwrap_or_default();
+                if !calls_device_phase(&existing) {
+                    problems.push(
+                        Error::new(ErrorKind::Manifest, format!("{} exists and does not run the device phase; cargo mcpp init does not change it", rel.display()))
+                            .file(&script)
+                            .help("add this line to its `fn main`: `mcpp_build::build();`"),
+                    );
+                }
+            } else if rel == Path::new("build.rs") {
+                files.push((rel, "fn main() {\n    mcpp_build::build();\n}\n".to_string()));
+            } else {
+                problems.push(
+                    Error::new(ErrorKind::Manifest, format!("[package] build = {} names a build script that does not exist", toml_string(&rel.display().to_string())))
+                        .file(&manifest_path)
+                        .key("package.build")
+                        .help(format!("create {} with `fn main() {{ mcpp_build::build(); }}`, or remove the `build` key to use build.rs", rel.display())),
+                );
+            }
         }
-    } else {
-        files.push((PathBuf::from("build.rs"), "fn main() {\n    mcpp_build::build();\n}\n".to_string()));
     }
     for (rel, _) in &files {
         if dir.join(rel).exists() {
@@ -252,7 +478,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     // The manifest: the build dependency and, for the Vulkan lanes, ash (each unless there is
     // one), then the table, appended.
     let mut added = Vec::new();
-    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &build_dependency(args.mcpp_build_path.as_deref()))? {
+    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &dependency)? {
         added.push("the mcpp-build build dependency");
     }
     if matches!(lane, Lane::Spirv | Lane::Slang) && add_dependency(&mut doc, "dependencies", &["ash"], &format!("ash = {}", toml_string(ASH)))? {
@@ -276,11 +502,30 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
-    let no_accel = match lane {
-        Lane::Cuda => " (--no-accel: the CPU fallback, without a CUDA toolkit)",
-        Lane::Hip => " (--no-accel: the CPU fallback, without a ROCm)",
-        Lane::Spirv | Lane::Slang => "",
+    println!("Next: cargo mcpp build && {run}");
+    let toolkit = match lane {
+        Lane::Cuda => Some("a CUDA toolkit"),
+        Lane::Hip => Some("a ROCm"),
+        Lane::Spirv | Lane::Slang => None,
     };
-    println!("Next: cargo mcpp build{no_accel} && {run}");
+    if let Some(toolkit) = toolkit {
+        println!("      without {toolkit}, the CPU fallback: {fallback}");
+    }
     Ok(crate::error::exit_code::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_device_phase;
+
+    #[test]
+    fn a_call_in_a_comment_is_no_call() {
+        assert!(calls_device_phase("fn main() {\n    mcpp_build::build();\n}\n"));
+        assert!(calls_device_phase("fn main() { mcpp_build :: Build::new().accel(\"vulkan1.3\").compile(); }"));
+        assert!(calls_device_phase("fn main() { let _ = \"http://x\"; cargo_mcpp::build().unwrap(); }"));
+        assert!(!calls_device_phase("fn main() {\n    // mcpp_build::build();\n}\n"));
+        assert!(!calls_device_phase("fn main() {\n    /* mcpp_build::build(); /* nested */ still a comment: cargo_mcpp::build() */\n}\n"));
+        assert!(!calls_device_phase("/// mcpp_build::build();\nfn main() {}\n"));
+        assert!(!calls_device_phase("fn main() { println!(\"building\"); }"));
+    }
 }

@@ -1,6 +1,6 @@
 //! Added by `cargo mcpp init --lane __LANE__`: calls the island's entry point `scale_run`, the
-//! __DEVICE__ kernel of `__SOURCE__` or, in a `cargo mcpp build --no-accel` build, its CPU
-//! fallback `host/scale.cpp`, through the generated Rust bindings (bindgen, the marked entry
+//! __DEVICE__ kernel of `__SOURCE__` or, in a build without an accelerator (`__FALLBACK__`), its
+//! CPU fallback `host/scale.cpp`, through the generated Rust bindings (bindgen, the marked entry
 //! points only).
 
 #[allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
@@ -15,7 +15,7 @@ fn main() {
     match status {
         0 => {}
         1 => {
-            eprintln!("no __DEVICE__ device is present: build with `cargo mcpp build --no-accel` for the CPU fallback");
+            eprintln!("no __DEVICE__ device is present: for the CPU fallback, run `__FALLBACK__`");
             std::process::exit(2);
         }
         s => {
