@@ -132,6 +132,16 @@ fn cargo_mcpp_build_merges_every_package_into_the_copy_and_writes_a_deleted_one_
     let want = vec![pkg.path("a/cpp/a.cpp").display().to_string(), pkg.path("b/cpp/b.cpp").display().to_string()];
     assert_eq!(listed_files(&copy), want, "both packages, not only the last");
     assert!(text(&out).contains(&format!("Writing {}", copy.display())), "says where: {}", text(&out));
+    // The mode of a plain write (0666 & !umask), not a temporary file's 0600.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let plain = root.join("plain");
+        std::fs::write(&plain, "").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&copy), mode(&plain));
+        let in_cache = walk(&pkg.path("target")).into_iter().find(|p| p.ends_with("compile_commands.json")).unwrap();
+        assert_eq!(mode(&in_cache), mode(&plain), "{}", in_cache.display());
+    }
     // Deleted (or `git clean`ed) while every build script is fresh: written again.
     std::fs::remove_file(&copy).unwrap();
     let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", "."]);
