@@ -127,3 +127,28 @@ fn slangcs_diagnostics_are_compiler_messages_with_their_place_and_counted_once()
     let finished = m.iter().find(|v| v["reason"] == "mcpp-device-finished").unwrap();
     assert_eq!(finished["warnings"], 1, "{finished:#}");
 }
+
+#[test]
+fn a_message_format_given_to_cargo_after_the_separator_is_honoured() {
+    let pkg = harness::client_package("json-sep", "", "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() { println!(\"{}\", shaders::a::scale_comp().code.len()); }\n");
+    for format in [&["--", "--message-format", "json"][..], &["--", "--message-format=json"][..]] {
+        std::fs::remove_dir_all(pkg.dir.path().join("target")).ok();
+        let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .args(["mcpp", "build", "--manifest-path"])
+            .arg(pkg.path("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(pkg.dir.path().join("target"))
+            .args(format)
+            .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
+            .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+            .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .env_remove("MCPP_ACCEL")
+            .env_remove("MCPP_NO_ACCEL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let m = messages(&out);
+        assert!(m.iter().any(|v| v["reason"] == "mcpp-device-finished" && v["success"] == true), "{format:?}: {m:#?}");
+        assert_eq!(m.last().unwrap()["reason"], "build-finished");
+    }
+}

@@ -28,7 +28,7 @@ use std::process::{Command, ExitStatus};
 pub fn build(args: &BuildArgs) -> Result<i32> {
     let Located { packages, without_build_script, profile_path } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
-    let json = args.message_format.as_deref().is_some_and(|f| f.starts_with("json"));
+    let json = message_format(args).is_some_and(|f| f.starts_with("json"));
     let channel = Channel::open(json).map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
     let env = build_env(&accel, &channel);
     // Before cargo starts: a bad directory is refused now, not after the build.
@@ -84,6 +84,25 @@ fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std:
         }
     }
     Ok(())
+}
+
+/// The message format of the build: `--message-format FMT`, else one given to cargo after `--`
+/// (`-- --message-format json`, `--message-format=json`: honoured the same, cargo gets it as
+/// written).
+fn message_format(args: &BuildArgs) -> Option<&str> {
+    if let Some(f) = &args.message_format {
+        return Some(f);
+    }
+    let mut it = args.cargo_args.iter();
+    let mut found = None;
+    while let Some(a) = it.next() {
+        if a == "--message-format" {
+            found = it.next().map(String::as_str).or(found);
+        } else if let Some(f) = a.strip_prefix("--message-format=") {
+            found = Some(f);
+        }
+    }
+    found
 }
 
 /// This process's environment view for the build: the choice the build scripts will see
