@@ -122,6 +122,18 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
         }
         AccelChoice::Manifest => {}
     }
+    // A relative launcher path (`MCPP_LAUNCHER=./tools/wrap.sh`) is read from the directory
+    // `cargo mcpp build` started in, as cargo reads RUSTC_WRAPPER; the build scripts run in
+    // their package roots, so they get it absolute.
+    if let Some(v) = env.get_os(crate::launcher::LAUNCHER_ENV) {
+        let path = std::path::Path::new(&v);
+        let s = v.to_string_lossy();
+        if (s.contains('/') || s.contains('\\')) && path.is_relative() {
+            if let Ok(abs) = std::path::absolute(path) {
+                env.set(crate::launcher::LAUNCHER_ENV, abs);
+            }
+        }
+    }
     env
 }
 
