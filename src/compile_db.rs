@@ -140,14 +140,16 @@ pub fn write(actions: &[Action], in_cache: &Path, copy_dir: Option<&Path>) -> Re
 
 /// Merge the databases `sources` (each a variant's `compile_commands.json`, in order; a missing
 /// one is skipped: its package planned nothing yet) into `<dir>/compile_commands.json`, written
-/// only when changed (the directory created). Returns the file, whether it was written, and the
-/// number of entries.
+/// only when changed (the directory created); nothing is written when every source is missing
+/// (no device phase ran yet: an existing copy is left as it is). Returns the file, whether it
+/// was written, and the number of entries.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a source that cannot be read or parsed (remove it, or `cargo clean`)
 /// or the copy that cannot be written.
 pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> {
     let mut all: Vec<Entry> = Vec::new();
+    let mut found = false;
     for src in sources {
         let bytes = match std::fs::read(src) {
             Ok(b) => b,
@@ -157,9 +159,13 @@ pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> 
         let entries: Vec<Entry> = serde_json::from_slice(&bytes)
             .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
         all.extend(entries);
+        found = true;
+    }
+    let path = dir.join(FILE_NAME);
+    if !found {
+        return Ok((path, false, 0));
     }
     let text = render(&all)?;
-    let path = dir.join(FILE_NAME);
     let written = crate::fingerprint::write_if_changed(&path, &text)?;
     Ok((path, written, all.len()))
 }
@@ -215,6 +221,8 @@ mod tests {
         assert!(!merge(&sources, &out).unwrap().1, "unchanged: not written");
         std::fs::remove_file(&path).unwrap();
         assert!(merge(&sources, &out).unwrap().1 && path.is_file(), "a deleted copy is written again");
+        assert!(!merge(&sources[1..2], &out).unwrap().1, "no source yet: the copy is left as it is");
+        assert!(std::fs::read_to_string(&path).unwrap().contains("/q/m.cpp"));
         std::fs::write(&sources[0], "not json").unwrap();
         assert!(merge(&sources, &out).unwrap_err().to_string().contains("a.json"));
     }
