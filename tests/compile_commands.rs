@@ -37,7 +37,7 @@ fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
     let (tmp, pkg) = fixture("cuda-island");
     edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/*.cppm\", \"cpp/*.cpp\"]\nlauncher = \"none\"\ncompile-commands = \".\"\n");
     edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]\n", "");
-    let out = cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").env_remove("MCPP_COMPILE_COMMANDS").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let out = cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").try_compile().unwrap_or_else(|e| panic!("{e}"));
     let in_cache = out.variant_dir.join("compile_commands.json");
     let copy = pkg.join("compile_commands.json");
     let listed = entries(&in_cache);
@@ -54,7 +54,7 @@ fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
     // Written only when changed: a no-op build leaves the file's mtime.
     let before = std::fs::metadata(&copy).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").env_remove("MCPP_COMPILE_COMMANDS").try_compile().unwrap();
+    cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").try_compile().unwrap();
     assert_eq!(std::fs::metadata(&copy).unwrap().modified().unwrap(), before);
 }
 
@@ -108,7 +108,6 @@ fn cargo_mcpp(pkg: &Package, dir: &Path, args: &[&str]) -> std::process::Output 
         .env("CARGO_MCPP", &engine)
         .env("MCPP_HOME", pkg.path("mcpp-home"))
         .env("MCPP_LAUNCHER", "none")
-        .env_remove("MCPP_COMPILE_COMMANDS")
         .env_remove("MCPP_ACCEL")
         .env_remove("MCPP_NO_ACCEL")
         .env_remove("DOCS_RS")
