@@ -181,7 +181,7 @@ impl Build {
                 accel: o.accel.to_string(),
                 compiled: o.report.ran.len(),
                 fresh: o.report.fresh.len(),
-                warnings: o.cargo.warnings().count(),
+                warnings: crate::report::warning_count(&o.report.warnings),
             },
             Err(e) => DeviceEvent::Failed { package, exit_code: e.exit_code(), message: e.message.clone() },
         });

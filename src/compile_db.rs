@@ -3,26 +3,32 @@
 //! translation unit the device phase plans: each planned action that compiles one
 //! ([`crate::graph::Action::translation_unit`]: `.cu`, `.hip`, `.sycl`, `.cpp`, `.cppm`, ...),
 //! with the real argv (the compiler first, the launcher left out), so clangd and other tools
-//! work on `.cu` files. Written by [`write`] into the variant of the device cache
-//! ([`crate::layout::Variant::compile_commands`]) on every build (fresh actions included), and
-//! copied into the directory `--compile-commands DIR` (`MCPP_COMPILE_COMMANDS`) or the manifest's
-//! `compile-commands` names; both only when the content changed
-//! ([`crate::fingerprint::write_if_changed`]).
+//! work on `.cu` files.
+//!
+//! Who writes what (one writer per file and mode):
+//! - the device phase (the build script) writes the package's database into the variant of the
+//!   device cache ([`crate::layout::Variant::compile_commands`]) on every run, fresh actions
+//!   included ([`write`]);
+//! - under `cargo mcpp build`, the command line alone writes the copy, after cargo finishes (even
+//!   when every build script was fresh): the databases of every selected package merged, in
+//!   selection order, into `--compile-commands DIR`, or else into each manifest's
+//!   `compile-commands` directory (the packages naming one directory merged into it) ([`merge`]);
+//! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script writes its
+//!   own package's entries into its manifest's `compile-commands` directory when it runs (a fresh
+//!   build script writes nothing: a deleted copy comes back with the next `cargo mcpp build`).
+//!
+//! Every file only when its content changed ([`crate::fingerprint::write_if_changed`]).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::Action;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// The variable `cargo mcpp build --compile-commands DIR` sets for the build scripts: the
-/// directory (absolute) that gets a copy of the database; it wins over the manifest key.
-pub const COMPILE_COMMANDS_ENV: &str = "MCPP_COMPILE_COMMANDS";
 
 /// The file name of the database.
 pub const FILE_NAME: &str = "compile_commands.json";
 
 /// One entry of the database: `directory`, `file`, `arguments`, `output` (all absolute paths).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// The working directory of the compile.
     pub directory: PathBuf,
@@ -32,6 +38,60 @@ pub struct Entry {
     pub arguments: Vec<String>,
     /// The first output of the compile (its object, PTX, ...).
     pub output: Option<PathBuf>,
+}
+
+/// The manifest's `compile-commands` directory: relative to the package root (an absolute one
+/// as written), `.` and `..` folded lexically, so two packages naming the workspace root
+/// (`".."`) name one directory. `None` without the key.
+pub fn manifest_dir(manifest: &crate::manifest::Manifest) -> Option<PathBuf> {
+    use std::path::Component;
+    let joined = manifest.dir().join(manifest.mcpp.compile_commands.as_ref()?);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Check the manifest's `compile-commands` directory (before anything runs): not empty, and not
+/// an existing file. A directory outside the package (a workspace root, `".."`) is allowed;
+/// `cargo mcpp build` prints where it wrote.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `file:line:col`, the key and the way out.
+pub fn check_manifest_dir(manifest: &crate::manifest::Manifest) -> Result<()> {
+    let Some(dir) = &manifest.mcpp.compile_commands else { return Ok(()) };
+    let key = "package.metadata.mcpp.compile-commands";
+    let refuse = |what: String| Error::new(ErrorKind::Manifest, format!("invalid manifest: `compile-commands` {what}")).file(manifest.at_col("compile-commands")).key(key);
+    if dir.trim().is_empty() {
+        return Err(refuse("is empty".into()).help("write `compile-commands = \".\"` for the package root, a directory relative to it, or remove the key"));
+    }
+    let path = manifest_dir(manifest).unwrap_or_default();
+    if path.exists() && !path.is_dir() {
+        return Err(refuse(format!("names {}, which is not a directory", path.display())).help("name the directory that gets compile_commands.json (`\".\"` for the package root), not the file"));
+    }
+    Ok(())
+}
+
+/// Check `--compile-commands DIR` before cargo starts and create the directory: it is absolute
+/// (relative to the current directory) and a directory that exists or can be made.
+///
+/// # Errors
+/// [`ErrorKind::Usage`] naming the option, the directory and why.
+pub fn prepare_cli_dir(dir: &Path) -> Result<PathBuf> {
+    let refuse = |why: String| Error::new(ErrorKind::Usage, format!("--compile-commands {}: {why}", dir.display())).help("name a directory that exists or can be created (e.g. `--compile-commands .`)");
+    let abs = std::path::absolute(dir).map_err(|e| refuse(e.to_string()))?;
+    if abs.exists() && !abs.is_dir() {
+        return Err(refuse("not a directory".into()));
+    }
+    std::fs::create_dir_all(&abs).map_err(|e| refuse(format!("cannot create the directory: {e}")))?;
+    Ok(abs)
 }
 
 /// The entries of `actions`, in plan order: one per action that compiles a translation unit.
@@ -78,6 +138,38 @@ pub fn write(actions: &[Action], in_cache: &Path, copy_dir: Option<&Path>) -> Re
     Ok(paths)
 }
 
+/// Merge the databases `sources` (each a variant's `compile_commands.json`, in order; a missing
+/// one is skipped: its package planned nothing yet) into `<dir>/compile_commands.json`, written
+/// only when changed (the directory created); nothing is written when every source is missing
+/// (no device phase ran yet: an existing copy is left as it is). Returns the file, whether it
+/// was written, and the number of entries.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming a source that cannot be read or parsed (remove it, or `cargo clean`)
+/// or the copy that cannot be written.
+pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> {
+    let mut all: Vec<Entry> = Vec::new();
+    let mut found = false;
+    for src in sources {
+        let bytes = match std::fs::read(src) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("cannot read", src, e)),
+        };
+        let entries: Vec<Entry> = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
+        all.extend(entries);
+        found = true;
+    }
+    let path = dir.join(FILE_NAME);
+    if !found {
+        return Ok((path, false, 0));
+    }
+    let text = render(&all)?;
+    let written = crate::fingerprint::write_if_changed(&path, &text)?;
+    Ok((path, written, all.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +204,26 @@ mod tests {
         assert_eq!(e[1].file, PathBuf::from("/p/m.cppm"));
         let text = String::from_utf8(render(&e).unwrap()).unwrap();
         assert!(!text.contains("sccache") && text.contains("\"directory\": \"/p\""), "{text}");
+    }
+
+    #[test]
+    fn merge_concatenates_the_packages_and_rewrites_a_deleted_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        std::fs::write(&a, render(&entries(&[action("/p/k.cu", None)])).unwrap()).unwrap();
+        std::fs::write(&b, render(&entries(&[action("/q/m.cpp", None)])).unwrap()).unwrap();
+        let out = dir.path().join("out");
+        let sources = [a, dir.path().join("missing.json"), b];
+        let (path, written, n) = merge(&sources, &out).unwrap();
+        assert!(written && n == 2, "{n}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("/p/k.cu") && text.contains("/q/m.cpp"), "{text}");
+        assert!(!merge(&sources, &out).unwrap().1, "unchanged: not written");
+        std::fs::remove_file(&path).unwrap();
+        assert!(merge(&sources, &out).unwrap().1 && path.is_file(), "a deleted copy is written again");
+        assert!(!merge(&sources[1..2], &out).unwrap().1, "no source yet: the copy is left as it is");
+        assert!(std::fs::read_to_string(&path).unwrap().contains("/q/m.cpp"));
+        std::fs::write(&sources[0], "not json").unwrap();
+        assert!(merge(&sources, &out).unwrap_err().to_string().contains("a.json"));
     }
 }

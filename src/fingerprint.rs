@@ -141,18 +141,49 @@ pub fn save_hash_cache(file: &Path, paths: &[PathBuf]) -> Result<()> {
 /// Write `bytes` to `path` only if the file's content differs (keeping its mtime otherwise),
 /// atomically (a temp file in the same directory, then rename). Returns whether it wrote.
 ///
+/// The file gets the mode a plain write gives it: an existing file keeps its mode, a new one
+/// gets `0666 & !umask` (0644 usually; the temporary file's own 0600 is not kept). A symbolic
+/// link at `path` (`compile_commands.json -> build/cc.json`) is written through: its target is
+/// replaced, the link stays.
+///
 /// # Errors
 /// [`crate::ErrorKind::Io`] naming the path.
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let resolved = through_links(path);
+    let path = resolved.as_path();
     if std::fs::read(path).map(|old| old == bytes).unwrap_or(false) {
         return Ok(false);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create directory", dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
+    let mut builder = tempfile::Builder::new();
+    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created with 0666, the umask applied by the kernel, as `std::fs::write` creates.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
+    if let Some(perms) = existing {
+        tmp.as_file().set_permissions(perms).map_err(|e| Error::io("cannot set the mode of", tmp.path(), e))?;
+    }
     tmp.write_all(bytes).map_err(|e| Error::io("cannot write", tmp.path(), e))?;
     tmp.persist(path).map_err(|e| Error::io("cannot replace", path, e.error))?;
     Ok(true)
+}
+
+/// `path` with every symbolic link at its end followed (a relative target read from the link's
+/// directory), at most 40 deep as the kernel does; `path` itself when it is no link.
+fn through_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(target) => p = p.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => break,
+        }
+    }
+    p
 }
 
 /// The state recorded for one action after it ran successfully.
@@ -357,5 +388,31 @@ mod tests {
         assert!(!write_if_changed(&f, b"x").unwrap());
         assert!(write_if_changed(&f, b"y").unwrap());
         assert_eq!(std::fs::read(&f).unwrap(), b"y");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_a_plain_writes_mode_and_links_are_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // What a plain write gives a new file here (0666 & !umask).
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"x").unwrap();
+        let new = dir.path().join("new.json");
+        assert!(write_if_changed(&new, b"1").unwrap());
+        assert_eq!(mode(&new), mode(&plain), "not tempfile's 0600");
+        // An existing file keeps its mode.
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(write_if_changed(&new, b"2").unwrap());
+        assert_eq!(mode(&new), 0o640);
+        // A link (relative, to a file not there yet) is written through and stays a link.
+        std::fs::create_dir(dir.path().join("build")).unwrap();
+        let link = dir.path().join("compile_commands.json");
+        std::os::unix::fs::symlink("build/cc.json", &link).unwrap();
+        assert!(write_if_changed(&link, b"[]").unwrap());
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(dir.path().join("build/cc.json")).unwrap(), b"[]");
+        assert!(!write_if_changed(&link, b"[]").unwrap(), "unchanged through the link");
     }
 }

@@ -100,7 +100,13 @@ impl Launchers {
     /// the key, or [`ErrorKind::ToolNotFound`] naming `MCPP_LAUNCHER`, when the program does not
     /// exist (a bare name not on PATH, a path that is no file), is not executable, or (in the
     /// manifest) the value is empty.
+    ///
+    /// Under docs.rs (`DOCS_RS` set) no compiler runs, so no launcher is resolved or refused:
+    /// `launcher = "sccache"` documents where sccache is absent.
     pub fn resolve(manifest: &Manifest, env: &Env) -> Result<Launchers> {
+        if crate::plan::accel::docs_rs(env) {
+            return Ok(Launchers::default());
+        }
         if let Some(value) = env.get_os(LAUNCHER_ENV) {
             let value = value.to_string_lossy().into_owned();
             // Empty in the environment is "unset" as shell users write it (`MCPP_LAUNCHER= cargo ...`).
@@ -270,6 +276,9 @@ mod tests {
         env.set("PATH", "/nonexistent");
         let e = Launchers::resolve(&manifest, &env).unwrap_err().to_string();
         assert!(e.contains("Cargo.toml:4:"), "{e}");
+        // docs.rs runs no compiler: the absent launcher is neither resolved nor refused.
+        env.set("DOCS_RS", "1");
+        assert_eq!(Launchers::resolve(&manifest, &env).unwrap().for_rule("cuda"), None);
         let bad = Manifest::parse(&dir.join("Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.cuda]\nlauncher = 3\n").unwrap_err().to_string();
         assert!(bad.contains("Cargo.toml:4:") && bad.contains("cuda.launcher"), "{bad}");
         let _ = std::fs::remove_dir_all(&dir);

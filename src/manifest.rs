@@ -69,7 +69,7 @@ pub struct McppMetadata {
     pub launcher: Option<String>,
     /// Where a copy of the device phase's `compile_commands.json` goes (a directory relative to
     /// the package root, `"."` for the package root); the database itself is always written
-    /// into the device cache ([`crate::compile_db`]). `--compile-commands DIR` overrides it.
+    /// into the device cache ([`crate::compile_db`], which says who writes it). `--compile-commands DIR` overrides it.
     pub compile_commands: Option<String>,
     /// The `launcher` key of each rule's table, by rule name, as written (string values only;
     /// another type is refused by [`Manifest::parse`] at its `file:line:col`): taken out of the
@@ -120,7 +120,7 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
     KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below (see \"Embedding data files\")" },
     KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
-    KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root) that gets a copy of `compile_commands.json`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
+    KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root; outside the package allowed) that gets a copy of `compile_commands.json`, merged over the packages naming it by `cargo mcpp build`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
 ];
 
 /// The keys of `[package.metadata.mcpp.embed]` ([`EmbedOptions`]).

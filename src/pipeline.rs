@@ -87,6 +87,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     }
     // The host C++ lane runs after the device phase; what of it needs no compiler is refused now.
     problems.extend(crate::cxx::check_sources(&manifest));
+    problems.extend(crate::compile_db::check_manifest_dir(&manifest).err());
     let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
@@ -205,9 +206,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
 /// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]): the
 /// rules' (`device`) and the host C++ lane's (`host`, planned after the surface), written once
 /// per device phase (before the host lane runs, or when the device run failed) into the
-/// variant, and its copy into `MCPP_COMPILE_COMMANDS` (from `cargo mcpp build
-/// --compile-commands DIR`) or the manifest's `compile-commands` directory (relative to the
-/// package root). Nothing under docs.rs (no compiler runs there).
+/// variant; and, under plain `cargo build` only, its copy into the manifest's
+/// `compile-commands` directory (relative to the package root). Under `cargo mcpp build` the
+/// command line writes every copy after cargo finishes (merging the packages). Nothing under
+/// docs.rs (no compiler runs there).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
@@ -215,7 +217,7 @@ fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action
     if docs_rs(env) {
         return Ok(());
     }
-    let copy = env.get_os(crate::compile_db::COMPILE_COMMANDS_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| manifest.mcpp.compile_commands.as_ref().map(|d| manifest.dir().join(d)));
+    let copy = if crate::report::started_by_cargo_mcpp(env) { None } else { crate::compile_db::manifest_dir(manifest) };
     let all: Vec<Action> = device.iter().chain(host).cloned().collect();
     crate::compile_db::write(&all, &variant.compile_commands(), copy.as_deref()).map(drop)
 }

@@ -108,20 +108,26 @@ impl DeviceEvent {
 
 /// The events a device phase's result carries besides its end: every compiler line of its
 /// warnings (success) or of its errors' details (failure) that names a place
-/// ([`crate::diagnostic::parse`]) as a [`DeviceEvent::Diagnostic`], then, on success, every
+/// ([`crate::diagnostic::parse_all`]) as a [`DeviceEvent::Diagnostic`] (rendered: the
+/// compiler's own text, without the action's description), then, on success, every
 /// output as a [`DeviceEvent::Artifact`], in path order.
 pub fn detail_events(package: &str, result: &crate::error::Result<crate::pipeline::Outcome>) -> Vec<DeviceEvent> {
-    let diagnostic = |line: &str| crate::diagnostic::parse(line).map(|d| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered: line.to_string() });
+    let diagnostics = |lines: &[String]| -> Vec<DeviceEvent> {
+        crate::diagnostic::parse_all(lines).into_iter().map(|(d, rendered)| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered }).collect()
+    };
     match result {
-        Ok(o) => o
-            .report
-            .warnings
-            .iter()
-            .filter_map(|l| diagnostic(l))
+        Ok(o) => diagnostics(&o.report.warnings)
+            .into_iter()
             .chain(o.report.outputs.iter().map(|(path, sha256)| DeviceEvent::Artifact { package: package.to_string(), path: path.clone(), sha256: sha256.clone() }))
             .collect(),
-        Err(e) => std::iter::once(e).chain(e.also.iter()).flat_map(|e| e.detail.iter()).filter_map(|l| diagnostic(l)).collect(),
+        Err(e) => std::iter::once(e).chain(e.also.iter()).flat_map(|e| diagnostics(&e.detail)).collect(),
     }
+}
+
+/// The number of device compiler warnings among `lines` (diagnostics of level `warning`, not
+/// lines: a warning's notes and source excerpts do not count), for `mcpp-device-finished`.
+pub fn warning_count(lines: &[String]) -> usize {
+    crate::diagnostic::parse_all(lines).iter().filter(|(d, _)| d.level == "warning").count()
 }
 
 /// Whether this build was started by `cargo mcpp build` (it opened the side channel): refusals

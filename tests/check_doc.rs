@@ -50,3 +50,12 @@ fn check_compiles_the_device_code_once_for_build_and_docs_rs_compiles_none() {
     assert_eq!(compiles(), 2, "DOCS_RS: no device compiler runs: {}", text(&out));
     assert!(pkg.dir.path().join("target/doc/check_pkg/index.html").is_file(), "{}", text(&out));
 }
+
+#[test]
+fn docs_rs_neither_resolves_nor_refuses_the_launcher() {
+    let pkg = harness::client_package("doc-launcher", "launcher = \"tools/absent-launcher\"\n", "//! The crate.\nmod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() { let _ = shaders::a::scale_comp(); }\n");
+    let out = cargo(&pkg, &["doc", "--no-deps"], true);
+    assert!(out.status.success(), "DOCS_RS: no compiler runs, so no launcher is needed: {}", text(&out));
+    let out = cargo(&pkg, &["build"], false);
+    assert!(!out.status.success() && text(&out).contains("absent-launcher"), "a build still refuses it: {}", text(&out));
+}

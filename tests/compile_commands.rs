@@ -37,7 +37,7 @@ fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
     let (tmp, pkg) = fixture("cuda-island");
     edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/*.cppm\", \"cpp/*.cpp\"]\nlauncher = \"none\"\ncompile-commands = \".\"\n");
     edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]\n", "");
-    let out = cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").env_remove("MCPP_COMPILE_COMMANDS").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let out = cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").try_compile().unwrap_or_else(|e| panic!("{e}"));
     let in_cache = out.variant_dir.join("compile_commands.json");
     let copy = pkg.join("compile_commands.json");
     let listed = entries(&in_cache);
@@ -54,12 +54,8 @@ fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
     // Written only when changed: a no-op build leaves the file's mtime.
     let before = std::fs::metadata(&copy).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").env_remove("MCPP_COMPILE_COMMANDS").try_compile().unwrap();
+    cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").try_compile().unwrap();
     assert_eq!(std::fs::metadata(&copy).unwrap().modified().unwrap(), before);
-    // MCPP_COMPILE_COMMANDS (what `--compile-commands DIR` sets) wins over the manifest key.
-    let other = tmp.path().join("elsewhere");
-    cuda_build(tmp.path(), &pkg, &cuda13()).env_remove("MCPP_LAUNCHER").env("MCPP_COMPILE_COMMANDS", &other).try_compile().unwrap();
-    assert_eq!(std::fs::read(other.join("compile_commands.json")).unwrap(), std::fs::read(&copy).unwrap());
 }
 
 #[test]
@@ -67,11 +63,11 @@ fn clangd_checks_the_kernel_of_the_clang_route_with_the_database() {
     let (tmp, pkg) = fixture("cuda-island");
     let layout = cuda12_clang();
     edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]", "flags = []");
+    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncompile-commands = \".\"\n");
     edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.cuda]\n", &format!("[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n", layout.display()));
     let out = cuda_build(tmp.path(), &pkg, &layout)
         .tool("clang++", "/usr/bin/clang++-19")
         .accel("cuda12.9+{sm_90}")
-        .env("MCPP_COMPILE_COMMANDS", &pkg)
         .env("MCPP_LAUNCHER", "none")
         .try_compile()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -86,4 +82,99 @@ fn clangd_checks_the_kernel_of_the_clang_route_with_the_database() {
     std::fs::write(&cu, format!("{}\nint broken = ;\n", std::fs::read_to_string(&cu).unwrap())).unwrap();
     let (ok, said) = clangd_check(&pkg, &cu);
     assert!(!ok && said.contains("E["), "{said}");
+}
+
+/// A workspace of two packages with one host C++ unit each (`a/cpp/a.cpp`, `b/cpp/b.cpp`).
+fn cxx_workspace(extra_mcpp: &str) -> Package {
+    let mut files: Vec<(String, String)> = vec![("Cargo.toml".into(), "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n".into())];
+    for name in ["a", "b"] {
+        files.push((format!("{name}/Cargo.toml"), format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/*.cpp\"]\n{extra_mcpp}", client_dependency())));
+        files.push((format!("{name}/build.rs"), "fn main() { mcpp_build::build(); }\n".into()));
+        files.push((format!("{name}/src/lib.rs"), "\n".into()));
+        files.push((format!("{name}/cpp/{name}.cpp"), format!("extern \"C\" int {name}_one() {{ return 1; }}\n")));
+    }
+    let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    Package::new(&refs)
+}
+
+/// `cargo mcpp <args>` in `dir` with the engine named, the launcher off.
+fn cargo_mcpp(pkg: &Package, dir: &Path, args: &[&str]) -> std::process::Output {
+    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    std::process::Command::new(&engine)
+        .arg("mcpp")
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", pkg.path("target"))
+        .env("CARGO_MCPP", &engine)
+        .env("MCPP_HOME", pkg.path("mcpp-home"))
+        .env("MCPP_LAUNCHER", "none")
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .env_remove("DOCS_RS")
+        .output()
+        .unwrap()
+}
+
+fn listed_files(path: &Path) -> Vec<String> {
+    let mut f: Vec<String> = entries(path).iter().map(|e| e["file"].as_str().unwrap().to_string()).collect();
+    f.sort();
+    f
+}
+
+#[test]
+fn cargo_mcpp_build_merges_every_package_into_the_copy_and_writes_a_deleted_one_again() {
+    let pkg = cxx_workspace("");
+    let root = pkg.path("");
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", "."]);
+    assert!(out.status.success(), "{}", text(&out));
+    let copy = root.join("compile_commands.json");
+    let want = vec![pkg.path("a/cpp/a.cpp").display().to_string(), pkg.path("b/cpp/b.cpp").display().to_string()];
+    assert_eq!(listed_files(&copy), want, "both packages, not only the last");
+    assert!(text(&out).contains(&format!("Writing {}", copy.display())), "says where: {}", text(&out));
+    // The mode of a plain write (0666 & !umask), not a temporary file's 0600.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let plain = root.join("plain");
+        std::fs::write(&plain, "").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&copy), mode(&plain));
+        let in_cache = walk(&pkg.path("target")).into_iter().find(|p| p.ends_with("compile_commands.json")).unwrap();
+        assert_eq!(mode(&in_cache), mode(&plain), "{}", in_cache.display());
+    }
+    // Deleted (or `git clean`ed) while every build script is fresh: written again.
+    std::fs::remove_file(&copy).unwrap();
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", "."]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want);
+    // The manifest key, one directory named by both packages (the workspace root): merged too.
+    std::fs::remove_file(&copy).unwrap();
+    for name in ["a", "b"] {
+        let manifest = pkg.read(&format!("{name}/Cargo.toml"));
+        pkg.write(&format!("{name}/Cargo.toml"), &format!("{manifest}compile-commands = \"..\"\n"));
+    }
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want);
+}
+
+#[test]
+fn a_bad_copy_directory_is_refused_before_cargo_starts() {
+    let pkg = cxx_workspace("");
+    let root = pkg.path("");
+    pkg.write("file", "");
+    for bad in ["file", "/proc/nope"] {
+        let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", bad]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(&format!("--compile-commands {bad}")), "{}", text(&out));
+        assert!(!pkg.path("target").exists(), "cargo did not start: {}", text(&out));
+    }
+    for (value, says) in [("\"\"", "`compile-commands` is empty"), ("\"../file\"", "which is not a directory")] {
+        let manifest = pkg.read("a/Cargo.toml");
+        pkg.write("a/Cargo.toml", &format!("{manifest}compile-commands = {value}\n"));
+        let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(text(&out).contains(says) && text(&out).contains("a/Cargo.toml:") && text(&out).contains("package.metadata.mcpp.compile-commands"), "{}", text(&out));
+        assert!(!pkg.path("target").exists(), "cargo did not start: {}", text(&out));
+        pkg.write("a/Cargo.toml", &manifest);
+    }
 }

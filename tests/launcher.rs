@@ -101,6 +101,11 @@ fn a_launcher_that_is_not_there_is_refused_naming_its_key() {
 /// `extra`, with `envs`: its exit code, its output (temp paths redacted) and whether the build
 /// script ran (it writes `ran` into the package: cargo started).
 fn cli_build(extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) {
+    cli_build_in("", extra, envs)
+}
+
+/// [`cli_build`] started in the package's subdirectory `sub` (`""`: the package root).
+fn cli_build_in(sub: &str, extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) {
     let tmp = tempfile::Builder::new().prefix("mcpp-launcher-").tempdir().unwrap();
     let pkg = tmp.path().join("pkg");
     let manifest = format!(
@@ -122,7 +127,7 @@ fn cli_build(extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) 
     std::fs::set_permissions(pkg.join("tools/wrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(pkg.join("tools/not-exec"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
-    c.args(["mcpp", "build", "--target-dir"]).arg(tmp.path().join("target")).current_dir(&pkg).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
+    c.args(["mcpp", "build", "--target-dir"]).arg(tmp.path().join("target")).current_dir(pkg.join(sub)).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
     for v in ["MCPP_LAUNCHER", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
         c.env_remove(v);
     }
@@ -161,6 +166,15 @@ fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
     // The same package with a good launcher (`tools/wrap`, before no compiler of this package)
     // and with `launcher = "none"` on the spirv rule builds.
     let (code, out, ran) = cli_build("launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"none\"\n", &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(ran, "{out}");
+}
+
+#[test]
+fn a_relative_mcpp_launcher_is_read_from_the_directory_cargo_mcpp_build_started_in() {
+    // Started in `src/`: `../tools/wrap` is the package's tools/wrap from there (from the package
+    // root, where the build script runs, it would be a file that is not there).
+    let (code, out, ran) = cli_build_in("src", "", &[("MCPP_LAUNCHER", "../tools/wrap")]);
     assert_eq!(code, Some(0), "{out}");
     assert!(ran, "{out}");
 }

@@ -26,24 +26,83 @@ use std::process::{Command, ExitStatus};
 /// Every refusal of every selected package, at once (`validate_packages`); a failed fetch;
 /// a progress channel or a `cargo build` that cannot start. A failed build is an exit code.
 pub fn build(args: &BuildArgs) -> Result<i32> {
-    let Located { packages, without_build_script, .. } = locate(&args.location, &args.selection)?;
+    let Located { packages, without_build_script, profile_path } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
-    let json = args.message_format.as_deref().is_some_and(|f| f.starts_with("json"));
+    let json = message_format(args).is_some_and(|f| f.starts_with("json"));
     let channel = Channel::open(json).map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
-    let mut env = build_env(&accel, &channel);
-    if let Some(dir) = &args.compile_commands {
-        // Absolute: the build scripts run in their packages' directories.
-        let dir = std::path::absolute(dir).map_err(|e| Error::io("cannot resolve", dir, e))?;
-        env.set(crate::compile_db::COMPILE_COMMANDS_ENV, dir);
-    }
-    let device_packages = validate_packages(&packages, &without_build_script, &accel, &env)?;
+    let env = build_env(&accel, &channel);
+    // Before cargo starts: a bad directory is refused now, not after the build.
+    let cli_copy = args.compile_commands.as_deref().map(crate::compile_db::prepare_cli_dir).transpose()?;
+    let validated = validate_packages(&packages, &without_build_script, &accel, &env)?;
+    let device_packages: Vec<(String, PathBuf)> = validated.iter().map(|p| (p.name.clone(), p.manifest_path.clone())).collect();
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
     let mut cargo = cargo_command(args, &env);
     let status = run_cargo(&mut cargo, &channel, &env, &args.cargo_args, json)?;
     let outcomes = channel.close();
+    // After cargo, even when every build script was fresh (or one failed: an editor still
+    // gets the units it planned).
+    write_compile_commands_copies(&validated, &profile_path, cli_copy.as_deref())?;
     Ok(exit_code_of(status, &device_packages, &outcomes))
+}
+
+/// A selected package with a device phase and a build script, as validated before cargo starts.
+struct DevicePackage {
+    /// The package's name.
+    name: String,
+    /// Its `Cargo.toml`.
+    manifest_path: PathBuf,
+    /// Its accelerator set (the variant the build script writes its database into).
+    accel: crate::accel::AccelSet,
+    /// Its manifest's `compile-commands` directory, absolute.
+    copy_dir: Option<PathBuf>,
+}
+
+/// The one writer of the copies of `compile_commands.json` under `cargo mcpp build`
+/// ([`crate::compile_db`]): every package's variant database (the device cache under
+/// `profile_path`) merged into `cli_dir` (`--compile-commands DIR`), or else into each
+/// manifest's `compile-commands` directory (the packages naming one directory merged, in
+/// selection order); each written only when changed. Says where on standard error when it wrote.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming a database that cannot be read or a copy that cannot be written.
+fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, cli_dir: Option<&std::path::Path>) -> Result<()> {
+    let database = |p: &DevicePackage| crate::layout::DeviceCache::in_profile(profile_path, &p.name).variant(&p.accel).compile_commands();
+    let mut groups: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+    for p in packages {
+        let Some(dir) = cli_dir.map(std::path::Path::to_path_buf).or_else(|| p.copy_dir.clone()) else { continue };
+        match groups.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, dbs)) => dbs.push(database(p)),
+            None => groups.push((dir, vec![database(p)])),
+        }
+    }
+    for (dir, dbs) in &groups {
+        let (path, written, n) = crate::compile_db::merge(dbs, dir)?;
+        if written {
+            eprintln!("     Writing {} ({n} translation units)", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// The message format of the build: `--message-format FMT`, else one given to cargo after `--`
+/// (`-- --message-format json`, `--message-format=json`: honoured the same, cargo gets it as
+/// written).
+fn message_format(args: &BuildArgs) -> Option<&str> {
+    if let Some(f) = &args.message_format {
+        return Some(f);
+    }
+    let mut it = args.cargo_args.iter();
+    let mut found = None;
+    while let Some(a) = it.next() {
+        if a == "--message-format" {
+            found = it.next().map(String::as_str).or(found);
+        } else if let Some(f) = a.strip_prefix("--message-format=") {
+            found = Some(f);
+        }
+    }
+    found
 }
 
 /// This process's environment view for the build: the choice the build scripts will see
@@ -63,6 +122,18 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
         }
         AccelChoice::Manifest => {}
     }
+    // A relative launcher path (`MCPP_LAUNCHER=./tools/wrap.sh`) is read from the directory
+    // `cargo mcpp build` started in, as cargo reads RUSTC_WRAPPER; the build scripts run in
+    // their package roots, so they get it absolute.
+    if let Some(v) = env.get_os(crate::launcher::LAUNCHER_ENV) {
+        let path = std::path::Path::new(&v);
+        let s = v.to_string_lossy();
+        if (s.contains('/') || s.contains('\\')) && path.is_relative() {
+            if let Ok(abs) = std::path::absolute(path) {
+                env.set(crate::launcher::LAUNCHER_ENV, abs);
+            }
+        }
+    }
     env
 }
 
@@ -70,11 +141,11 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
 /// ([`pipeline::validate`], with the command line's own `choice`, so a refusal names `--accel`
 /// as its origin, not the variable `env` carries for the build scripts) and required to have a
 /// build script.
-/// Returns them (name, manifest) in selection order.
+/// Returns them in selection order.
 ///
 /// # Errors
 /// Every problem of every package at once ([`Error::all`]), each naming its package.
-fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], choice: &AccelChoice, env: &Env) -> Result<Vec<(String, PathBuf)>> {
+fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], choice: &AccelChoice, env: &Env) -> Result<Vec<DevicePackage>> {
     let mut device_packages = Vec::new();
     let mut problems = Vec::new();
     for (name, manifest_path) in packages {
@@ -89,7 +160,12 @@ fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[Str
         let validated = pipeline::validate(manifest_path, choice, env);
         let has_build_script = !without_build_script.contains(name);
         match validated {
-            Ok(_) if has_build_script => device_packages.push((name.clone(), manifest_path.clone())),
+            Ok(v) if has_build_script => device_packages.push(DevicePackage {
+                name: name.clone(),
+                manifest_path: manifest_path.clone(),
+                copy_dir: crate::compile_db::manifest_dir(&v.manifest),
+                accel: v.accel,
+            }),
             Ok(_) => {}
             Err(e) => problems.push(e.detail(format!("(package `{name}`)"))),
         }

@@ -240,10 +240,10 @@ pub struct BuildArgs {
     /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
-    /// Also write compile_commands.json (every device and host C++ unit) into DIR (e.g. `.`), besides the device cache's.
+    /// Also write compile_commands.json (every selected package's device and host C++ units, merged after cargo) into DIR (e.g. `.`), besides the device cache's.
     #[arg(long, value_name = "DIR")]
     pub compile_commands: Option<PathBuf>,
-    /// `human` (default) or `json` (also `json-diagnostic-short`, ...): with json, the device phase's diagnostics, artifacts and end are JSON lines on stdout among cargo's own (passed to cargo too).
+    /// `human` (default) or `json` (also `json-diagnostic-short`, ...): with json, the device phase's diagnostics, artifacts and end are JSON lines on stdout among cargo's own (passed to cargo too; one after `--` is honoured the same).
     #[arg(long, value_name = "FMT")]
     pub message_format: Option<String>,
     /// Further `cargo build` arguments.
