@@ -343,8 +343,11 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
 
 /// Plan and run the host C++ lane ([`crate::plan::lanes::plan_host`]) after the surface is
 /// written: `cxx-sources`, the island's units and, when there are payloads, the generated
-/// surface's copy in the variant (`surface/`): its implementation unit always, its module
-/// interface when a unit imports it, its header's directory on `-I`. A payload edit changes
+/// surface's copy in the variant (`surface/`): its implementation unit when the lane compiles a
+/// unit of the crate (`cxx-sources`, the island's fallback), its module interface when a unit
+/// imports it, its header's directory on `-I`; object storage's assembly always. A crate whose
+/// host side is pure Rust under header (or sidecar) storage starts no C++ compiler and needs
+/// none ([`crate::cxx::units`]). A payload edit changes
 /// only the implementation unit's data headers, never the interface: no BMI and no importer
 /// is rebuilt. Its report is merged into `report`, its actions appended to `planned`.
 ///

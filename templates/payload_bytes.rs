@@ -7,11 +7,3 @@ pub struct BytesPayload {
     /// The file it was made from, relative to the package root.
     pub source: &'static str,
 }
-
-/// Included bytes on a 16-byte boundary, at no run-time cost (unused under object and
-/// sidecar storage).
-#[allow(dead_code)]
-#[repr(C, align(16))]
-struct AlignedBytes<T: ?Sized> {
-    bytes: T,
-}

@@ -20,7 +20,7 @@ impl std::error::Error for SidecarError {}
 
 /// Read the sidecar file `relative` (below the executable's directory, or `MCPP_SIDECAR_DIR`)
 /// once into 16-byte aligned memory kept for the program's life, with one NUL after its bytes.
-#[allow(dead_code)]
+#[allow(dead_code, unsafe_code)]
 fn sidecar_read(relative: &str) -> Result<&'static [u8], SidecarError> {
     let dir = match std::env::var_os("MCPP_SIDECAR_DIR").filter(|d| !d.is_empty()) {
         Some(d) => std::path::PathBuf::from(d),

@@ -116,3 +116,42 @@ fn under_modules_false_a_c_unit_and_a_cpp_unit_include_the_header_and_link() {
     let outcome = pkg.compile(&b);
     assert_eq!(run_linked(&pkg, &outcome, true), expected(&pkg, true));
 }
+
+/// A crate whose host side is pure Rust (shaders only, or data files only) under header storage
+/// needs no C++ compiler: with `CXX` naming no program the build succeeds, links nothing, and
+/// the Rust program reads the payloads. A `cxx-sources` unit brings the lane back: the same
+/// `CXX` is then what fails, and a real one compiles and links the implementation unit.
+#[test]
+fn a_pure_rust_crate_under_header_storage_needs_no_cxx_compiler() {
+    let missing = Path::new("/nonexistent/c++");
+    let main = "fn main() { let p = shaders::a::scale_comp(); println!(\"{:x} {}\", p.code[0], p.size_bytes); }\n";
+    let pkg = surface_package(true, &[]);
+    let mut b = pkg.build();
+    b.env("CXX", missing);
+    let outcome = pkg.compile(&b);
+    assert!(!outcome.cargo.lines().iter().any(|l| l.contains("rustc-link-lib")), "nothing to link: {:#?}", outcome.cargo.lines());
+    let exe = pkg.out_dir().join("artifacts/prog");
+    let out = run_rust_surface_program(&pkg, &outcome, main, &exe, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let spv = pkg.embedded_bytes("shaders/a/scale.comp");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("7230203 {}\n", spv.len()));
+
+    let embed = format!("{}[package.metadata.mcpp.embed]\nfiles = [\"assets/*\"]\n", manifest("data-app", ""));
+    let pkg = Package::new(&[("Cargo.toml", &embed), ("assets/hello.txt", "hello")]);
+    let mut b = pkg.build();
+    b.env("CXX", missing);
+    let outcome = pkg.compile(&b);
+    let out = run_rust_surface_program(&pkg, &outcome, "fn main() { print!(\"{}\", std::str::from_utf8(shaders::hello_txt().bytes).unwrap()); }\n", &exe, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "hello");
+
+    let unit = "import surf_app.shaders;\nextern \"C\" unsigned long use_size() { return surf_app::shaders::a::scale_comp().size_bytes; }\nextern \"C\" unsigned int use_first() { return surf_app::shaders::a::scale_comp().code[0]; }\n";
+    let pkg = surface_package(true, &[("cpp/use.cpp", unit)]);
+    let mut b = pkg.build();
+    b.env("CXX", missing);
+    let err = b.try_compile().expect_err("a cxx-sources unit needs the compiler");
+    assert!(err.to_string().contains("nonexistent"), "{err}");
+    b.env("CXX", real_tool("g++"));
+    let outcome = pkg.compile(&b);
+    assert_eq!(run_linked(&pkg, &outcome, false), expected(&pkg, false));
+}

@@ -92,6 +92,42 @@ fn an_embed_only_crate_reads_its_files_in_every_storage_form_and_follows_an_edit
     }
 }
 
+/// A words payload of several MiB (6 MiB) under header storage: it builds (the words are the
+/// included bytes read in place, not converted by const evaluation, which rustc stopped past a
+/// few MiB) and the program reads the right words from a 4-aligned `&[u32]`. The same program
+/// under every storage form compiles with `-D unsafe_code` (a user's `#![deny(unsafe_code)]`):
+/// the generated `unsafe` carries its own `allow`. rustc's time is the benchmark's, not asserted.
+#[test]
+fn a_large_words_payload_builds_under_header_storage_and_the_surface_allows_deny_unsafe_code() {
+    const WORDS: u32 = 6 * 1024 * 1024 / 4;
+    let word = |i: u32| i.wrapping_mul(2_654_435_761) ^ 0x0723_0203;
+    let main = r#"
+fn main() {
+    let w = shaders::big_bin()UNWRAP;
+    assert_eq!(w.code.as_ptr() as usize % 4, 0);
+    let sum = w.code.iter().fold(0u64, |s, x| s.wrapping_mul(31).wrapping_add(u64::from(*x)));
+    println!("{} {} {:x} {:x} {sum:x}", w.code.len(), w.size_bytes, w.code[0], w.code[w.code.len() - 1]);
+}
+"#;
+    let sum = (0..WORDS).fold(0u64, |s, i| s.wrapping_mul(31).wrapping_add(u64::from(word(i))));
+    let expected = format!("{WORDS} {} {:x} {:x} {sum:x}\n", WORDS * 4, word(0), word(WORDS - 1));
+    let bytes: Vec<u8> = (0..WORDS).flat_map(|i| word(i).to_le_bytes()).collect();
+    for storage in ["header", "object", "sidecar"] {
+        let cargo = manifest("big-app", &format!("storage = \"{storage}\"\n[package.metadata.mcpp.embed]\nfiles = [{{ glob = \"big/*.bin\", element = \"words\" }}]\n"));
+        let pkg = Package::new(&[("Cargo.toml", &cargo)]);
+        std::fs::create_dir_all(pkg.path("big")).unwrap();
+        std::fs::write(pkg.path("big/big.bin"), &bytes).unwrap();
+        let mut b = pkg.build();
+        b.env("CXX", real_tool("g++"));
+        let outcome = pkg.compile(&b);
+        let exe = pkg.out_dir().join("artifacts/big");
+        let main = main.replace("UNWRAP", if storage == "sidecar" { ".unwrap()" } else { "" });
+        let out = run_rust_surface_program_with(&pkg, &outcome, &main, &exe, &[], &["-D", "unsafe_code"]);
+        assert!(out.status.success(), "{storage}: {}", text(&out));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected, "{storage}");
+    }
+}
+
 /// `--no-accel` still embeds: the data files are no device code.
 #[test]
 fn no_accel_still_embeds_the_data_files() {

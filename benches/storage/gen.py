@@ -9,8 +9,13 @@ so the optimizer keeps it), copied into
   prebuilt/                                 include_bytes! of SPIR-V compiled once here (no build script):
                                             the floor, no compiler in the build
 
-and, with --big MB, one shader `big.comp` in big-header/ and big-object/ whose compiler
-(`pad-glslang`, GLSLANG_VALIDATOR) appends filler words to MB MiB.
+and the same SPIR-V bytes as data files (tools-embed, `element = "words"`, no compiler in the build),
+against `prebuilt/` as the hand-written crate:
+
+  embed-header/ embed-object/ embed-sidecar/  cargo-mcpp, `[package.metadata.mcpp.embed]` of data/*.bin
+
+and, with --big MB, one data file of MB MiB (`data/big.bin`, filler words) in big-header/ and
+big-object/ (embedded as words) and big-include-bytes/ (hand-written `include_bytes!`, no build script).
 
 usage: gen.py WORK N REPO [--big MB]
 Deterministic: the same arguments write the same bytes."""
@@ -38,7 +43,29 @@ def write(path: str, text: str) -> None:
             f.write(text)
 
 
-def mcpp_crate(d: str, name: str, storage: str, repo: str, ids: list, sidecar: bool) -> None:
+SHADERS_META = """accel = "vulkan1.2"
+sources = ["shaders/*.comp"]
+storage = "{storage}"
+
+[package.metadata.mcpp.spirv]
+compiler = "glslang"
+"""
+
+EMBED_META = """storage = "{storage}"
+
+[package.metadata.mcpp.embed]
+files = [{{ glob = "data/*.bin", element = "words" }}]
+"""
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not os.path.exists(path) or open(path, "rb").read() != data:
+        with open(path, "wb") as f:
+            f.write(data)
+
+
+def mcpp_crate(d: str, name: str, storage: str, repo: str, ids: list, sidecar: bool, meta: str = SHADERS_META) -> None:
     write(f"{d}/Cargo.toml", f"""[package]
 name = "{name}"
 version = "0.1.0"
@@ -49,13 +76,7 @@ publish = false
 mcpp-build = {{ path = "{repo}/mcpp-build" }}
 
 [package.metadata.mcpp]
-accel = "vulkan1.2"
-sources = ["shaders/*.comp"]
-storage = "{storage}"
-
-[package.metadata.mcpp.spirv]
-compiler = "glslang"
-
+{meta.format(storage=storage)}
 [workspace]
 """)
     write(f"{d}/build.rs", "fn main() { mcpp_build::build(); }\n")
@@ -164,11 +185,25 @@ def main() -> None:
             subprocess.run([glslang, "-V", "--target-env", "vulkan1.2", "-Os", "-o", spv, src], check=True, stdout=subprocess.DEVNULL)
         module += f"    pub fn {id}() -> &'static [u32] {{ static B: &support::Aligned<[u8]> = &support::Aligned(*include_bytes!(\"../spv/{name}.spv\")); support::words(&B.0) }}\n"
     write(f"{d}/src/main.rs", INCLUDE_MAIN.format(module=module, body=body))
+    # The same bytes as data files (tools-embed): no compiler in any of these builds.
+    for form in ["header", "object", "sidecar"]:
+        d = f"{work}/embed-{form}"
+        mcpp_crate(d, f"sb-embed-{form}", form, repo, [x.replace(".comp", "_bin") for x in names], form == "sidecar", EMBED_META)
+        for name in names:
+            write_bytes(f"{d}/data/{name[:-5]}.bin", open(f"{work}/prebuilt/spv/{name}.spv", "rb").read())
     if big is not None:
+        block = bytes((i * 131 + 7) % 256 for i in range(1 << 16))
+        data = block * ((big << 20) // len(block)) + block[: (big << 20) % len(block)]
         for form in ["header", "object"]:
             d = f"{work}/big-{form}"
-            mcpp_crate(d, f"sb-big-{form}", form, repo, ["big_comp"], False)
-            write(f"{d}/shaders/big.comp", shader(0))
+            mcpp_crate(d, f"sb-big-{form}", form, repo, ["big_bin"], False, EMBED_META)
+            write_bytes(f"{d}/data/big.bin", data)
+        d = f"{work}/big-include-bytes"
+        write(f"{d}/Cargo.toml", "[package]\nname = \"sb-big-include-bytes\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n")
+        write(f"{d}/src/support.rs", ACCESSOR)
+        write_bytes(f"{d}/data/big.bin", data)
+        module = "pub mod support { include!(\"support.rs\"); }\n    pub fn big_bin() -> &'static [u32] { static B: &support::Aligned<[u8]> = &support::Aligned(*include_bytes!(\"../data/big.bin\")); support::words(&B.0) }\n"
+        write(f"{d}/src/main.rs", INCLUDE_MAIN.format(module=module, body="    let p = shaders::big_bin(); n += p.len() * 4; x = sum(x, p);\n"))
 
 
 if __name__ == "__main__":

@@ -60,8 +60,12 @@ names = {
     "mcpp-header": "cargo-mcpp, `storage = \"header\"`",
     "mcpp-object": "cargo-mcpp, `storage = \"object\"`",
     "mcpp-sidecar": "cargo-mcpp, `storage = \"sidecar\"`",
-    "big-header": f"cargo-mcpp, `storage = \"header\"`, one {big_mb} MiB payload",
-    "big-object": f"cargo-mcpp, `storage = \"object\"`, one {big_mb} MiB payload",
+    "embed-header": "cargo-mcpp tools-embed, `storage = \"header\"`",
+    "embed-object": "cargo-mcpp tools-embed, `storage = \"object\"`",
+    "embed-sidecar": "cargo-mcpp tools-embed, `storage = \"sidecar\"`",
+    "big-include-bytes": f"hand-written `include_bytes!` of one {big_mb} MiB file (no build script)",
+    "big-header": f"cargo-mcpp tools-embed, `storage = \"header\"`, one {big_mb} MiB file",
+    "big-object": f"cargo-mcpp tools-embed, `storage = \"object\"`, one {big_mb} MiB file",
 }
 by = rows("cold")
 print("## Cold crate-only build (`cargo clean --release -p` and the device cache) and binary size\n")
@@ -83,12 +87,34 @@ for c in ["include-bytes", "mcpp-header", "mcpp-object", "mcpp-sidecar"]:
     rs = list(by[c].values())
     g = sorted({r["glslang"] for r in rs}); a = sorted({r["assemblies"] for r in rs}); ru = sorted({r["rustc"] for r in rs})
     print(f"| {names[c]} | {span([float(r['seconds']) for r in rs])} | {ratio(by, c, 'include-bytes')} | {'/'.join(g)} | {'/'.join(a)} | {'/'.join(ru)} |")
+by = rows("ecold")
+if by:
+    print(f"\n## The same {n} payloads as embedded data files (tools-embed, `element = \"words\"`): cold crate-only build against `include_bytes!` of the same files\n")
+    print("| contender | cold build | / include_bytes! | release binary | sidecar files | build script (engine) peak RSS, time | rustc of the crate: peak RSS, time |")
+    print("|---|---|---|---|---|---|---|")
+    for c in ["prebuilt", "embed-header", "embed-object", "embed-sidecar"]:
+        if c not in by:
+            continue
+        rs = by[c].values()
+        last = list(rs)[-1]
+        print(f"| {names[c]} | {span([float(r['seconds']) for r in rs])} | {ratio(by, c, 'prebuilt')} | {mib(last['binary'])} | {mib(last['sidecars']) if int(last['sidecars']) else '-'} | {peak('ecold', c, 'engine')} | {peak('ecold', c, 'rustc')} |")
+by = rows("eedit")
+if by:
+    print(f"\n## One embedded data file edited (N = {n}): what reruns\n")
+    print("| contender | build after the edit | / include_bytes! | assemblies | rustc of the crate |")
+    print("|---|---|---|---|---|")
+    for c in ["prebuilt", "embed-header", "embed-object", "embed-sidecar"]:
+        if c not in by:
+            continue
+        rs = list(by[c].values())
+        a = sorted({r["assemblies"] for r in rs}); ru = sorted({r["rustc"] for r in rs})
+        print(f"| {names[c]} | {span([float(r['seconds']) for r in rs])} | {ratio(by, c, 'prebuilt')} | {'/'.join(a)} | {'/'.join(ru)} |")
 by = rows("big")
 if by:
-    print(f"\n## One {big_mb} MiB payload: object against header storage\n")
-    print("| contender | cold build | / object | build script (engine) peak RSS, time | assembler peak RSS, time | rustc of the crate: peak RSS, time | release binary |")
+    print(f"\n## One {big_mb} MiB data file: include_bytes!, object and header storage\n")
+    print("| contender | cold build | / include_bytes! | build script (engine) peak RSS, time | assembler peak RSS, time | rustc of the crate: peak RSS, time | release binary |")
     print("|---|---|---|---|---|---|---|")
-    for c in ["big-object", "big-header"]:
+    for c in ["big-include-bytes", "big-object", "big-header"]:
         if c not in by:
             continue
         rs = list(by[c].values())
@@ -98,7 +124,7 @@ if by:
             out = open(f"{work}/log/big-{c}-{failed[0]['round']}.out").read().splitlines()
             first = next((l.strip() for l in out if l.startswith("error")), "see the log")
             result = f"build FAILED ({len(failed)}/{len(rs)}): `{first}`"
-        print(f"| {names[c]} | {span([float(r['seconds']) for r in rs])} | {ratio(by, c, 'big-object')} | {peak('big', c, 'engine')} | {peak('big', c, 'as')} | {peak('big', c, 'rustc')} | {result} |")
+        print(f"| {names[c]} | {span([float(r['seconds']) for r in rs])} | {ratio(by, c, 'big-include-bytes')} | {peak('big', c, 'engine')} | {peak('big', c, 'as')} | {peak('big', c, 'rustc')} | {result} |")
 check = [l.rstrip("\n").split("\t") for l in open(f"{work}/check.tsv")]
 same = len({tuple(x[1:]) for x in check}) == 1
 print(f"\nEvery program printed the same payload sizes and words (`n x`): {'yes' if same else 'NO: ' + '; '.join(' '.join(x) for x in check)}.")

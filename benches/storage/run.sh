@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The storage benchmark of issue 12 (benches/storage/README.md): cold crate-only builds and binary
 # sizes of N=100 payloads of ~16 KB under each storage form against a hand-written include_bytes!
-# crate, a payload edit (what reruns), and one big payload (object vs header: time, peak RSS).
+# crate, a payload edit (what reruns), the same payloads as embedded data files (tools-embed)
+# against include_bytes! of the same files, and one big data file (include_bytes!, object,
+# header: time, peak RSS).
 # Contenders are interleaved per round (a shared, noisy machine): compare within a round, report
 # medians of per-round ratios. Writes $WORK/results.md (Markdown) and $WORK/raw.tsv.
 #
@@ -29,22 +31,6 @@ cat > "$WORK/bin/glslangValidator" <<W
 #!/bin/sh
 case " \$* " in *" -o "*) echo "\$*" >> "$LOG/glslang.log";; esac
 exec "$REAL_GLSLANG" "\$@"
-W
-# The compiler of the big payload: the real shader, then filler words to BIG_MB MiB (the surface
-# takes any whole number of words; tools-embed will take data files directly).
-cat > "$WORK/bin/pad-glslang" <<W
-#!/usr/bin/env python3
-import os, subprocess, sys
-r = subprocess.run(["$REAL_GLSLANG"] + sys.argv[1:]).returncode
-if r or "-o" not in sys.argv:
-    sys.exit(r)
-out = sys.argv[sys.argv.index("-o") + 1]
-left = ($BIG_MB << 20) - os.path.getsize(out)
-block = bytes((i * 131 + 7) % 256 for i in range(1 << 16))
-with open(out, "ab") as f:
-    while left > 0:
-        f.write(block[: min(left, len(block))])
-        left -= len(block)
 W
 # The host compiler (the assembler of object storage): its peak RSS and time.
 cat > "$WORK/bin/c++" <<W
@@ -112,13 +98,30 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
+# The same payloads as data files (tools-embed): no compiler in any build, so the figures are the
+# storage's own cost against include_bytes! of the same files (prebuilt/, no build script).
+EMBED="prebuilt embed-header embed-object embed-sidecar"
+for c in embed-header embed-object embed-sidecar; do build "$c" >/dev/null 2>&1 || { build "$c"; exit 1; }; done
+for c in embed-header embed-object embed-sidecar; do echo -e "$c\t$("$WORK/$c/target/release/$(pkg "$c")")" >> "$WORK/check.tsv"; done
+echo "bench: (d) cold crate-only builds of embedded data files, $ROUNDS rounds" >&2
+for r in $(seq "$ROUNDS"); do for c in $EMBED; do measure ecold "$r" "$c" cold; done; done
+echo "bench: (e) one data file edited, $ROUNDS rounds" >&2
+k=$(printf %03d $((N / 2)))
+for r in $(seq "$ROUNDS"); do
+  for c in $EMBED; do
+    f="$WORK/$c/data/s$k.bin"; [ "$c" = prebuilt ] && f="$WORK/prebuilt/spv/s$k.comp.spv"
+    python3 -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[64] ^= 1; open(p, "wb").write(b)' "$f"
+    measure eedit "$r" "$c" build
+  done
+done
+
 if [ "$BIG_MB" -gt 0 ]; then
-  echo "bench: (b) one payload of $BIG_MB MiB, $BIG_ROUNDS rounds" >&2
-  export GLSLANG_VALIDATOR="$WORK/bin/pad-glslang"
-  # Dependencies only (the first build of header storage may fail: see the report).
-  for c in big-object big-header; do build "$c" >/dev/null 2>&1 || true; done
+  echo "bench: (b) one data file of $BIG_MB MiB, $BIG_ROUNDS rounds" >&2
+  BIG="big-include-bytes big-object big-header"
+  # Dependencies (and a first build, not timed).
+  for c in $BIG; do build "$c" >/dev/null 2>&1 || true; done
   for r in $(seq "$BIG_ROUNDS"); do
-    for c in big-object big-header; do
+    for c in $BIG; do
       measure big "$r" "$c" cold
     done
   done

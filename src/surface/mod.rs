@@ -10,7 +10,15 @@
 //!   `mod shaders { include!(concat!(env!("OUT_DIR"), "/mcpp_shaders.rs")); }`. `all()` lists the
 //!   words payloads (`[Payload; N]`, as before kinds existed, so adding a payload of another
 //!   kind never changes its type), `all_bytes()` and `all_text()` the others; a kind's type,
-//!   helpers and list appear with its first payload, so a SPIR-V-only surface is unchanged;
+//!   helpers and list appear with its first payload, so a SPIR-V-only surface is unchanged.
+//!   Header storage includes the bytes (`include_bytes!` in a 16-byte aligned static); a words
+//!   payload's `code` is that static read as `&'static [u32]` in place on little-endian targets
+//!   (no copy, no compile-time conversion, any size), and a const-evaluated conversion on
+//!   big-endian targets only (rustc refuses one past a few MiB there: use object storage). The
+//!   accessors are safe functions; the few `unsafe` blocks inside the generated code (header
+//!   words, object and sidecar storage) carry `#[allow(unsafe_code)]`, so a crate with
+//!   `#![deny(unsafe_code)]` compiles the surface, but one with `#![forbid(unsafe_code)]` cannot
+//!   include it (forbid cannot be allowed again: include it from a crate that does not forbid);
 //! - `mcpp/<module>.cppm` (or `mcpp/<module>.h` under `modules = false`): a std-free C++
 //!   interface, the PODs `payload` (`const unsigned int* code`), `bytes_payload`
 //!   (`const unsigned char* data`) and `text_payload` (`const char* text`, NUL-terminated),
@@ -772,9 +780,18 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
             PayloadKind::Words32 => write!(
                 out,
                 "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
-                 {ind}    const BYTES: &[u8] = include_bytes!({payload});\n\
-                 {ind}    static WORDS: [u32; BYTES.len() / 4] = {sup}words(BYTES);\n\
-                 {ind}    {sup}Payload {{ code: &WORDS, size_bytes: BYTES.len(), source: {src:?} }}\n{ind}}}\n",
+                 {ind}    #[cfg(target_endian = \"little\")]\n\
+                 {ind}    let payload = {{\n\
+                 {ind}        static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
+                 {ind}        {sup}Payload {{ code: {sup}header_words(BYTES), size_bytes: BYTES.bytes.len(), source: {src:?} }}\n\
+                 {ind}    }};\n\
+                 {ind}    #[cfg(not(target_endian = \"little\"))]\n\
+                 {ind}    let payload = {{\n\
+                 {ind}        const BYTES: &[u8] = include_bytes!({payload});\n\
+                 {ind}        static WORDS: [u32; BYTES.len() / 4] = {sup}words(BYTES);\n\
+                 {ind}        {sup}Payload {{ code: &WORDS, size_bytes: BYTES.len(), source: {src:?} }}\n\
+                 {ind}    }};\n\
+                 {ind}    payload\n{ind}}}\n",
             ),
             PayloadKind::Bytes => write!(
                 out,
@@ -1002,7 +1019,7 @@ mod tests {
         let items = name_payloads(&[("spirv", Payload::words("x.comp", "x_comp", words.path().join("x.spv")))], &[]).unwrap();
         generate(&items, &options_in(words.path(), true)).unwrap();
         let rust = std::fs::read_to_string(words.path().join("mcpp_shaders.rs")).unwrap();
-        assert!(!rust.contains("BytesPayload") && !rust.contains("TextPayload") && !rust.contains("AlignedBytes") && rust.contains("/// Every payload of this surface, in name order."), "{rust}");
+        assert!(!rust.contains("BytesPayload") && !rust.contains("TextPayload") && rust.contains("header_words(BYTES)") && rust.contains("/// Every payload of this surface, in name order."), "{rust}");
         let module = std::fs::read_to_string(words.path().join("mcpp/kinds.shaders.cppm")).unwrap();
         assert!(!module.contains("bytes_payload") && !module.contains("text_payload"), "{module}");
     }

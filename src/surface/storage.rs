@@ -289,7 +289,7 @@ pub fn object_rust(item: &PayloadItem, base: &str, sup: &str, ind: &str) -> Stri
         PayloadKind::Text => "TextPayload",
     };
     format!(
-        "{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
+        "{ind}#[allow(dead_code, unsafe_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
          {ind}    extern \"C\" {{\n\
          {ind}        #[link_name = \"{base}_begin\"]\n{ind}        static BEGIN: u8;\n\
          {ind}        #[link_name = \"{base}_end\"]\n{ind}        static END: u8;\n\

@@ -194,12 +194,18 @@ pub fn client_package(name: &str, extra_mcpp: &str, main_rs: &str) -> Package {
 /// rustc into `exe`, linking what the outcome's directives link (the lane's archive: object
 /// storage's symbols), and run it with `env` set; panics when rustc fails.
 pub fn run_rust_surface_program(pkg: &Package, outcome: &Outcome, main_rs: &str, exe: &std::path::Path, env: &[(&str, &std::path::Path)]) -> std::process::Output {
+    run_rust_surface_program_with(pkg, outcome, main_rs, exe, env, &[])
+}
+
+/// [`run_rust_surface_program`] with more rustc arguments (`-D unsafe_code`: the crate-level
+/// lint a user's `#![deny(unsafe_code)]` sets).
+pub fn run_rust_surface_program_with(pkg: &Package, outcome: &Outcome, main_rs: &str, exe: &std::path::Path, env: &[(&str, &std::path::Path)], rustc_args: &[&str]) -> std::process::Output {
     use std::process::Command;
     let main = pkg.dir.path().join("main.rs");
     std::fs::write(&main, format!("mod shaders {{ include!({:?}); }}\n{main_rs}", pkg.out_dir().join("mcpp_shaders.rs").display().to_string())).unwrap();
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let mut rustc = Command::new("rustc");
-    rustc.args(["--edition", "2021", "-D", "warnings", "-o"]).arg(exe).arg(&main);
+    rustc.args(["--edition", "2021", "-D", "warnings"]).args(rustc_args).arg("-o").arg(exe).arg(&main);
     for l in outcome.cargo.lines() {
         if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=native=") {
             rustc.arg("-L").arg(format!("native={dir}"));
