@@ -265,7 +265,9 @@ fn collision(first: &str, second: &str, item: &PayloadItem, at: &str, key: &str)
 /// # Errors
 /// [`ErrorKind::Manifest`] at the embedded file's entry when it has the name of a compiled
 /// payload (both named), or when a name is both an accessor and a namespace at one level
-/// (`a_txt()` beside a directory `a_txt/`: a C++ namespace and a function cannot share it).
+/// (`a_txt()` beside a directory `a_txt/`: a C++ namespace and a function cannot share it),
+/// or when a top-level name is one the surface defines itself
+/// ([`crate::surface::reserved_names`]: `all`, `words`, `AlignedBytes`, ...), naming the file.
 pub fn merge(compiled: Vec<PayloadItem>, embedded: &Embedded) -> Result<Vec<PayloadItem>> {
     let mut all = compiled.clone();
     for e in &embedded.items {
@@ -273,6 +275,20 @@ pub fn merge(compiled: Vec<PayloadItem>, embedded: &Embedded) -> Result<Vec<Payl
             return Err(collision(&first.source, &e.item.source, &e.item, &e.at, &e.key));
         }
         all.push(e.item.clone());
+    }
+    let reserved = crate::surface::reserved_names();
+    for item in &all {
+        let top = item.namespace.first().unwrap_or(&item.identifier);
+        if reserved.contains(top) {
+            let what = if item.namespace.is_empty() { "the accessor" } else { "the namespace" };
+            let mut err = Error::new(ErrorKind::Manifest, format!("`{}` would make {what} `{top}`, a name the generated surface defines itself", item.source))
+                .detail(format!("Reserved at the surface's top level: {}.", reserved.join(", ")))
+                .help(if item.namespace.is_empty() { "rename the file (an extension is part of the name: `all.bin` is `all_bin`), or give its entry a `namespace = \"...\"`" } else { "rename the directory or the table" });
+            if let Some(e) = embedded.items.iter().find(|e| e.item == *item) {
+                err = err.file(&e.at).key(&e.key);
+            }
+            return Err(err);
+        }
     }
     for item in &all {
         for other in &all {
@@ -373,5 +389,21 @@ mod tests {
         let (_d, m) = package("files = [\"d/**/*\"]", &[("d/x_comp/y", b"1")]);
         let err = merge(vec![shader], &collect(&m).unwrap()).unwrap_err();
         assert!(err.message.contains("both an accessor and a namespace"), "{err}");
+    }
+
+    #[test]
+    fn a_file_named_as_the_surfaces_own_items_is_refused_naming_it() {
+        let reserved = crate::surface::reserved_names();
+        for name in ["words", "all", "all_bytes", "all_text", "AlignedBytes", "SidecarError", "Payload", "sidecar_read", "bytes_payload"] {
+            assert!(reserved.contains(&name.to_string()), "{name}: {reserved:?}");
+            let (_d, m) = package("files = [\"d/*\"]", &[(&format!("d/{name}"), b"1234")]);
+            let err = merge(vec![], &collect(&m).unwrap()).unwrap_err();
+            assert_eq!(err.message, format!("`d/{name}` would make the accessor `{name}`, a name the generated surface defines itself"));
+            assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:10"), "{err}");
+        }
+        let (_d, m) = package("files = [\"d/**/*\"]", &[("d/Payload/x.bin", b"1")]);
+        assert!(merge(vec![], &collect(&m).unwrap()).unwrap_err().message.contains("the namespace `Payload`"));
+        let (_d, m) = package("files = [\"d/*\"]", &[("d/all.bin", b"1")]);
+        assert!(merge(vec![], &collect(&m).unwrap()).is_ok());
     }
 }

@@ -112,6 +112,50 @@ impl LookupTable {
     }
 }
 
+/// The Rust templates of the surface, every one of them (which are included depends on the
+/// payloads' kinds and storage forms; a name is reserved whether or not its template is used,
+/// so adding a payload of another kind never turns a good name into a clash).
+const RUST_TEMPLATES: &[&str] = &[
+    include_str!("../../templates/payload.rs"),
+    include_str!("../../templates/payload_bytes.rs"),
+    include_str!("../../templates/payload_text.rs"),
+    storage::OBJECT_RUST,
+    storage::SIDECAR_RUST,
+];
+
+/// The C++ templates of the surface (their structs are names in the module's namespace).
+const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp")];
+
+/// The lists the Rust surface adds at its top level ([`rust_surface`]).
+const LIST_FUNCTIONS: [&str; 3] = ["all", "all_bytes", "all_text"];
+
+/// The names the generated surface itself defines at its top level, which no payload's
+/// top-level name (its first namespace segment, or its identifier when it has none) may take:
+/// the lists (`all`, `all_bytes`, `all_text`) and every item a template defines at column 0
+/// (`Payload`, `AlignedBytes`, `SidecarError`, `words`, `sidecar_read`, the C++ structs
+/// `payload`, `bytes_payload`, ...), read from the templates themselves, so the list follows
+/// the generator. Sorted, each once.
+pub fn reserved_names() -> Vec<String> {
+    let mut out: Vec<String> = LIST_FUNCTIONS.iter().map(|s| s.to_string()).collect();
+    for line in RUST_TEMPLATES.iter().chain(CPP_TEMPLATES).flat_map(|t| t.lines()) {
+        let mut rest = line;
+        for prefix in ["pub ", "const ", "unsafe ", "extern \"C\" "] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some((word, tail)) = rest.split_once(' ') else { continue };
+        if !["fn", "struct", "enum", "union", "type", "static", "const", "mod", "trait", "macro_rules!"].contains(&word) {
+            continue;
+        }
+        let name: String = tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A C string literal of `s`: printable ASCII as is, every other byte, `"`, `\` and `?` as an
 /// octal escape (three digits: never read on into the next character).
 fn c_string(s: &str) -> String {
