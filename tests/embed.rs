@@ -164,3 +164,29 @@ fn the_c_header_and_the_cpp_module_reach_the_files_and_the_table() {
         assert_eq!(printed, "hello 2 en\n13 hello, world\n|\n", "modules = {modules}");
     }
 }
+
+/// A sidecar changed after the build (a words file of a size that is no multiple of 4, a text
+/// file that is not UTF-8) is an `Err` naming the file, never a panic.
+#[test]
+fn a_corrupt_sidecar_is_an_error_naming_the_file() {
+    let pkg = embed_package("sidecar", "", &[]);
+    let outcome = pkg.compile(&pkg.build());
+    let artifacts = pkg.out_dir().join("artifacts");
+    let data = artifacts.join("mcpp-data/embed-app");
+    let named = |stem: &str| data.join(std::fs::read_dir(&data).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).find(|n| n.starts_with(stem)).unwrap());
+    let (words, text_file) = (named("k_bin."), named("greeting_txt."));
+    std::fs::write(&words, b"abcdefg").unwrap();
+    std::fs::write(&text_file, b"gr\xfc\xdf").unwrap();
+    let main = r#"
+fn main() {
+    match shaders::k_bin() { Ok(w) => println!("words {}", w.size_bytes), Err(e) => println!("{e}") }
+    match shaders::greeting_txt() { Ok(t) => println!("text {}", t.text), Err(e) => println!("{e}") }
+}
+"#;
+    let out = run_rust_surface_program(&pkg, &outcome, main, &artifacts.join("prog"), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with(&format!("cannot read the sidecar payload {}: it is 7 bytes, not a whole number of 32-bit words", words.display())), "{stdout}");
+    assert!(lines[1].starts_with(&format!("cannot read the sidecar payload {}: it is not UTF-8 text", text_file.display())), "{stdout}");
+}

@@ -304,7 +304,8 @@ pub fn object_rust(item: &PayloadItem, base: &str, sup: &str, ind: &str) -> Stri
 }
 
 /// The Rust accessor of `item` under sidecar storage: `Result<kind's type, SidecarError>`, the
-/// file read once.
+/// file read once and checked against the kind (a words file of a size that is no multiple of
+/// 4, a text file that is not UTF-8 without NUL: an `Err` naming the file, never a panic).
 pub fn sidecar_rust(item: &PayloadItem, relative: &str, sup: &str, ind: &str) -> String {
     let (ty, value) = match item.kind {
         PayloadKind::Words32 => ("Payload", format!("{sup}Payload {{ code: {sup}object_words(bytes), size_bytes: bytes.len(), source: {:?} }}", item.source)),
@@ -312,10 +313,15 @@ pub fn sidecar_rust(item: &PayloadItem, relative: &str, sup: &str, ind: &str) ->
         PayloadKind::Text => ("TextPayload", format!("{sup}text_payload(with_nul, {:?})", item.source)),
     };
     let bind = if item.kind == PayloadKind::Text { "let with_nul = &all[..bytes.len() + 1];\n" } else { "" };
+    let check = match item.kind {
+        PayloadKind::Words32 => "sidecar_words",
+        PayloadKind::Bytes => "sidecar_bytes",
+        PayloadKind::Text => "sidecar_text",
+    };
     format!(
         "{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> Result<{sup}{ty}, {sup}SidecarError> {{\n\
          {ind}    static CELL: std::sync::OnceLock<Result<&'static [u8], {sup}SidecarError>> = std::sync::OnceLock::new();\n\
-         {ind}    let all = CELL.get_or_init(|| {sup}sidecar_read({relative:?})).clone()?;\n\
+         {ind}    let all = CELL.get_or_init(|| {sup}sidecar_read({relative:?}, {sup}{check})).clone()?;\n\
          {ind}    let bytes = &all[..all.len() - 1];\n\
          {ind}    {bind}{ind}    Ok({value})\n{ind}}}\n",
         id = item.identifier,
