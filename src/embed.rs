@@ -9,7 +9,7 @@
 //!   (`element = "words"`: its size must be a multiple of 4) or [`PayloadKind::Text`]
 //!   (`nul = true`: UTF-8 without NUL, handed out NUL-terminated too). Its identifier is the
 //!   file name ([`names::identifier`]: `message.txt` -> `message_txt`, `3d-font.ttf` ->
-//!   `_3d_font_ttf`, `é.txt` -> `__txt`), its namespace the entry's `namespace` then the
+//!   `_3d_font_ttf`, `é.txt` -> `x__txt`: `__` starts a name C++ reserves), its namespace the entry's `namespace` then the
 //!   directories below the glob's fixed prefix (the components before the first one with a
 //!   wildcard; for a glob without one, the file's own directory).
 //! - `tables`: `{ name, glob, key = "name" | "stem" | "path" }`. Each file is a bytes payload
@@ -340,12 +340,17 @@ mod tests {
         assert_eq!(got, [
             ("fonts".into(), "_3d_font_ttf".into(), PayloadKind::Bytes),
             ("".into(), "message_txt".into(), PayloadKind::Bytes),
-            ("type_".into(), "__txt".into(), PayloadKind::Bytes),
+            ("type_".into(), "x__txt".into(), PayloadKind::Bytes),
             ("nn::w".into(), "a_bin".into(), PayloadKind::Words32),
             ("".into(), "x_txt".into(), PayloadKind::Text),
         ]);
         assert_eq!(e.watch_dirs.len(), 2, "{:?}", e.watch_dirs);
         assert!(e.warnings.is_empty());
+        let (_d, m) = package("files = [\"q/*\"]\ntables = [{ name = \"t\", glob = \"r/*\" }]", &[("q/back\\slash.txt", b"1"), ("r/a\\b.txt", b"2")]);
+        let e = collect(&m).unwrap();
+        let got: Vec<(String, String)> = e.items.iter().map(|i| (i.item.namespace.join("::"), i.item.identifier.clone())).collect();
+        assert_eq!(got, [("".to_string(), "back_slash_txt".to_string()), ("t".to_string(), "a_b_txt".to_string())]);
+        assert_eq!(e.tables[0].entries[0].0, "a\\b.txt");
         let (_d, m) = package("files = [\"*.bin\"]", &[("a.bin", b"1")]);
         let e = collect(&m).unwrap();
         assert!(e.watch_dirs.is_empty() && e.warnings[0].contains("matches files at the package root"), "{:?}", e.warnings);
