@@ -190,3 +190,19 @@ fn main() {
     assert!(lines[0].starts_with(&format!("cannot read the sidecar payload {}: it is 7 bytes, not a whole number of 32-bit words", words.display())), "{stdout}");
     assert!(lines[1].starts_with(&format!("cannot read the sidecar payload {}: it is not UTF-8 text", text_file.display())), "{stdout}");
 }
+
+/// A top-level accessor whose name is not snake case (`A.txt` -> `A_txt()`) warns nothing in the
+/// user's crate (compiled with `-D warnings`) under every storage form.
+#[test]
+fn a_capitalised_file_name_compiles_without_a_warning_in_every_storage_form() {
+    for storage in ["header", "object", "sidecar"] {
+        let pkg = embed_package(storage, "", &[("assets/A.txt", "capital")]);
+        let mut b = pkg.build();
+        b.env("CXX", real_tool("g++"));
+        let outcome = pkg.compile(&b);
+        let unwrap = if storage == "sidecar" { ".unwrap()" } else { "" };
+        let main = format!("fn main() {{ print!(\"{{}}\", std::str::from_utf8(shaders::A_txt(){unwrap}.bytes).unwrap()); }}\n");
+        let out = run_rust_surface_program(&pkg, &outcome, &main, &pkg.out_dir().join("artifacts/prog"), &[]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "capital", "{storage}: {}", text(&out));
+    }
+}

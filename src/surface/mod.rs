@@ -850,7 +850,7 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
         let _ = match item.kind {
             PayloadKind::Words32 => write!(
                 out,
-                "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
+                "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
                  {ind}    #[cfg(target_endian = \"little\")]\n\
                  {ind}    let payload = {{\n\
                  {ind}        static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
@@ -866,13 +866,13 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
             ),
             PayloadKind::Bytes => write!(
                 out,
-                "\n{ind}/// `{doc}`: its bytes, 16-byte aligned.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}BytesPayload {{\n\
+                "\n{ind}/// `{doc}`: its bytes, 16-byte aligned.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}BytesPayload {{\n\
                  {ind}    static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
                  {ind}    {sup}BytesPayload {{ bytes: &BYTES.bytes, source: {src:?} }}\n{ind}}}\n",
             ),
             PayloadKind::Text => write!(
                 out,
-                "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
+                "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
                  {ind}    const TEXT: {sup}TextPayload = {sup}text_payload(include_bytes!({payload}), {src:?});\n\
                  {ind}    TEXT\n{ind}}}\n",
             ),

@@ -289,7 +289,7 @@ pub fn object_rust(item: &PayloadItem, base: &str, sup: &str, ind: &str) -> Stri
         PayloadKind::Text => "TextPayload",
     };
     format!(
-        "{ind}#[allow(dead_code, unsafe_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
+        "{ind}#[allow(non_snake_case, dead_code, unsafe_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
          {ind}    extern \"C\" {{\n\
          {ind}        #[link_name = \"{base}_begin\"]\n{ind}        static BEGIN: u8;\n\
          {ind}        #[link_name = \"{base}_end\"]\n{ind}        static END: u8;\n\
@@ -319,7 +319,7 @@ pub fn sidecar_rust(item: &PayloadItem, relative: &str, sup: &str, ind: &str) ->
         PayloadKind::Text => "sidecar_text",
     };
     format!(
-        "{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> Result<{sup}{ty}, {sup}SidecarError> {{\n\
+        "{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> Result<{sup}{ty}, {sup}SidecarError> {{\n\
          {ind}    static CELL: std::sync::OnceLock<Result<&'static [u8], {sup}SidecarError>> = std::sync::OnceLock::new();\n\
          {ind}    let all = CELL.get_or_init(|| {sup}sidecar_read({relative:?}, {sup}{check})).clone()?;\n\
          {ind}    let bytes = &all[..all.len() - 1];\n\
