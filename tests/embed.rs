@@ -79,6 +79,9 @@ fn an_embed_only_crate_reads_its_files_in_every_storage_form_and_follows_an_edit
         // `cargo mcpp pack` collects the sidecars this list names: the embedded files' too.
         let json = std::fs::read_to_string(pkg.out_dir().join("mcpp-sidecars.json")).unwrap();
         assert_eq!(json.contains("\"mcpp-data/embed-app/message_txt.bin\"") && json.contains("\"mcpp-data/embed-app/msgs/en_txt.bin\""), storage == "sidecar", "{storage}: {json}");
+        // A words data file is no SPIR-V: its sidecar is `.bin`, not `.spv`.
+        assert_eq!(json.contains("\"mcpp-data/embed-app/k_bin.bin\""), storage == "sidecar", "{storage}: {json}");
+        assert!(!json.contains(".spv"), "{storage}: {json}");
         let message = pkg.path("assets/message.txt");
         assert!(outcome.cargo.lines().iter().any(|l| *l == format!("cargo::rerun-if-changed={}", message.display())), "{storage}: {:#?}", outcome.cargo.lines());
 

@@ -256,12 +256,18 @@ pub fn sidecar_impl(base: &str, c_type: &str, relative: &str) -> String {
     )
 }
 
+/// The rule name of embedded data files (`crate::embed::RULE`, which sits above this module).
+const EMBED_RULE: &str = "embed";
+
 /// The sidecar file of `item`, relative to the executable's directory:
-/// `mcpp-data/<package>/<namespace>/<identifier>.<ext>`, `/`-separated.
+/// `mcpp-data/<package>/<namespace>/<identifier>.<ext>`, `/`-separated. The extension is the
+/// kind's ([`PayloadKind::copy_extension`]: `spv` for a compiled words payload, which is
+/// SPIR-V), except for an embedded data file of words, which is no SPIR-V: `bin`.
 pub fn sidecar_relative(package: &str, item: &PayloadItem) -> String {
     let mut parts = vec![SIDECAR_ROOT.to_string(), package.to_string()];
     parts.extend(item.namespace.iter().cloned());
-    parts.push(format!("{}.{}", item.identifier, item.kind.copy_extension()));
+    let ext = if item.rule == EMBED_RULE && item.kind == PayloadKind::Words32 { "bin" } else { item.kind.copy_extension() };
+    parts.push(format!("{}.{ext}", item.identifier));
     parts.join("/")
 }
 
