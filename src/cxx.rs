@@ -610,7 +610,7 @@ fn write_module_map(input: &CxxPlanInput, modules: &Modules) -> Result<()> {
 
 /// The actions (in dependency order, `deps` indices local to the returned list) and the link
 /// directives: each unit's actions (`unit_actions`) in module order, then the archive of
-/// their objects and the C++ runtime.
+/// their objects and, when a unit is C++, the C++ runtime.
 ///
 /// # Errors
 /// [`ErrorKind::Sources`] for a module provided twice, an import no unit provides (that is not
@@ -629,7 +629,11 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
     let all: Vec<usize> = (0..actions.len()).collect();
     let (archive, mut link) = link::archive(input.variant, LANE, input.package, input.host.archive_format, &objects, all, input.cwd);
     actions.push(archive);
-    link.extend(link::cpp_runtime(input.host));
+    // The C++ runtime only for a C++ unit: an archive of C units and object storage's assembly
+    // alone (a pure-Rust crate under object storage) needs none.
+    if input.units.iter().any(|u| !matches!(crate::sources::extension(&u.path).as_deref(), Some("S" | "s" | "c"))) {
+        link.extend(link::cpp_runtime(input.host));
+    }
     Ok((actions, link))
 }
 
