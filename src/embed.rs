@@ -132,6 +132,12 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
     let Some(embed) = &manifest.mcpp.embed else { return Ok(out) };
     let table = crate::manifest::MCPP_TABLE;
     let embed_storage = embed.storage.as_deref().map(|raw| storage::parse(manifest, "embed.storage", raw)).transpose()?;
+    if embed_storage.is_some() && embed.files.is_empty() && embed.tables.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, "`storage` in [package.metadata.mcpp.embed] applies to no payload: the table has no `files` and no `tables`")
+            .file(manifest.at_col("embed.storage"))
+            .key(format!("{table}.embed.storage"))
+            .help("remove the key, or list the files to embed (`files = [\"assets/**/*\"]`)"));
+    }
     for (index, entry) in embed.files.iter().enumerate() {
         let rel_key = format!("embed.files[{index}]");
         let key = format!("{table}.{rel_key}");
@@ -371,6 +377,14 @@ mod tests {
         let err = collect(&m).unwrap_err();
         assert!(err.message.contains("the key `en.txt`") && err.detail == ["m/en.txt", "m/sub/en.txt"], "{err}");
         assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:11"), "{err}");
+    }
+
+    #[test]
+    fn an_embed_storage_with_nothing_to_embed_is_refused() {
+        let (_d, m) = package("storage = \"object\"", &[]);
+        let err = collect(&m).unwrap_err();
+        assert!(err.message.contains("applies to no payload"), "{err}");
+        assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:1"), "{err}");
     }
 
     #[test]
