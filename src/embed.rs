@@ -2,7 +2,8 @@
 //! tables, text) handed to the same surface generator as the compiled payloads
 //! ([`crate::surface`]), so every payload kind and every storage form applies to it.
 //!
-//! `[package.metadata.mcpp.embed]` ([`crate::manifest::EmbedOptions`]):
+//! `[package.metadata.mcpp.embed]` ([`crate::manifest::EmbedOptions`]; a list, `embed =
+//! ["assets/*"]`, is the shorthand of `files`):
 //!
 //! - `files`: globs, or `{ glob, element = "bytes" | "words", nul = true, namespace = "a.b" }`.
 //!   Each file is one payload: [`PayloadKind::Bytes`] (default), [`PayloadKind::Words32`]
@@ -139,7 +140,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
             .help("remove the key, or list the files to embed (`files = [\"assets/**/*\"]`)"));
     }
     for (index, entry) in embed.files.iter().enumerate() {
-        let rel_key = format!("embed.files[{index}]");
+        let rel_key = if embed.list { format!("embed[{index}]") } else { format!("embed.files[{index}]") };
         let key = format!("{table}.{rel_key}");
         let at = manifest.at_col(&rel_key);
         let opts = entry.options();
@@ -377,6 +378,25 @@ mod tests {
         let err = collect(&m).unwrap_err();
         assert!(err.message.contains("the key `en.txt`") && err.detail == ["m/en.txt", "m/sub/en.txt"], "{err}");
         assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:11"), "{err}");
+    }
+
+    #[test]
+    fn a_list_is_the_shorthand_of_files_and_its_refusals_name_the_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("t")).unwrap();
+        std::fs::write(dir.path().join("t/x.txt"), "x").unwrap();
+        let text = "[package]\nname = \"e\"\n[package.metadata.mcpp]\nembed = [\"t/x.txt\", { glob = \"t/none*\" }]\n";
+        let path = dir.path().join("Cargo.toml");
+        std::fs::write(&path, text).unwrap();
+        let m = Manifest::parse(&path, text).unwrap();
+        let err = collect(&m).unwrap_err();
+        assert_eq!((err.message.as_str(), err.key.as_deref()), ("`t/none*` matches no file", Some("package.metadata.mcpp.embed[1]")), "{err}");
+        assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:21"), "{err}");
+        let text = text.replace(", { glob = \"t/none*\" }", "");
+        let m = Manifest::parse(&path, &text).unwrap();
+        let e = collect(&m).unwrap();
+        assert_eq!(e.items.len(), 1);
+        assert_eq!(e.items[0].item.identifier, "x_txt");
     }
 
     #[test]

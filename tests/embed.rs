@@ -209,3 +209,13 @@ fn a_capitalised_file_name_compiles_without_a_warning_in_every_storage_form() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "capital", "{storage}: {}", text(&out));
     }
 }
+
+/// `embed = [globs]`, the list shorthand of `embed.files`, builds and reads like the table form.
+#[test]
+fn the_list_form_of_embed_builds_and_reads_the_files() {
+    let pkg = Package::new(&[("Cargo.toml", &manifest("list-app", "embed = [\"t/x.txt\", { glob = \"w/*.bin\", element = \"words\" }]")), ("t/x.txt", "listed"), ("w/k.bin", "abcd")]);
+    let outcome = pkg.compile(&pkg.build());
+    let main = "fn main() { print!(\"{} {:x}\", std::str::from_utf8(shaders::x_txt().bytes).unwrap(), shaders::k_bin().code[0]); }\n";
+    let out = run_rust_surface_program(&pkg, &outcome, main, &pkg.out_dir().join("artifacts/prog"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("listed {:x}", u32::from_le_bytes(*b"abcd")), "{}", text(&out));
+}
