@@ -223,6 +223,7 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
         }
     }
     if let Some(s) = surface {
+        check_surface_form(&units, &s)?;
         let imported = s.modules && units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.iter().any(|r| r == s.module_name)));
         if imported {
             units.push(Unit { path: s.interface.to_path_buf(), rel: format!("(generated) {}.cppm", s.module_name), force_include: None, extra_inputs: Vec::new() });
@@ -231,6 +232,40 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     }
     units.extend(assembly);
     Ok((units, watch_dirs))
+}
+
+/// Each unit uses the payload surface in the form `modules` generates, checked before any
+/// compiler starts: under `modules = false` an `import <module>;` (the surface is a header),
+/// under `modules = true` an `#include "<module>.h"` (the header is not generated; a C unit
+/// needs that form).
+///
+/// # Errors
+/// [`ErrorKind::Sources`] at the unit's `path:line`, naming the module, the form and `modules`.
+fn check_surface_form(units: &[Unit], s: &SurfaceUnits) -> Result<()> {
+    let header = format!("{}.h", s.module_name);
+    for u in units {
+        let Ok(text) = std::fs::read_to_string(&u.path) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            let at = format!("{}:{}", u.path.display(), n + 1);
+            if !s.modules && module_lines(line).requires.iter().any(|r| r == s.module_name) {
+                return Err(Error::new(ErrorKind::Sources, format!("{} imports the module `{}`, but `modules = false` makes the payload surface a header", u.rel, s.module_name))
+                    .file(at)
+                    .key(SOURCES_KEY)
+                    .help(format!("write `#include \"{header}\"` instead of `import {};` (its directory is on the include path), or set `modules = true` in [package.metadata.mcpp]", s.module_name)));
+            }
+            let included = t.strip_prefix('#').map(str::trim_start).and_then(|r| r.strip_prefix("include")).map(str::trim);
+            if s.modules && included.is_some_and(|i| i == format!("\"{header}\"") || i == format!("<{header}>")) {
+                let c = if crate::sources::extension(&u.path).as_deref() == Some("c") { " (a C unit needs the header form)" } else { "" };
+                return Err(Error::new(ErrorKind::Sources, format!("{} includes `{header}`, which is generated only under `modules = false`{c}", u.rel))
+                    .file(at)
+                    .key(SOURCES_KEY)
+                    .detail(format!("With `modules = true` (the default) the payload surface is the C++ module `{}`.", s.module_name))
+                    .help(format!("set `modules = false` in [package.metadata.mcpp] to generate the header, or `import {};` from a C++ unit", s.module_name)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A unit the lane compiles: C++ (`.cpp .cc .cxx .c++`), a module interface (`.cppm .ixx
@@ -575,7 +610,7 @@ fn write_module_map(input: &CxxPlanInput, modules: &Modules) -> Result<()> {
 
 /// The actions (in dependency order, `deps` indices local to the returned list) and the link
 /// directives: each unit's actions (`unit_actions`) in module order, then the archive of
-/// their objects and the C++ runtime.
+/// their objects and, when a unit is C++, the C++ runtime.
 ///
 /// # Errors
 /// [`ErrorKind::Sources`] for a module provided twice, an import no unit provides (that is not
@@ -594,7 +629,11 @@ pub fn plan(input: &CxxPlanInput) -> Result<(Vec<Action>, Vec<LinkDirective>)> {
     let all: Vec<usize> = (0..actions.len()).collect();
     let (archive, mut link) = link::archive(input.variant, LANE, input.package, input.host.archive_format, &objects, all, input.cwd);
     actions.push(archive);
-    link.extend(link::cpp_runtime(input.host));
+    // The C++ runtime only for a C++ unit: an archive of C units and object storage's assembly
+    // alone (a pure-Rust crate under object storage) needs none.
+    if input.units.iter().any(|u| !matches!(crate::sources::extension(&u.path).as_deref(), Some("S" | "s" | "c"))) {
+        link.extend(link::cpp_runtime(input.host));
+    }
     Ok((actions, link))
 }
 

@@ -2,14 +2,15 @@
 //! tables, text) handed to the same surface generator as the compiled payloads
 //! ([`crate::surface`]), so every payload kind and every storage form applies to it.
 //!
-//! `[package.metadata.mcpp.embed]` ([`crate::manifest::EmbedOptions`]):
+//! `[package.metadata.mcpp.embed]` ([`crate::manifest::EmbedOptions`]; a list, `embed =
+//! ["assets/*"]`, is the shorthand of `files`):
 //!
 //! - `files`: globs, or `{ glob, element = "bytes" | "words", nul = true, namespace = "a.b" }`.
 //!   Each file is one payload: [`PayloadKind::Bytes`] (default), [`PayloadKind::Words32`]
 //!   (`element = "words"`: its size must be a multiple of 4) or [`PayloadKind::Text`]
 //!   (`nul = true`: UTF-8 without NUL, handed out NUL-terminated too). Its identifier is the
 //!   file name ([`names::identifier`]: `message.txt` -> `message_txt`, `3d-font.ttf` ->
-//!   `_3d_font_ttf`, `é.txt` -> `__txt`), its namespace the entry's `namespace` then the
+//!   `_3d_font_ttf`, `é.txt` -> `x__txt`: `__` starts a name C++ reserves), its namespace the entry's `namespace` then the
 //!   directories below the glob's fixed prefix (the components before the first one with a
 //!   wildcard; for a glob without one, the file's own directory).
 //! - `tables`: `{ name, glob, key = "name" | "stem" | "path" }`. Each file is a bytes payload
@@ -132,8 +133,14 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
     let Some(embed) = &manifest.mcpp.embed else { return Ok(out) };
     let table = crate::manifest::MCPP_TABLE;
     let embed_storage = embed.storage.as_deref().map(|raw| storage::parse(manifest, "embed.storage", raw)).transpose()?;
+    if embed_storage.is_some() && embed.files.is_empty() && embed.tables.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, "`storage` in [package.metadata.mcpp.embed] applies to no payload: the table has no `files` and no `tables`")
+            .file(manifest.at_col("embed.storage"))
+            .key(format!("{table}.embed.storage"))
+            .help("remove the key, or list the files to embed (`files = [\"assets/**/*\"]`)"));
+    }
     for (index, entry) in embed.files.iter().enumerate() {
-        let rel_key = format!("embed.files[{index}]");
+        let rel_key = if embed.list { format!("embed[{index}]") } else { format!("embed.files[{index}]") };
         let key = format!("{table}.{rel_key}");
         let at = manifest.at_col(&rel_key);
         let opts = entry.options();
@@ -265,7 +272,9 @@ fn collision(first: &str, second: &str, item: &PayloadItem, at: &str, key: &str)
 /// # Errors
 /// [`ErrorKind::Manifest`] at the embedded file's entry when it has the name of a compiled
 /// payload (both named), or when a name is both an accessor and a namespace at one level
-/// (`a_txt()` beside a directory `a_txt/`: a C++ namespace and a function cannot share it).
+/// (`a_txt()` beside a directory `a_txt/`: a C++ namespace and a function cannot share it),
+/// or when a top-level name is one the surface defines itself
+/// ([`crate::surface::reserved_names`]: `all`, `words`, `AlignedBytes`, ...), naming the file.
 pub fn merge(compiled: Vec<PayloadItem>, embedded: &Embedded) -> Result<Vec<PayloadItem>> {
     let mut all = compiled.clone();
     for e in &embedded.items {
@@ -273,6 +282,20 @@ pub fn merge(compiled: Vec<PayloadItem>, embedded: &Embedded) -> Result<Vec<Payl
             return Err(collision(&first.source, &e.item.source, &e.item, &e.at, &e.key));
         }
         all.push(e.item.clone());
+    }
+    let reserved = crate::surface::reserved_names();
+    for item in &all {
+        let top = item.namespace.first().unwrap_or(&item.identifier);
+        if reserved.contains(top) {
+            let what = if item.namespace.is_empty() { "the accessor" } else { "the namespace" };
+            let mut err = Error::new(ErrorKind::Manifest, format!("`{}` would make {what} `{top}`, a name the generated surface defines itself", item.source))
+                .detail(format!("Reserved at the surface's top level: {}.", reserved.join(", ")))
+                .help(if item.namespace.is_empty() { "rename the file (an extension is part of the name: `all.bin` is `all_bin`), or give its entry a `namespace = \"...\"`" } else { "rename the directory or the table" });
+            if let Some(e) = embedded.items.iter().find(|e| e.item == *item) {
+                err = err.file(&e.at).key(&e.key);
+            }
+            return Err(err);
+        }
     }
     for item in &all {
         for other in &all {
@@ -324,12 +347,17 @@ mod tests {
         assert_eq!(got, [
             ("fonts".into(), "_3d_font_ttf".into(), PayloadKind::Bytes),
             ("".into(), "message_txt".into(), PayloadKind::Bytes),
-            ("type_".into(), "__txt".into(), PayloadKind::Bytes),
+            ("type_".into(), "x__txt".into(), PayloadKind::Bytes),
             ("nn::w".into(), "a_bin".into(), PayloadKind::Words32),
             ("".into(), "x_txt".into(), PayloadKind::Text),
         ]);
         assert_eq!(e.watch_dirs.len(), 2, "{:?}", e.watch_dirs);
         assert!(e.warnings.is_empty());
+        let (_d, m) = package("files = [\"q/*\"]\ntables = [{ name = \"t\", glob = \"r/*\" }]", &[("q/back\\slash.txt", b"1"), ("r/a\\b.txt", b"2")]);
+        let e = collect(&m).unwrap();
+        let got: Vec<(String, String)> = e.items.iter().map(|i| (i.item.namespace.join("::"), i.item.identifier.clone())).collect();
+        assert_eq!(got, [("".to_string(), "back_slash_txt".to_string()), ("t".to_string(), "a_b_txt".to_string())]);
+        assert_eq!(e.tables[0].entries[0].0, "a\\b.txt");
         let (_d, m) = package("files = [\"*.bin\"]", &[("a.bin", b"1")]);
         let e = collect(&m).unwrap();
         assert!(e.watch_dirs.is_empty() && e.warnings[0].contains("matches files at the package root"), "{:?}", e.warnings);
@@ -353,6 +381,33 @@ mod tests {
     }
 
     #[test]
+    fn a_list_is_the_shorthand_of_files_and_its_refusals_name_the_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("t")).unwrap();
+        std::fs::write(dir.path().join("t/x.txt"), "x").unwrap();
+        let text = "[package]\nname = \"e\"\n[package.metadata.mcpp]\nembed = [\"t/x.txt\", { glob = \"t/none*\" }]\n";
+        let path = dir.path().join("Cargo.toml");
+        std::fs::write(&path, text).unwrap();
+        let m = Manifest::parse(&path, text).unwrap();
+        let err = collect(&m).unwrap_err();
+        assert_eq!((err.message.as_str(), err.key.as_deref()), ("`t/none*` matches no file", Some("package.metadata.mcpp.embed[1]")), "{err}");
+        assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:21"), "{err}");
+        let text = text.replace(", { glob = \"t/none*\" }", "");
+        let m = Manifest::parse(&path, &text).unwrap();
+        let e = collect(&m).unwrap();
+        assert_eq!(e.items.len(), 1);
+        assert_eq!(e.items[0].item.identifier, "x_txt");
+    }
+
+    #[test]
+    fn an_embed_storage_with_nothing_to_embed_is_refused() {
+        let (_d, m) = package("storage = \"object\"", &[]);
+        let err = collect(&m).unwrap_err();
+        assert!(err.message.contains("applies to no payload"), "{err}");
+        assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:1"), "{err}");
+    }
+
+    #[test]
     fn words_of_a_bad_size_and_collisions_are_refused_naming_the_files() {
         let (_d, m) = package("files = [{ glob = \"w/*.bin\", element = \"words\" }]", &[("w/a.bin", &[1, 2, 3, 4, 5, 6, 7])]);
         assert_eq!(collect(&m).unwrap_err().message, "`w/a.bin` is 7 bytes, not a whole number of 32-bit words (element = \"words\")");
@@ -373,5 +428,21 @@ mod tests {
         let (_d, m) = package("files = [\"d/**/*\"]", &[("d/x_comp/y", b"1")]);
         let err = merge(vec![shader], &collect(&m).unwrap()).unwrap_err();
         assert!(err.message.contains("both an accessor and a namespace"), "{err}");
+    }
+
+    #[test]
+    fn a_file_named_as_the_surfaces_own_items_is_refused_naming_it() {
+        let reserved = crate::surface::reserved_names();
+        for name in ["words", "all", "all_bytes", "all_text", "AlignedBytes", "SidecarError", "Payload", "sidecar_read", "bytes_payload"] {
+            assert!(reserved.contains(&name.to_string()), "{name}: {reserved:?}");
+            let (_d, m) = package("files = [\"d/*\"]", &[(&format!("d/{name}"), b"1234")]);
+            let err = merge(vec![], &collect(&m).unwrap()).unwrap_err();
+            assert_eq!(err.message, format!("`d/{name}` would make the accessor `{name}`, a name the generated surface defines itself"));
+            assert!(err.file.as_ref().unwrap().display().to_string().ends_with("Cargo.toml:4:10"), "{err}");
+        }
+        let (_d, m) = package("files = [\"d/**/*\"]", &[("d/Payload/x.bin", b"1")]);
+        assert!(merge(vec![], &collect(&m).unwrap()).unwrap_err().message.contains("the namespace `Payload`"));
+        let (_d, m) = package("files = [\"d/*\"]", &[("d/all.bin", b"1")]);
+        assert!(merge(vec![], &collect(&m).unwrap()).is_ok());
     }
 }

@@ -118,7 +118,7 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
     KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
     KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
-    KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below (see \"Embedding data files\")" },
+    KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below, or its shorthand, a list of `files` entries (`embed = [\"assets/*.txt\"]`; see \"Embedding data files\")" },
     KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
     KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root; outside the package allowed) that gets a copy of `compile_commands.json`, merged over the packages naming it by `cargo mcpp build`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
 ];
@@ -136,19 +136,51 @@ pub const EMBED_FILE_KEYS: &[&str] = &["glob", "element", "nul", "namespace", "s
 /// The keys of one `embed.tables` entry ([`EmbedTable`]).
 pub const EMBED_TABLE_KEYS: &[&str] = &["name", "glob", "key", "storage"];
 
-/// `[package.metadata.mcpp.embed]`: data files embedded through the payload surface.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+/// `[package.metadata.mcpp.embed]`: data files embedded through the payload surface. The
+/// table, or its shorthand, a list of `files` entries (`embed = ["assets/*.txt"]`, [`Self::list`]).
+#[derive(Debug, Clone, Default)]
 pub struct EmbedOptions {
     /// The files, each one accessor.
-    #[serde(default)]
     pub files: Vec<EmbedEntry>,
     /// The lookup tables.
-    #[serde(default)]
     pub tables: Vec<EmbedTable>,
     /// Where the embedded files' bytes live, over the package's `storage` (an entry's own
     /// `storage` wins).
     pub storage: Option<String>,
+    /// Written as the list shorthand: the entries' keys are `embed[i]`, not `embed.files[i]`.
+    pub list: bool,
+}
+
+/// The table form of `[package.metadata.mcpp.embed]` (its keys: [`EMBED_KEYS`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct EmbedTableForm {
+    #[serde(default)]
+    files: Vec<EmbedEntry>,
+    #[serde(default)]
+    tables: Vec<EmbedTable>,
+    storage: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for EmbedOptions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = EmbedOptions;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table `{ files = [...], tables = [...], storage = \"...\" }` or a list of `files` entries (globs)")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<EmbedOptions, A::Error> {
+                let files = Vec::<EmbedEntry>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(EmbedOptions { files, list: true, ..Default::default() })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<EmbedOptions, A::Error> {
+                let t = EmbedTableForm::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(EmbedOptions { files: t.files, tables: t.tables, storage: t.storage, list: false })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One entry of `embed.files`: `"assets/**/*.txt"` or `{ glob = "...", element = "words", nul = true, namespace = "..." }`.
@@ -866,7 +898,7 @@ mod key_docs {
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
         assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands"]);
-        assert_eq!(serde_fields::<EmbedOptions>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
+        assert_eq!(serde_fields::<EmbedTableForm>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
         assert_eq!(serde_fields::<EmbedFiles>(), Some(EMBED_FILE_KEYS));
         assert_eq!(serde_fields::<EmbedTable>(), Some(EMBED_TABLE_KEYS));
         assert_eq!(serde_fields::<PackOptions>().map(<[_]>::to_vec), Some(names(PACK_KEYS)));

@@ -478,6 +478,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             artifact_dir: out.artifact_dir(),
         },
     )?;
+    watch_sidecars(cargo, out_dir, &generated.sidecars)?;
     // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
     // list under header and object storage), only when it changed.
     crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
@@ -490,6 +491,31 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
         crate::plan::island::publish_island(island, &out)?;
     }
     Ok(Some(generated))
+}
+
+/// Make the sidecar files (written beside the artifacts, outside `OUT_DIR`) inputs of the build
+/// script, so that one deleted or edited by hand is written again by the next `cargo build`:
+/// each is a `rerun-if-changed` path, its modification time set to cargo's invocation time of
+/// this run (the `invoked.timestamp` cargo writes beside `OUT_DIR` before it starts the build
+/// script, and against which it compares every `rerun-if-changed` path: newer is stale,
+/// missing is stale). Without the reset the build's own write would be newer and cargo would
+/// rerun the build script on every build. Without that file (the pipeline run outside cargo,
+/// as in the tests' fake `OUT_DIR`) nothing is watched: no cargo compares anything then.
+/// Source: cargo's `custom_build.rs` (`set_invocation_time`) and fingerprint (`find_stale_file`).
+///
+/// # Errors
+/// [`ErrorKind::Io`] when a sidecar's modification time cannot be set.
+fn watch_sidecars(cargo: &mut CargoOutput, out_dir: &Path, sidecars: &[(PathBuf, String)]) -> Result<()> {
+    let Some(invoked) = out_dir.parent().map(|d| d.join("invoked.timestamp")).and_then(|f| std::fs::metadata(f).and_then(|m| m.modified()).ok()) else { return Ok(()) };
+    for (file, _) in sidecars {
+        let current = std::fs::metadata(file).and_then(|m| m.modified()).map_err(|e| Error::io("cannot read the sidecar", file, e))?;
+        if current != invoked {
+            let handle = std::fs::File::options().write(true).open(file).map_err(|e| Error::io("cannot open the sidecar", file, e))?;
+            handle.set_modified(invoked).map_err(|e| Error::io("cannot set the modification time of the sidecar", file, e))?;
+        }
+        cargo.rerun_if_changed(file);
+    }
+    Ok(())
 }
 
 /// Every rule's check of its entries of `accel` ([`rules::Rule::check_entry`]), each problem a

@@ -18,6 +18,13 @@
 //! not UTF-8 which the glob matches (read with U+FFFD for its odd bytes), shown escaped
 //! (`bad\xff.slang`), and a directory with such a name that a `**` would walk.
 //!
+//! Build output and repositories are never walked ([`is_excluded_dir`]): a `.git` directory and
+//! cargo's target directory, whatever its name or place (`target/`, or a `CARGO_TARGET_DIR`
+//! inside the package), known by the `CACHEDIR.TAG` cargo writes at its root. So
+//! `files = ["**/*.txt"]` never embeds `target/junk.txt` nor a payload copy in `OUT_DIR`, and
+//! `pack.files` never packs the build. The same test serves the build script and `cargo mcpp
+//! build`'s validation before cargo starts (one computation, no `cargo metadata` needed).
+//!
 //! Pattern syntax is the `glob` crate's (`*`, `?`, `[...]`, `**` as a whole component), matched
 //! one path component at a time with its default options (`*` matches a leading `.`).
 
@@ -151,6 +158,9 @@ struct Walker<'a> {
 impl Walker<'_> {
     /// Walk directory `dir` (reached by the components `rel`) at pattern position `i`.
     fn walk(&mut self, dir: PathBuf, rel: Vec<String>, i: usize) -> Result<()> {
+        if rel.last().is_some_and(|name| name != "..") && is_excluded_dir(&dir) {
+            return Ok(());
+        }
         let real = self.inside(&dir, &rel)?;
         if !self.visited.insert((real, i)) {
             return Ok(());
@@ -278,6 +288,15 @@ impl Walker<'_> {
     }
 }
 
+/// Whether the walk leaves directory `dir` out: a `.git` directory, or a cargo target
+/// directory, known by the `CACHEDIR.TAG` file cargo writes at its root (any tool's cache
+/// directory tagged so is build output too). Source: cargo's `Layout` (the tag is written
+/// with the target directory, `CARGO_TARGET_DIR` or `<workspace>/target`), the Cache Directory
+/// Tagging Specification.
+pub fn is_excluded_dir(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == ".git") || dir.join("CACHEDIR.TAG").is_file()
+}
+
 fn with(rel: &[String], name: &str) -> Vec<String> {
     let mut v = rel.to_vec();
     v.push(name.to_string());
@@ -308,5 +327,20 @@ mod tests {
         let v = |s: &str| s.split('/').map(str::to_string).collect::<Vec<_>>();
         assert_eq!(normal(&v("shaders/./a/../x.comp")), "shaders/x.comp");
         assert_eq!(normal(&v("a/b")), "a/b");
+    }
+
+    #[test]
+    fn cargo_target_directories_and_git_are_never_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, bytes) in [("a/x.txt", "1"), ("target/CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55"), ("target/junk.txt", "2"), ("target/debug/build/p/out/y.txt", "3"), ("elsewhere/CACHEDIR.TAG", "t"), ("elsewhere/z.txt", "4"), (".git/w.txt", "5"), ("y.txt", "6")] {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        let asker = Asker { manifest: Path::new("Cargo.toml"), key: "k", subject: "s" };
+        let rels = |pattern: &str| expand(dir.path(), pattern, asker).unwrap().into_iter().map(|m| m.rel).collect::<Vec<_>>();
+        assert_eq!(rels("**/*.txt"), ["a/x.txt", "y.txt"]);
+        assert!(rels("t*/*.txt").is_empty());
+        assert!(rels("target/junk.txt").is_empty());
     }
 }

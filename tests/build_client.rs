@@ -134,3 +134,46 @@ fn a_refused_build_warns_under_cargo_with_the_prefix_once() {
     assert!(!t.contains("cargo-mcpp: cargo-mcpp:"), "{t}");
     assert!(t.contains("error: two device sources map to one payload name\n"), "{t}");
 }
+
+/// A sidecar deleted or edited by hand under `target/<profile>/mcpp-data/` is written again by
+/// the next plain `cargo build` (each sidecar is a rerun-if-changed input of the build script,
+/// its time set to cargo's invocation time), and a no-op after that runs no build script.
+#[test]
+fn a_deleted_or_edited_sidecar_is_restored_by_the_next_build_and_a_no_op_runs_no_build_script() {
+    let pkg = harness::client_package(
+        "client-pkg",
+        "storage = \"sidecar\"",
+        "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() {\n    let code = shaders::a::scale_comp().unwrap_or_else(|e| { eprintln!(\"{e}\"); std::process::exit(3) }).code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, checksum {sum}\", code.len());\n}\n",
+    );
+    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    let verbose = |pkg: &harness::Package| {
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.args(["build", "-v", "--manifest-path"]).arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(pkg.dir.path().join("target"));
+        cmd.env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator")).env("MCPP_HOME", pkg.dir.path().join("mcpp-home")).env("CARGO_MCPP", &engine).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let ran_build_script = |log: &str| log.lines().any(|l| l.contains("Running") && l.contains("client-pkg-") && l.contains("build-script-build"));
+    assert!(ran_build_script(&verbose(&pkg)));
+    let first = run(&pkg);
+    assert!(first.contains(" words, checksum "), "{first}");
+    let sidecar = pkg.dir.path().join("target/debug/mcpp-data/client-pkg/a/scale_comp.spv");
+    let bytes = std::fs::read(&sidecar).unwrap();
+    let log = verbose(&pkg);
+    assert!(!ran_build_script(&log), "a no-op after the first build ran the build script:\n{log}");
+
+    std::fs::remove_file(&sidecar).unwrap();
+    assert!(ran_build_script(&verbose(&pkg)), "a deleted sidecar reruns the build script");
+    assert_eq!(std::fs::read(&sidecar).unwrap(), bytes);
+    assert_eq!(run(&pkg), first);
+    let log = verbose(&pkg);
+    assert!(!ran_build_script(&log), "a no-op after the restore ran the build script:\n{log}");
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&sidecar, b"abc").unwrap();
+    assert!(ran_build_script(&verbose(&pkg)), "an edited sidecar reruns the build script");
+    assert_eq!(std::fs::read(&sidecar).unwrap(), bytes);
+    assert_eq!(run(&pkg), first);
+    assert!(!ran_build_script(&verbose(&pkg)), "a no-op after the second restore ran the build script");
+}

@@ -155,3 +155,26 @@ fn a_pure_rust_crate_under_header_storage_needs_no_cxx_compiler() {
     let outcome = pkg.compile(&b);
     assert_eq!(run_linked(&pkg, &outcome, false), expected(&pkg, false));
 }
+
+/// A unit using the surface in the form `modules` does not generate is refused before any
+/// compiler starts, naming the unit's line and the way out: `import` under `modules = false`
+/// (the surface is a header), the header included under `modules = true` (a C unit needs
+/// `modules = false`).
+#[test]
+fn the_surface_used_in_the_other_form_is_refused_naming_modules() {
+    let pkg = surface_package(false, &[("cpp/use.cpp", "// the shaders\nimport surf_app.shaders;\nint f() { return 0; }\n")]);
+    let mut b = pkg.build();
+    b.env("CXX", real_tool("g++"));
+    let err = pkg.refuse(&b);
+    assert!(err.contains("cpp/use.cpp imports the module `surf_app.shaders`, but `modules = false` makes the payload surface a header"), "{err}");
+    assert!(err.contains("cpp/use.cpp:2") && err.contains("#include \"surf_app.shaders.h\""), "{err}");
+    assert!(!err.contains("which no C++ source provides"), "{err}");
+
+    let pkg = surface_package(true, &[("cpp/use.c", "#include \"surf_app.shaders.h\"\nunsigned long f(void) { return 0; }\n")]);
+    let mut b = pkg.build();
+    b.env("CXX", real_tool("g++"));
+    let err = pkg.refuse(&b);
+    assert!(err.contains("cpp/use.c includes `surf_app.shaders.h`, which is generated only under `modules = false` (a C unit needs the header form)"), "{err}");
+    assert!(err.contains("cpp/use.c:1") && err.contains("set `modules = false`"), "{err}");
+    assert!(!err.contains("No such file"), "{err}");
+}

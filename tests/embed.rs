@@ -79,6 +79,9 @@ fn an_embed_only_crate_reads_its_files_in_every_storage_form_and_follows_an_edit
         // `cargo mcpp pack` collects the sidecars this list names: the embedded files' too.
         let json = std::fs::read_to_string(pkg.out_dir().join("mcpp-sidecars.json")).unwrap();
         assert_eq!(json.contains("\"mcpp-data/embed-app/message_txt.bin\"") && json.contains("\"mcpp-data/embed-app/msgs/en_txt.bin\""), storage == "sidecar", "{storage}: {json}");
+        // A words data file is no SPIR-V: its sidecar is `.bin`, not `.spv`.
+        assert_eq!(json.contains("\"mcpp-data/embed-app/k_bin.bin\""), storage == "sidecar", "{storage}: {json}");
+        assert!(!json.contains(".spv"), "{storage}: {json}");
         let message = pkg.path("assets/message.txt");
         assert!(outcome.cargo.lines().iter().any(|l| *l == format!("cargo::rerun-if-changed={}", message.display())), "{storage}: {:#?}", outcome.cargo.lines());
 
@@ -163,4 +166,56 @@ fn the_c_header_and_the_cpp_module_reach_the_files_and_the_table() {
         let printed = String::from_utf8(out.stdout).unwrap();
         assert_eq!(printed, "hello 2 en\n13 hello, world\n|\n", "modules = {modules}");
     }
+}
+
+/// A sidecar changed after the build (a words file of a size that is no multiple of 4, a text
+/// file that is not UTF-8) is an `Err` naming the file, never a panic.
+#[test]
+fn a_corrupt_sidecar_is_an_error_naming_the_file() {
+    let pkg = embed_package("sidecar", "", &[]);
+    let outcome = pkg.compile(&pkg.build());
+    let artifacts = pkg.out_dir().join("artifacts");
+    let data = artifacts.join("mcpp-data/embed-app");
+    let named = |stem: &str| data.join(std::fs::read_dir(&data).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).find(|n| n.starts_with(stem)).unwrap());
+    let (words, text_file) = (named("k_bin."), named("greeting_txt."));
+    std::fs::write(&words, b"abcdefg").unwrap();
+    std::fs::write(&text_file, b"gr\xfc\xdf").unwrap();
+    let main = r#"
+fn main() {
+    match shaders::k_bin() { Ok(w) => println!("words {}", w.size_bytes), Err(e) => println!("{e}") }
+    match shaders::greeting_txt() { Ok(t) => println!("text {}", t.text), Err(e) => println!("{e}") }
+}
+"#;
+    let out = run_rust_surface_program(&pkg, &outcome, main, &artifacts.join("prog"), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with(&format!("cannot read the sidecar payload {}: it is 7 bytes, not a whole number of 32-bit words", words.display())), "{stdout}");
+    assert!(lines[1].starts_with(&format!("cannot read the sidecar payload {}: it is not UTF-8 text", text_file.display())), "{stdout}");
+}
+
+/// A top-level accessor whose name is not snake case (`A.txt` -> `A_txt()`) warns nothing in the
+/// user's crate (compiled with `-D warnings`) under every storage form.
+#[test]
+fn a_capitalised_file_name_compiles_without_a_warning_in_every_storage_form() {
+    for storage in ["header", "object", "sidecar"] {
+        let pkg = embed_package(storage, "", &[("assets/A.txt", "capital")]);
+        let mut b = pkg.build();
+        b.env("CXX", real_tool("g++"));
+        let outcome = pkg.compile(&b);
+        let unwrap = if storage == "sidecar" { ".unwrap()" } else { "" };
+        let main = format!("fn main() {{ print!(\"{{}}\", std::str::from_utf8(shaders::A_txt(){unwrap}.bytes).unwrap()); }}\n");
+        let out = run_rust_surface_program(&pkg, &outcome, &main, &pkg.out_dir().join("artifacts/prog"), &[]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "capital", "{storage}: {}", text(&out));
+    }
+}
+
+/// `embed = [globs]`, the list shorthand of `embed.files`, builds and reads like the table form.
+#[test]
+fn the_list_form_of_embed_builds_and_reads_the_files() {
+    let pkg = Package::new(&[("Cargo.toml", &manifest("list-app", "embed = [\"t/x.txt\", { glob = \"w/*.bin\", element = \"words\" }]")), ("t/x.txt", "listed"), ("w/k.bin", "abcd")]);
+    let outcome = pkg.compile(&pkg.build());
+    let main = "fn main() { print!(\"{} {:x}\", std::str::from_utf8(shaders::x_txt().bytes).unwrap(), shaders::k_bin().code[0]); }\n";
+    let out = run_rust_surface_program(&pkg, &outcome, main, &pkg.out_dir().join("artifacts/prog"), &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("listed {:x}", u32::from_le_bytes(*b"abcd")), "{}", text(&out));
 }

@@ -30,6 +30,16 @@ fn storage_refusals() {
             "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ncxx-sources = [\"cpp/use.cpp\"]",
             &[("s/x.comp", COMP), ("cpp/use.cpp", "import refusals.shaderz;\nint f() { return 0; }\n")],
         ),
+        (
+            "an import of the surface under modules = false",
+            "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\nmodules = false\ncxx-sources = [\"cpp/use.cpp\"]",
+            &[("s/x.comp", COMP), ("cpp/use.cpp", "import refusals.shaders;\nint f() { return 0; }\n")],
+        ),
+        (
+            "a C unit including the surface's header under modules = true",
+            "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\ncxx-sources = [\"cpp/use.c\"]",
+            &[("s/x.comp", COMP), ("cpp/use.c", "#include \"refusals.shaders.h\"\nint f(void) { return 0; }\n")],
+        ),
     ];
     let mut all = String::new();
     for (name, mcpp, files) in cases {

@@ -92,6 +92,8 @@ fn object_storage_reads_the_incbin_bytes_and_follows_an_edit_with_gcc_and_clang(
         let mut b = pkg.build();
         b.env("CXX", &cxx);
         let outcome = pkg.compile(&b);
+        // Only the assembly is in the archive: no C++ runtime is linked into a pure-Rust crate.
+        assert!(!outcome.cargo.lines().iter().any(|l| l.contains("rustc-link-lib") && l.contains("c++")), "{name}: {:#?}", outcome.cargo.lines());
         let exe = pkg.dir.path().join("bin/prog");
         assert_eq!(printed(rust_program(&pkg, &outcome, &exe, &[])), format!("{}\n", hex(&payload(&pkg))), "{name}");
         assert!(!pkg.out_dir().join("mcpp/data").exists(), "object storage writes no data header");

@@ -112,6 +112,50 @@ impl LookupTable {
     }
 }
 
+/// The Rust templates of the surface, every one of them (which are included depends on the
+/// payloads' kinds and storage forms; a name is reserved whether or not its template is used,
+/// so adding a payload of another kind never turns a good name into a clash).
+const RUST_TEMPLATES: &[&str] = &[
+    include_str!("../../templates/payload.rs"),
+    include_str!("../../templates/payload_bytes.rs"),
+    include_str!("../../templates/payload_text.rs"),
+    storage::OBJECT_RUST,
+    storage::SIDECAR_RUST,
+];
+
+/// The C++ templates of the surface (their structs are names in the module's namespace).
+const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp")];
+
+/// The lists the Rust surface adds at its top level ([`rust_surface`]).
+const LIST_FUNCTIONS: [&str; 3] = ["all", "all_bytes", "all_text"];
+
+/// The names the generated surface itself defines at its top level, which no payload's
+/// top-level name (its first namespace segment, or its identifier when it has none) may take:
+/// the lists (`all`, `all_bytes`, `all_text`) and every item a template defines at column 0
+/// (`Payload`, `AlignedBytes`, `SidecarError`, `words`, `sidecar_read`, the C++ structs
+/// `payload`, `bytes_payload`, ...), read from the templates themselves, so the list follows
+/// the generator. Sorted, each once.
+pub fn reserved_names() -> Vec<String> {
+    let mut out: Vec<String> = LIST_FUNCTIONS.iter().map(|s| s.to_string()).collect();
+    for line in RUST_TEMPLATES.iter().chain(CPP_TEMPLATES).flat_map(|t| t.lines()) {
+        let mut rest = line;
+        for prefix in ["pub ", "const ", "unsafe ", "extern \"C\" "] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        let Some((word, tail)) = rest.split_once(' ') else { continue };
+        if !["fn", "struct", "enum", "union", "type", "static", "const", "mod", "trait", "macro_rules!"].contains(&word) {
+            continue;
+        }
+        let name: String = tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() {
+            out.push(name);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A C string literal of `s`: printable ASCII as is, every other byte, `"`, `\` and `?` as an
 /// octal escape (three digits: never read on into the next character).
 fn c_string(s: &str) -> String {
@@ -473,6 +517,12 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     remove_stale_data(&opts.payload_dir, &in_use);
     remove_stale_data(&opts.cpp_mirror.clone().unwrap_or_else(|| opts.cpp_dir.clone()).join("payloads"), &in_use);
     remove_stale_data(&opts.artifact_dir.join(storage::SIDECAR_ROOT).join(&opts.package_name), &sidecars.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>());
+    if sidecars.is_empty() {
+        // No sidecar (any more): the package's directory and, when no other package has one,
+        // `mcpp-data/` go too (a directory that is not empty stays).
+        let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT).join(&opts.package_name));
+        let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT));
+    }
     let rust = rust_surface(items, tables, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
@@ -484,6 +534,12 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         write(&dir.join(interface_file.file_name().unwrap_or_default()), interface.as_bytes())?;
     }
     write(&interface_file, interface.as_bytes())?;
+    // The other form's interface (a switch of `modules`) is removed from every directory, so an
+    // incremental build cannot find what a clean one would not generate.
+    let other_form = opts.cpp_dir.join(format!("{}.{}", opts.module_name, if opts.modules { "h" } else { "cppm" }));
+    for dir in cpp_dirs {
+        remove_if_present(&dir.join(other_form.file_name().unwrap_or_default()))?;
+    }
     let impl_file = opts.cpp_dir.join(format!("{}.impl.cpp", opts.module_name));
     let stored = |st: Storage| items.iter().filter(move |i| i.storage_in(opts.storage) == st);
     let forms: Vec<&str> = [Storage::Header, Storage::Object, Storage::Sidecar].into_iter().filter(|st| stored(*st).next().is_some()).map(Storage::name).collect();
@@ -500,6 +556,10 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         }
         Some((cpp_dirs[cpp_dirs.len() - 1].join(&name), incbins.iter().filter(|(_, _, f)| !f.as_os_str().is_empty()).map(|(_, _, f)| f.clone()).collect()))
     } else {
+        // No payload under object storage (any more): no assembly either.
+        for dir in cpp_dirs {
+            remove_if_present(&dir.join(format!("{}.payloads.S", opts.module_name)))?;
+        }
         None
     };
     if stored(Storage::Sidecar).next().is_some() {
@@ -609,6 +669,17 @@ fn payload_copy(opts: &SurfaceOptions, item: &PayloadItem) -> PathBuf {
     let mut p = opts.payload_dir.clone();
     p.extend(&item.namespace);
     p.join(format!("{}.{}", item.identifier, item.kind.copy_extension()))
+}
+
+/// Remove `path` when it exists (a generated file the current surface does not generate).
+///
+/// # Errors
+/// [`ErrorKind::Io`] when it exists and cannot be removed.
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("cannot remove the stale generated file", path, e)),
+        _ => Ok(()),
+    }
 }
 
 /// Remove data headers of payloads that are gone (a deleted source), so no stale bytes stay
@@ -779,7 +850,7 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
         let _ = match item.kind {
             PayloadKind::Words32 => write!(
                 out,
-                "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
+                "\n{ind}/// `{doc}`, compiled to SPIR-V.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}Payload {{\n\
                  {ind}    #[cfg(target_endian = \"little\")]\n\
                  {ind}    let payload = {{\n\
                  {ind}        static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
@@ -795,13 +866,13 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
             ),
             PayloadKind::Bytes => write!(
                 out,
-                "\n{ind}/// `{doc}`: its bytes, 16-byte aligned.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}BytesPayload {{\n\
+                "\n{ind}/// `{doc}`: its bytes, 16-byte aligned.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}BytesPayload {{\n\
                  {ind}    static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
                  {ind}    {sup}BytesPayload {{ bytes: &BYTES.bytes, source: {src:?} }}\n{ind}}}\n",
             ),
             PayloadKind::Text => write!(
                 out,
-                "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
+                "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
                  {ind}    const TEXT: {sup}TextPayload = {sup}text_payload(include_bytes!({payload}), {src:?});\n\
                  {ind}    TEXT\n{ind}}}\n",
             ),
@@ -922,6 +993,32 @@ mod tests {
         let rust = std::fs::read_to_string(dir.path().join("mcpp_shaders.rs")).unwrap();
         assert!(rust.contains("/// `s/x\\n#error injected\\n.comp`, compiled to SPIR-V."), "{rust}");
         assert!(rust.contains("source: \"s/x\\n#error injected\\n.comp\""), "{rust}");
+    }
+
+    /// What the current surface does not generate is removed: the other form's interface after a
+    /// switch of `modules` (in OUT_DIR and the mirror), the assembly after object -> header, the
+    /// package's sidecar directory after sidecar -> header.
+    #[test]
+    fn a_switch_removes_what_the_surface_no_longer_generates() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = mixed(dir.path());
+        let mirror = dir.path().join("mirror");
+        let opts = |modules: bool, storage: Storage| SurfaceOptions { cpp_mirror: Some(mirror.clone()), storage, ..options_in(dir.path(), modules) };
+        generate(&items, &opts(true, Storage::Object)).unwrap();
+        for d in [dir.path().join("mcpp"), mirror.clone()] {
+            assert!(d.join("kinds.shaders.cppm").is_file() && d.join("kinds.shaders.payloads.S").is_file(), "{}", d.display());
+        }
+        generate(&items, &opts(false, Storage::Sidecar)).unwrap();
+        for d in [dir.path().join("mcpp"), mirror.clone()] {
+            assert!(d.join("kinds.shaders.h").is_file(), "{}", d.display());
+            assert!(!d.join("kinds.shaders.cppm").exists() && !d.join("kinds.shaders.payloads.S").exists(), "{}: stale interface or assembly", d.display());
+        }
+        assert!(dir.path().join("artifacts/mcpp-data/kinds").is_dir());
+        generate(&items, &opts(true, Storage::Header)).unwrap();
+        for d in [dir.path().join("mcpp"), mirror.clone()] {
+            assert!(d.join("kinds.shaders.cppm").is_file() && !d.join("kinds.shaders.h").exists(), "{}: stale header", d.display());
+        }
+        assert!(!dir.path().join("artifacts/mcpp-data").exists(), "an empty sidecar directory stayed");
     }
 
     /// Options writing into `dir`, nothing verified.

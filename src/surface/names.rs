@@ -23,9 +23,11 @@ pub const RUST_KEYWORDS: &[&str] = &[
     "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "_",
 ];
 
-/// An identifier usable in both Rust and C++: every character outside `[A-Za-z0-9_]` becomes
-/// `_`; empty gives `fallback`; a leading digit gets a `_` prefix; a keyword of C++ or Rust
-/// gets a trailing `_`.
+/// An identifier usable in both Rust and C++: every character (not byte: `ü` is one) outside
+/// `[A-Za-z0-9_]` becomes one `_`; empty gives `fallback`; a leading digit gets a `_` prefix; a
+/// keyword of C++ or Rust gets a trailing `_`; a name C++ reserves to the implementation by
+/// its start (`__`, or `_` and a capital letter: `ü.dat` would be `__dat`) gets an `x` prefix
+/// (`x__dat`).
 pub fn identifier(raw: &str, fallback: &str) -> String {
     let mut s: String = raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if s.is_empty() {
@@ -37,12 +39,18 @@ pub fn identifier(raw: &str, fallback: &str) -> String {
     if CPP_KEYWORDS.contains(&s.as_str()) || RUST_KEYWORDS.contains(&s.as_str()) {
         s.push('_');
     }
+    let mut chars = s.chars();
+    if chars.next() == Some('_') && chars.next().is_some_and(|c| c == '_' || c.is_ascii_uppercase()) {
+        s.insert(0, 'x');
+    }
     s
 }
 
-/// The directory components of a `/`-separated relative path (`.` and empty dropped).
+/// The directory components of a `/`-separated relative path (`.` and empty dropped). A
+/// backslash is a character of a name (Linux allows it in a file name), not a separator: the
+/// walker builds every relative path with `/`.
 pub fn components(path: &str) -> Vec<&str> {
-    path.split(['/', '\\']).filter(|c| !c.is_empty() && *c != ".").collect()
+    path.split('/').filter(|c| !c.is_empty() && *c != ".").collect()
 }
 
 /// The shallowest directory every path shares: the longest common prefix of the parent
@@ -101,7 +109,13 @@ mod tests {
         assert_eq!(identifier("3d-blur", "x"), "_3d_blur");
         assert_eq!(identifier("", "dir"), "dir");
         assert_eq!(identifier("a.b c", "x"), "a_b_c");
-        assert_eq!(identifier("_", "x"), "__");
+        assert_eq!(identifier("_", "x"), "x__");
+        assert_eq!(identifier("ü.dat", "x"), "x__dat");
+        assert_eq!(identifier("grüße.txt", "x"), "gr__e_txt");
+        assert_eq!(identifier("_Big", "x"), "x_Big");
+        assert_eq!(identifier("_small", "x"), "_small");
+        assert_eq!(identifier("back\\slash.txt", "x"), "back_slash_txt");
+        assert_eq!(components("q/back\\slash.txt"), ["q", "back\\slash.txt"]);
         assert_eq!(identifier("module", "x"), "module");
     }
 

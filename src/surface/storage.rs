@@ -256,12 +256,18 @@ pub fn sidecar_impl(base: &str, c_type: &str, relative: &str) -> String {
     )
 }
 
+/// The rule name of embedded data files (`crate::embed::RULE`, which sits above this module).
+const EMBED_RULE: &str = "embed";
+
 /// The sidecar file of `item`, relative to the executable's directory:
-/// `mcpp-data/<package>/<namespace>/<identifier>.<ext>`, `/`-separated.
+/// `mcpp-data/<package>/<namespace>/<identifier>.<ext>`, `/`-separated. The extension is the
+/// kind's ([`PayloadKind::copy_extension`]: `spv` for a compiled words payload, which is
+/// SPIR-V), except for an embedded data file of words, which is no SPIR-V: `bin`.
 pub fn sidecar_relative(package: &str, item: &PayloadItem) -> String {
     let mut parts = vec![SIDECAR_ROOT.to_string(), package.to_string()];
     parts.extend(item.namespace.iter().cloned());
-    parts.push(format!("{}.{}", item.identifier, item.kind.copy_extension()));
+    let ext = if item.rule == EMBED_RULE && item.kind == PayloadKind::Words32 { "bin" } else { item.kind.copy_extension() };
+    parts.push(format!("{}.{ext}", item.identifier));
     parts.join("/")
 }
 
@@ -289,7 +295,7 @@ pub fn object_rust(item: &PayloadItem, base: &str, sup: &str, ind: &str) -> Stri
         PayloadKind::Text => "TextPayload",
     };
     format!(
-        "{ind}#[allow(dead_code, unsafe_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
+        "{ind}#[allow(non_snake_case, dead_code, unsafe_code)]\n{ind}pub fn {id}() -> {sup}{ty} {{\n\
          {ind}    extern \"C\" {{\n\
          {ind}        #[link_name = \"{base}_begin\"]\n{ind}        static BEGIN: u8;\n\
          {ind}        #[link_name = \"{base}_end\"]\n{ind}        static END: u8;\n\
@@ -304,7 +310,8 @@ pub fn object_rust(item: &PayloadItem, base: &str, sup: &str, ind: &str) -> Stri
 }
 
 /// The Rust accessor of `item` under sidecar storage: `Result<kind's type, SidecarError>`, the
-/// file read once.
+/// file read once and checked against the kind (a words file of a size that is no multiple of
+/// 4, a text file that is not UTF-8 without NUL: an `Err` naming the file, never a panic).
 pub fn sidecar_rust(item: &PayloadItem, relative: &str, sup: &str, ind: &str) -> String {
     let (ty, value) = match item.kind {
         PayloadKind::Words32 => ("Payload", format!("{sup}Payload {{ code: {sup}object_words(bytes), size_bytes: bytes.len(), source: {:?} }}", item.source)),
@@ -312,10 +319,15 @@ pub fn sidecar_rust(item: &PayloadItem, relative: &str, sup: &str, ind: &str) ->
         PayloadKind::Text => ("TextPayload", format!("{sup}text_payload(with_nul, {:?})", item.source)),
     };
     let bind = if item.kind == PayloadKind::Text { "let with_nul = &all[..bytes.len() + 1];\n" } else { "" };
+    let check = match item.kind {
+        PayloadKind::Words32 => "sidecar_words",
+        PayloadKind::Bytes => "sidecar_bytes",
+        PayloadKind::Text => "sidecar_text",
+    };
     format!(
-        "{ind}#[allow(dead_code)]\n{ind}pub fn {id}() -> Result<{sup}{ty}, {sup}SidecarError> {{\n\
+        "{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> Result<{sup}{ty}, {sup}SidecarError> {{\n\
          {ind}    static CELL: std::sync::OnceLock<Result<&'static [u8], {sup}SidecarError>> = std::sync::OnceLock::new();\n\
-         {ind}    let all = CELL.get_or_init(|| {sup}sidecar_read({relative:?})).clone()?;\n\
+         {ind}    let all = CELL.get_or_init(|| {sup}sidecar_read({relative:?}, {sup}{check})).clone()?;\n\
          {ind}    let bytes = &all[..all.len() - 1];\n\
          {ind}    {bind}{ind}    Ok({value})\n{ind}}}\n",
         id = item.identifier,
