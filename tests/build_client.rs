@@ -98,7 +98,7 @@ fn without_an_engine_the_build_is_refused_naming_the_ways_to_provide_one() {
     let t = text(&out);
     assert!(t.contains("no cargo-mcpp engine: build.rs names none (Build::engine), CARGO_MCPP is unset"), "{t}");
     assert!(t.contains(&format!("{}", empty_home.join("bin/cargo-mcpp").display())), "{t}");
-    assert!(t.contains("cargo install cargo-mcpp --version") && t.contains("set CARGO_MCPP="), "{t}");
+    assert!(t.contains("cargo install --path") && t.contains("set CARGO_MCPP=") && !t.contains("cargo install cargo-mcpp"), "{t}");
 
     let out = cargo_build(&pkg, Some(&pkg.dir.path().join("no-such-engine")), None);
     assert!(!out.status.success());

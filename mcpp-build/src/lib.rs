@@ -157,7 +157,7 @@ impl Build {
                         None => "neither CARGO_HOME nor HOME is set (the `cargo install` location)".into(),
                     }
                 ),
-                help: format!("install it (`cargo install cargo-mcpp --version {VERSION}`), build with `cargo mcpp build`, set CARGO_MCPP=/path/to/cargo-mcpp, or call Build::engine(path) in build.rs"),
+                help: format!("set CARGO_MCPP=/path/to/cargo-mcpp (a plain `cargo build` or `cargo run` needs it when cargo-mcpp {VERSION} was installed elsewhere, e.g. with `cargo install --root`), install it into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), or call Build::engine(path) in build.rs"),
                 code: 1,
             }),
         }
