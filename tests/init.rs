@@ -393,7 +393,7 @@ fn new_inside_a_workspace_adds_the_package_to_its_members() {
     std::fs::create_dir_all(tmp.path().join("crates")).unwrap();
     let out = mcpp(&tmp.path().join("crates"), &["new", "c", "--island"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("Added `c` to the members of the workspace"), "{}", text(&out));
+    assert!(text(&out).contains("Added `crates/c` to the members of the workspace"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/c\"]\nresolver = \"2\"\n");
     // Cargo sees both members (before, it refused: the package believed it was in a workspace).
     let meta = cargo(&tmp.path().join("crates/c"), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
@@ -405,4 +405,96 @@ fn new_inside_a_workspace_adds_the_package_to_its_members() {
     let out = mcpp(&tmp.path().join("crates"), &["new", "d", "--island"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"a\", \"crates/*\"]\n");
+}
+
+#[test]
+fn names_cargo_new_refuses_are_refused_and_unicode_letters_taken() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = []\nresolver = \"2\"\n").unwrap();
+    let before = snapshot(tmp.path());
+    let cases: [(&[&str], &str); 3] = [
+        (&["new", "--", "-x"], "error: `-x` is not a package name: the first character `-` must be a letter or `_`"),
+        (&["new", "1x"], "error: `1x` is not a package name: the first character `1` must be a letter or `_`"),
+        (&["new", "a.b"], "error: `a.b` is not a package name: the character `.` is not a letter, a digit, `-` or `_`"),
+    ];
+    for (args, expected) in cases {
+        let out = mcpp(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
+        assert_eq!(snapshot(tmp.path()), before, "{args:?}: nothing written");
+    }
+    // What cargo new takes (`x-`, `café`, `_a`) joins the workspace, and cargo reads it.
+    for name in ["x-", "café", "_a"] {
+        let out = mcpp(tmp.path(), &["new", name, "--island", "--mcpp-build-path", &build_dep()]);
+        assert!(out.status.success(), "{name}: {}", text(&out));
+    }
+    let meta = cargo(tmp.path(), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    assert!(stdout(&meta).contains("\"name\":\"café\"") && stdout(&meta).contains("\"name\":\"x-\""), "{}", text(&meta));
+}
+
+#[test]
+fn a_member_glob_does_not_match_across_a_slash() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n").unwrap();
+    std::fs::create_dir_all(tmp.path().join("crates/x/src")).unwrap();
+    std::fs::write(tmp.path().join("crates/x/Cargo.toml"), "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n").unwrap();
+    std::fs::write(tmp.path().join("crates/x/src/lib.rs"), "").unwrap();
+    let out = mcpp(tmp.path(), &["new", "crates/x/inner2", "--island", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Added `crates/x/inner2` to the members"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap(), "[workspace]\nmembers = [\"crates/*\", \"crates/x/inner2\"]\nresolver = \"2\"\n");
+    let meta = cargo(&tmp.path().join("crates/x/inner2"), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+    // `crates/../z`: the message names what was written, `z`.
+    let out = mcpp(tmp.path(), &["new", "crates/../z", "--island", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Added `z` to the members"), "{}", text(&out));
+    assert!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap().contains("\"crates/x/inner2\", \"z\"]"));
+}
+
+#[test]
+fn an_inline_metadata_table_a_bad_build_key_or_a_stale_dependency_is_refused_at_its_line() {
+    let head = "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let engine = {
+        let t = std::fs::read_to_string(repo().join("mcpp-build/Cargo.toml")).unwrap();
+        t.lines().find_map(|l| l.strip_prefix("version = \"")).unwrap().trim_end_matches('"').to_string()
+    };
+    let cases: Vec<(String, &[&str], String)> = vec![
+        (format!("{head}metadata = {{ docs = {{ rs = {{ all-features = true }} }} }}\n"), &["--lane", "cuda"], "Cargo.toml:5:1 (key `package.metadata`)\nhelp: write it as a table, `[package.metadata]`".into()),
+        (format!("{head}build = 5\n"), &["--lane", "cuda"], "error: [package] build = 5: cargo takes a path or a boolean".into()),
+        (format!("{head}build = \"\"\n"), &["--lane", "cuda"], "error: [package] build = \"\": an empty build script path".into()),
+        (format!("{head}\n[dependencies]\nash = \"0.37\"\n"), &["--lane", "spirv"], "error: [dependencies] ash = \"0.37\": the code cargo mcpp init writes needs ash 0.38.0".into()),
+        (format!("{head}\n[build-dependencies]\nmcpp-build = \"0.0.1\"\n"), &["--lane", "cuda"], format!("Cargo.toml:7:1 (key `build-dependencies.mcpp-build`)\nhelp: change it to `mcpp-build = \"{engine}\"`")),
+    ];
+    for (manifest, args, expected) in cases {
+        let tmp = package_with(&manifest, &[]);
+        let before = snapshot(tmp.path());
+        let out = mcpp(tmp.path(), &[&["init"][..], args].concat());
+        assert_eq!(out.status.code(), Some(3), "{manifest}: {}", text(&out));
+        assert!(text(&out).contains(&expected), "{manifest}: {}", text(&out));
+        assert_eq!(snapshot(tmp.path()), before, "{manifest}: nothing written");
+    }
+    // ash 0.38.2 and a dotted `metadata.docs` key are fine; cargo reads the result.
+    let tmp = package_with(&format!("{head}metadata.docs.rs.all-features = true\n\n[dependencies]\nash = \"0.38.2\"\n"), &[]);
+    let out = mcpp(tmp.path(), &["init", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let meta = cargo(tmp.path(), &["metadata", "--offline", "--no-deps", "--format-version", "1"], &[]);
+    assert!(meta.status.success(), "{}", text(&meta));
+}
+
+#[test]
+fn an_mcpp_build_path_to_its_cargo_toml_is_taken() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let toml = repo().join("mcpp-build/Cargo.toml").display().to_string();
+    let out = mcpp(tmp.path(), &["new", "viatoml", "--island", "--mcpp-build-path", &toml]);
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest = std::fs::read_to_string(tmp.path().join("viatoml/Cargo.toml")).unwrap();
+    let abs = std::fs::canonicalize(repo().join("mcpp-build")).unwrap();
+    assert!(manifest.contains(&format!("mcpp-build = {{ path = \"{}\" }}", abs.display())), "{manifest}");
+    // Another file: refused naming that file, not `<file>/Cargo.toml`.
+    let other = repo().join("mcpp-build/src/lib.rs");
+    let out = mcpp(tmp.path(), &["new", "refused", "--mcpp-build-path", &other.display().to_string()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(!text(&out).contains("lib.rs/Cargo.toml") && !tmp.path().join("refused").exists(), "{}", text(&out));
 }

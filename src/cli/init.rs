@@ -4,8 +4,10 @@
 //! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
 //! written, an existing build script (`build.rs` or `[package] build`) that does not call the
 //! device phase outside comments is refused naming the one line to add, and a manifest that
-//! already has `[package.metadata.mcpp]`, or has no `[package]`, is refused. `new` refuses the
-//! names `cargo new` refuses and joins an enclosing workspace's `members`.
+//! already has `[package.metadata.mcpp]`, has no `[package]` or an inline `metadata = { }`, is
+//! refused, and so are a `build` key that names no script and an existing `ash`/`mcpp-build`
+//! dependency whose version the generated code does not build with. `new` refuses the names
+//! `cargo new` refuses and joins an enclosing workspace's `members` (globs matched as cargo does).
 
 use crate::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -190,11 +192,17 @@ fn build_dependency(path: Option<&Path>) -> Result<String> {
             format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))
         });
     };
-    let help = "give the `mcpp-build/` directory of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
-    let abs = std::fs::canonicalize(p).map_err(|e| Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p))).help(help))?;
+    let help = "give the `mcpp-build/` directory (or its Cargo.toml) of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
+    let mut abs = std::fs::canonicalize(p).map_err(|e| Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p))).help(help))?;
+    // The crate's Cargo.toml itself names its directory.
+    if abs.is_file() && abs.file_name().is_some_and(|n| n == "Cargo.toml") {
+        if let Some(parent) = abs.parent() {
+            abs = parent.to_path_buf();
+        }
+    }
     if !is_mcpp_build(&abs) {
         return Err(Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}` is not the mcpp-build crate (its Cargo.toml does not name the package `mcpp-build`)", crate::text::echo_path(p)))
-            .file(abs.join("Cargo.toml"))
+            .file(if abs.is_dir() { abs.join("Cargo.toml") } else { abs.clone() })
             .help(help));
     }
     Ok(format!("mcpp-build = {{ path = {} }}", toml_string(&abs.display().to_string())))
@@ -220,6 +228,27 @@ fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str
     Ok(true)
 }
 
+/// The refusal of the manifest's `[table] key` when its version requirement does not take
+/// `wanted`, the version the template's code is written for (`line` is what it would write);
+/// `None` when there is no such dependency, it has no version (a path or git one), or it
+/// takes `wanted`.
+fn stale_dependency(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path, table: &str, key: &str, wanted: &cargo_metadata::semver::Version, line: &str) -> Option<Error> {
+    let item = doc.get(table)?.get(key)?;
+    let version = item.as_str().or_else(|| item.as_table_like().and_then(|t| t.get("version")).and_then(toml_edit::Item::as_str))?;
+    let req = cargo_metadata::semver::VersionReq::parse(version).ok()?;
+    // ash's 0.38 is any 0.38.x (a `0.38.2` requirement is fine); mcpp-build's is the engine's.
+    let newest_patch = cargo_metadata::semver::Version::new(wanted.major, wanted.minor, u64::MAX);
+    if req.matches(wanted) || (key == "ash" && req.matches(&newest_patch)) {
+        return None;
+    }
+    Some(
+        Error::new(ErrorKind::Manifest, format!("[{table}] {key} = {}: the code cargo mcpp init writes needs {key} {wanted}, which that requirement does not take", toml_string(version)))
+            .file(key_position(text, manifest_path, &[table, key]))
+            .key(format!("{table}.{key}"))
+            .help(format!("change it to `{line}` (or remove it, and init adds it), then run `cargo mcpp init` again")),
+    )
+}
+
 /// The package's build script, relative to its root: `build.rs`, or the path of `[package]
 /// build = "..."` (Cargo's key).
 ///
@@ -228,18 +257,36 @@ fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str
 /// runs, so no device phase would), naming the key to remove.
 fn build_script(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) -> Result<PathBuf> {
     match doc.get("package").and_then(|p| p.get("build")).and_then(toml_edit::Item::as_value) {
+        Some(toml_edit::Value::String(s)) if s.value().is_empty() => Err(Error::new(ErrorKind::Manifest, "[package] build = \"\": an empty build script path")
+            .file(key_position(text, manifest_path, &["package", "build"]))
+            .key("package.build")
+            .help("name the build script (`build = \"build.rs\"`), or remove the `build` key to use build.rs")),
         Some(toml_edit::Value::String(s)) => Ok(PathBuf::from(s.value())),
+        Some(v @ (toml_edit::Value::Integer(_) | toml_edit::Value::Float(_) | toml_edit::Value::Datetime(_) | toml_edit::Value::Array(_) | toml_edit::Value::InlineTable(_))) => {
+            Err(Error::new(ErrorKind::Manifest, format!("[package] build = {}: cargo takes a path or a boolean", v.to_string().trim()))
+                .file(key_position(text, manifest_path, &["package", "build"]))
+                .key("package.build")
+                .help("write `build = \"build.rs\"` (the path of the build script), or remove the `build` key to use build.rs"))
+        }
         Some(toml_edit::Value::Boolean(b)) if !*b.value() => Err(Error::new(ErrorKind::Manifest, "[package] build = false: the package has no build script, and the device phase runs in one")
-            .file(key_position(text, manifest_path))
+            .file(key_position(text, manifest_path, &["package", "build"]))
             .key("package.build")
             .help("remove `build = false` from [package], then run `cargo mcpp init` again")),
         _ => Ok(PathBuf::from("build.rs")),
     }
 }
 
-/// `path:line:col` of `[package] build` in the manifest's `text` (the path alone when it cannot be found).
-fn key_position(text: &str, manifest_path: &Path) -> String {
-    let span = text.parse::<toml_edit::ImDocument<String>>().ok().and_then(|d| d.get("package").and_then(|p| p.as_table_like()).and_then(|p| p.get_key_value("build")).and_then(|(k, _)| k.span()));
+/// `path:line:col` of the key `keys` (a path of table keys, such as `package.build`) in the
+/// manifest's `text` (the path alone when it cannot be found).
+fn key_position(text: &str, manifest_path: &Path, keys: &[&str]) -> String {
+    let span = text.parse::<toml_edit::ImDocument<String>>().ok().and_then(|d| {
+        let (last, parents) = keys.split_last()?;
+        let mut table: &dyn toml_edit::TableLike = d.as_table();
+        for k in parents {
+            table = table.get(k)?.as_table_like()?;
+        }
+        table.get_key_value(last).and_then(|(k, _)| k.span())
+    });
     match span {
         Some(r) => {
             let before = &text[..r.start];
@@ -307,6 +354,18 @@ fn calls_device_phase(source: &str) -> bool {
     ["mcpp_build::build(", "mcpp_build::Build", "cargo_mcpp::build(", "cargo_mcpp::Build"].iter().any(|call| code.contains(call))
 }
 
+/// Why `name` is no package name by `cargo new`'s rules: empty, a first character that is not
+/// a letter (Unicode alphabetic, as cargo's XID start) or `_`, or a later one that is not
+/// alphanumeric, `-` or `_`; `None` when it is one.
+fn invalid_name(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    if !(first.is_alphabetic() || first == '_') {
+        return Some(format!("the first character `{}` must be a letter or `_`", first.escape_debug()));
+    }
+    chars.find(|c| !(c.is_alphanumeric() || *c == '-' || *c == '_')).map(|c| format!("the character `{}` is not a letter, a digit, `-` or `_`", c.escape_debug()))
+}
+
 /// Why cargo refuses `name` for a new package with a binary (`cargo new`'s checks): a Rust
 /// keyword, Rust's `test` library or another standard library crate, or a name of cargo's
 /// build directory; `None` when it takes it.
@@ -322,13 +381,16 @@ fn reserved_name(name: &str) -> Option<&'static str> {
     }
 }
 
+/// How cargo matches `workspace.members` globs: `*` does not cross a `/`.
+const SEPARATOR_LITERAL: glob::MatchOptions = glob::MatchOptions { case_sensitive: true, require_literal_separator: true, require_literal_leading_dot: false };
+
 /// The workspace whose root manifest is the nearest above `dir` with a `[workspace]` table
 /// (cargo's search), when `dir` is not yet one of its members and not excluded: the manifest's
-/// path and its text with `dir` added to `workspace.members`, as `cargo new` does.
+/// path, its text with `dir` added to `workspace.members`, as `cargo new` does, and the entry added.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] when that manifest's `workspace.members` is not an array of strings.
-fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
+fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String, String)>> {
     for root in dir.ancestors().skip(1) {
         let manifest = root.join("Cargo.toml");
         let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
@@ -338,7 +400,7 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
         let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
         let listed = |key: &str, ws: &dyn toml_edit::TableLike| {
             ws.get(key).and_then(toml_edit::Item::as_array).is_some_and(|a| {
-                a.iter().filter_map(toml_edit::Value::as_str).any(|p| p.trim_end_matches('/') == rel || glob::Pattern::new(p).is_ok_and(|g| g.matches(&rel)) || (key == "exclude" && rel.starts_with(&format!("{}/", p.trim_end_matches('/')))))
+                a.iter().filter_map(toml_edit::Value::as_str).any(|p| p.trim_end_matches('/') == rel || glob::Pattern::new(p).is_ok_and(|g| g.matches_with(&rel, SEPARATOR_LITERAL)) || (key == "exclude" && rel.starts_with(&format!("{}/", p.trim_end_matches('/')))))
             })
         };
         if listed("members", &*ws) || listed("exclude", &*ws) {
@@ -347,7 +409,7 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
         let not_array = || Error::new(ErrorKind::Manifest, "`workspace.members` is not an array of paths").file(&manifest).key("workspace.members").help(format!("add \"{rel}\" to `members` by hand"));
         let members = ws.entry("members").or_insert(toml_edit::value(toml_edit::Array::new())).as_array_mut().ok_or_else(not_array)?;
         members.push(rel.as_str());
-        return Ok(Some((manifest, doc.to_string())));
+        return Ok(Some((manifest, doc.to_string(), rel)));
     }
     Ok(None)
 }
@@ -363,8 +425,11 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String)>> {
 pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let dir = PathBuf::from(name);
     let package = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if package.is_empty() || !package.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') || package.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter"));
+    if package.is_empty() {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name: it names no directory", crate::text::echo(name))).help("give the new package's directory, such as `my-app` or `crates/my-app`"));
+    }
+    if let Some(why) = invalid_name(&package) {
+        return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name: {why}", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter or `_` (cargo new's rules)"));
     }
     if let Some(why) = reserved_name(&package) {
         return Err(Error::new(ErrorKind::Manifest, format!("the name `{package}` cannot be used as a package name: {why}")).help("choose another name (cargo new refuses it too)"));
@@ -386,9 +451,9 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let manifest = format!("[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n");
     crate::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
     let code = init_in(&dir, args)?;
-    if let Some((root, text)) = workspace {
+    if let Some((root, text, member)) = workspace {
         crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
-        println!("     Added `{}` to the members of the workspace {}", crate::text::echo(name), root.display());
+        println!("     Added `{}` to the members of the workspace {}", crate::text::echo(&member), root.display());
     }
     Ok(code)
 }
@@ -427,8 +492,32 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             .key("package.metadata.mcpp")
             .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (README.md \"Manifest reference\")"));
     }
+    // A dotted key cannot extend an inline table: `[package.metadata.mcpp]` appended after
+    // `metadata = { ... }` (or `package = { ... }`) would not parse.
+    for keys in [&["package"][..], &["package", "metadata"][..]] {
+        let mut item = doc.as_item();
+        for k in keys {
+            item = item.get(k).unwrap_or(&toml_edit::Item::None);
+        }
+        if item.is_inline_table() || (item.is_value() && !item.is_table_like()) {
+            let key = keys.join(".");
+            return Err(Error::new(ErrorKind::Manifest, format!("`{key}` is written inline (`{} = ...`), and [package.metadata.mcpp] cannot be added to an inline table", keys[keys.len() - 1]))
+                .file(key_position(&text, &manifest_path, keys))
+                .key(key.as_str())
+                .help(format!("write it as a table, `[{key}]` with its keys below it (an inline `docs = {{ ... }}` becomes `[{key}.docs...]`), then run `cargo mcpp init` again")));
+        }
+    }
     let (lane, accel) = choose(args)?;
     let dependency = build_dependency(args.mcpp_build_path.as_deref())?;
+    // An existing dependency the template's code needs, of a version it does not build with.
+    let mut problems = Vec::new();
+    let engine = cargo_metadata::semver::Version::parse(mcpp_build::VERSION).ok();
+    if let Some(engine) = &engine {
+        problems.extend(stale_dependency(&doc, &text, &manifest_path, "build-dependencies", "mcpp-build", engine, &format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))));
+    }
+    if matches!(lane, Lane::Spirv | Lane::Slang) {
+        problems.extend(stale_dependency(&doc, &text, &manifest_path, "dependencies", "ash", &cargo_metadata::semver::Version::new(0, 38, 0), &format!("ash = {}", toml_string(ASH))));
+    }
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let (program_path, run) = if dir.join("src/main.rs").exists() {
         let name = format!("mcpp_{}", lane.name());
@@ -442,7 +531,6 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     let fallback = format!("MCPP_NO_ACCEL=1 {run}");
     let (table, mut files, program) = lane_files(lane, &accel, &fallback);
     files.push((program_path, program));
-    let mut problems = Vec::new();
     match build_script(&doc, &text, &manifest_path) {
         Err(e) => problems.push(e),
         Ok(rel) => {
