@@ -18,15 +18,7 @@ fn the_shader_is_read_from_rust_and_from_an_importing_cxx_unit() {
         let outcome = pkg.compile(&b);
         let exe = pkg.dir.path().join("shader-cxx");
         let mut rustc = Command::new("rustc");
-        rustc.env("OUT_DIR", pkg.out_dir()).args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(pkg.path("src/main.rs"));
-        for l in outcome.cargo.lines() {
-            if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=native=") {
-                rustc.arg("-L").arg(format!("native={dir}"));
-            }
-            if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
-                rustc.arg("-l").arg(lib);
-            }
-        }
+        rustc.env("OUT_DIR", pkg.out_dir()).args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(pkg.path("src/main.rs")).args(rustc_link_args(&outcome));
         let out = rustc.output().unwrap();
         assert!(out.status.success(), "{cxx}: {}", text(&out));
         let out = Command::new(&exe).output().unwrap();

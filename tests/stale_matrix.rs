@@ -69,19 +69,27 @@ fn linked_archives(outcome: &cargo_mcpp::pipeline::Outcome) -> BTreeMap<String, 
         .collect()
 }
 
-/// The bytes of every `.rodata.mcpp.*` section of every member of `archive` (what the
-/// accessors read between the begin and end symbols), by member and section.
-fn payload_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
+/// The members of the static archive `archive`, extracted with `ar x` into a temporary directory
+/// (returned: the files live as long as it does), by file name.
+fn archive_members(archive: &[u8]) -> (tempfile::TempDir, Vec<(String, PathBuf)>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.a"), archive).unwrap();
     let x = std::process::Command::new("ar").args(["x", "lib.a"]).current_dir(dir.path()).status().unwrap();
     assert!(x.success(), "ar x");
+    let members = harness::walk(dir.path())
+        .into_iter()
+        .map(|m| (m.file_name().unwrap().to_string_lossy().into_owned(), m))
+        .filter(|(name, _)| name != "lib.a" && !name.starts_with("section-"))
+        .collect();
+    (dir, members)
+}
+
+/// The bytes of every `.rodata.mcpp.*` section of every member of `archive` (what the
+/// accessors read between the begin and end symbols), by member and section.
+fn payload_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let (_dir, members) = archive_members(archive);
     let mut out = BTreeMap::new();
-    for member in harness::walk(dir.path()) {
-        let name = member.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "lib.a" || name.starts_with("section-") {
-            continue;
-        }
+    for (name, member) in members {
         let listing = std::process::Command::new("objdump").arg("-h").arg(&member).output().unwrap();
         assert!(listing.status.success(), "objdump -h {name}");
         for section in String::from_utf8_lossy(&listing.stdout).split_whitespace().filter(|w| w.starts_with(".rodata.mcpp.")) {
@@ -391,16 +399,9 @@ fn linked_archive(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<u8> {
 /// differs between two clean builds of one state (the marker reflects the include's and the
 /// define's values, which reach the device code the same way).
 fn stable_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("lib.a"), archive).unwrap();
-    let x = std::process::Command::new("ar").args(["x", "lib.a"]).current_dir(dir.path()).status().unwrap();
-    assert!(x.success(), "ar x");
+    let (_dir, members) = archive_members(archive);
     let mut out = BTreeMap::new();
-    for member in harness::walk(dir.path()) {
-        let name = member.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "lib.a" || name.starts_with("section-") {
-            continue;
-        }
+    for (name, member) in members {
         for section in [".text", ".data", ".rodata"] {
             let to = dir.path().join(format!("section-{name}{section}"));
             let st = std::process::Command::new("objcopy").args(["-O", "binary", &format!("--only-section={section}")]).arg(&member).arg(&to).status().unwrap();

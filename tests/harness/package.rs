@@ -190,6 +190,22 @@ pub fn client_package(name: &str, extra_mcpp: &str, main_rs: &str) -> Package {
     ])
 }
 
+/// The rustc arguments (`-L native=DIR`, `-l LIB`) of the link directives a device phase printed
+/// (`cargo::rustc-link-search=native=`, `cargo::rustc-link-lib=`), in their order: what cargo
+/// passes when it links the crate.
+pub fn rustc_link_args(outcome: &Outcome) -> Vec<String> {
+    let mut args = Vec::new();
+    for l in outcome.cargo.lines() {
+        if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=native=") {
+            args.extend(["-L".to_string(), format!("native={dir}")]);
+        }
+        if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
+            args.extend(["-l".to_string(), lib.to_string()]);
+        }
+    }
+    args
+}
+
 /// Compile `main_rs` (a program using `mod shaders`, the generated Rust surface of `pkg`) with
 /// rustc into `exe`, linking what the outcome's directives link (the lane's archive: object
 /// storage's symbols), and run it with `env` set; panics when rustc fails.
@@ -205,15 +221,7 @@ pub fn run_rust_surface_program_with(pkg: &Package, outcome: &Outcome, main_rs: 
     std::fs::write(&main, format!("mod shaders {{ include!({:?}); }}\n{main_rs}", pkg.out_dir().join("mcpp_shaders.rs").display().to_string())).unwrap();
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let mut rustc = Command::new("rustc");
-    rustc.args(["--edition", "2021", "-D", "warnings"]).args(rustc_args).arg("-o").arg(exe).arg(&main);
-    for l in outcome.cargo.lines() {
-        if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=native=") {
-            rustc.arg("-L").arg(format!("native={dir}"));
-        }
-        if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
-            rustc.arg("-l").arg(lib);
-        }
-    }
+    rustc.args(["--edition", "2021", "-D", "warnings"]).args(rustc_args).arg("-o").arg(exe).arg(&main).args(rustc_link_args(outcome));
     let out = rustc.output().unwrap();
     assert!(out.status.success(), "rustc failed: {}", super::text(&out));
     let mut cmd = Command::new(exe);
