@@ -87,7 +87,7 @@ fn archive_members(archive: &[u8]) -> (tempfile::TempDir, Vec<(String, PathBuf)>
 /// The bytes of every `.rodata.mcpp.*` section of every member of `archive` (what the
 /// accessors read between the begin and end symbols), by member and section.
 fn payload_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let (_dir, members) = archive_members(archive);
+    let (dir, members) = archive_members(archive);
     let mut out = BTreeMap::new();
     for (name, member) in members {
         let listing = std::process::Command::new("objdump").arg("-h").arg(&member).output().unwrap();
@@ -399,7 +399,7 @@ fn linked_archive(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<u8> {
 /// differs between two clean builds of one state (the marker reflects the include's and the
 /// define's values, which reach the device code the same way).
 fn stable_sections(archive: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let (_dir, members) = archive_members(archive);
+    let (dir, members) = archive_members(archive);
     let mut out = BTreeMap::new();
     for (name, member) in members {
         for section in [".text", ".data", ".rodata"] {
