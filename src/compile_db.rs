@@ -173,25 +173,14 @@ pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::Role;
     use crate::tool::{Tool, ToolSource};
 
     fn action(input: &str, launcher: Option<&str>) -> Action {
-        Action {
-            id: format!("x:{input}"),
-            description: String::new(),
-            role: Role::Object,
-            tool: Tool { name: "nvcc".into(), path: "/cuda/bin/nvcc".into(), version: String::new(), source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: launcher.map(PathBuf::from) },
-            args: vec!["-c".into(), input.into(), "-o".into(), "/w/o.o".into()],
-            cwd: "/p".into(),
-            inputs: vec![PathBuf::from(input), PathBuf::from("/w/island.h")],
-            outputs: vec!["/w/o.o".into()],
-            depfile: None,
-            include_dirs: Vec::new(),
-            deps: Vec::new(),
-            builtin: None,
-            expect: None,
-        }
+        let mut a = crate::graph::test_action(&format!("x:{input}"), &[input, "/w/island.h"], &["/w/o.o"]);
+        a.description = String::new();
+        a.tool = Tool { name: "nvcc".into(), path: "/cuda/bin/nvcc".into(), version: String::new(), source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: launcher.map(PathBuf::from) };
+        a.args = vec!["-c".into(), input.into(), "-o".into(), "/w/o.o".into()];
+        a
     }
 
     #[test]

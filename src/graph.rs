@@ -545,6 +545,27 @@ fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Resu
     Ok((read, state.outputs, warnings))
 }
 
+/// An `Action` for unit tests: the tool `t` at `/t`, no arguments, run in `/p`, with `inputs` and
+/// `outputs` (the graph's and `compile_db`'s tests shape it further).
+#[cfg(test)]
+pub(crate) fn test_action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action {
+    Action {
+        id: id.into(),
+        description: id.into(),
+        role: Role::Object,
+        tool: Tool { name: "t".into(), path: "/t".into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: None },
+        args: Vec::new(),
+        cwd: "/p".into(),
+        inputs: inputs.iter().map(PathBuf::from).collect(),
+        outputs: outputs.iter().map(PathBuf::from).collect(),
+        depfile: None,
+        include_dirs: Vec::new(),
+        deps: Vec::new(),
+        builtin: None,
+        expect: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,23 +589,8 @@ mod tests {
         assert_eq!(w.last().map(String::as_str), Some("nvcc k.cu: ... (3 more lines)"));
     }
 
-    fn action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action {
-        Action {
-            id: id.into(),
-            description: id.into(),
-            role: Role::Object,
-            tool: Tool { name: "t".into(), path: "/t".into(), version: String::new(), source: crate::tool::ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: None },
-            args: Vec::new(),
-            cwd: "/p".into(),
-            inputs: inputs.iter().map(PathBuf::from).collect(),
-            outputs: outputs.iter().map(PathBuf::from).collect(),
-            depfile: None,
-            include_dirs: Vec::new(),
-            deps: Vec::new(),
-            builtin: None,
-            expect: None,
-        }
-    }
+    use super::test_action as action;
+
 
     #[test]
     fn a_package_level_step_depends_on_the_producers_of_its_inputs_and_a_misordered_plan_is_refused() {
