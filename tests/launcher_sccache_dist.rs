@@ -69,7 +69,14 @@ fn sccache_dist_on_the_loopback_compiles_a_cuda_kernel_for_the_build() {
     // The build server's overlay builder runs each compile in a bubblewrap sandbox (new
     // namespaces, overlay mounts: root, or a kernel granting user namespaces).
     let probe = Command::new(&bwrap).args(["--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]).output().unwrap();
-    assert!(probe.status.success(), "bubblewrap cannot create its namespaces here, so sccache-dist's overlay builder cannot run: {}", text(&probe));
+    if !probe.status.success() {
+        // A machine whose kernel or container refuses new namespaces cannot run the build server
+        // at all (README "sccache-dist"): said loudly, and a failure where it is required.
+        let why = format!("bubblewrap cannot create its namespaces here, so sccache-dist's overlay builder cannot run: {}", text(&probe));
+        assert!(std::env::var_os("MCPP_REQUIRE_SCCACHE_DIST").is_none(), "{why}");
+        eprintln!("SKIPPED (this machine, not cargo-mcpp): {why}");
+        return;
+    }
 
     let pkg = Package::new(&[
         ("Cargo.toml", &manifest("dist-pkg", "accel = \"cuda13.0+{sm_80}\"\nsources = [\"kernels/*.cu\"]\nlauncher = \"sccache\"")),
