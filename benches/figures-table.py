@@ -44,11 +44,15 @@ table = [
     ("&nbsp;&nbsp;/ limit (median of per-round ratios)", lambda n: ratio(n, "cold_mcpp_build", "limit")),
     ("cold crate-only, library build-dependency (s)", lambda n: med(n, "cold_library")),
     ("&nbsp;&nbsp;/ limit", lambda n: ratio(n, "cold_library", "limit")),
+    ("cold crate-only, library with `engine` (s)", lambda n: med(n, "cold_engine")),
+    ("&nbsp;&nbsp;/ limit", lambda n: ratio(n, "cold_engine", "limit")),
     ("no-op, empty crate (ms)", lambda n: med(n, "noop_empty", 1000, "{:.0f}")),
     ("no-op, `mcpp-build` (ms)", lambda n: med(n, "noop_mcpp_build", 1000, "{:.0f}")),
     ("no-op, library build-dependency (ms)", lambda n: med(n, "noop_library", 1000, "{:.0f}")),
+    ("no-op, library with `engine` (ms)", lambda n: med(n, "noop_engine", 1000, "{:.0f}")),
     ("&nbsp;&nbsp;`mcpp-build` minus empty crate, same round (ms)", lambda n: diff(n, "noop_mcpp_build", "noop_empty")),
     ("&nbsp;&nbsp;library minus empty crate, same round (ms)", lambda n: diff(n, "noop_library", "noop_empty")),
+    ("&nbsp;&nbsp;library with `engine` minus empty crate, same round (ms)", lambda n: diff(n, "noop_engine", "noop_empty")),
 ]
 for name, f in table:
     print(f"| {name} | " + " | ".join(f(n) for n in sizes) + " |")

@@ -3,8 +3,10 @@
 #   - the physical limit with cargo-mcpp's own compiler argv (every entry of the build's
 #     compile_commands.json, run `nproc` at a time: `limit-from-db.py`);
 #   - the crate-only cold build (`cargo clean -p` + the device cache removed, dependencies built)
-#     through `mcpp-build` (benches/cargo-mcpp) and through the library (benches/cargo-mcpp-lib);
-#   - the no-op build both ways, next to an empty crate's (cargo's own floor on this machine);
+#     through `mcpp-build` (benches/cargo-mcpp), through the library as build.rs users take it
+#     (benches/cargo-mcpp-lib, `default-features = false`: a client of the same engine) and
+#     through the library with its `engine` feature (benches/cargo-mcpp-engine: in process);
+#   - the no-op build all three ways, next to an empty crate's (cargo's own floor on this machine);
 #   - with sccache (`MCPP_LAUNCHER`, the mcpp-build variant): the cold build with an empty cache
 #     and the warm-cache clean build, with sccache's hit and miss counts.
 # Within a round every contender runs once, in turn (the machine may be shared: compare within a
@@ -26,37 +28,39 @@ export NVCC=$(command -v nvcc) CARGO_TERM_COLOR=never
 unset MCPP_LAUNCHER
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 RAW=${RAW:-$TMP/raw.tsv}; : > "$RAW"
-MC=$ROOT/benches/cargo-mcpp; LIB=$ROOT/benches/cargo-mcpp-lib; EMPTY=$TMP/empty
+MC=$ROOT/benches/cargo-mcpp; LIB=$ROOT/benches/cargo-mcpp-lib; ENG=$ROOT/benches/cargo-mcpp-engine; EMPTY=$TMP/empty
 log() { echo "[$(date +%T)] $*" >&2; }
 rec() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$RAW"; }   # N round contender value
 # seconds of one command (stdout/stderr to the log), or FAIL
 t() { local s e; s=$(date +%s%N); "$@" >>"$TMP/log" 2>&1 || { echo FAIL; return; }; e=$(date +%s%N); echo "$(( e - s ))e-9" | awk '{printf "%.4f", $1}'; }
-gen() { for v in "$MC" "$LIB"; do python3 "$KIT/gen-kernels.py" "$1" "$v/kernels" >/dev/null; done; }
+gen() { for v in "$MC" "$LIB" "$ENG"; do python3 "$KIT/gen-kernels.py" "$1" "$v/kernels" >/dev/null; done; }
 build() { (cd "$1" && KERNELS_DIR="$1/kernels" ./bench-build.sh); }
 cold() { (cd "$1" && ./bench-clean-pkg.sh) && build "$1"; }
 noop() { (cd "$1" && cargo build --release); }
 limit() { python3 "$ROOT/benches/limit-from-db.py" "$(ls "$MC"/target/release/mcpp/bench-cargo-mcpp/*/compile_commands.json | head -1)" "$(nproc)" "$TMP/limit"; }
 
-log "engine: this checkout's release cargo-mcpp (for the mcpp-build variant)"
+log "engine: this checkout's release cargo-mcpp (for the mcpp-build and library variants)"
 (cd "$ROOT" && cargo build --release --quiet --bin cargo-mcpp) || exit 1
 export CARGO_MCPP=$ROOT/target/release/cargo-mcpp
 mkdir -p "$EMPTY/src" && printf '[package]\nname = "empty"\nversion = "0.1.0"\nedition = "2021"\n[workspace]\n' > "$EMPTY/Cargo.toml" && echo 'fn main() {}' > "$EMPTY/src/main.rs"
-log "warm-up (not timed): dependencies of both variants and the empty crate, 4 kernels"
-gen 4; for v in "$MC" "$LIB" "$EMPTY"; do (cd "$v" && { [ "$v" = "$EMPTY" ] && cargo build --release -q || KERNELS_DIR="$v/kernels" ./bench-build.sh -q; }) >>"$TMP/log" 2>&1 || { echo "warm-up of $v failed: $TMP/log" >&2; tail -30 "$TMP/log" >&2; exit 1; }; done
+log "warm-up (not timed): dependencies of the variants and the empty crate, 4 kernels"
+gen 4; for v in "$MC" "$LIB" "$ENG" "$EMPTY"; do (cd "$v" && { [ "$v" = "$EMPTY" ] && cargo build --release -q || KERNELS_DIR="$v/kernels" ./bench-build.sh -q; }) >>"$TMP/log" 2>&1 || { echo "warm-up of $v failed: $TMP/log" >&2; tail -30 "$TMP/log" >&2; exit 1; }; done
 
 for N in $SIZES; do
   gen "$N"; R=$(eval echo "\${ROUNDS_$N:-}"); [ -n "$R" ] || { [ "$N" -le 32 ] && R=3 || R=1; }
   for r in $(seq "$R"); do
-    log "N=$N round $r/$R: cold mcpp-build, limit (same argv), cold library"
+    log "N=$N round $r/$R: cold mcpp-build, limit (same argv), cold library, cold library with engine"
     rec "$N" "$r" cold_mcpp_build "$(t cold "$MC")"
     rec "$N" "$r" limit "$(t limit)"
     rec "$N" "$r" cold_library "$(t cold "$LIB")"
+    rec "$N" "$r" cold_engine "$(t cold "$ENG")"
   done
-  log "N=$N: $NOOP_ROUNDS no-op rounds (empty crate, mcpp-build, library)"
+  log "N=$N: $NOOP_ROUNDS no-op rounds (empty crate, mcpp-build, library, library with engine)"
   for r in $(seq "$NOOP_ROUNDS"); do
     rec "$N" "$r" noop_empty "$(t noop "$EMPTY")"
     rec "$N" "$r" noop_mcpp_build "$(t noop "$MC")"
     rec "$N" "$r" noop_library "$(t noop "$LIB")"
+    rec "$N" "$r" noop_engine "$(t noop "$ENG")"
   done
 done
 

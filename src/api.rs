@@ -92,7 +92,14 @@ impl Build {
     #[track_caller]
     pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
         let at = std::panic::Location::caller();
-        self.tool_lines.insert(name.to_string(), format!("{}:{}", at.file(), at.line()));
+        self.tool_at(name, path, format!("{}:{}", at.file(), at.line()))
+    }
+    /// [`Build::tool`] with the calling line given (`file:line`): the engine of a
+    /// dependency-free client (`mcpp_build`, `cargo mcpp build-script --tool`) names the
+    /// client's build.rs line.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn tool_at(&mut self, name: &str, path: impl Into<PathBuf>, at: String) -> &mut Build {
+        self.tool_lines.insert(name.to_string(), at);
         self.tools.insert(name.to_string(), path.into());
         self
     }

@@ -9,9 +9,12 @@
 //! cargo_mcpp::build();
 //! ```
 //!
-//! (or, with no build dependencies but `mcpp-build`, `mcpp_build::build();`, which runs the
-//! installed `cargo-mcpp` as the engine of this same code: see the `mcpp-build` crate) and the
-//! crate includes the generated surface:
+//! With `default-features = false` (what a build-dependency takes) the library is a client with
+//! no dependency but `mcpp-build`: [`build`] and [`Build`] run the installed `cargo-mcpp` as the
+//! engine of this same code (see the `mcpp-build` crate), so a no-op `cargo build` costs what an
+//! empty crate's does. The `engine` feature (implied by `cli` and `bindgen`) runs the device
+//! phase in the build script's own process instead, with every module below. The crate
+//! includes the generated surface:
 //!
 //! ```ignore
 //! mod shaders {
@@ -48,45 +51,84 @@
 // (clippy.toml) are for the shipped code, which the non-test lint pass checks.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+#[cfg(feature = "engine")]
 pub mod accel;
+#[cfg(feature = "engine")]
 mod api;
+#[cfg(feature = "engine")]
 pub mod archive;
+#[cfg(feature = "engine")]
 pub mod cargo_facts;
+#[cfg(feature = "engine")]
 pub mod cargo_output;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "engine")]
 pub mod compile_db;
+#[cfg(feature = "engine")]
 pub mod diagnostic;
+#[cfg(feature = "engine")]
 pub mod embed;
+#[cfg(feature = "engine")]
 pub mod env;
+#[cfg(feature = "engine")]
 pub mod cxx;
+#[cfg(feature = "engine")]
 pub mod error;
 #[cfg(feature = "fetch")]
 pub mod fetch;
+#[cfg(feature = "engine")]
 pub mod fingerprint;
+#[cfg(feature = "engine")]
 pub mod graph;
+#[cfg(feature = "engine")]
 pub mod host;
+#[cfg(feature = "engine")]
 pub mod island;
+#[cfg(feature = "engine")]
 pub mod launcher;
+#[cfg(feature = "engine")]
 pub mod layout;
+#[cfg(feature = "engine")]
 pub mod link;
+#[cfg(feature = "engine")]
 pub mod lock;
+#[cfg(feature = "engine")]
 pub mod manifest;
 #[cfg(feature = "cli")]
 pub mod pack;
+#[cfg(feature = "engine")]
 pub mod pipeline;
+#[cfg(feature = "engine")]
 pub mod plan;
 #[cfg(feature = "cli")]
 pub mod progress;
+#[cfg(feature = "engine")]
 pub mod reference;
+#[cfg(feature = "engine")]
 pub mod report;
+#[cfg(feature = "engine")]
 pub mod rules;
+#[cfg(feature = "engine")]
 pub mod sources;
+#[cfg(feature = "engine")]
 pub mod surface;
+#[cfg(feature = "engine")]
 pub mod text;
+#[cfg(feature = "engine")]
 pub mod tool;
+#[cfg(feature = "engine")]
 pub mod toolchain_package;
+#[cfg(feature = "engine")]
 pub mod walk;
 
+#[cfg(feature = "engine")]
 pub use api::{build, default_jobs, Build};
+#[cfg(feature = "engine")]
 pub use error::{Error, ErrorKind, Result};
+
+// Without the engine: the build.rs client (src/client.rs).
+#[cfg(not(feature = "engine"))]
+mod client;
+#[cfg(not(feature = "engine"))]
+pub use client::{build, Build};

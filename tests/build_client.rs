@@ -177,3 +177,58 @@ fn a_deleted_or_edited_sidecar_is_restored_by_the_next_build_and_a_no_op_runs_no
     assert_eq!(run(&pkg), first);
     assert!(!ran_build_script(&verbose(&pkg)), "a no-op after the second restore ran the build script");
 }
+
+/// The `cargo-mcpp` library without its `engine` feature (`default-features = false`) is the
+/// client: the package's whole build-dependency tree is `cargo-mcpp` and `mcpp-build`, and the
+/// builder's finer controls (`tool`, `env`, `env_remove`, `release`, `jobs`) reach the engine,
+/// which applies them as the in-process builder does.
+#[test]
+fn the_library_without_its_engine_feature_is_a_client_of_two_packages_and_its_builder_reaches_the_engine() {
+    let pkg = client_package("");
+    let glslang = pkg.counting_tool("glslangValidator");
+    let manifest = std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap();
+    let library = format!("[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false }}\n", env!("CARGO_MANIFEST_DIR"));
+    std::fs::write(pkg.path("Cargo.toml"), manifest.replace(&harness::client_dependency(), &library)).unwrap();
+    pkg.write(
+        "build.rs",
+        &format!(
+            "fn main() {{\n    cargo_mcpp::Build::new()\n        .tool(\"glslangValidator\", {glslang:?})\n        .env_remove(\"MCPP_NO_ACCEL\")\n        .env(\"MCPP_ACCEL\", \"vulkan1.3\")\n        .release(true)\n        .jobs(1)\n        .compile();\n}}\n"
+        ),
+    );
+    // Cargo's environment says the opposite of every setting: a control that did not reach the
+    // engine fails the build (no such compiler, no accelerator) or shows in the argv.
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(["build", "--manifest-path"]).arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(pkg.dir.path().join("target"));
+    cmd.env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .env("GLSLANG_VALIDATOR", "/nonexistent/glslangValidator")
+        .env("MCPP_NO_ACCEL", "1")
+        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+        .env_remove("MCPP_ACCEL");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let calls = pkg.compiles("glslangValidator");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls.iter().all(|c| c.contains("vulkan1.3") && c.contains("-Os")), "Build::env and Build::release(true) in the engine's argv: {calls:?}");
+    assert!(run(&pkg).contains(" words, checksum "));
+
+    let lock = std::fs::read_to_string(pkg.path("Cargo.lock")).unwrap();
+    let mut packages: Vec<&str> = lock.lines().filter_map(|l| l.strip_prefix("name = ")).collect();
+    packages.sort_unstable();
+    assert_eq!(packages, ["\"cargo-mcpp\"", "\"client-pkg\"", "\"mcpp-build\""], "{lock}");
+
+    // No engine: the refusal offers the library's own way out, the `engine` feature.
+    let empty_home = pkg.dir.path().join("empty-cargo-home");
+    std::fs::create_dir_all(&empty_home).unwrap();
+    let out = cmd.env_remove("CARGO_MCPP").env("CARGO_HOME", &empty_home).output().unwrap();
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("no cargo-mcpp engine: CARGO_MCPP is unset") && t.contains("features = [\"engine\"]") && !t.contains("Build::engine"), "{t}");
+}
+
+#[test]
+fn the_engine_names_the_library_when_it_is_the_client_of_another_version() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "build-script", "--client-version", "0.0.0", "--client", "cargo-mcpp"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("cargo-mcpp 0.0.0 (this package's build-dependency) started cargo-mcpp") && t.contains("make the build-dependency cargo-mcpp = \""), "{t}");
+}

@@ -33,7 +33,7 @@ fn cross_package(dir: &Path) -> PathBuf {
         (
             "Cargo.toml",
             format!(
-                "[package]\nname = \"{PKG}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false }}\n\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/**/*.cpp\"]\n\n[workspace]\n",
+                "[package]\nname = \"{PKG}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false, features = [\"engine\"] }}\n\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/**/*.cpp\"]\n\n[workspace]\n",
                 repo().display().to_string()
             ),
         ),

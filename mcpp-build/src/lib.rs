@@ -33,10 +33,16 @@
 //!
 //! What the engine reads is what `cargo_mcpp::build()` reads: the manifest (including
 //! `[package.metadata.mcpp.tools]`) and the environment (`MCPP_TOOL_<NAME>`, `NVCC`,
-//! `CUDA_PATH`, `MCPP_ACCEL`, ...; see the cargo-mcpp README). The library's finer builder
-//! controls (`tool`, `env`, `jobs`, `release`) have no counterpart here: name tools in the
-//! manifest or the environment, or use the library.
+//! `CUDA_PATH`, `MCPP_ACCEL`, ...; see the cargo-mcpp README). The builder's finer controls
+//! ([`Build::tool`], [`Build::env`], [`Build::env_remove`], [`Build::jobs`], [`Build::release`])
+//! are passed to the engine as arguments, and it applies them through `cargo_mcpp::Build`'s
+//! methods of the same names, so they mean exactly what they mean in process.
+//!
+//! The `cargo-mcpp` library built without its `engine` feature (a build-dependency with
+//! `default-features = false`) is this client under its own name: `cargo_mcpp::build()` and
+//! `cargo_mcpp::Build` run the engine through this crate.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::io::{BufRead, BufReader};
@@ -61,11 +67,20 @@ enum Accel {
     None,
 }
 
-/// The device phase of a build script, configured: which engine, which accelerator set.
+/// The device phase of a build script, configured: which engine, which accelerator set, and the
+/// finer controls the engine applies (tools, environment view, jobs, optimisation).
 #[derive(Debug, Clone, Default)]
 pub struct Build {
     engine: Option<PathBuf>,
     accel: Accel,
+    release: Option<bool>,
+    jobs: Option<usize>,
+    /// name -> (program, the build.rs line that named it).
+    tools: BTreeMap<String, (PathBuf, String)>,
+    /// name -> value to set, or `None`: hidden from the engine's view.
+    env: BTreeMap<String, Option<OsString>>,
+    /// The crate the build script depends on, for the engine's version refusal (`None`: this one).
+    client: Option<&'static str>,
 }
 
 /// Why the device phase did not complete.
@@ -113,6 +128,47 @@ impl Build {
         self.accel = Accel::None;
         self
     }
+    /// Optimise device code (`true`: as `OPT_LEVEL=3`) or not (`false`: as `OPT_LEVEL=0` with
+    /// debug info). Default: cargo's `OPT_LEVEL` and `DEBUG`. (`cargo_mcpp::Build::release`.)
+    pub fn release(&mut self, release: bool) -> &mut Build {
+        self.release = Some(release);
+        self
+    }
+    /// Parallel compilers when cargo's jobserver is absent (default `NUM_JOBS`, else the CPUs).
+    /// (`cargo_mcpp::Build::jobs`.)
+    pub fn jobs(&mut self, jobs: usize) -> &mut Build {
+        self.jobs = Some(jobs);
+        self
+    }
+    /// Name a tool's program explicitly (first in the resolver's order), e.g.
+    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`; the calling line is recorded with the decision
+    /// (`cargo mcpp why tool glslc` prints it). (`cargo_mcpp::Build::tool`.)
+    #[track_caller]
+    pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
+        let at = std::panic::Location::caller();
+        self.tools.insert(name.to_string(), (path.into(), format!("{}:{}", at.file(), at.line())));
+        self
+    }
+    /// Set an environment variable in the engine's view of the build (the build script's own
+    /// environment is untouched). (`cargo_mcpp::Build::env`.)
+    pub fn env(&mut self, name: &str, value: impl Into<OsString>) -> &mut Build {
+        self.env.insert(name.to_string(), Some(value.into()));
+        self
+    }
+    /// Hide an environment variable from the engine's view of the build.
+    /// (`cargo_mcpp::Build::env_remove`.)
+    pub fn env_remove(&mut self, name: &str) -> &mut Build {
+        self.env.insert(name.to_string(), None);
+        self
+    }
+    /// The crate this build script depends on, named in the engine's refusal of a client of
+    /// another version (the `cargo-mcpp` library without its `engine` feature says
+    /// `"cargo-mcpp"`). Default: `mcpp-build`.
+    #[doc(hidden)]
+    pub fn client(&mut self, name: &'static str) -> &mut Build {
+        self.client = Some(name);
+        self
+    }
 
     /// The engine this build would run and where it came from (`"Build::engine"`,
     /// `"CARGO_MCPP"` or `"cargo install location"`).
@@ -151,25 +207,54 @@ impl Build {
             Some(p) if p.is_file() => Ok((p, "cargo install location")),
             other => Err(Error {
                 message: format!(
-                    "no cargo-mcpp engine: build.rs names none (Build::engine), CARGO_MCPP is unset, and {}",
+                    "no cargo-mcpp engine: {}CARGO_MCPP is unset, and {}",
+                    if self.client.is_some() { "" } else { "build.rs names none (Build::engine), " },
                     match other {
                         Some(p) => format!("`{}` (the `cargo install` location, $CARGO_HOME/bin) does not exist", p.display()),
                         None => "neither CARGO_HOME nor HOME is set (the `cargo install` location)".into(),
                     }
                 ),
-                help: format!("set CARGO_MCPP=/path/to/cargo-mcpp (a plain `cargo build` or `cargo run` needs it when cargo-mcpp {VERSION} was installed elsewhere, e.g. with `cargo install --root`), install it into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), or call Build::engine(path) in build.rs"),
+                help: format!(
+                    "set CARGO_MCPP=/path/to/cargo-mcpp (a plain `cargo build` or `cargo run` needs it when cargo-mcpp {VERSION} was installed elsewhere, e.g. with `cargo install --root`), install it into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), {}",
+                    match self.client {
+                        // The library without its `engine` feature: the other way is the feature.
+                        Some(_) => "or turn on the library's `engine` feature (`cargo-mcpp = { ..., default-features = false, features = [\"engine\"] }` in [build-dependencies]) to run the device phase in the build script itself",
+                        None => "or call Build::engine(path) in build.rs",
+                    }
+                ),
                 code: 1,
             }),
         }
     }
 
-    /// The engine's arguments for this build (after the program name).
+    /// The engine's arguments for this build (after the program name): `mcpp build-script
+    /// --client-version V`, then, where set, `--client NAME`, `--accel SPEC` or `--no-accel`,
+    /// `--release true|false`, `--jobs N`, `--tool NAME PROGRAM LINE` per tool, `--env NAME VALUE`
+    /// and `--env-remove NAME` per variable (names in order).
     pub fn engine_args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = ["mcpp", "build-script", "--client-version", VERSION].iter().map(OsString::from).collect();
+        if let Some(client) = self.client {
+            args.extend(["--client".into(), client.into()]);
+        }
         match &self.accel {
             Accel::Manifest => {}
             Accel::Spec(s) => args.extend([OsString::from("--accel"), OsString::from(s)]),
             Accel::None => args.push("--no-accel".into()),
+        }
+        if let Some(release) = self.release {
+            args.extend(["--release".into(), release.to_string().into()]);
+        }
+        if let Some(jobs) = self.jobs {
+            args.extend(["--jobs".into(), jobs.to_string().into()]);
+        }
+        for (name, (program, line)) in &self.tools {
+            args.extend(["--tool".into(), name.into(), program.into(), line.into()]);
+        }
+        for (name, value) in &self.env {
+            match value {
+                Some(v) => args.extend(["--env".into(), name.into(), v.clone()]),
+                None => args.extend(["--env-remove".into(), name.into()]),
+            }
         }
         args
     }
@@ -249,6 +334,19 @@ mod tests {
         assert_eq!(b.engine_args()[4..], ["--accel", "vulkan1.3"]);
         b.no_accel();
         assert_eq!(b.engine_args()[4..], ["--no-accel"]);
+    }
+
+    #[test]
+    fn the_finer_controls_are_engine_arguments_one_per_setting_the_last_call_winning() {
+        let mut b = Build::new();
+        b.release(false).jobs(3).env("A", "1").env_remove("B").env("B", "x y").env_remove("A").client("cargo-mcpp");
+        let line = line!() + 1;
+        b.tool("glslc", "/opt/with space/glslc");
+        let at = format!("{}:{line}", file!());
+        assert_eq!(
+            b.engine_args()[4..],
+            ["--client", "cargo-mcpp", "--release", "false", "--jobs", "3", "--tool", "glslc", "/opt/with space/glslc", at.as_str(), "--env-remove", "A", "--env", "B", "x y"]
+        );
     }
 
     #[test]

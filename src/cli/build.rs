@@ -334,7 +334,8 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
     println!("{ENGINE_HANDSHAKE}{engine_version}");
     if args.client_version != engine_version {
         let message = format!(
-            "mcpp-build {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",
+            "{} {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",
+            args.client,
             args.client_version,
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
         );
@@ -342,8 +343,8 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
         out.warning(&message);
         out.print();
         return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
-            "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency mcpp-build = \"{engine_version}\"",
-            args.client_version
+            "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency {} = \"{engine_version}\"",
+            args.client_version, args.client
         )));
     }
     let mut b = crate::Build::new();
@@ -351,6 +352,22 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
         b.no_accel();
     } else if let Some(spec) = &args.accel {
         b.accel(spec);
+    }
+    if let Some(release) = args.release {
+        b.release(release);
+    }
+    if let Some(jobs) = args.jobs {
+        b.jobs(jobs);
+    }
+    // The client's names are `&str`s, so UTF-8; lossy only for a hand-made command line.
+    for t in args.tool.chunks_exact(3) {
+        b.tool_at(&t[0].to_string_lossy(), &t[1], t[2].to_string_lossy().into_owned());
+    }
+    for e in args.env.chunks_exact(2) {
+        b.env(&e[0].to_string_lossy(), e[1].clone());
+    }
+    for name in &args.env_remove {
+        b.env_remove(name);
     }
     b.compile();
     Ok(exit_code::SUCCESS)

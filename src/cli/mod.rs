@@ -77,6 +77,25 @@ pub struct BuildScriptArgs {
     /// No accelerator (`mcpp_build::Build::no_accel`).
     #[arg(long)]
     pub no_accel: bool,
+    /// The crate the build script depends on (`mcpp-build`, or `cargo-mcpp` for the library
+    /// without its `engine` feature), named in the version refusal.
+    #[arg(long, value_name = "CRATE", default_value = "mcpp-build")]
+    pub client: String,
+    /// `Build::release`.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub release: Option<bool>,
+    /// `Build::jobs`.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// `Build::tool`: name, program and the build.rs line that named it, per tool.
+    #[arg(long, num_args = 3, value_names = ["NAME", "PROGRAM", "LINE"], action = clap::ArgAction::Append)]
+    pub tool: Vec<std::ffi::OsString>,
+    /// `Build::env`: name and value, per variable.
+    #[arg(long, num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    pub env: Vec<std::ffi::OsString>,
+    /// `Build::env_remove`, per variable.
+    #[arg(long, value_name = "NAME")]
+    pub env_remove: Vec<String>,
 }
 
 /// `cargo mcpp new` options.

@@ -1,0 +1,1 @@
+../cargo-mcpp-lib/bench-build.sh

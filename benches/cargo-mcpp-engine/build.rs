@@ -1,0 +1,1 @@
+fn main() { cargo_mcpp::build(); }
