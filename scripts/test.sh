@@ -7,4 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup-toolchains.sh
 source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"
 cargo clippy --workspace --all-targets -- -D warnings
+# The library's two build.rs forms on their own (a workspace build unifies its features): the
+# client without `engine`, and the in-process engine without the command line.
+cargo clippy --lib --no-default-features -- -D warnings
+cargo clippy --lib --no-default-features --features engine -- -D warnings
 cargo test --workspace --all-targets "$@"
