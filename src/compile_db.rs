@@ -76,11 +76,33 @@ pub fn check_manifest_dir(manifest: &crate::manifest::Manifest) -> Result<()> {
     if path.exists() && !path.is_dir() {
         return Err(refuse(format!("names {}, which is not a directory", path.display())).help("name the directory that gets compile_commands.json (`\".\"` for the package root), not the file"));
     }
+    if let Err(e) = check_writable(&path) {
+        return Err(refuse(format!("names {}, where no file can be written ({e})", path.display())).help("name a directory you can write to (`\".\"` for the package root), or fix its permissions"));
+    }
     Ok(())
 }
 
+/// Whether a file can be created in `dir` (the copy is written through a temporary file
+/// beside it and a rename), or, when `dir` does not exist yet, in its nearest existing
+/// ancestor (where `create_dir_all` would start). Decided by creating (and removing) a
+/// temporary file, not from permission bits: root, read-only mounts and `/proc` answer alike.
+///
+/// # Errors
+/// The I/O error of the attempt.
+fn check_writable(dir: &Path) -> std::io::Result<()> {
+    let mut probe = dir;
+    while !probe.exists() {
+        match probe.parent() {
+            Some(p) if !p.as_os_str().is_empty() => probe = p,
+            _ => return Ok(()),
+        }
+    }
+    tempfile::Builder::new().prefix(".mcpp-write-probe").tempfile_in(probe).map(drop)
+}
+
 /// Check `--compile-commands DIR` before cargo starts and create the directory: it is absolute
-/// (relative to the current directory) and a directory that exists or can be made.
+/// (relative to the current directory), a directory that exists or can be made, and one a file
+/// can be written in (an unwritable directory would otherwise fail only after cargo).
 ///
 /// # Errors
 /// [`ErrorKind::Usage`] naming the option, the directory and why.
@@ -91,6 +113,7 @@ pub fn prepare_cli_dir(dir: &Path) -> Result<PathBuf> {
         return Err(refuse("not a directory".into()));
     }
     std::fs::create_dir_all(&abs).map_err(|e| refuse(format!("cannot create the directory: {e}")))?;
+    check_writable(&abs).map_err(|e| refuse(format!("no file can be written there: {e}")))?;
     Ok(abs)
 }
 

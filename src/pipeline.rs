@@ -118,8 +118,14 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
     problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
     // The launcher (`launcher`, each rule's own, `MCPP_LAUNCHER`): a program that is not there
-    // or not executable, an empty value, or a rule's key where its compilers take none.
-    problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+    // or not executable, an empty value, or a rule's key where its compilers take none. Only
+    // where a compiler may run: a rule with a selected source, or the host C++ lane's sources or
+    // island (the device phase resolves it again when it plans, and refuses it only when an
+    // action would start it: `MCPP_NO_ACCEL=1 cargo doc` of a shader crate needs no launcher).
+    let may_compile = used.as_ref().is_none_or(|u| !u.is_empty()) || !manifest.mcpp.cxx_sources.is_empty() || manifest.mcpp.island.is_some();
+    if may_compile {
+        problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+    }
     for rule in &registry {
         let programs: Vec<&str> = rule.tools().iter().map(|t| t.name).collect();
         problems.extend(crate::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));

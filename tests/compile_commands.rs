@@ -162,13 +162,15 @@ fn a_bad_copy_directory_is_refused_before_cargo_starts() {
     let pkg = cxx_workspace("");
     let root = pkg.path("");
     pkg.write("file", "");
-    for bad in ["file", "/proc/nope"] {
+    // `/proc` exists and is a directory, but no file can be written there (even by root): refused
+    // before cargo, not with exit 4 after it.
+    for bad in ["file", "/proc/nope", "/proc"] {
         let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", bad]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains(&format!("--compile-commands {bad}")), "{}", text(&out));
         assert!(!pkg.path("target").exists(), "cargo did not start: {}", text(&out));
     }
-    for (value, says) in [("\"\"", "`compile-commands` is empty"), ("\"../file\"", "which is not a directory")] {
+    for (value, says) in [("\"\"", "`compile-commands` is empty"), ("\"../file\"", "which is not a directory"), ("\"/proc\"", "where no file can be written")] {
         let manifest = pkg.read("a/Cargo.toml");
         pkg.write("a/Cargo.toml", &format!("{manifest}compile-commands = {value}\n"));
         let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
