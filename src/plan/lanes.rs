@@ -62,8 +62,9 @@ pub struct Planned {
     pub link: Vec<LinkDirective>,
     /// Warnings, in plan order.
     pub warnings: Vec<String>,
-    /// The package's launcher ([`crate::launcher::Launchers::default`]) for the host C++ lane
-    /// planned after the surface ([`plan_host`]): `None` while not resolved yet (no rule
+    /// The host C++ lane's launcher (`cxx.launcher`, else the package's:
+    /// [`crate::launcher::Launchers::for_rule`]`("cxx")`) for the lane planned after the surface
+    /// ([`plan_host`]): `None` while not resolved yet (no rule
     /// compiled anything, so no launcher was needed), `Some(None)` for no launcher.
     pub host_launcher: Option<Option<crate::launcher::Launcher>>,
 }
@@ -140,9 +141,9 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         let tools: Vec<(String, String)> = left_out.iter().filter(|(l, _, _)| l == launcher).map(|(_, r, t)| (r.clone(), t.clone())).collect();
         planned.warnings.extend(crate::launcher::left_out_warning(launcher, &tools));
     }
-    // The host C++ lane, planned later, takes the package's launcher (its table `cxx` has no key
-    // of its own), resolved there when it compiles something unless a rule already did.
-    planned.host_launcher = launchers.map(|l| l.default);
+    // The host C++ lane, planned later, takes its table's `launcher` (`cxx.launcher`), else the
+    // package's; resolved there when it compiles something unless a rule already did.
+    planned.host_launcher = launchers.map(|l| l.for_rule("cxx").cloned());
     Ok(planned)
 }
 
@@ -159,7 +160,7 @@ pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>,
     let island = inputs.island.map(IslandState::cxx_units);
     let Some(mut host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
     if planned.host_launcher.is_none() && host.actions.iter().any(|a| a.builtin.is_none()) {
-        planned.host_launcher = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.default);
+        planned.host_launcher = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.for_rule("cxx").cloned());
     }
     if let Some(launcher) = planned.host_launcher.as_ref().and_then(Option::as_ref) {
         let mut left_out: Vec<(String, String)> = Vec::new();
