@@ -14,8 +14,30 @@ use harness::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `cargo mcpp <args>` in `dir`, `CARGO_MCPP` naming this engine (as the `cargo` commands of
+/// these tests do, so `Next:` needs no `export`: see [`the_next_line_exports_the_engine_a_plain_cargo_run_needs`]).
 fn mcpp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(dir).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(dir).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp")).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap()
+}
+
+#[test]
+fn the_next_line_exports_the_engine_a_plain_cargo_run_needs() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let home = tmp.path().join("cargo-home");
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_cargo-mcpp")).unwrap();
+    let new = |name: &str| {
+        let out = Command::new(&exe).args(["mcpp", "new", name, "--mcpp-build-path", &build_dep()]).current_dir(tmp.path()).env_remove("CARGO_MCPP").env("CARGO_HOME", &home).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    };
+    // Not $CARGO_HOME/bin/cargo-mcpp: a plain `cargo run` would not find this engine.
+    let said = new("elsewhere");
+    assert!(said.contains(&format!("Next: export CARGO_MCPP={} && cargo mcpp build && cargo run\n", exe.display())), "{said}");
+    // Installed where mcpp_build looks (a link to this executable): nothing to export.
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    std::os::unix::fs::symlink(&exe, home.join("bin/cargo-mcpp")).unwrap();
+    let said = new("installed");
+    assert!(said.contains("Next: cargo mcpp build && cargo run\n"), "{said}");
 }
 
 fn cargo(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {

@@ -308,8 +308,9 @@ fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outco
 /// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
 /// anyway (its own lookup, [`mcpp_build::Build::locate_engine`]). Setting the variable only
 /// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
-/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
-fn engine_to_name() -> Option<PathBuf> {
+/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp
+/// init`'s `Next:` line asks the same question: what a plain `cargo run` must be told.
+pub(crate) fn engine_to_name() -> Option<PathBuf> {
     if crate::env::Env::process().get_nonempty(ENGINE_ENV).is_some() {
         return None;
     }

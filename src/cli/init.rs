@@ -590,7 +590,11 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
-    println!("Next: cargo mcpp build && {run}");
+    // `cargo mcpp build` names this engine to the build scripts when `mcpp_build` would not
+    // find it ($CARGO_HOME/bin); a plain `cargo run` reruns the build script without that, so
+    // the user must export it (the one computation of `cargo mcpp build`: `engine_to_name`).
+    let export = super::build::engine_to_name().map(|me| format!("export {}={} && ", super::ENGINE_ENV, shell_word(&me.to_string_lossy()))).unwrap_or_default();
+    println!("Next: {export}cargo mcpp build && {run}");
     let toolkit = match lane {
         Lane::Cuda => Some("a CUDA toolkit"),
         Lane::Hip => Some("a ROCm"),
@@ -602,9 +606,28 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     Ok(crate::error::exit_code::SUCCESS)
 }
 
+/// `word` as one POSIX shell word: as it is when every character is plain (letters, digits,
+/// `/._-+,:@%=`), else in single quotes (a `'` written `'\''`); control characters escaped
+/// ([`crate::text::echo_path`]'s rule is for messages, this is for a line to paste).
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c)) {
+        return word.to_string();
+    }
+    let escaped: String = word.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else if c == '\'' { "'\\''".to_string() } else { c.to_string() }).collect();
+    format!("'{escaped}'")
+}
+
 #[cfg(test)]
 mod tests {
     use super::calls_device_phase;
+
+    #[test]
+    fn shell_words_paste_as_one_word() {
+        assert_eq!(shell_word("/home/me/.local/bin/cargo-mcpp"), "/home/me/.local/bin/cargo-mcpp");
+        assert_eq!(shell_word("/opt/my tools/cargo-mcpp"), "'/opt/my tools/cargo-mcpp'");
+        assert_eq!(shell_word("/o'k/$x"), "'/o'\\''k/$x'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn a_call_in_a_comment_is_no_call() {
