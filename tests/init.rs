@@ -399,6 +399,13 @@ fn names_cargo_refuses_and_an_ambiguous_hip_set_are_refused_with_nothing_written
         assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
         assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "{args:?}: nothing written");
     }
+    // A Vulkan version no Vulkan has: known without a compiler, refused at init, not at the build.
+    for lane in ["spirv", "slang"] {
+        let out = mcpp(tmp.path(), &["new", "vk", "--lane", lane, "--accel", "vulkan9.9"]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(text(&out).contains("error: --accel `vulkan9.9`: the accelerator names vulkan9.9, which is no Vulkan version a GLSL compiler targets") && text(&out).contains("known: vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3, vulkan1.4"), "{}", text(&out));
+        assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "nothing written");
+    }
     // A rule's check of its entry (a HIP version names its minor), as the build would refuse it.
     let out = mcpp(tmp.path(), &["new", "hipfive", "--lane", "hip", "--accel", "hip5+{gfx90a}"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));

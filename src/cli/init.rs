@@ -106,6 +106,11 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     // The rules' own checks of the set, as the build runs them: each entry's (`check_entry`),
     // and for the HIP example the HIP rule's platform choice (`which = "auto"`, as written).
     let mut problems = crate::pipeline::check_entries(&set, None, &crate::rules::registry());
+    // What the shader rules refuse at build time without asking a compiler: a Vulkan version no
+    // Vulkan has (init writes no `target-env` or `profile` that would override it).
+    if let Some(e) = set.entry(Backend::Vulkan).and_then(|v| crate::rules::spirv::unknown_vulkan(v.version.as_deref())) {
+        problems.push(e.help(format!("write a known version (the lane's default is `{}`)", lane.default_accel())));
+    }
     if lane == Lane::Hip {
         if let Some(hip) = set.entry(Backend::Hip) {
             if let Err(e) = crate::rules::hip::platform(crate::rules::hip::HipWhich::Auto, hip, set.entry(Backend::Cuda)) {
