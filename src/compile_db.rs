@@ -10,9 +10,10 @@
 //!   device cache ([`crate::layout::Variant::compile_commands`]) on every run, fresh actions
 //!   included ([`write`]);
 //! - under `cargo mcpp build`, the command line alone writes the copy, after cargo finishes (even
-//!   when every build script was fresh): the databases of every selected package merged, in
-//!   selection order, into `--compile-commands DIR`, or else into each manifest's
-//!   `compile-commands` directory (the packages naming one directory merged into it) ([`merge`]);
+//!   when every build script was fresh): the databases of every selected package merged into
+//!   `--compile-commands DIR`, or else into each manifest's `compile-commands` directory (the
+//!   packages naming one directory, through a link too, merged into it: [`canonical_dir`]),
+//!   keeping what the copy holds of packages not built ([`merge`]);
 //! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script writes its
 //!   own package's entries into its manifest's `compile-commands` directory when it runs (a fresh
 //!   build script writes nothing: a deleted copy comes back with the next `cargo mcpp build`).
@@ -161,36 +162,109 @@ pub fn write(actions: &[Action], in_cache: &Path, copy_dir: Option<&Path>) -> Re
     Ok(paths)
 }
 
-/// Merge the databases `sources` (each a variant's `compile_commands.json`, in order; a missing
-/// one is skipped: its package planned nothing yet) into `<dir>/compile_commands.json`, written
-/// only when changed (the directory created); nothing is written when every source is missing
-/// (no device phase ran yet: an existing copy is left as it is). Returns the file, whether it
-/// was written, and the number of entries.
+/// One package's database for [`merge`]: the package, its variant's `compile_commands.json`
+/// and its device cache directory (`target/<profile>/mcpp/<package>`, where every output of its
+/// entries lies).
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The package's name, for the warning about a missing database.
+    pub package: String,
+    /// Its variant's database ([`crate::layout::Variant::compile_commands`]).
+    pub database: PathBuf,
+    /// Its device cache directory ([`crate::layout::DeviceCache::dir`]).
+    pub cache_dir: PathBuf,
+}
+
+/// What [`merge`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The copy, `<dir>/compile_commands.json`.
+    pub path: PathBuf,
+    /// Whether it was written (its content changed).
+    pub written: bool,
+    /// The number of entries it holds.
+    pub entries: usize,
+    /// The packages whose database is missing (their device cache removed after the build
+    /// script last ran), in order: the copy keeps what it listed of them.
+    pub missing: Vec<String>,
+}
+
+/// Merge the databases `sources` (each a selected package's, in order) into
+/// `<dir>/compile_commands.json`, written only when changed (the directory created).
+///
+/// The copy may be shared with packages this build did not select (`cargo mcpp build -p b` into
+/// a workspace-wide copy) or hold entries of another tool (CMake's): an entry already in the copy
+/// is kept unless it belongs to a package read here (its `output` lies in that package's device
+/// cache) or its `file` is one the new entries list; kept entries may be any JSON object
+/// (`command` instead of `arguments`). The entries are sorted by `file`, then `output`, so the
+/// copy does not depend on which packages were selected. A missing source (a removed device
+/// cache, or a package that never ran) is skipped and named in [`Merged::missing`]; nothing is
+/// written when every source is missing (an existing copy is left as it is). An existing copy
+/// that is not a JSON array is replaced.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a source that cannot be read or parsed (remove it, or `cargo clean`)
 /// or the copy that cannot be written.
-pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> {
-    let mut all: Vec<Entry> = Vec::new();
-    let mut found = false;
+pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
+    let mut fresh: Vec<serde_json::Value> = Vec::new();
+    let mut read: Vec<&Path> = Vec::new();
+    let mut missing = Vec::new();
     for src in sources {
-        let bytes = match std::fs::read(src) {
+        let bytes = match std::fs::read(&src.database) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("cannot read", src, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(src.package.clone());
+                continue;
+            }
+            Err(e) => return Err(Error::io("cannot read", &src.database, e)),
         };
         let entries: Vec<Entry> = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
-        all.extend(entries);
-        found = true;
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.database.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
+        for e in entries {
+            fresh.push(serde_json::to_value(e).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?);
+        }
+        read.push(&src.cache_dir);
     }
     let path = dir.join(FILE_NAME);
-    if !found {
-        return Ok((path, false, 0));
+    if read.is_empty() {
+        return Ok(Merged { path, written: false, entries: 0, missing });
     }
-    let text = render(&all)?;
+    let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(serde_json::Value::as_str).map(str::to_string);
+    let files: std::collections::BTreeSet<String> = fresh.iter().filter_map(|v| field(v, "file")).collect();
+    let previous: Vec<serde_json::Value> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let mut all: Vec<serde_json::Value> = previous
+        .into_iter()
+        .filter(|v| {
+            let of_read = field(v, "output").is_some_and(|o| read.iter().any(|c| Path::new(&o).starts_with(c)));
+            !of_read && !field(v, "file").is_some_and(|f| files.contains(&f))
+        })
+        .collect();
+    all.extend(fresh);
+    all.sort_by_key(|v| (field(v, "file"), field(v, "output")));
+    let mut text = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    text.push(b'\n');
     let written = crate::fingerprint::write_if_changed(&path, &text)?;
-    Ok((path, written, all.len()))
+    Ok(Merged { path, written, entries: all.len(), missing })
+}
+
+/// `dir` with its existing part resolved (symbolic links, `..`): two spellings of one directory
+/// (a link to it, `a/../b`) give one path, so the packages naming it are merged into one copy
+/// rather than overwriting each other. The part that does not exist yet is appended as written.
+pub fn canonical_dir(dir: &Path) -> PathBuf {
+    let mut existing = dir.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&existing) {
+            return rest.iter().rev().fold(c, |p: PathBuf, part| p.join(part));
+        }
+        match (existing.file_name().map(std::ffi::OsStr::to_os_string), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return dir.to_path_buf(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -218,24 +292,72 @@ mod tests {
         assert!(!text.contains("sccache") && text.contains("\"directory\": \"/p\""), "{text}");
     }
 
+    fn source(dir: &Path, package: &str) -> Source {
+        Source { package: package.into(), database: dir.join(format!("{package}.json")), cache_dir: dir.join(format!("cache-{package}")) }
+    }
+
+    /// A database of `package` with one unit `file`, its output in the package's cache.
+    fn database(dir: &Path, package: &str, file: &str) -> Source {
+        let src = source(dir, package);
+        let mut a = action(file, None);
+        a.outputs = vec![src.cache_dir.join("host/o.o")];
+        std::fs::write(&src.database, render(&entries(&[a])).unwrap()).unwrap();
+        src
+    }
+
     #[test]
     fn merge_concatenates_the_packages_and_rewrites_a_deleted_copy() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-        std::fs::write(&a, render(&entries(&[action("/p/k.cu", None)])).unwrap()).unwrap();
-        std::fs::write(&b, render(&entries(&[action("/q/m.cpp", None)])).unwrap()).unwrap();
+        let (a, b) = (database(dir.path(), "a", "/p/k.cu"), database(dir.path(), "b", "/q/m.cpp"));
         let out = dir.path().join("out");
-        let sources = [a, dir.path().join("missing.json"), b];
-        let (path, written, n) = merge(&sources, &out).unwrap();
-        assert!(written && n == 2, "{n}");
-        let text = std::fs::read_to_string(&path).unwrap();
+        let sources = [a, source(dir.path(), "missing"), b];
+        let m = merge(&sources, &out).unwrap();
+        assert!(m.written && m.entries == 2, "{m:?}");
+        assert_eq!(m.missing, ["missing"]);
+        let text = std::fs::read_to_string(&m.path).unwrap();
         assert!(text.contains("/p/k.cu") && text.contains("/q/m.cpp"), "{text}");
-        assert!(!merge(&sources, &out).unwrap().1, "unchanged: not written");
-        std::fs::remove_file(&path).unwrap();
-        assert!(merge(&sources, &out).unwrap().1 && path.is_file(), "a deleted copy is written again");
-        assert!(!merge(&sources[1..2], &out).unwrap().1, "no source yet: the copy is left as it is");
-        assert!(std::fs::read_to_string(&path).unwrap().contains("/q/m.cpp"));
-        std::fs::write(&sources[0], "not json").unwrap();
+        assert!(!merge(&sources, &out).unwrap().written, "unchanged: not written");
+        std::fs::remove_file(&m.path).unwrap();
+        assert!(merge(&sources, &out).unwrap().written && m.path.is_file(), "a deleted copy is written again");
+        assert!(!merge(&sources[1..2], &out).unwrap().written, "no source yet: the copy is left as it is");
+        assert!(std::fs::read_to_string(&m.path).unwrap().contains("/q/m.cpp"));
+        std::fs::write(&sources[0].database, "not json").unwrap();
         assert!(merge(&sources, &out).unwrap_err().to_string().contains("a.json"));
+    }
+
+    #[test]
+    fn merge_keeps_the_entries_of_packages_not_built_and_of_other_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (database(dir.path(), "a", "/p/a.cpp"), database(dir.path(), "b", "/q/b.cpp"));
+        let out = dir.path().join("out");
+        merge(&[a.clone(), b.clone()], &out).unwrap();
+        let both = std::fs::read(out.join(FILE_NAME)).unwrap();
+        // `-p b`: a's entry stays; the copy's bytes do not depend on the selection.
+        assert!(!merge(std::slice::from_ref(&b), &out).unwrap().written);
+        assert_eq!(std::fs::read(out.join(FILE_NAME)).unwrap(), both);
+        // b's unit renamed: its old entry (an output in b's cache) goes, a's stays.
+        let b2 = database(dir.path(), "b", "/q/c.cpp");
+        merge(std::slice::from_ref(&b2), &out).unwrap();
+        let text = std::fs::read_to_string(out.join(FILE_NAME)).unwrap();
+        assert!(text.contains("/p/a.cpp") && text.contains("/q/c.cpp") && !text.contains("/q/b.cpp"), "{text}");
+        // Another tool's entry (CMake's `command` form) is kept; one for a file b now lists is replaced.
+        let mut v: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        v.push(serde_json::json!({ "directory": "/r", "file": "/r/x.c", "command": "cc -c x.c" }));
+        v.push(serde_json::json!({ "directory": "/r", "file": "/q/c.cpp", "command": "old" }));
+        std::fs::write(out.join(FILE_NAME), serde_json::to_vec(&v).unwrap()).unwrap();
+        let m = merge(std::slice::from_ref(&b2), &out).unwrap();
+        let text = std::fs::read_to_string(&m.path).unwrap();
+        assert!(m.entries == 3 && text.contains("cc -c x.c") && !text.contains("\"old\""), "{text}");
+    }
+
+    #[test]
+    fn one_directory_through_a_link_is_one_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        assert_eq!(canonical_dir(&dir.path().join("link")), canonical_dir(&dir.path().join("real")));
+        assert_eq!(canonical_dir(&dir.path().join("link/new/sub")), canonical_dir(&dir.path().join("real")).join("new/sub"), "a part not there yet is kept");
+        std::fs::create_dir(dir.path().join("x")).unwrap();
+        assert_eq!(canonical_dir(&dir.path().join("x/../real")), canonical_dir(&dir.path().join("real")));
     }
 }

@@ -158,6 +158,36 @@ fn cargo_mcpp_build_merges_every_package_into_the_copy_and_writes_a_deleted_one_
 }
 
 #[test]
+fn a_shared_copy_keeps_every_package_through_links_selections_and_a_removed_cache() {
+    let pkg = cxx_workspace("");
+    let root = pkg.path("");
+    // One directory, named by `a` as it is and by `b` through a symbolic link to it.
+    std::fs::create_dir(pkg.path("shared")).unwrap();
+    std::os::unix::fs::symlink(pkg.path("shared"), pkg.path("link")).unwrap();
+    for (name, dir) in [("a", "../shared"), ("b", "../link")] {
+        let manifest = pkg.read(&format!("{name}/Cargo.toml"));
+        pkg.write(&format!("{name}/Cargo.toml"), &format!("{manifest}compile-commands = \"{dir}\"\n"));
+    }
+    let copy = pkg.path("shared/compile_commands.json");
+    let want = vec![pkg.path("a/cpp/a.cpp").display().to_string(), pkg.path("b/cpp/b.cpp").display().to_string()];
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want, "merged, not overwritten through the link: {}", text(&out));
+    let both = std::fs::read(&copy).unwrap();
+    // `-p b` alone: a's entry stays (what a clangd user of the workspace expects); same bytes.
+    let out = cargo_mcpp(&pkg, &root, &["build", "-p", "b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&copy).unwrap(), both, "{}", text(&out));
+    // a's device cache removed while cargo finds its build script fresh: said, with the way out;
+    // the copy keeps what it listed of `a`.
+    std::fs::remove_dir_all(pkg.path("target/debug/mcpp/a")).unwrap();
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("warning: the device cache of package `a` has no compile_commands.json") && text(&out).contains("cargo clean -p a"), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want);
+}
+
+#[test]
 fn a_bad_copy_directory_is_refused_before_cargo_starts() {
     let pkg = cxx_workspace("");
     let root = pkg.path("");
