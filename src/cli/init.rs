@@ -403,9 +403,8 @@ fn use_tree(tokens: &[Tok], at: &mut usize, mut prefix: Vec<String>, names: &mut
                 while !matches!(tokens.get(*at), None | Some(Tok::Punct('}' | ';'))) {
                     let before = *at;
                     use_tree(tokens, at, prefix.clone(), names);
-                    if tokens.get(*at) == Some(&Tok::Punct(',')) {
-                        *at += 1;
-                    } else if *at == before {
+                    // Past the `,`, or past a token the tree did not take (always progress).
+                    if tokens.get(*at) == Some(&Tok::Punct(',')) || *at == before {
                         *at += 1;
                     }
                 }
