@@ -14,9 +14,10 @@
 //!   `--compile-commands DIR`, or else into each manifest's `compile-commands` directory (the
 //!   packages naming one directory, through a link too, merged into it: [`canonical_dir`]),
 //!   keeping what the copy holds of packages not built ([`merge`]);
-//! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script writes its
-//!   own package's entries into its manifest's `compile-commands` directory when it runs (a fresh
-//!   build script writes nothing: a deleted copy comes back with the next `cargo mcpp build`).
+//! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script merges its
+//!   own package's entries into its manifest's `compile-commands` directory when it runs, as
+//!   [`merge`] does for `cargo mcpp build` (a fresh build script writes nothing: a deleted copy
+//!   comes back with the next `cargo mcpp build`).
 //!
 //! Every file only when its content changed ([`crate::fingerprint::write_if_changed`]).
 
@@ -37,7 +38,8 @@ pub struct Entry {
     pub file: PathBuf,
     /// The compiler, then its arguments (never the launcher).
     pub arguments: Vec<String>,
-    /// The first output of the compile (its object, PTX, ...).
+    /// The first output of the compile (its object, PTX, ...); left out of the JSON when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<PathBuf>,
 }
 
@@ -140,26 +142,21 @@ pub fn render(entries: &[Entry]) -> Result<Vec<u8>> {
     Ok(text)
 }
 
-/// Write the database of `actions` to `in_cache` and, when `copy_dir` is given, to
-/// `<copy_dir>/compile_commands.json` too (the directory created); each only when changed.
-/// Returns the paths written to (changed or not).
+/// Write the database of `actions` to `in_cache` (the variant's), sorted by file then output,
+/// only when changed. The build
+/// script's copy is [`merge`]d from it, as `cargo mcpp build`'s are.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-pub fn write(actions: &[Action], in_cache: &Path, copy_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let text = render(&entries(actions))?;
-    let mut paths = vec![in_cache.to_path_buf()];
-    if let Some(dir) = copy_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create the compile_commands.json directory", dir, e))?;
-        paths.push(dir.join(FILE_NAME));
+pub fn write(actions: &[Action], in_cache: &Path) -> Result<()> {
+    let mut listed = entries(actions);
+    // The order of the copies ([`merge`]), so a one-package copy has the cache's bytes.
+    listed.sort_by(|a, b| (&a.file, &a.output).cmp(&(&b.file, &b.output)));
+    let text = render(&listed)?;
+    if let Some(parent) = in_cache.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
     }
-    for p in &paths {
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
-        }
-        crate::fingerprint::write_if_changed(p, &text)?;
-    }
-    Ok(paths)
+    crate::fingerprint::write_if_changed(in_cache, &text).map(drop)
 }
 
 /// One package's database for [`merge`]: the package, its variant's `compile_commands.json`
@@ -206,7 +203,7 @@ pub struct Merged {
 /// [`ErrorKind::Io`] naming a source that cannot be read or parsed (remove it, or `cargo clean`)
 /// or the copy that cannot be written.
 pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
-    let mut fresh: Vec<serde_json::Value> = Vec::new();
+    let mut fresh: Vec<Listed> = Vec::new();
     let mut read: Vec<&Path> = Vec::new();
     let mut missing = Vec::new();
     for src in sources {
@@ -220,31 +217,61 @@ pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
         };
         let entries: Vec<Entry> = serde_json::from_slice(&bytes)
             .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.database.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
-        for e in entries {
-            fresh.push(serde_json::to_value(e).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?);
-        }
+        fresh.extend(entries.into_iter().map(Listed::Ours));
         read.push(&src.cache_dir);
     }
     let path = dir.join(FILE_NAME);
     if read.is_empty() {
         return Ok(Merged { path, written: false, entries: 0, missing });
     }
-    let field = |v: &serde_json::Value, key: &str| v.get(key).and_then(serde_json::Value::as_str).map(str::to_string);
-    let files: std::collections::BTreeSet<String> = fresh.iter().filter_map(|v| field(v, "file")).collect();
+    let files: std::collections::BTreeSet<String> = fresh.iter().filter_map(|v| v.field("file")).collect();
     let previous: Vec<serde_json::Value> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-    let mut all: Vec<serde_json::Value> = previous
+    let mut all: Vec<Listed> = previous
         .into_iter()
+        .map(|v| {
+            // cargo-mcpp's own shape only with exactly its fields; anything else is kept whole.
+            let ours = v.as_object().is_some_and(|o| o.keys().all(|k| ["directory", "file", "arguments", "output"].contains(&k.as_str())));
+            match serde_json::from_value::<Entry>(v.clone()) {
+                Ok(e) if ours => Listed::Ours(e),
+                _ => Listed::Other(v),
+            }
+        })
         .filter(|v| {
-            let of_read = field(v, "output").is_some_and(|o| read.iter().any(|c| Path::new(&o).starts_with(c)));
-            !of_read && !field(v, "file").is_some_and(|f| files.contains(&f))
+            let of_read = v.field("output").is_some_and(|o| read.iter().any(|c| Path::new(&o).starts_with(c)));
+            !of_read && !v.field("file").is_some_and(|f| files.contains(&f))
         })
         .collect();
     all.extend(fresh);
-    all.sort_by_key(|v| (field(v, "file"), field(v, "output")));
+    all.sort_by_key(|v| (v.field("file"), v.field("output")));
     let mut text = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     text.push(b'\n');
     let written = crate::fingerprint::write_if_changed(&path, &text)?;
     Ok(Merged { path, written, entries: all.len(), missing })
+}
+
+/// An entry of a merged copy: one of cargo-mcpp's (written in [`Entry`]'s field order, as the
+/// device cache's), or another tool's, kept as it was read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Listed {
+    /// cargo-mcpp's shape.
+    Ours(Entry),
+    /// Any other JSON value (CMake's `command` form, ...).
+    Other(serde_json::Value),
+}
+
+impl Listed {
+    /// A path field (`file`, `output`) as text, when present.
+    fn field(&self, key: &str) -> Option<String> {
+        match self {
+            Listed::Ours(e) => match key {
+                "file" => Some(e.file.to_string_lossy().into_owned()),
+                "output" => e.output.as_ref().map(|o| o.to_string_lossy().into_owned()),
+                _ => None,
+            },
+            Listed::Other(v) => v.get(key).and_then(serde_json::Value::as_str).map(str::to_string),
+        }
+    }
 }
 
 /// `dir` with its existing part resolved (symbolic links, `..`): two spellings of one directory
@@ -330,6 +357,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (database(dir.path(), "a", "/p/a.cpp"), database(dir.path(), "b", "/q/b.cpp"));
         let out = dir.path().join("out");
+        merge(std::slice::from_ref(&a), &out).unwrap();
+        assert_eq!(std::fs::read(out.join(FILE_NAME)).unwrap(), std::fs::read(&a.database).unwrap(), "one package: the cache's bytes");
         merge(&[a.clone(), b.clone()], &out).unwrap();
         let both = std::fs::read(out.join(FILE_NAME)).unwrap();
         // `-p b`: a's entry stays; the copy's bytes do not depend on the selection.
@@ -343,11 +372,12 @@ mod tests {
         // Another tool's entry (CMake's `command` form) is kept; one for a file b now lists is replaced.
         let mut v: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
         v.push(serde_json::json!({ "directory": "/r", "file": "/r/x.c", "command": "cc -c x.c" }));
+        v.push(serde_json::json!({ "directory": "/r", "file": "/r/y.c", "arguments": ["cc", "-c", "y.c"] }));
         v.push(serde_json::json!({ "directory": "/r", "file": "/q/c.cpp", "command": "old" }));
         std::fs::write(out.join(FILE_NAME), serde_json::to_vec(&v).unwrap()).unwrap();
         let m = merge(std::slice::from_ref(&b2), &out).unwrap();
         let text = std::fs::read_to_string(&m.path).unwrap();
-        assert!(m.entries == 3 && text.contains("cc -c x.c") && !text.contains("\"old\""), "{text}");
+        assert!(m.entries == 4 && text.contains("cc -c x.c") && !text.contains("\"old\"") && !text.contains("null"), "kept as they were: {text}");
     }
 
     #[test]

@@ -178,6 +178,24 @@ fn a_shared_copy_keeps_every_package_through_links_selections_and_a_removed_cach
     let out = cargo_mcpp(&pkg, &root, &["build", "-p", "b"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(std::fs::read(&copy).unwrap(), both, "{}", text(&out));
+    // Plain `cargo build -p b` (its build script rerun by an edit) merges b's entries the same way.
+    edit(&pkg.path("b/cpp/b.cpp"), "return 1;", "return 2;");
+    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "-p", "b"])
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", pkg.path("target"))
+        .env("CARGO_MCPP", &engine)
+        .env("MCPP_HOME", pkg.path("mcpp-home"))
+        .env("MCPP_LAUNCHER", "none")
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .env_remove("DOCS_RS")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(pkg.read("b/cpp/b.cpp").contains("return 2;"));
+    assert_eq!(listed_files(&copy), want, "a's entry kept by b's build script: {}", text(&out));
     // a's device cache removed while cargo finds its build script fresh: said, with the way out;
     // the copy keeps what it listed of `a`.
     std::fs::remove_dir_all(pkg.path("target/debug/mcpp/a")).unwrap();
