@@ -10,12 +10,14 @@
 //!   device cache ([`crate::layout::Variant::compile_commands`]) on every run, fresh actions
 //!   included ([`write`]);
 //! - under `cargo mcpp build`, the command line alone writes the copy, after cargo finishes (even
-//!   when every build script was fresh): the databases of every selected package merged, in
-//!   selection order, into `--compile-commands DIR`, or else into each manifest's
-//!   `compile-commands` directory (the packages naming one directory merged into it) ([`merge`]);
-//! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script writes its
-//!   own package's entries into its manifest's `compile-commands` directory when it runs (a fresh
-//!   build script writes nothing: a deleted copy comes back with the next `cargo mcpp build`).
+//!   when every build script was fresh): the databases of every selected package merged into
+//!   `--compile-commands DIR`, or else into each manifest's `compile-commands` directory (the
+//!   packages naming one directory, through a link too, merged into it: [`canonical_dir`]),
+//!   keeping what the copy holds of packages not built ([`merge`]);
+//! - under plain `cargo build` (no `cargo mcpp build` side channel), the build script merges its
+//!   own package's entries into its manifest's `compile-commands` directory when it runs, as
+//!   [`merge`] does for `cargo mcpp build` (a fresh build script writes nothing: a deleted copy
+//!   comes back with the next `cargo mcpp build`).
 //!
 //! Every file only when its content changed ([`crate::fingerprint::write_if_changed`]).
 
@@ -36,7 +38,8 @@ pub struct Entry {
     pub file: PathBuf,
     /// The compiler, then its arguments (never the launcher).
     pub arguments: Vec<String>,
-    /// The first output of the compile (its object, PTX, ...).
+    /// The first output of the compile (its object, PTX, ...); left out of the JSON when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<PathBuf>,
 }
 
@@ -76,11 +79,33 @@ pub fn check_manifest_dir(manifest: &crate::manifest::Manifest) -> Result<()> {
     if path.exists() && !path.is_dir() {
         return Err(refuse(format!("names {}, which is not a directory", path.display())).help("name the directory that gets compile_commands.json (`\".\"` for the package root), not the file"));
     }
+    if let Err(e) = check_writable(&path) {
+        return Err(refuse(format!("names {}, where no file can be written ({e})", path.display())).help("name a directory you can write to (`\".\"` for the package root), or fix its permissions"));
+    }
     Ok(())
 }
 
+/// Whether a file can be created in `dir` (the copy is written through a temporary file
+/// beside it and a rename), or, when `dir` does not exist yet, in its nearest existing
+/// ancestor (where `create_dir_all` would start). Decided by creating (and removing) a
+/// temporary file, not from permission bits: root, read-only mounts and `/proc` answer alike.
+///
+/// # Errors
+/// The I/O error of the attempt.
+fn check_writable(dir: &Path) -> std::io::Result<()> {
+    let mut probe = dir;
+    while !probe.exists() {
+        match probe.parent() {
+            Some(p) if !p.as_os_str().is_empty() => probe = p,
+            _ => return Ok(()),
+        }
+    }
+    tempfile::Builder::new().prefix(".mcpp-write-probe").tempfile_in(probe).map(drop)
+}
+
 /// Check `--compile-commands DIR` before cargo starts and create the directory: it is absolute
-/// (relative to the current directory) and a directory that exists or can be made.
+/// (relative to the current directory), a directory that exists or can be made, and one a file
+/// can be written in (an unwritable directory would otherwise fail only after cargo).
 ///
 /// # Errors
 /// [`ErrorKind::Usage`] naming the option, the directory and why.
@@ -91,6 +116,7 @@ pub fn prepare_cli_dir(dir: &Path) -> Result<PathBuf> {
         return Err(refuse("not a directory".into()));
     }
     std::fs::create_dir_all(&abs).map_err(|e| refuse(format!("cannot create the directory: {e}")))?;
+    check_writable(&abs).map_err(|e| refuse(format!("no file can be written there: {e}")))?;
     Ok(abs)
 }
 
@@ -116,58 +142,156 @@ pub fn render(entries: &[Entry]) -> Result<Vec<u8>> {
     Ok(text)
 }
 
-/// Write the database of `actions` to `in_cache` and, when `copy_dir` is given, to
-/// `<copy_dir>/compile_commands.json` too (the directory created); each only when changed.
-/// Returns the paths written to (changed or not).
+/// Write the database of `actions` to `in_cache` (the variant's), sorted by file then output,
+/// only when changed. The build
+/// script's copy is [`merge`]d from it, as `cargo mcpp build`'s are.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-pub fn write(actions: &[Action], in_cache: &Path, copy_dir: Option<&Path>) -> Result<Vec<PathBuf>> {
-    let text = render(&entries(actions))?;
-    let mut paths = vec![in_cache.to_path_buf()];
-    if let Some(dir) = copy_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create the compile_commands.json directory", dir, e))?;
-        paths.push(dir.join(FILE_NAME));
+pub fn write(actions: &[Action], in_cache: &Path) -> Result<()> {
+    let mut listed = entries(actions);
+    // The order of the copies ([`merge`]), so a one-package copy has the cache's bytes.
+    listed.sort_by(|a, b| (&a.file, &a.output).cmp(&(&b.file, &b.output)));
+    let text = render(&listed)?;
+    if let Some(parent) = in_cache.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
     }
-    for p in &paths {
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
-        }
-        crate::fingerprint::write_if_changed(p, &text)?;
-    }
-    Ok(paths)
+    crate::fingerprint::write_if_changed(in_cache, &text).map(drop)
 }
 
-/// Merge the databases `sources` (each a variant's `compile_commands.json`, in order; a missing
-/// one is skipped: its package planned nothing yet) into `<dir>/compile_commands.json`, written
-/// only when changed (the directory created); nothing is written when every source is missing
-/// (no device phase ran yet: an existing copy is left as it is). Returns the file, whether it
-/// was written, and the number of entries.
+/// One package's database for [`merge`]: the package, its variant's `compile_commands.json`
+/// and its device cache directory (`target/<profile>/mcpp/<package>`, where every output of its
+/// entries lies).
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The package's name, for the warning about a missing database.
+    pub package: String,
+    /// Its variant's database ([`crate::layout::Variant::compile_commands`]).
+    pub database: PathBuf,
+    /// Its device cache directory ([`crate::layout::DeviceCache::dir`]).
+    pub cache_dir: PathBuf,
+}
+
+/// What [`merge`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The copy, `<dir>/compile_commands.json`.
+    pub path: PathBuf,
+    /// Whether it was written (its content changed).
+    pub written: bool,
+    /// The number of entries it holds.
+    pub entries: usize,
+    /// The packages whose database is missing (their device cache removed after the build
+    /// script last ran), in order: the copy keeps what it listed of them.
+    pub missing: Vec<String>,
+}
+
+/// Merge the databases `sources` (each a selected package's, in order) into
+/// `<dir>/compile_commands.json`, written only when changed (the directory created).
+///
+/// The copy may be shared with packages this build did not select (`cargo mcpp build -p b` into
+/// a workspace-wide copy) or hold entries of another tool (CMake's): an entry already in the copy
+/// is kept unless it belongs to a package read here (its `output` lies in that package's device
+/// cache) or its `file` is one the new entries list; kept entries may be any JSON object
+/// (`command` instead of `arguments`). The entries are sorted by `file`, then `output`, so the
+/// copy does not depend on which packages were selected. A missing source (a removed device
+/// cache, or a package that never ran) is skipped and named in [`Merged::missing`]; nothing is
+/// written when every source is missing (an existing copy is left as it is). An existing copy
+/// that is not a JSON array is replaced.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a source that cannot be read or parsed (remove it, or `cargo clean`)
 /// or the copy that cannot be written.
-pub fn merge(sources: &[PathBuf], dir: &Path) -> Result<(PathBuf, bool, usize)> {
-    let mut all: Vec<Entry> = Vec::new();
-    let mut found = false;
+pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
+    let mut fresh: Vec<Listed> = Vec::new();
+    let mut read: Vec<&Path> = Vec::new();
+    let mut missing = Vec::new();
     for src in sources {
-        let bytes = match std::fs::read(src) {
+        let bytes = match std::fs::read(&src.database) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("cannot read", src, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(src.package.clone());
+                continue;
+            }
+            Err(e) => return Err(Error::io("cannot read", &src.database, e)),
         };
         let entries: Vec<Entry> = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
-        all.extend(entries);
-        found = true;
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: not a compilation database written by cargo-mcpp: {e}", src.database.display())).help("remove the file (the next build writes it again) or run `cargo clean`"))?;
+        fresh.extend(entries.into_iter().map(Listed::Ours));
+        read.push(&src.cache_dir);
     }
     let path = dir.join(FILE_NAME);
-    if !found {
-        return Ok((path, false, 0));
+    if read.is_empty() {
+        return Ok(Merged { path, written: false, entries: 0, missing });
     }
-    let text = render(&all)?;
+    let files: std::collections::BTreeSet<String> = fresh.iter().filter_map(|v| v.field("file")).collect();
+    let previous: Vec<serde_json::Value> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let mut all: Vec<Listed> = previous
+        .into_iter()
+        .map(|v| {
+            // cargo-mcpp's own shape only with exactly its fields; anything else is kept whole.
+            let ours = v.as_object().is_some_and(|o| o.keys().all(|k| ["directory", "file", "arguments", "output"].contains(&k.as_str())));
+            match serde_json::from_value::<Entry>(v.clone()) {
+                Ok(e) if ours => Listed::Ours(e),
+                _ => Listed::Other(v),
+            }
+        })
+        .filter(|v| {
+            let of_read = v.field("output").is_some_and(|o| read.iter().any(|c| Path::new(&o).starts_with(c)));
+            !of_read && !v.field("file").is_some_and(|f| files.contains(&f))
+        })
+        .collect();
+    all.extend(fresh);
+    all.sort_by_key(|v| (v.field("file"), v.field("output")));
+    let mut text = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    text.push(b'\n');
     let written = crate::fingerprint::write_if_changed(&path, &text)?;
-    Ok((path, written, all.len()))
+    Ok(Merged { path, written, entries: all.len(), missing })
+}
+
+/// An entry of a merged copy: one of cargo-mcpp's (written in [`Entry`]'s field order, as the
+/// device cache's), or another tool's, kept as it was read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Listed {
+    /// cargo-mcpp's shape.
+    Ours(Entry),
+    /// Any other JSON value (CMake's `command` form, ...).
+    Other(serde_json::Value),
+}
+
+impl Listed {
+    /// A path field (`file`, `output`) as text, when present.
+    fn field(&self, key: &str) -> Option<String> {
+        match self {
+            Listed::Ours(e) => match key {
+                "file" => Some(e.file.to_string_lossy().into_owned()),
+                "output" => e.output.as_ref().map(|o| o.to_string_lossy().into_owned()),
+                _ => None,
+            },
+            Listed::Other(v) => v.get(key).and_then(serde_json::Value::as_str).map(str::to_string),
+        }
+    }
+}
+
+/// `dir` with its existing part resolved (symbolic links, `..`): two spellings of one directory
+/// (a link to it, `a/../b`) give one path, so the packages naming it are merged into one copy
+/// rather than overwriting each other. The part that does not exist yet is appended as written.
+pub fn canonical_dir(dir: &Path) -> PathBuf {
+    let mut existing = dir.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&existing) {
+            return rest.iter().rev().fold(c, |p: PathBuf, part| p.join(part));
+        }
+        match (existing.file_name().map(std::ffi::OsStr::to_os_string), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return dir.to_path_buf(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -195,24 +319,75 @@ mod tests {
         assert!(!text.contains("sccache") && text.contains("\"directory\": \"/p\""), "{text}");
     }
 
+    fn source(dir: &Path, package: &str) -> Source {
+        Source { package: package.into(), database: dir.join(format!("{package}.json")), cache_dir: dir.join(format!("cache-{package}")) }
+    }
+
+    /// A database of `package` with one unit `file`, its output in the package's cache.
+    fn database(dir: &Path, package: &str, file: &str) -> Source {
+        let src = source(dir, package);
+        let mut a = action(file, None);
+        a.outputs = vec![src.cache_dir.join("host/o.o")];
+        std::fs::write(&src.database, render(&entries(&[a])).unwrap()).unwrap();
+        src
+    }
+
     #[test]
     fn merge_concatenates_the_packages_and_rewrites_a_deleted_copy() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
-        std::fs::write(&a, render(&entries(&[action("/p/k.cu", None)])).unwrap()).unwrap();
-        std::fs::write(&b, render(&entries(&[action("/q/m.cpp", None)])).unwrap()).unwrap();
+        let (a, b) = (database(dir.path(), "a", "/p/k.cu"), database(dir.path(), "b", "/q/m.cpp"));
         let out = dir.path().join("out");
-        let sources = [a, dir.path().join("missing.json"), b];
-        let (path, written, n) = merge(&sources, &out).unwrap();
-        assert!(written && n == 2, "{n}");
-        let text = std::fs::read_to_string(&path).unwrap();
+        let sources = [a, source(dir.path(), "missing"), b];
+        let m = merge(&sources, &out).unwrap();
+        assert!(m.written && m.entries == 2, "{m:?}");
+        assert_eq!(m.missing, ["missing"]);
+        let text = std::fs::read_to_string(&m.path).unwrap();
         assert!(text.contains("/p/k.cu") && text.contains("/q/m.cpp"), "{text}");
-        assert!(!merge(&sources, &out).unwrap().1, "unchanged: not written");
-        std::fs::remove_file(&path).unwrap();
-        assert!(merge(&sources, &out).unwrap().1 && path.is_file(), "a deleted copy is written again");
-        assert!(!merge(&sources[1..2], &out).unwrap().1, "no source yet: the copy is left as it is");
-        assert!(std::fs::read_to_string(&path).unwrap().contains("/q/m.cpp"));
-        std::fs::write(&sources[0], "not json").unwrap();
+        assert!(!merge(&sources, &out).unwrap().written, "unchanged: not written");
+        std::fs::remove_file(&m.path).unwrap();
+        assert!(merge(&sources, &out).unwrap().written && m.path.is_file(), "a deleted copy is written again");
+        assert!(!merge(&sources[1..2], &out).unwrap().written, "no source yet: the copy is left as it is");
+        assert!(std::fs::read_to_string(&m.path).unwrap().contains("/q/m.cpp"));
+        std::fs::write(&sources[0].database, "not json").unwrap();
         assert!(merge(&sources, &out).unwrap_err().to_string().contains("a.json"));
+    }
+
+    #[test]
+    fn merge_keeps_the_entries_of_packages_not_built_and_of_other_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (database(dir.path(), "a", "/p/a.cpp"), database(dir.path(), "b", "/q/b.cpp"));
+        let out = dir.path().join("out");
+        merge(std::slice::from_ref(&a), &out).unwrap();
+        assert_eq!(std::fs::read(out.join(FILE_NAME)).unwrap(), std::fs::read(&a.database).unwrap(), "one package: the cache's bytes");
+        merge(&[a.clone(), b.clone()], &out).unwrap();
+        let both = std::fs::read(out.join(FILE_NAME)).unwrap();
+        // `-p b`: a's entry stays; the copy's bytes do not depend on the selection.
+        assert!(!merge(std::slice::from_ref(&b), &out).unwrap().written);
+        assert_eq!(std::fs::read(out.join(FILE_NAME)).unwrap(), both);
+        // b's unit renamed: its old entry (an output in b's cache) goes, a's stays.
+        let b2 = database(dir.path(), "b", "/q/c.cpp");
+        merge(std::slice::from_ref(&b2), &out).unwrap();
+        let text = std::fs::read_to_string(out.join(FILE_NAME)).unwrap();
+        assert!(text.contains("/p/a.cpp") && text.contains("/q/c.cpp") && !text.contains("/q/b.cpp"), "{text}");
+        // Another tool's entry (CMake's `command` form) is kept; one for a file b now lists is replaced.
+        let mut v: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        v.push(serde_json::json!({ "directory": "/r", "file": "/r/x.c", "command": "cc -c x.c" }));
+        v.push(serde_json::json!({ "directory": "/r", "file": "/r/y.c", "arguments": ["cc", "-c", "y.c"] }));
+        v.push(serde_json::json!({ "directory": "/r", "file": "/q/c.cpp", "command": "old" }));
+        std::fs::write(out.join(FILE_NAME), serde_json::to_vec(&v).unwrap()).unwrap();
+        let m = merge(std::slice::from_ref(&b2), &out).unwrap();
+        let text = std::fs::read_to_string(&m.path).unwrap();
+        assert!(m.entries == 4 && text.contains("cc -c x.c") && !text.contains("\"old\"") && !text.contains("null"), "kept as they were: {text}");
+    }
+
+    #[test]
+    fn one_directory_through_a_link_is_one_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        assert_eq!(canonical_dir(&dir.path().join("link")), canonical_dir(&dir.path().join("real")));
+        assert_eq!(canonical_dir(&dir.path().join("link/new/sub")), canonical_dir(&dir.path().join("real")).join("new/sub"), "a part not there yet is kept");
+        std::fs::create_dir(dir.path().join("x")).unwrap();
+        assert_eq!(canonical_dir(&dir.path().join("x/../real")), canonical_dir(&dir.path().join("real")));
     }
 }

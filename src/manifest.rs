@@ -306,6 +306,7 @@ pub const CXX_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`), relative to the package root (inside it) or absolute" },
     KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`)" },
     KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
+    KeyDoc { key: "launcher", default: "the package's `launcher`", meaning: "the compiler launcher of the host C++ lane (before the `cc` crate's compiler): `\"sccache\"`, `\"ccache\"`, a path, or `\"none\"`; over the package's `launcher`, under `MCPP_LAUNCHER`" },
 ];
 
 /// The fields a serde `Deserialize` struct `T` accepts, as it spells them (renames applied),
@@ -432,6 +433,10 @@ pub struct CxxOptions {
     /// Extra arguments appended last, passed unexamined.
     #[serde(default)]
     pub flags: Vec<String>,
+    /// The host C++ lane's own compiler launcher (as the package's `launcher`, for this lane
+    /// only); moved into [`McppMetadata::rule_launchers`] under `cxx` when the manifest is read,
+    /// so it is `None` after [`Manifest::parse`].
+    pub launcher: Option<String>,
 }
 
 /// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into a package (README.md
@@ -698,6 +703,11 @@ impl Manifest {
             }
         }
         self.mcpp.rule_tables = tables;
+        // The host C++ lane's table is typed (`CxxOptions`); its launcher joins the rules' under
+        // the lane's name, `cxx` ([`crate::launcher::Launchers::for_rule`]).
+        if let Some(l) = self.mcpp.cxx.as_mut().and_then(|c| c.launcher.take()) {
+            taken.insert("cxx".to_string(), l);
+        }
         self.mcpp.rule_launchers = taken;
         Ok(())
     }

@@ -118,8 +118,14 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
     problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
     // The launcher (`launcher`, each rule's own, `MCPP_LAUNCHER`): a program that is not there
-    // or not executable, an empty value, or a rule's key where its compilers take none.
-    problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+    // or not executable, an empty value, or a rule's key where its compilers take none. Only
+    // where a compiler may run: a rule with a selected source, or the host C++ lane's sources or
+    // island (the device phase resolves it again when it plans, and refuses it only when an
+    // action would start it: `MCPP_NO_ACCEL=1 cargo doc` of a shader crate needs no launcher).
+    let may_compile = used.as_ref().is_none_or(|u| !u.is_empty()) || !manifest.mcpp.cxx_sources.is_empty() || manifest.mcpp.island.is_some();
+    if may_compile {
+        problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+    }
     for rule in &registry {
         let programs: Vec<&str> = rule.tools().iter().map(|t| t.name).collect();
         problems.extend(crate::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));
@@ -185,7 +191,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         Ok(report) => report,
         Err(e) => {
             // The database still lists the device units, so an editor can show what failed.
-            write_compile_commands(manifest, &planned.actions, &[], &variant, env)?;
+            write_compile_commands(manifest, &planned.actions, &[], (&config.cache, &variant), env)?;
             return Err(e);
         }
     };
@@ -207,19 +213,29 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
 /// rules' (`device`) and the host C++ lane's (`host`, planned after the surface), written once
 /// per device phase (before the host lane runs, or when the device run failed) into the
 /// variant; and, under plain `cargo build` only, its copy into the manifest's
-/// `compile-commands` directory (relative to the package root). Under `cargo mcpp build` the
-/// command line writes every copy after cargo finishes (merging the packages). Nothing under
-/// docs.rs (no compiler runs there).
+/// `compile-commands` directory (relative to the package root), merged with what it holds as
+/// `cargo mcpp build` merges ([`crate::compile_db::merge`]: another package's entries in a shared
+/// directory are kept). Under `cargo mcpp build` the command line writes every copy after cargo
+/// finishes (merging the packages). Nothing under docs.rs (no compiler runs there).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action], variant: &Variant, env: &Env) -> Result<()> {
+fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action], (cache, variant): (&crate::layout::DeviceCache, &Variant), env: &Env) -> Result<()> {
     if docs_rs(env) {
         return Ok(());
     }
-    let copy = if crate::report::started_by_cargo_mcpp(env) { None } else { crate::compile_db::manifest_dir(manifest) };
     let all: Vec<Action> = device.iter().chain(host).cloned().collect();
-    crate::compile_db::write(&all, &variant.compile_commands(), copy.as_deref()).map(drop)
+    let database = variant.compile_commands();
+    crate::compile_db::write(&all, &database)?;
+    if crate::report::started_by_cargo_mcpp(env) {
+        return Ok(());
+    }
+    if let Some(dir) = crate::compile_db::manifest_dir(manifest) {
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create the compile_commands.json directory", &dir, e))?;
+        let source = crate::compile_db::Source { package: manifest.package_name.clone(), database, cache_dir: cache.dir().to_path_buf() };
+        crate::compile_db::merge(&[source], &dir)?;
+    }
+    Ok(())
 }
 
 /// Lock the variant of the device cache for this device phase: two cargo processes (two `cargo
@@ -372,7 +388,7 @@ fn run_host_lane(
     for w in &planned.warnings[warned..] {
         cargo.warning(w);
     }
-    write_compile_commands(inputs.manifest, &planned.actions, &actions, inputs.variant, inputs.env)?;
+    write_compile_commands(inputs.manifest, &planned.actions, &actions, (inputs.cache, inputs.variant), inputs.env)?;
     if actions.is_empty() {
         return Ok(());
     }

@@ -11,6 +11,11 @@ use harness::text;
 use std::process::{Command, Output};
 
 fn cargo(pkg: &harness::Package, args: &[&str], docs_rs: bool) -> Output {
+    cargo_with(pkg, args, docs_rs, &[])
+}
+
+/// [`cargo`] with further environment variables.
+fn cargo_with(pkg: &harness::Package, args: &[&str], docs_rs: bool, vars: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.args(args).arg("--manifest-path").arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(pkg.dir.path().join("target"));
     cmd.env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
@@ -23,6 +28,7 @@ fn cargo(pkg: &harness::Package, args: &[&str], docs_rs: bool) -> Output {
     } else {
         cmd.env_remove("DOCS_RS");
     }
+    cmd.envs(vars.iter().copied());
     cmd.output().unwrap()
 }
 
@@ -58,4 +64,13 @@ fn docs_rs_neither_resolves_nor_refuses_the_launcher() {
     assert!(out.status.success(), "DOCS_RS: no compiler runs, so no launcher is needed: {}", text(&out));
     let out = cargo(&pkg, &["build"], false);
     assert!(!out.status.success() && text(&out).contains("absent-launcher"), "a build still refuses it: {}", text(&out));
+    // The empty accelerator set of a shader crate compiles nothing either: no launcher needed.
+    let out = cargo_with(&pkg, &["doc", "--no-deps"], false, &[("MCPP_NO_ACCEL", "1")]);
+    assert!(out.status.success(), "MCPP_NO_ACCEL=1 cargo doc: no compiler runs, so no launcher is needed: {}", text(&out));
+    // Host C++ still compiles under MCPP_NO_ACCEL: there the launcher is used, so it is refused.
+    pkg.write("cpp/one.cpp", "extern \"C\" int one() { return 1; }\n");
+    let manifest = pkg.read("Cargo.toml");
+    pkg.write("Cargo.toml", &manifest.replace("launcher = ", "cxx-sources = [\"cpp/*.cpp\"]\nlauncher = "));
+    let out = cargo_with(&pkg, &["doc", "--no-deps"], false, &[("MCPP_NO_ACCEL", "1")]);
+    assert!(!out.status.success() && text(&out).contains("absent-launcher"), "a host C++ compile still needs it: {}", text(&out));
 }

@@ -151,6 +151,12 @@ fn refusals_exit_3_before_cargo_starts() {
     let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "build", "--accel", "cuda+{", "--manifest-path"]).arg(pkg.path("Cargo.toml")).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
 
+    // `--accel` after an option cargo-mcpp does not know is still cargo-mcpp's (before, it went to
+    // cargo with `--bogus`): checked before cargo starts, naming `--accel`.
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "build", "--bogus", "--accel", "cuda+{", "--manifest-path"]).arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(&target).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("malformed accelerator set from --accel") && !target.join("debug/build").exists(), "{}", text(&out));
+
     let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "frobnicate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).args(["mcpp", "build", "--accel", "vulkan", "--no-accel"]).output().unwrap();

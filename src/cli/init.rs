@@ -106,6 +106,11 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     // The rules' own checks of the set, as the build runs them: each entry's (`check_entry`),
     // and for the HIP example the HIP rule's platform choice (`which = "auto"`, as written).
     let mut problems = crate::pipeline::check_entries(&set, None, &crate::rules::registry());
+    // What the shader rules refuse at build time without asking a compiler: a Vulkan version no
+    // Vulkan has (init writes no `target-env` or `profile` that would override it).
+    if let Some(e) = set.entry(Backend::Vulkan).and_then(|v| crate::rules::spirv::unknown_vulkan(v.version.as_deref())) {
+        problems.push(e.help(format!("write a known version (the lane's default is `{}`)", lane.default_accel())));
+    }
     if lane == Lane::Hip {
         if let Some(hip) = set.entry(Backend::Hip) {
             if let Err(e) = crate::rules::hip::platform(crate::rules::hip::HipWhich::Auto, hip, set.entry(Backend::Cuda)) {
@@ -299,59 +304,275 @@ fn key_position(text: &str, manifest_path: &Path, keys: &[&str]) -> String {
 }
 
 /// Whether the Rust source of a build script calls the device phase (`mcpp_build::build(`,
-/// `mcpp_build::Build`, `cargo_mcpp::build(`, `cargo_mcpp::Build`) outside comments: `//` and
-/// (nested) `/* */` comments and string literals are removed first (so `"//"` starts no
-/// comment), and whitespace is ignored (`mcpp_build :: build ()`). Not a parser: a call in a
-/// function never called counts, and a `'"'` char literal or a raw string can confuse it.
+/// `mcpp_build::Build`, `cargo_mcpp::build(`, `cargo_mcpp::Build`) outside comments, strings and
+/// character literals ([`rust_tokens`]; whitespace between tokens ignored: `mcpp_build :: build
+/// ()`), also through a name a `use` or `extern crate` gives them: `use mcpp_build as mb;` then
+/// `mb::build()`, `use mcpp_build::build;` then `build()`, `use mcpp_build::{Build as B};` then
+/// `B::new()`, `use mcpp_build::*;`. Not a type checker: a call in a function never called
+/// counts.
 fn calls_device_phase(source: &str) -> bool {
-    let mut code = String::with_capacity(source.len());
-    let mut chars = source.chars().peekable();
-    let mut depth = 0usize;
-    let mut in_string = false;
-    while let Some(c) = chars.next() {
-        if depth > 0 {
-            match (c, chars.peek()) {
-                ('*', Some('/')) => {
-                    chars.next();
-                    depth -= 1;
+    let tokens = rust_tokens(source);
+    let mut names = DeviceNames { crates: vec!["mcpp_build".into(), "cargo_mcpp".into()], functions: Vec::new(), types: Vec::new() };
+    collect_use_names(&tokens, &mut names);
+    let is = |i: usize, t: &Tok| tokens.get(i) == Some(t);
+    let ident = |i: usize| match tokens.get(i) {
+        Some(Tok::Ident(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    (0..tokens.len()).any(|i| {
+        let Some(name) = ident(i) else { return false };
+        let after_path = i > 0 && is(i - 1, &Tok::PathSep);
+        if names.crates.iter().any(|c| c == name) && is(i + 1, &Tok::PathSep) {
+            return (ident(i + 2) == Some("build") && is(i + 3, &Tok::Punct('('))) || ident(i + 2) == Some("Build");
+        }
+        // A bare name a `use` brought in: a call `build(` (not a definition `fn build(`, a
+        // method `.build(` or another path's `x::build(`), or `Build::...`.
+        let defined_or_method = i > 0 && (is(i - 1, &Tok::Ident("fn".into())) || is(i - 1, &Tok::Punct('.')));
+        (!after_path && !defined_or_method && names.functions.iter().any(|f| f == name) && is(i + 1, &Tok::Punct('('))) || (!after_path && names.types.iter().any(|t| t == name) && is(i + 1, &Tok::PathSep))
+    })
+}
+
+/// The names under which a build script reaches the device phase.
+struct DeviceNames {
+    /// The crates (`mcpp_build`, `cargo_mcpp`) and their aliases (`use mcpp_build as mb;`).
+    crates: Vec<String>,
+    /// `build` brought into scope (`use mcpp_build::build [as f];`).
+    functions: Vec<String>,
+    /// `Build` brought into scope (`use mcpp_build::Build [as B];`).
+    types: Vec<String>,
+}
+
+/// Read every `use` and `extern crate` item of `tokens` into `names` (items are order-free in
+/// Rust, so a later `use` counts for an earlier call).
+fn collect_use_names(tokens: &[Tok], names: &mut DeviceNames) {
+    let word = |t: Option<&Tok>, w: &str| matches!(t, Some(Tok::Ident(s)) if s == w);
+    let mut i = 0;
+    while i < tokens.len() {
+        if word(tokens.get(i), "extern") && word(tokens.get(i + 1), "crate") {
+            if let (Some(Tok::Ident(c)), true, Some(Tok::Ident(alias))) = (tokens.get(i + 2), word(tokens.get(i + 3), "as"), tokens.get(i + 4)) {
+                if names.crates.iter().any(|k| k == c) && !names.crates.contains(alias) {
+                    names.crates.push(alias.clone());
                 }
-                ('/', Some('*')) => {
-                    chars.next();
-                    depth += 1;
-                }
-                _ => {}
             }
+        } else if word(tokens.get(i), "use") {
+            let mut at = i + 1;
+            use_tree(tokens, &mut at, Vec::new(), names);
+            i = at;
             continue;
         }
-        if in_string {
-            match c {
-                '\\' => {
-                    chars.next();
+        i += 1;
+    }
+}
+
+/// One use tree at `*at` (`a::b`, `a::b as c`, `a::*`, `a::{tree, ...}`), its leaves under
+/// `prefix` recorded in `names` when they name a device crate, its `build` or its `Build`;
+/// `*at` ends after the tree.
+fn use_tree(tokens: &[Tok], at: &mut usize, mut prefix: Vec<String>, names: &mut DeviceNames) {
+    if tokens.get(*at) == Some(&Tok::PathSep) {
+        *at += 1;
+    }
+    loop {
+        match tokens.get(*at) {
+            Some(Tok::Ident(s)) if s != "as" => {
+                prefix.push(s.clone());
+                *at += 1;
+                if tokens.get(*at) == Some(&Tok::PathSep) {
+                    *at += 1;
+                    continue;
                 }
-                '"' => in_string = false,
-                _ => {}
+                let alias = match (tokens.get(*at), tokens.get(*at + 1)) {
+                    (Some(Tok::Ident(a)), Some(Tok::Ident(b))) if a == "as" => {
+                        *at += 2;
+                        Some(b.clone())
+                    }
+                    _ => None,
+                };
+                record_use(&prefix, alias, names);
+                return;
             }
-            continue;
-        }
-        match (c, chars.peek()) {
-            ('/', Some('/')) => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        break;
+            Some(Tok::Punct('*')) => {
+                *at += 1;
+                if prefix.len() == 1 && names.crates.contains(&prefix[0]) {
+                    names.functions.push("build".into());
+                    names.types.push("Build".into());
+                }
+                return;
+            }
+            Some(Tok::Punct('{')) => {
+                *at += 1;
+                while !matches!(tokens.get(*at), None | Some(Tok::Punct('}' | ';'))) {
+                    let before = *at;
+                    use_tree(tokens, at, prefix.clone(), names);
+                    // Past the `,`, or past a token the tree did not take (always progress).
+                    if tokens.get(*at) == Some(&Tok::Punct(',')) || *at == before {
+                        *at += 1;
                     }
                 }
-                code.push('\n');
+                if tokens.get(*at) == Some(&Tok::Punct('}')) {
+                    *at += 1;
+                }
+                return;
             }
-            ('/', Some('*')) => {
-                chars.next();
-                depth = 1;
-            }
-            ('"', _) => in_string = true,
-            _ if c.is_whitespace() => {}
-            _ => code.push(c),
+            _ => return,
         }
     }
-    ["mcpp_build::build(", "mcpp_build::Build", "cargo_mcpp::build(", "cargo_mcpp::Build"].iter().any(|call| code.contains(call))
+}
+
+/// Record the use of `path` (as `alias`): a device crate (`mcpp_build`, `mcpp_build::self`) or its
+/// `build` / `Build`.
+fn record_use(path: &[String], alias: Option<String>, names: &mut DeviceNames) {
+    let path: Vec<&str> = path.iter().map(String::as_str).filter(|s| *s != "self").collect();
+    let Some((first, rest)) = path.split_first() else { return };
+    if !names.crates.iter().any(|c| c == first) {
+        return;
+    }
+    match rest {
+        [] => names.crates.push(alias.unwrap_or_else(|| (*first).to_string())),
+        ["build"] => names.functions.push(alias.unwrap_or_else(|| "build".into())),
+        ["Build"] => names.types.push(alias.unwrap_or_else(|| "Build".into())),
+        _ => {}
+    }
+}
+
+/// A token of Rust source, as far as [`calls_device_phase`] needs: literals, comments and
+/// lifetimes leave none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    /// An identifier or keyword (a raw identifier `r#x` without its `r#`).
+    Ident(String),
+    /// `::`.
+    PathSep,
+    /// Any other punctuation character.
+    Punct(char),
+}
+
+/// The tokens of Rust source `source` (the Rust Reference's lexical structure, to the depth the
+/// scan needs): `//` and nested `/* */` comments, string literals (`"..."` with escapes, `b"`,
+/// `c"`), raw strings (`r"..."`, `r#"..."#`, `br#`, `cr#`), character and byte literals (`'"'`,
+/// `'\''`, `'\u{22}'`, `b'"'`) leave nothing; a lifetime or label (`'a`) is no literal, its name
+/// an identifier; numbers are skipped. Total: any input gives tokens, never a panic.
+fn rust_tokens(source: &str) -> Vec<Tok> {
+    let chars: Vec<char> = source.chars().collect();
+    let at = |i: usize| chars.get(i).copied();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    // The end of a string literal starting at the quote `q` (escapes honoured).
+    let string_end = |mut j: usize| {
+        j += 1;
+        while let Some(c) = at(j) {
+            match c {
+                '\\' => j += 2,
+                '"' => return j + 1,
+                _ => j += 1,
+            }
+        }
+        chars.len()
+    };
+    // The end of a raw string whose `#`s start at `j` (`r` already read).
+    let raw_end = |mut j: usize| {
+        let mut hashes = 0;
+        while at(j) == Some('#') {
+            hashes += 1;
+            j += 1;
+        }
+        if at(j) != Some('"') {
+            return None;
+        }
+        j += 1;
+        while j < chars.len() {
+            if chars[j] == '"' && (1..=hashes).all(|k| at(j + k) == Some('#')) {
+                return Some(j + 1 + hashes);
+            }
+            j += 1;
+        }
+        Some(chars.len())
+    };
+    // A character literal at the quote `j`: its end, or `None` for a lifetime or label.
+    let char_end = |j: usize| match at(j + 1) {
+        Some('\\') => {
+            let mut k = j + 3;
+            while let Some(c) = at(k) {
+                if c == '\'' {
+                    return Some(k + 1);
+                }
+                if c == '\n' {
+                    break;
+                }
+                k += 1;
+            }
+            Some(k)
+        }
+        Some(_) if at(j + 2) == Some('\'') => Some(j + 3),
+        _ => None,
+    };
+    while let Some(c) = at(i) {
+        match c {
+            '/' if at(i + 1) == Some('/') => {
+                while at(i).is_some_and(|c| c != '\n') {
+                    i += 1;
+                }
+            }
+            '/' if at(i + 1) == Some('*') => {
+                let mut depth = 0usize;
+                while i < chars.len() {
+                    if at(i) == Some('/') && at(i + 1) == Some('*') {
+                        depth += 1;
+                        i += 2;
+                    } else if at(i) == Some('*') && at(i + 1) == Some('/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            '"' => i = string_end(i),
+            '\'' => i = char_end(i).unwrap_or(i + 1),
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while at(i).is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                match (word.as_str(), at(i)) {
+                    ("b" | "c", Some('"')) => i = string_end(i),
+                    ("b", Some('\'')) => i = char_end(i).unwrap_or(i + 1),
+                    ("r" | "br" | "cr", Some('"' | '#')) => match raw_end(i) {
+                        Some(end) => i = end,
+                        // `r#ident`: a raw identifier.
+                        None if word == "r" => {
+                            let s = i + 1;
+                            i = s;
+                            while at(i).is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                                i += 1;
+                            }
+                            tokens.push(Tok::Ident(chars[s..i].iter().collect()));
+                        }
+                        None => tokens.push(Tok::Ident(word)),
+                    },
+                    _ => tokens.push(Tok::Ident(word)),
+                }
+            }
+            c if c.is_ascii_digit() => {
+                while at(i).is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    i += 1;
+                }
+            }
+            ':' if at(i + 1) == Some(':') => {
+                tokens.push(Tok::PathSep);
+                i += 2;
+            }
+            c if c.is_whitespace() => i += 1,
+            c => {
+                tokens.push(Tok::Punct(c));
+                i += 1;
+            }
+        }
+    }
+    tokens
 }
 
 /// Why `name` is no package name by `cargo new`'s rules: empty, a first character that is not
@@ -590,7 +811,11 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
-    println!("Next: cargo mcpp build && {run}");
+    // `cargo mcpp build` names this engine to the build scripts when `mcpp_build` would not
+    // find it ($CARGO_HOME/bin); a plain `cargo run` reruns the build script without that, so
+    // the user must export it (the one computation of `cargo mcpp build`: `engine_to_name`).
+    let export = super::build::engine_to_name().map(|me| format!("export {}={} && ", super::ENGINE_ENV, shell_word(&me.to_string_lossy()))).unwrap_or_default();
+    println!("Next: {export}cargo mcpp build && {run}");
     let toolkit = match lane {
         Lane::Cuda => Some("a CUDA toolkit"),
         Lane::Hip => Some("a ROCm"),
@@ -602,9 +827,28 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     Ok(crate::error::exit_code::SUCCESS)
 }
 
+/// `word` as one POSIX shell word: as it is when every character is plain (letters, digits,
+/// `/._-+,:@%=`), else in single quotes (a `'` written `'\''`); control characters escaped
+/// ([`crate::text::echo_path`]'s rule is for messages, this is for a line to paste).
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c)) {
+        return word.to_string();
+    }
+    let escaped: String = word.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else if c == '\'' { "'\\''".to_string() } else { c.to_string() }).collect();
+    format!("'{escaped}'")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::calls_device_phase;
+    use super::{calls_device_phase, shell_word};
+
+    #[test]
+    fn shell_words_paste_as_one_word() {
+        assert_eq!(shell_word("/home/me/.local/bin/cargo-mcpp"), "/home/me/.local/bin/cargo-mcpp");
+        assert_eq!(shell_word("/opt/my tools/cargo-mcpp"), "'/opt/my tools/cargo-mcpp'");
+        assert_eq!(shell_word("/o'k/$x"), "'/o'\\''k/$x'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn a_call_in_a_comment_is_no_call() {
@@ -615,5 +859,59 @@ mod tests {
         assert!(!calls_device_phase("fn main() {\n    /* mcpp_build::build(); /* nested */ still a comment: cargo_mcpp::build() */\n}\n"));
         assert!(!calls_device_phase("/// mcpp_build::build();\nfn main() {}\n"));
         assert!(!calls_device_phase("fn main() { println!(\"building\"); }"));
+    }
+
+    #[test]
+    fn quote_characters_in_literals_open_no_string() {
+        // `'"'` would open a string for a scanner without char literals, hiding the call.
+        assert!(calls_device_phase("fn main() { let q = '\"'; mcpp_build::build(); let r = '\"'; }"));
+        assert!(calls_device_phase("fn main() { let q = '\\''; let e = '\\u{22}'; mcpp_build::build(); }"));
+        assert!(calls_device_phase("fn main() { let q = b'\"'; mcpp_build::build(); let s = b\"\\\"\"; }"));
+        // ... and a call inside a string is none.
+        assert!(!calls_device_phase("fn main() { let q = '\"'; let s = \"mcpp_build::build()\"; }"));
+        assert!(!calls_device_phase("fn main() { let s = b\"mcpp_build::build()\"; let c = c\"cargo_mcpp::build()\"; }"));
+    }
+
+    #[test]
+    fn raw_strings_end_at_their_own_hashes() {
+        // The `"` inside r#"..."# does not end it; the call after it counts, one inside it not.
+        assert!(calls_device_phase("fn main() { let s = r#\"a \" b\"#; mcpp_build::build(); }"));
+        assert!(!calls_device_phase("fn main() { let s = r#\"a \" mcpp_build::build() \"#; }"));
+        assert!(!calls_device_phase("fn main() { let s = r##\"a \"# mcpp_build::build() \"##; }"));
+        assert!(!calls_device_phase("fn main() { let s = br\"mcpp_build::build()\"; let t = r\"x\"; }"));
+        assert!(calls_device_phase("fn main() { let s = r\"\\\"; mcpp_build::build(); }"), "no escapes in a raw string");
+        assert!(calls_device_phase("fn main() { let r#type = 1; mcpp_build::build(); }"), "a raw identifier");
+    }
+
+    #[test]
+    fn lifetimes_are_not_characters() {
+        // `'a` opens no literal: a scanner taking `'a, '` as one would swallow the call.
+        assert!(calls_device_phase("fn f<'a>(x: &'a str) -> &'a str { x }\nfn main() { 'outer: loop { mcpp_build::build(); break 'outer; } }"));
+        assert!(calls_device_phase("struct S<'a, 'b>(&'a u8, &'b u8);\nfn main() { cargo_mcpp::build(); }"));
+        assert!(!calls_device_phase("fn f<'a>(x: &'a str) {}\nfn main() { let c = 'm'; /* mcpp_build::build() */ }"));
+    }
+
+    #[test]
+    fn names_given_by_use_and_extern_crate_count() {
+        assert!(calls_device_phase("use mcpp_build as mb;\nfn main() { mb::build(); }"));
+        assert!(calls_device_phase("fn main() { mb::Build::new().compile(); }\nuse mcpp_build as mb;"), "a later use counts");
+        assert!(calls_device_phase("extern crate cargo_mcpp as cm;\nfn main() { cm::build(); }"));
+        assert!(calls_device_phase("use mcpp_build::build;\nfn main() { build(); }"));
+        assert!(calls_device_phase("use mcpp_build::build as device;\nfn main() { device(); }"));
+        assert!(calls_device_phase("use ::mcpp_build::{self as m, Build as B};\nfn main() { B::new().compile(); }"));
+        assert!(calls_device_phase("use mcpp_build::{self as m};\nfn main() { m::build(); }"));
+        assert!(calls_device_phase("use mcpp_build::*;\nfn main() { build(); }"));
+        // An alias that is never called, another crate's `build`, a definition or a method: none.
+        assert!(!calls_device_phase("use mcpp_build as mb;\nfn main() {}"));
+        assert!(!calls_device_phase("use cc::build;\nfn main() { build(); }"));
+        assert!(!calls_device_phase("use mcpp_build::build;\nfn build() {}\nfn main() { x.build(); y::build(); }"));
+        assert!(!calls_device_phase("use other as mb;\nfn main() { mb::build(); }"));
+    }
+
+    #[test]
+    fn the_tokenizer_is_total() {
+        for s in ["'", "\"", "r#", "r#\"", "b'", "/*", "/* /* */", "'\\", "use", "use {", "use mcpp_build::{", "extern crate", "1.0e5", "'\\u{", "ö::ä"] {
+            let _ = calls_device_phase(s);
+        }
     }
 }

@@ -276,7 +276,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
     if args.get(1).map(|a| a != "mcpp").unwrap_or(true) {
         args.insert(1, "mcpp".into());
     }
-    let cli = match CargoCli::try_parse_from(split_attached_jobs(args)) {
+    let cli = match CargoCli::try_parse_from(build_options_first(split_attached_jobs(args))) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -313,6 +313,80 @@ pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
         .collect()
 }
 
+/// `cargo mcpp build`'s own options first, wherever they stand before a `--`: clap passes
+/// everything from the first argument it does not know (`--features`, a misspelt `--bogus`) to
+/// `cargo build`, so without this `cargo mcpp build --features x --accel vulkan1.3` would hand
+/// `--accel` to cargo (which refuses it) and `... --features x -p b` would select `b` for cargo
+/// but not for the device phase's checks. The options are the ones clap declares for `build`
+/// (long names, aliases, short names; with their value, attached `--accel=X`/`-pX` or the next
+/// argument); every other argument keeps its order and goes after one `--`, to cargo, as
+/// written (an unknown option reaches cargo, which refuses it with its own message). After a
+/// `--` nothing is taken: `cargo mcpp build -- --accel x` gives cargo `--accel x`. Other
+/// commands are returned as they are.
+pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    if args.get(2).is_none_or(|a| a != "build") {
+        return args;
+    }
+    let cli = CargoCli::command();
+    let Some(build) = cli.find_subcommand("mcpp").and_then(|m| m.find_subcommand("build")) else { return args };
+    // (spelling, takes a value) of every option of `build`.
+    let mut longs: Vec<(String, bool)> = Vec::new();
+    let mut shorts: Vec<(char, bool)> = Vec::new();
+    for arg in build.get_arguments() {
+        let takes = arg.get_action().takes_values();
+        for l in arg.get_long().into_iter().chain(arg.get_all_aliases().unwrap_or_default()) {
+            longs.push((format!("--{l}"), takes));
+        }
+        shorts.extend(arg.get_short().map(|c| (c, takes)));
+    }
+    let (head, rest) = args.split_at(3);
+    let mut ours: Vec<std::ffi::OsString> = head.to_vec();
+    let mut theirs: Vec<std::ffi::OsString> = Vec::new();
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        let Some(t) = a.to_str() else {
+            theirs.push(a.clone());
+            continue;
+        };
+        if t == "--" {
+            theirs.extend(it.by_ref().cloned());
+            break;
+        }
+        // `--accel X`, `--accel=X`, `--no-accel`: (the option, whether its value is the next argument).
+        if let Some((_, takes)) = longs.iter().find(|(l, _)| t == l || t.strip_prefix(l.as_str()).is_some_and(|r| r.starts_with('='))) {
+            ours.push(a.clone());
+            if *takes && !t.contains('=') {
+                ours.extend(it.next().cloned());
+            }
+            continue;
+        }
+        // `-p b`, `-pb` (given to clap as `-p b`: clap takes an attached short value for the
+        // start of the trailing arguments when it comes first, as with `-j1`), `-r`.
+        let mut chars = t.chars();
+        match (chars.next(), chars.next(), chars.as_str()) {
+            (Some('-'), Some(c), rest) if c != '-' => match shorts.iter().find(|(s, _)| *s == c) {
+                Some((_, true)) => {
+                    ours.push(format!("-{c}").into());
+                    if rest.is_empty() {
+                        ours.extend(it.next().cloned());
+                    } else {
+                        ours.push(rest.into());
+                    }
+                }
+                Some((_, false)) if rest.is_empty() => ours.push(a.clone()),
+                _ => theirs.push(a.clone()),
+            },
+            _ => theirs.push(a.clone()),
+        }
+    }
+    if !theirs.is_empty() {
+        ours.push("--".into());
+        ours.extend(theirs);
+    }
+    ours
+}
+
 /// The accelerator choice of `--accel SPEC` / `--no-accel` (clap keeps them apart): the
 /// empty set, the spec, or the manifest's.
 pub fn accel_choice(accel: Option<&str>, no_accel: bool) -> AccelChoice {
@@ -335,6 +409,29 @@ mod tests {
         assert_eq!(b.jobs, Some(1));
         assert!(b.no_accel);
         assert_eq!(b.cargo_args, ["--features", "x"]);
+    }
+
+    fn parse_build(args: &[&str]) -> BuildArgs {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(build_options_first(split_attached_jobs(args))).unwrap();
+        let Command_::Build(b) = m.command else { panic!("not build") };
+        b
+    }
+
+    #[test]
+    fn build_options_after_cargo_options_are_still_ours() {
+        // Before: everything from `--features` (or a misspelt `--bogus`) went to cargo, `--accel` too.
+        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--bogus", "--accel", "vulkan1.3"]);
+        assert_eq!((b.accel.as_deref(), b.cargo_args.as_slice()), (Some("vulkan1.3"), ["--bogus".to_string()].as_slice()));
+        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "--no-accel", "-p", "b", "--accel-free", "-j1", "--compile-commands=.", "--all"]);
+        assert!(b.no_accel && b.selection.workspace);
+        assert_eq!((b.selection.package.as_slice(), b.jobs, b.compile_commands.as_deref()), (["b".to_string()].as_slice(), Some(1), Some(std::path::Path::new("."))));
+        assert_eq!(b.cargo_args, ["--features", "x", "--accel-free"], "another option keeps its place, for cargo");
+        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "-pb", "--accel=cuda13.0", "--", "--accel", "y"]);
+        assert_eq!((b.selection.package.as_slice(), b.accel.as_deref()), (["b".to_string()].as_slice(), Some("cuda13.0")));
+        assert_eq!(b.cargo_args, ["--features", "x", "--accel", "y"], "after `--`: cargo's, as written");
+        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--release"]);
+        assert!(b.location.release && b.cargo_args.is_empty());
     }
 
     #[test]

@@ -62,9 +62,11 @@ pub struct Planned {
     pub link: Vec<LinkDirective>,
     /// Warnings, in plan order.
     pub warnings: Vec<String>,
-    /// The package's launcher ([`crate::launcher::Launchers::default`]), for the host C++ lane
-    /// planned after the surface ([`plan_host`]).
-    pub host_launcher: Option<crate::launcher::Launcher>,
+    /// The host C++ lane's launcher (`cxx.launcher`, else the package's:
+    /// [`crate::launcher::Launchers::for_rule`]`("cxx")`) for the lane planned after the surface
+    /// ([`plan_host`]): `None` while not resolved yet (no rule
+    /// compiled anything, so no launcher was needed), `Some(None)` for no launcher.
+    pub host_launcher: Option<Option<crate::launcher::Launcher>>,
 }
 
 impl Planned {
@@ -99,11 +101,17 @@ impl Planned {
 /// The first refusal of a rule ([`plan_rule`]) or of the host C++ lane.
 pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     let mut planned = Planned::default();
-    let launchers = crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?;
+    // Resolved (and refused) only when a compiler runs: an absent launcher does not stop a
+    // build that starts none (`MCPP_NO_ACCEL=1 cargo doc` of a shader crate).
+    let mut launchers: Option<crate::launcher::Launchers> = None;
     let mut left_out: Vec<(crate::launcher::Launcher, String, String)> = Vec::new();
     for (index, rule) in inputs.registry.iter().enumerate() {
         if let Some(mut plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
-            if let Some(launcher) = launchers.for_rule(rule.name()) {
+            let compiles = plan.actions.iter().any(|a| a.builtin.is_none());
+            if compiles && launchers.is_none() {
+                launchers = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?);
+            }
+            if let Some(launcher) = launchers.as_ref().filter(|_| compiles).and_then(|l| l.for_rule(rule.name())) {
                 for action in plan.actions.iter_mut().filter(|a| a.builtin.is_none()) {
                     if rule.launcher_ok(action, launcher) {
                         action.tool.launcher = Some(launcher.program.clone());
@@ -133,8 +141,9 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         let tools: Vec<(String, String)> = left_out.iter().filter(|(l, _, _)| l == launcher).map(|(_, r, t)| (r.clone(), t.clone())).collect();
         planned.warnings.extend(crate::launcher::left_out_warning(launcher, &tools));
     }
-    // The host C++ lane, planned later, takes the package's launcher (its table `cxx` has no key of its own).
-    planned.host_launcher = launchers.default;
+    // The host C++ lane, planned later, takes its table's `launcher` (`cxx.launcher`), else the
+    // package's; resolved there when it compiles something unless a rule already did.
+    planned.host_launcher = launchers.map(|l| l.for_rule("cxx").cloned());
     Ok(planned)
 }
 
@@ -150,7 +159,10 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
 pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
     let island = inputs.island.map(IslandState::cxx_units);
     let Some(mut host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
-    if let Some(launcher) = planned.host_launcher.as_ref() {
+    if planned.host_launcher.is_none() && host.actions.iter().any(|a| a.builtin.is_none()) {
+        planned.host_launcher = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.for_rule("cxx").cloned());
+    }
+    if let Some(launcher) = planned.host_launcher.as_ref().and_then(Option::as_ref) {
         let mut left_out: Vec<(String, String)> = Vec::new();
         for action in host.actions.iter_mut().filter(|a| a.builtin.is_none()) {
             if launcher.handles(&action.tool) {

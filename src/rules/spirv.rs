@@ -91,8 +91,22 @@ pub const GLSLANG_FLOOR: &str = ">=11.0";
 /// The SPIR-V rule.
 pub struct SpirvRule;
 
-/// The Vulkan versions whose target environment the GLSL compilers know.
-const KNOWN_VULKAN: &[&str] = &["1.0", "1.1", "1.2", "1.3", "1.4"];
+/// The Vulkan versions whose target environment the GLSL compilers know (and whose SPIR-V
+/// profile the Slang rule derives, [`crate::rules::slang::profile_for`]).
+pub const KNOWN_VULKAN: &[&str] = &["1.0", "1.1", "1.2", "1.3", "1.4"];
+
+/// The refusal of a `vulkan` entry's version that no Vulkan has ([`KNOWN_VULKAN`]), when nothing
+/// overrides what it derives (no `spirv.target-env`, no `slang.profile`): known without any
+/// compiler, so `cargo mcpp init --accel vulkan9.9` refuses it as the build would. Whether a
+/// known version's environment is accepted (`vulkan1.4` needs glslang 15.1) asks the compiler,
+/// at build time ([`check_target_env`]). `None` for a known version or a bare `vulkan`.
+pub fn unknown_vulkan(version: Option<&str>) -> Option<Error> {
+    let v = version.filter(|v| !KNOWN_VULKAN.contains(v))?;
+    Some(
+        Error::new(ErrorKind::Accel, format!("the accelerator names vulkan{}, which is no Vulkan version a GLSL compiler targets", crate::text::echo(v)))
+            .detail(format!("known: vulkan{}", KNOWN_VULKAN.join(", vulkan"))),
+    )
+}
 
 const CLAIMED: &[&str] = &["comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit", "rchit", "rmiss", "rcall", "glsl", "hlsl"];
 
@@ -145,14 +159,10 @@ impl Rule for SpirvRule {
         let (tool, warning) = tool::resolve(&spec, ctx.tools, ctx.env, ctx.cache)?;
         let target_env = match (&opts.target_env, &ctx.accel.version) {
             (Some(t), _) => t.clone(),
-            (None, Some(v)) if KNOWN_VULKAN.contains(&v.as_str()) => format!("vulkan{v}"),
-            (None, Some(v)) => {
-                return Err(Error::new(ErrorKind::Accel, format!("the accelerator names vulkan{v}, which is no Vulkan version a GLSL compiler targets"))
-                    .file(&ctx.manifest.path)
-                    .key("package.metadata.mcpp.accel")
-                    .detail(format!("known: vulkan{}", KNOWN_VULKAN.join(", vulkan")))
-                    .help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly"))
-            }
+            (None, Some(v)) => match unknown_vulkan(Some(v)) {
+                None => format!("vulkan{v}"),
+                Some(e) => return Err(e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel").help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly")),
+            },
             (None, None) => "vulkan1.0".to_string(),
         };
         check_target_env(ctx, &tool, &opts, &target_env)?;
