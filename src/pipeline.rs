@@ -158,6 +158,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let validated = validate(&config.manifest_path, &config.accel, env)?;
     let Validated { manifest, accel, collected, .. } = &validated;
     let registry = rules::registry();
+    refuse_unknown_builder_tools(config, &registry)?;
     let variant = config.cache.variant(accel);
     let _lock = lock_variant(manifest, &variant)?;
     let mut cargo = CargoOutput::default();
@@ -555,19 +556,43 @@ pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, regi
     out
 }
 
+/// The names every rule's tools answer to, each once (rules may share one: clang++ for CUDA's
+/// clang route and HIP), in the registry's order: the keys of `[package.metadata.mcpp.tools]`
+/// and of `Build::tool`.
+fn known_tool_names(registry: &[Box<dyn rules::Rule>]) -> Vec<&'static str> {
+    let mut known: Vec<&'static str> = Vec::new();
+    for name in registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)) {
+        if !known.contains(&name) {
+            known.push(name);
+        }
+    }
+    known
+}
+
+/// `Build::tool` with a name no rule's tool answers to (a typo, `glslangvalidator`) is refused,
+/// naming the build.rs line and the names there are, as the manifest's `tools` key is: it would
+/// otherwise be ignored and the resolver would pick another program.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for the first unknown name.
+fn refuse_unknown_builder_tools(config: &Config, registry: &[Box<dyn rules::Rule>]) -> Result<()> {
+    let known = known_tool_names(registry);
+    match config.builder_tools.keys().find(|name| !known.contains(&name.as_str())) {
+        None => Ok(()),
+        Some(name) => {
+            let line = config.builder_tool_lines.get(name).map(|l| format!(" ({l})")).unwrap_or_default();
+            Err(Error::new(ErrorKind::Manifest, format!("unknown tool `{}` named by Build::tool{line}", crate::text::echo(name))).help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))))
+        }
+    }
+}
+
 /// Every problem of `[package.metadata.mcpp.tools]`, each at its key's `file:line:col`: a key
 /// that names no tool of any rule, an empty path, and, for a tool of a rule in `used` (the
 /// rules this build runs; `None` when the sources could not be read, so no path is checked),
 /// a path that does not exist or is not an executable file (relative paths are the package
 /// root's, as the resolver reads them).
 fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>) -> Vec<Error> {
-    let mut known: Vec<&str> = Vec::new();
-    // Rules may share a tool name (clang++: CUDA's clang route and HIP): listed once.
-    for name in registry.iter().flat_map(|r| r.tools().iter().map(|t| t.name)) {
-        if !known.contains(&name) {
-            known.push(name);
-        }
-    }
+    let known = known_tool_names(registry);
     let used_tools: Vec<&str> = registry.iter().filter(|r| used.is_some_and(|u| u.contains(&r.name()))).flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
     let mut out = Vec::new();
     for (name, path) in &manifest.mcpp.tools {

@@ -192,7 +192,7 @@ fn the_library_without_its_engine_feature_is_a_client_of_two_packages_and_its_bu
     pkg.write(
         "build.rs",
         &format!(
-            "fn main() {{\n    cargo_mcpp::Build::new()\n        .tool(\"glslangValidator\", {glslang:?})\n        .env_remove(\"MCPP_NO_ACCEL\")\n        .env(\"MCPP_ACCEL\", \"vulkan1.3\")\n        .release(true)\n        .jobs(1)\n        .compile();\n}}\n"
+            "fn main() {{\n    cargo_mcpp::Build::new()\n        .tool(\"glslangValidator\", {glslang:?})\n        .env_remove(\"MCPP_NO_ACCEL\")\n        .env(\"CXXFLAGS\", \"-O2 -g\")\n        .env(\"MCPP_UNREAD\", \"--no-accel\")\n        .env_remove(\"-x\")\n        .env(\"MCPP_ACCEL\", \"vulkan1.3\")\n        .release(true)\n        .jobs(1)\n        .compile();\n}}\n"
         ),
     );
     // Cargo's environment says the opposite of every setting: a control that did not reach the
@@ -223,6 +223,18 @@ fn the_library_without_its_engine_feature_is_a_client_of_two_packages_and_its_bu
     assert!(!out.status.success());
     let t = text(&out);
     assert!(t.contains("no cargo-mcpp engine: CARGO_MCPP is unset") && t.contains("features = [\"engine\"]") && !t.contains("Build::engine"), "{t}");
+}
+
+#[test]
+fn an_engine_killed_after_the_handshake_is_named_with_its_signal_not_a_silent_failure() {
+    let pkg = client_package("");
+    let engine = pkg.dir.path().join("crashing-engine");
+    std::fs::write(&engine, "#!/bin/sh\necho mcpp-engine=0.1.0\nkill -9 $$\n").unwrap();
+    std::fs::set_permissions(&engine, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = cargo_build(&pkg, Some(&engine), None);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("was killed before it finished") && t.contains("signal: 9"), "{t}");
 }
 
 #[test]

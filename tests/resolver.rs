@@ -433,3 +433,18 @@ fn a_tool_replaced_in_place_with_cp_p_is_asked_its_version_again() {
     assert_eq!(t.version, "fakecc BBBB", "the replaced program was asked again");
     assert!(s.why().contains("version: fakecc BBBB"));
 }
+
+/// `Build::tool` with a name no rule's tool answers to is refused like the manifest's `tools`
+/// key, naming the build.rs line and the known names; it was ignored, and the resolver picked
+/// another program.
+#[test]
+fn a_builder_tool_of_no_rule_is_refused_naming_its_line_and_the_known_tools() {
+    let line = line!() + 2;
+    let text = harness::package_refusal("accel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]", &[("shaders/a.comp", harness::SQUARE_COMP)], |b| {
+        b.tool("glslangvalidator", "/nonexistent/glslangValidator");
+    });
+    assert!(text.contains(&format!("unknown tool `glslangvalidator` named by Build::tool ({}:{line})", file!())), "{text}");
+    for known in ["glslangValidator", "glslc", "slangc", "nvcc", "clang++", "ccbin", "hipcc", "icpx", "bisheng"] {
+        assert!(text.contains(known), "{known} missing from the known tools: {text}");
+    }
+}

@@ -289,13 +289,25 @@ impl Build {
         let status = child.wait().map_err(|e| Error { message: format!("lost the cargo-mcpp engine `{}`: {e}", engine.display()), help: String::new(), code: 1 })?;
         match (answered, status.success()) {
             (Some(_), true) => Ok(()),
-            (Some(_), false) => Err(Error { message: String::new(), help: String::new(), code: status.code().unwrap_or(1) }),
+            (Some(_), false) => match status.code() {
+                // It failed and said why (its messages are already on cargo's streams).
+                Some(code) => Err(Error { message: String::new(), help: String::new(), code }),
+                // Killed (a signal: a crash, the OOM killer) before it could say anything.
+                None => Err(Error {
+                    message: format!("the cargo-mcpp engine `{}` ({how}) was killed before it finished ({status})", engine.display()),
+                    help: "a crash of the engine or a killed process (out of memory?): rerun the build; if it happens again, report it with the build's output".into(),
+                    code: 1,
+                }),
+            },
             (None, _) => Err(Error {
                 message: format!(
                     "`{}` ({how}) is not a cargo-mcpp engine this client can use: it ran `mcpp build-script` and did not answer ({status})",
                     engine.display()
                 ),
-                help: format!("name cargo-mcpp {VERSION} (`cargo install cargo-mcpp --version {VERSION}`) with CARGO_MCPP or Build::engine"),
+                help: format!(
+                    "name cargo-mcpp {VERSION} (`cargo install cargo-mcpp --version {VERSION}`) with CARGO_MCPP{}",
+                    if self.client.is_some() { "" } else { " or Build::engine" }
+                ),
                 code: status.code().filter(|&c| c != 0).unwrap_or(1),
             }),
         }

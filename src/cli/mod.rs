@@ -65,14 +65,15 @@ pub enum Command_ {
     BuildScript(BuildScriptArgs),
 }
 
-/// `cargo mcpp build-script` options, as `mcpp_build` passes them.
+/// `cargo mcpp build-script` options, as `mcpp_build` passes them. Values may start with `-`
+/// (`Build::env("CXXFLAGS", "-O2")`): each option takes its values whatever they look like.
 #[derive(Debug, Args)]
 pub struct BuildScriptArgs {
     /// The version of the `mcpp-build` crate that started this engine.
     #[arg(long, value_name = "VERSION")]
     pub client_version: String,
     /// The accelerator set (`mcpp_build::Build::accel`).
-    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
     pub accel: Option<String>,
     /// No accelerator (`mcpp_build::Build::no_accel`).
     #[arg(long)]
@@ -88,13 +89,13 @@ pub struct BuildScriptArgs {
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// `Build::tool`: name, program and the build.rs line that named it, per tool.
-    #[arg(long, num_args = 3, value_names = ["NAME", "PROGRAM", "LINE"], action = clap::ArgAction::Append)]
+    #[arg(long, allow_hyphen_values = true, num_args = 3, value_names = ["NAME", "PROGRAM", "LINE"], action = clap::ArgAction::Append)]
     pub tool: Vec<std::ffi::OsString>,
     /// `Build::env`: name and value, per variable.
-    #[arg(long, num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    #[arg(long, allow_hyphen_values = true, num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
     pub env: Vec<std::ffi::OsString>,
     /// `Build::env_remove`, per variable.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, allow_hyphen_values = true, value_name = "NAME")]
     pub env_remove: Vec<String>,
 }
 
@@ -116,7 +117,7 @@ pub struct FetchArgs {
     #[arg(value_name = "PACKAGE")]
     pub packages: Vec<String>,
     /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
-    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
     pub accel: Option<String>,
     /// Fetch for a build with no accelerator (fetches nothing).
     #[arg(long)]
@@ -242,7 +243,7 @@ pub struct PackArgs {
 #[derive(Debug, Args)]
 pub struct BuildArgs {
     /// Override `[package.metadata.mcpp] accel` for this build, e.g. "vulkan1.3".
-    #[arg(long, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
     pub accel: Option<String>,
     /// Build with no accelerator: no device source compiles (the CPU-only variant).
     #[arg(long)]
