@@ -8,7 +8,8 @@
 #     through the library with its `engine` feature (benches/cargo-mcpp-engine: in process);
 #   - the no-op build all three ways, next to an empty crate's (cargo's own floor on this machine);
 #   - with sccache (`MCPP_LAUNCHER`, the mcpp-build variant): the cold build with an empty cache
-#     and the warm-cache clean build, with sccache's hit and miss counts.
+#     and the warm-cache clean build, with sccache's hit and miss counts; then where one warm
+#     kernel's time goes (`sccache-breakdown.py`: each process sccache runs for it, timed alone).
 # Within a round every contender runs once, in turn (the machine may be shared: compare within a
 # round); ratios are medians of per-round ratios.
 #
@@ -85,7 +86,9 @@ if [ -n "$SC" ] && [ -x "$SC" ]; then
     done
   done
   "$SC" --stop-server >/dev/null 2>&1
-  unset MCPP_LAUNCHER
+  unset MCPP_LAUNCHER SCCACHE_DIR SCCACHE_SERVER_PORT
+  log "sccache: where a warm kernel's time goes (benches/sccache-breakdown.py, one process at a time)"
+  MCPP_SCCACHE=$SC python3 "$ROOT/benches/sccache-breakdown.py" "$(ls "$MC"/target/release/mcpp/bench-cargo-mcpp/*/compile_commands.json | head -1)" 3 "$SCCACHE_N" "$(nproc)" > "$TMP/breakdown" 2>>"$TMP/log" || echo "| breakdown failed: see the log |" > "$TMP/breakdown"
   noop "$MC" >>"$TMP/log" 2>&1   # back to the launcher-less build script environment
 else
   log "no sccache (MCPP_SCCACHE unset, none on PATH): sccache rows skipped"
@@ -93,3 +96,4 @@ fi
 
 grep -q FAIL "$RAW" && { echo "figures.sh: a build failed (see the FAIL rows); last lines of the log:" >&2; tail -30 "$TMP/log" >&2; }
 python3 "$ROOT/benches/figures-table.py" "$RAW" "$(nproc)"
+[ -s "$TMP/breakdown" ] && { echo; cat "$TMP/breakdown"; }
