@@ -228,3 +228,33 @@ fn a_bad_copy_directory_is_refused_before_cargo_starts() {
         pkg.write("a/Cargo.toml", &manifest);
     }
 }
+
+/// The copy describes the build cargo just ran, wherever cargo took its profile and target
+/// from: options after `--`, `.cargo/config.toml` (the device caches are found from cargo's own
+/// `build-script-executed` messages, not recomputed); package selection after `--` is refused
+/// (cargo mcpp build would check and report other packages than cargo builds).
+#[test]
+fn the_copy_follows_the_profile_and_target_cargo_used_and_selection_after_dashdash_is_refused() {
+    let pkg = cxx_workspace("");
+    let root = pkg.path("");
+    let copy = root.join("compile_commands.json");
+    let out = cargo_mcpp(&pkg, &root, &["build", "-p", "a", "--compile-commands", ".", "--", "--release"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let db = std::fs::read_to_string(&copy).unwrap();
+    assert!(db.contains("/target/release/mcpp/a/") && !db.contains("/target/debug/"), "{db}");
+
+    let host = String::from_utf8(std::process::Command::new("rustc").arg("-vV").output().unwrap().stdout).unwrap();
+    let host = host.lines().find_map(|l| l.strip_prefix("host: ")).unwrap().to_string();
+    pkg.write(".cargo/config.toml", &format!("[build]\ntarget = \"{host}\"\n"));
+    let out = cargo_mcpp(&pkg, &root, &["build", "-p", "a", "--compile-commands", "."]);
+    assert!(out.status.success(), "{}", text(&out));
+    let db = std::fs::read_to_string(&copy).unwrap();
+    assert!(db.contains(&format!("/target/{host}/debug/mcpp/a/")), "{db}");
+    assert!(!text(&out).contains("Device b"), "b is not built: {}", text(&out));
+
+    for args in [&["build", "--", "-p", "a"][..], &["build", "--", "--package=a"], &["build", "--", "-pa"], &["build", "--", "--workspace"]] {
+        let out = cargo_mcpp(&pkg, &root, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("after `--` would reach cargo only") && text(&out).contains("before `--`"), "{}", text(&out));
+    }
+}

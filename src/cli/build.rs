@@ -26,9 +26,16 @@ use std::process::{Command, ExitStatus};
 /// Every refusal of every selected package, at once (`validate_packages`); a failed fetch;
 /// a progress channel or a `cargo build` that cannot start. A failed build is an exit code.
 pub fn build(args: &BuildArgs) -> Result<i32> {
-    let Located { packages, without_build_script, profile_path } = locate(&args.location, &args.selection)?;
+    refuse_selection_for_cargo_only(&args.cargo_args)?;
+    let Located { packages, without_build_script, profile_path, ids } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
-    let json = message_format(args).is_some_and(|f| f.starts_with("json"));
+    let format = message_format(args);
+    let json = format.is_some_and(|f| f.starts_with("json"));
+    // Where each build script's OUT_DIR is (so its device cache: the profile, target and target
+    // directory however cargo got them: options, arguments after `--`, `.cargo/config.toml`,
+    // the environment) comes from cargo's own `build-script-executed` messages, asked for in
+    // JSON when the user chose no format (diagnostics still rendered by cargo on stderr).
+    let read_messages = format.is_none() || json;
     let channel = Channel::open(json).map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
     let env = build_env(&accel, &channel);
     // Before cargo starts: a bad directory is refused now, not after the build.
@@ -38,13 +45,37 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
-    let mut cargo = cargo_command(args, &env);
-    let status = run_cargo(&mut cargo, &channel, &env, &args.cargo_args, json)?;
+    let mut cargo = cargo_command(args, &env, format.is_none());
+    let (status, scripts) = run_cargo(&mut cargo, &channel, &env, &args.cargo_args, json, read_messages)?;
     let outcomes = channel.close();
+    // Package name -> the OUT_DIR of its build script, for the packages cargo built (its build
+    // script ran or was fresh); `None` when cargo's messages were not read (a human format the
+    // user chose), where the device caches are taken from `profile_path`.
+    let built: Option<BTreeMap<String, PathBuf>> = read_messages.then(|| scripts.into_iter().filter_map(|(id, out_dir)| ids.get(&id).map(|name| (name.clone(), out_dir))).collect());
     // After cargo, even when every build script was fresh (or one failed: an editor still
     // gets the units it planned).
-    write_compile_commands_copies(&validated, &profile_path, cli_copy.as_deref(), status.success())?;
-    Ok(exit_code_of(status, &device_packages, &outcomes))
+    write_compile_commands_copies(&validated, &profile_path, built.as_ref(), cli_copy.as_deref(), status.success())?;
+    Ok(exit_code_of(status, &device_packages, &outcomes, built.as_ref()))
+}
+
+/// Package selection given to cargo only (after `--`: `-p b`, `--package=b`, `--workspace`,
+/// `--all`, `--exclude b`, `--manifest-path P`) is refused: `cargo mcpp build` validates,
+/// fetches for, reports and writes the compile database of the packages it selects itself, and
+/// would check other packages than cargo builds.
+///
+/// # Errors
+/// [`ErrorKind::Usage`] naming the argument and the way out.
+fn refuse_selection_for_cargo_only(cargo_args: &[String]) -> Result<()> {
+    const SELECTION: [&str; 6] = ["--package", "-p", "--workspace", "--all", "--exclude", "--manifest-path"];
+    let found = cargo_args.iter().take_while(|a| a.as_str() != "--").find(|a| {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        SELECTION.contains(&name) || (a.starts_with("-p") && !a.starts_with("--"))
+    });
+    match found {
+        None => Ok(()),
+        Some(a) => Err(Error::new(ErrorKind::Usage, format!("`{a}` after `--` would reach cargo only: cargo mcpp build checks, fetches for and reports the packages it selects itself"))
+            .help("give the package selection (`-p`, `--workspace`, `--exclude`, `--manifest-path`) before `--`: `cargo mcpp build -p NAME -- <cargo's other options>`")),
+    }
 }
 
 /// A selected package with a device phase and a build script, as validated before cargo starts.
@@ -72,13 +103,22 @@ struct DevicePackage {
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a database that cannot be read or a copy that cannot be written.
-fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, cli_dir: Option<&std::path::Path>, cargo_ok: bool) -> Result<()> {
+fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, built: Option<&BTreeMap<String, PathBuf>>, cli_dir: Option<&std::path::Path>, cargo_ok: bool) -> Result<()> {
     let source = |p: &DevicePackage| {
-        let cache = crate::layout::DeviceCache::in_profile(profile_path, &p.name);
+        // The cache beside cargo's own OUT_DIR of the build script, when cargo said it.
+        let cache = match built.and_then(|b| b.get(&p.name)) {
+            Some(out_dir) => crate::layout::DeviceCache::from_out_dir(out_dir, &p.name),
+            None => crate::layout::DeviceCache::in_profile(profile_path, &p.name),
+        };
         crate::compile_db::Source { package: p.name.clone(), database: cache.variant(&p.accel).compile_commands(), cache_dir: cache.dir().to_path_buf() }
     };
     let mut groups: Vec<(PathBuf, Vec<crate::compile_db::Source>)> = Vec::new();
     for p in packages {
+        // A package cargo built no build script of (after a successful cargo: not in its graph)
+        // has nothing of this build to give.
+        if cargo_ok && built.is_some_and(|b| !b.contains_key(&p.name)) {
+            continue;
+        }
         let Some(dir) = cli_dir.map(std::path::Path::to_path_buf).or_else(|| p.copy_dir.clone()) else { continue };
         let dir = crate::compile_db::canonical_dir(&dir);
         match groups.iter_mut().find(|(d, _)| *d == dir) {
@@ -203,7 +243,11 @@ fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[Str
 
 /// `cargo build` with the location, selection, `-j`, `--offline` and the further arguments of
 /// `args`, the engine named when that changes the choice ([`engine_to_name`]), and `env`.
-fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
+/// `cargo build` with the command's options, the arguments for cargo, the engine to name and
+/// the build's environment; `ask_json`: with `--message-format json-render-diagnostics` (the
+/// user chose no format: cargo still renders its diagnostics on stderr, and its JSON messages
+/// on stdout are read, never shown).
+fn cargo_command(args: &BuildArgs, env: &Env, ask_json: bool) -> Command {
     #[allow(clippy::disallowed_methods)] // cli/build.rs runs cargo (argv)
     let mut cargo = Command::new(cargo_program());
     cargo.arg("build");
@@ -239,6 +283,8 @@ fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
     }
     if let Some(f) = &args.message_format {
         cargo.args(["--message-format", f]);
+    } else if ask_json {
+        cargo.args(["--message-format", "json-render-diagnostics"]);
     }
     cargo.args(&args.cargo_args);
     // A build.rs calling `mcpp_build::build()` runs this same engine (unless one is named).
@@ -251,63 +297,62 @@ fn cargo_command(args: &BuildArgs, env: &Env) -> Command {
 
 /// Run `cargo` to its end. When the channel draws progress bars, cargo's stderr comes through
 /// here, printed above the bars, with colours kept (unless the user chose `--color` or
-/// `CARGO_TERM_COLOR`); otherwise cargo prints as usual.
+/// `CARGO_TERM_COLOR`); otherwise cargo prints as usual. Cargo's stdout (JSON messages) is read
+/// when `forward_json` (the user asked for JSON: passed on through the channel's one writer of
+/// standard output, so a device message never cuts one of them) or `read_messages`; returns
+/// cargo's status and, when read, each `build-script-executed` message's `(package_id,
+/// out_dir)`.
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when cargo cannot start.
-fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String], json: bool) -> Result<ExitStatus> {
-    if json {
-        // cargo's JSON lines pass through the channel's one writer of standard output, so a
-        // device message never cuts one of them.
+fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String], forward_json: bool, read_messages: bool) -> Result<(ExitStatus, Vec<(String, PathBuf)>)> {
+    use std::io::BufRead;
+    let cannot = |e: std::io::Error| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}"));
+    if forward_json || read_messages {
         cargo.stdout(std::process::Stdio::piped());
-        if !channel.draws_bars() {
-            let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
-            if let Some(stdout) = child.stdout.take() {
-                use std::io::BufRead;
-                for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
-                    channel.print_stdout(&line);
-                }
-            }
-            return child.wait().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")));
-        }
     }
-    let status = if channel.draws_bars() {
+    if channel.draws_bars() {
         if env.get_os("CARGO_TERM_COLOR").is_none() && !cargo_args.iter().any(|a| a.starts_with("--color")) {
             cargo.env("CARGO_TERM_COLOR", "always");
         }
         cargo.stderr(std::process::Stdio::piped());
-        let mut child = cargo.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))?;
-        let stdout = child.stdout.take();
-        std::thread::scope(|scope| {
-            // With --message-format json, cargo's stdout is forwarded beside its stderr.
-            if let Some(stdout) = stdout {
-                scope.spawn(move || {
-                    use std::io::BufRead;
-                    for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+    }
+    let mut child = cargo.spawn().map_err(cannot)?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let scripts = std::thread::scope(|scope| {
+        let reader = stdout.map(|stdout| {
+            scope.spawn(move || {
+                let mut scripts = Vec::new();
+                for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                    if read_messages {
+                        if let Ok(cargo_metadata::Message::BuildScriptExecuted(b)) = serde_json::from_str::<cargo_metadata::Message>(&line) {
+                            scripts.push((b.package_id.repr, b.out_dir.into_std_path_buf()));
+                        }
+                    }
+                    if forward_json {
                         channel.print_stdout(&line);
                     }
-                });
-            }
-            if let Some(stderr) = child.stderr.take() {
-                use std::io::BufRead;
-                for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
-                    channel.print_line(&line);
                 }
-            }
+                scripts
+            })
         });
-        child.wait()
-    } else {
-        cargo.status()
-    };
-    status.map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}")))
+        if let Some(stderr) = stderr {
+            for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                channel.print_line(&line);
+            }
+        }
+        reader.and_then(|r| r.join().ok()).unwrap_or_default()
+    });
+    Ok((child.wait().map_err(cannot)?, scripts))
 }
 
 /// The exit code of `cargo mcpp build`: success (saying which device packages cargo found
 /// fresh, their build scripts not run), else the code of a device phase that failed (1
 /// compiler failed, 3 refused, ...), else [`exit_code::CARGO_FAILED`].
-fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outcomes: &BTreeMap<String, PackageOutcome>) -> i32 {
+fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outcomes: &BTreeMap<String, PackageOutcome>, built: Option<&BTreeMap<String, PathBuf>>) -> i32 {
     if status.success() {
-        for (name, _) in device_packages.iter().filter(|(n, _)| !outcomes.contains_key(n)) {
+        // Fresh: cargo built the package (when its messages say which) and ran no build script.
+        for (name, _) in device_packages.iter().filter(|(n, _)| !outcomes.contains_key(n) && built.is_none_or(|b| b.contains_key(n))) {
             eprintln!("      Device {name}: fresh (cargo did not need to run its build script)");
         }
         return exit_code::SUCCESS;

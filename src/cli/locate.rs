@@ -20,6 +20,8 @@ pub struct Located {
     pub profile_path: PathBuf,
     /// The selected packages without a build script (cargo metadata: no `custom-build` target).
     pub without_build_script: Vec<String>,
+    /// Each selected package's id (cargo's `package_id` in its JSON messages) -> its name.
+    pub ids: std::collections::BTreeMap<String, String>,
 }
 
 /// Find the packages `selection` names and the profile directory of `location`'s build, with
@@ -33,7 +35,8 @@ pub fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<
     let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
     let profile_path = profile_path(&metadata, location);
     let without_build_script = packages.iter().filter(|p| !p.targets.iter().any(|t| t.is_custom_build())).map(|p| p.name.to_string()).collect();
-    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script })
+    let ids = packages.iter().map(|p| (p.id.repr.clone(), p.name.to_string())).collect();
+    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script, ids })
 }
 
 /// The workspace of `manifest_path` (or of the current directory) from `cargo metadata`
