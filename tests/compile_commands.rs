@@ -258,3 +258,14 @@ fn the_copy_follows_the_profile_and_target_cargo_used_and_selection_after_dashda
         assert!(text(&out).contains("after `--` would reach cargo only") && text(&out).contains("before `--`"), "{}", text(&out));
     }
 }
+
+/// `--compile-commands` where no selected package has device or C++ work says so (it wrote
+/// nothing, silently).
+#[test]
+fn a_copy_with_nothing_to_list_is_said_not_silently_skipped() {
+    let pkg = Package::new(&[("Cargo.toml", "[package]\nname = \"plain\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n"), ("src/lib.rs", "\n")]);
+    let out = cargo_mcpp(&pkg, &pkg.path(""), &["build", "--compile-commands", "."]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no package this build selected has device sources or host C++") && text(&out).contains("nothing was written"), "{}", text(&out));
+    assert!(!pkg.path("compile_commands.json").exists());
+}

@@ -126,10 +126,13 @@ fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std:
             None => groups.push((dir, vec![source(p)])),
         }
     }
+    if let (Some(dir), true) = (cli_dir, groups.is_empty()) {
+        eprintln!("warning: --compile-commands {}: no package this build selected has device sources or host C++ (a device phase with a build script), so nothing was written", dir.display());
+    }
     for (dir, sources) in &groups {
         let merged = crate::compile_db::merge(sources, dir)?;
         if merged.written {
-            eprintln!("     Writing {} ({} translation units)", merged.path.display(), merged.entries);
+            eprintln!("     Writing {} ({} translation unit{})", merged.path.display(), merged.entries, if merged.entries == 1 { "" } else { "s" });
         }
         for name in merged.missing.iter().filter(|_| cargo_ok) {
             eprintln!(

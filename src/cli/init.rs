@@ -254,6 +254,21 @@ fn stale_dependency(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Pa
     )
 }
 
+/// The refusal of an existing `[dependencies] ash` with `default-features = false` and without
+/// its `loaded` feature: the program init writes loads the Vulkan loader with
+/// `ash::Entry::load`, which only that feature has (it would not compile).
+fn ash_without_loader(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) -> Option<Error> {
+    let ash = doc.get("dependencies")?.get("ash")?.as_table_like()?;
+    let no_defaults = ["default-features", "default_features"].iter().any(|k| ash.get(k).and_then(toml_edit::Item::as_bool) == Some(false));
+    let loaded = ash.get("features").and_then(toml_edit::Item::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some("loaded")));
+    (no_defaults && !loaded).then(|| {
+        Error::new(ErrorKind::Manifest, "[dependencies] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it")
+            .file(key_position(text, manifest_path, &["dependencies", "ash"]))
+            .key("dependencies.ash")
+            .help("add `features = [\"loaded\"]` to it (or remove default-features = false), then run `cargo mcpp init` again")
+    })
+}
+
 /// The package's build script, relative to its root: `build.rs`, or the path of `[package]
 /// build = "..."` (Cargo's key).
 ///
@@ -738,6 +753,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     }
     if matches!(lane, Lane::Spirv | Lane::Slang) {
         problems.extend(stale_dependency(&doc, &text, &manifest_path, "dependencies", "ash", &cargo_metadata::semver::Version::new(0, 38, 0), &format!("ash = {}", toml_string(ASH))));
+        problems.extend(ash_without_loader(&doc, &text, &manifest_path));
     }
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let (program_path, run) = if dir.join("src/main.rs").exists() {
