@@ -51,76 +51,53 @@
 // (clippy.toml) are for the shipped code, which the non-test lint pass checks.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
-#[cfg(feature = "engine")]
-pub mod accel;
-#[cfg(feature = "engine")]
-mod api;
-#[cfg(feature = "engine")]
-pub mod archive;
-#[cfg(feature = "engine")]
-pub mod cargo_facts;
-#[cfg(feature = "engine")]
-pub mod cargo_output;
+/// Declares modules that exist only with the `engine` feature (the in-process device phase);
+/// without it the crate is the client of `src/client.rs`.
+macro_rules! engine_modules {
+    ($($vis:vis mod $name:ident;)*) => { $(#[cfg(feature = "engine")] $vis mod $name;)* };
+}
+
+engine_modules! {
+    pub mod accel;
+    mod api;
+    pub mod archive;
+    pub mod cargo_facts;
+    pub mod cargo_output;
+    pub mod compile_db;
+    pub mod diagnostic;
+    pub mod embed;
+    pub mod env;
+    pub mod cxx;
+    pub mod error;
+    pub mod fingerprint;
+    pub mod graph;
+    pub mod host;
+    pub mod island;
+    pub mod launcher;
+    pub mod layout;
+    pub mod link;
+    pub mod lock;
+    pub mod manifest;
+    pub mod pipeline;
+    pub mod plan;
+    pub mod reference;
+    pub mod report;
+    pub mod rules;
+    pub mod sources;
+    pub mod surface;
+    pub mod text;
+    pub mod tool;
+    pub mod toolchain_package;
+    pub mod walk;
+}
 #[cfg(feature = "cli")]
 pub mod cli;
-#[cfg(feature = "engine")]
-pub mod compile_db;
-#[cfg(feature = "engine")]
-pub mod diagnostic;
-#[cfg(feature = "engine")]
-pub mod embed;
-#[cfg(feature = "engine")]
-pub mod env;
-#[cfg(feature = "engine")]
-pub mod cxx;
-#[cfg(feature = "engine")]
-pub mod error;
 #[cfg(feature = "fetch")]
 pub mod fetch;
-#[cfg(feature = "engine")]
-pub mod fingerprint;
-#[cfg(feature = "engine")]
-pub mod graph;
-#[cfg(feature = "engine")]
-pub mod host;
-#[cfg(feature = "engine")]
-pub mod island;
-#[cfg(feature = "engine")]
-pub mod launcher;
-#[cfg(feature = "engine")]
-pub mod layout;
-#[cfg(feature = "engine")]
-pub mod link;
-#[cfg(feature = "engine")]
-pub mod lock;
-#[cfg(feature = "engine")]
-pub mod manifest;
 #[cfg(feature = "cli")]
 pub mod pack;
-#[cfg(feature = "engine")]
-pub mod pipeline;
-#[cfg(feature = "engine")]
-pub mod plan;
 #[cfg(feature = "cli")]
 pub mod progress;
-#[cfg(feature = "engine")]
-pub mod reference;
-#[cfg(feature = "engine")]
-pub mod report;
-#[cfg(feature = "engine")]
-pub mod rules;
-#[cfg(feature = "engine")]
-pub mod sources;
-#[cfg(feature = "engine")]
-pub mod surface;
-#[cfg(feature = "engine")]
-pub mod text;
-#[cfg(feature = "engine")]
-pub mod tool;
-#[cfg(feature = "engine")]
-pub mod toolchain_package;
-#[cfg(feature = "engine")]
-pub mod walk;
 
 #[cfg(feature = "engine")]
 pub use api::{build, default_jobs, Build};

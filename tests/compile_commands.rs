@@ -99,11 +99,14 @@ fn cxx_workspace(extra_mcpp: &str) -> Package {
 
 /// `cargo mcpp <args>` in `dir` with the engine named, the launcher off.
 fn cargo_mcpp(pkg: &Package, dir: &Path, args: &[&str]) -> std::process::Output {
+    run_in(pkg, dir, std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").args(args))
+}
+
+/// `cmd` (cargo, or `cargo mcpp`) run in `dir` with this package's target directory, the engine
+/// named, the launcher off, no accelerator choice from the environment.
+fn run_in(pkg: &Package, dir: &Path, cmd: &mut std::process::Command) -> std::process::Output {
     let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
-    std::process::Command::new(&engine)
-        .arg("mcpp")
-        .args(args)
-        .current_dir(dir)
+    cmd.current_dir(dir)
         .env("CARGO_TARGET_DIR", pkg.path("target"))
         .env("CARGO_MCPP", &engine)
         .env("MCPP_HOME", pkg.path("mcpp-home"))
@@ -180,19 +183,7 @@ fn a_shared_copy_keeps_every_package_through_links_selections_and_a_removed_cach
     assert_eq!(std::fs::read(&copy).unwrap(), both, "{}", text(&out));
     // Plain `cargo build -p b` (its build script rerun by an edit) merges b's entries the same way.
     edit(&pkg.path("b/cpp/b.cpp"), "return 1;", "return 2;");
-    let engine = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mcpp"));
-    let out = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "-p", "b"])
-        .current_dir(&root)
-        .env("CARGO_TARGET_DIR", pkg.path("target"))
-        .env("CARGO_MCPP", &engine)
-        .env("MCPP_HOME", pkg.path("mcpp-home"))
-        .env("MCPP_LAUNCHER", "none")
-        .env_remove("MCPP_ACCEL")
-        .env_remove("MCPP_NO_ACCEL")
-        .env_remove("DOCS_RS")
-        .output()
-        .unwrap();
+    let out = run_in(&pkg, &root, std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).args(["build", "-p", "b"]));
     assert!(out.status.success(), "{}", text(&out));
     assert!(pkg.read("b/cpp/b.cpp").contains("return 2;"));
     assert_eq!(listed_files(&copy), want, "a's entry kept by b's build script: {}", text(&out));
