@@ -278,8 +278,8 @@ fn cargo_command(args: &BuildArgs, env: &Env, ask_json: bool) -> Command {
     for p in &args.selection.exclude {
         cargo.args(["--exclude", p]);
     }
-    if let Some(j) = args.jobs {
-        cargo.arg(format!("-j{j}"));
+    if let Some(j) = &args.jobs {
+        cargo.arg(format!("--jobs={j}"));
     }
     if args.offline {
         cargo.arg("--offline");

@@ -254,9 +254,10 @@ pub struct BuildArgs {
     /// The packages (passed to cargo too).
     #[command(flatten)]
     pub selection: PackageSelection,
-    /// Parallel compilers (passed to cargo too).
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub jobs: Option<u32>,
+    /// Parallel jobs, as cargo takes them (`N`, a negative `-N`: the CPUs less N, `default`):
+    /// passed to cargo, which checks it and hands its jobserver to the build scripts.
+    #[arg(long, short = 'j', value_name = "N", allow_negative_numbers = true)]
+    pub jobs: Option<String>,
     /// Fetch nothing: use the toolchain package cache or refuse (passed to cargo too; also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
@@ -407,7 +408,7 @@ mod tests {
         let args: Vec<std::ffi::OsString> = ["cargo-mcpp", "mcpp", "build", "-j1", "--no-accel", "--features", "x"].iter().map(Into::into).collect();
         let CargoCli::Mcpp(m) = CargoCli::try_parse_from(split_attached_jobs(args)).unwrap();
         let Command_::Build(b) = m.command else { panic!("not build") };
-        assert_eq!(b.jobs, Some(1));
+        assert_eq!(b.jobs.as_deref(), Some("1"));
         assert!(b.no_accel);
         assert_eq!(b.cargo_args, ["--features", "x"]);
     }
@@ -420,13 +421,22 @@ mod tests {
     }
 
     #[test]
+    fn jobs_are_taken_as_cargo_takes_them_negative_or_default() {
+        for (args, want) in [(&["-j", "-1"][..], "-1"), (&["--jobs", "default"], "default"), (&["-j8"], "8"), (&["--jobs=-2"], "-2")] {
+            let b = parse_build(&[&["cargo-mcpp", "mcpp", "build"][..], args].concat());
+            assert_eq!(b.jobs.as_deref(), Some(want), "{args:?}");
+            assert!(b.cargo_args.is_empty(), "{args:?}: {:?}", b.cargo_args);
+        }
+    }
+
+    #[test]
     fn build_options_after_cargo_options_are_still_ours() {
         // Before: everything from `--features` (or a misspelt `--bogus`) went to cargo, `--accel` too.
         let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--bogus", "--accel", "vulkan1.3"]);
         assert_eq!((b.accel.as_deref(), b.cargo_args.as_slice()), (Some("vulkan1.3"), ["--bogus".to_string()].as_slice()));
         let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "--no-accel", "-p", "b", "--accel-free", "-j1", "--compile-commands=.", "--all"]);
         assert!(b.no_accel && b.selection.workspace);
-        assert_eq!((b.selection.package.as_slice(), b.jobs, b.compile_commands.as_deref()), (["b".to_string()].as_slice(), Some(1), Some(std::path::Path::new("."))));
+        assert_eq!((b.selection.package.as_slice(), b.jobs.as_deref(), b.compile_commands.as_deref()), (["b".to_string()].as_slice(), Some("1"), Some(std::path::Path::new("."))));
         assert_eq!(b.cargo_args, ["--features", "x", "--accel-free"], "another option keeps its place, for cargo");
         let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "-pb", "--accel=cuda13.0", "--", "--accel", "y"]);
         assert_eq!((b.selection.package.as_slice(), b.accel.as_deref()), (["b".to_string()].as_slice(), Some("cuda13.0")));
