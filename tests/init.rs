@@ -480,6 +480,11 @@ fn a_member_glob_does_not_match_across_a_slash() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("Added `z` to the members"), "{}", text(&out));
     assert!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap().contains("\"crates/x/inner2\", \"z\"]"));
+    // Through a directory that does not exist yet: the entry is still the resolved `w`.
+    let out = mcpp(tmp.path(), &["new", "nowhere/../w", "--island", "--mcpp-build-path", &build_dep()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Added `w` to the members"), "{}", text(&out));
+    assert!(std::fs::read_to_string(tmp.path().join("Cargo.toml")).unwrap().contains("\"z\", \"w\"]"));
 }
 
 #[test]

@@ -678,9 +678,20 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     }
     let cwd = std::env::current_dir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot read the current directory: {e}")))?;
     let abs = cwd.join(&dir);
+    // The parent as the file system resolves it (links too); where it does not exist yet
+    // (`crates/../w` without `crates`), `.` and `..` resolved by the path's text.
     let abs = match abs.parent().and_then(|p| std::fs::canonicalize(p).ok()) {
         Some(parent) => parent.join(&package),
-        None => abs,
+        None => abs.components().fold(PathBuf::new(), |mut p, c| {
+            match c {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    p.pop();
+                }
+                c => p.push(c),
+            }
+            p
+        }),
     };
     let workspace = workspace_to_join(&abs)?;
     std::fs::create_dir_all(dir.join("src")).map_err(|e| Error::io("cannot create", &dir, e))?;
