@@ -184,6 +184,9 @@ pub struct Merged {
     /// The packages whose database is missing (their device cache removed after the build
     /// script last ran), in order: the copy keeps what it listed of them.
     pub missing: Vec<String>,
+    /// Why the copy that was there could not be read as a JSON array (what it listed of the
+    /// packages not built now is lost), when that happened: the caller warns.
+    pub replaced_unreadable: Option<String>,
 }
 
 /// Merge the databases `sources` (each a selected package's, in order) into
@@ -222,10 +225,16 @@ pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
     }
     let path = dir.join(FILE_NAME);
     if read.is_empty() {
-        return Ok(Merged { path, written: false, entries: 0, missing });
+        return Ok(Merged { path, written: false, entries: 0, missing, replaced_unreadable: None });
     }
     let files: std::collections::BTreeSet<String> = fresh.iter().filter_map(|v| v.field("file")).collect();
-    let previous: Vec<serde_json::Value> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+    let (previous, replaced_unreadable): (Vec<serde_json::Value>, Option<String>) = match std::fs::read(&path) {
+        Err(_) => (Vec::new(), None),
+        Ok(b) => match serde_json::from_slice(&b) {
+            Ok(v) => (v, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        },
+    };
     let mut all: Vec<Listed> = previous
         .into_iter()
         .map(|v| {
@@ -246,7 +255,7 @@ pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
     let mut text = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     text.push(b'\n');
     let written = crate::fingerprint::write_if_changed(&path, &text)?;
-    Ok(Merged { path, written, entries: all.len(), missing })
+    Ok(Merged { path, written, entries: all.len(), missing, replaced_unreadable })
 }
 
 /// An entry of a merged copy: one of cargo-mcpp's (written in [`Entry`]'s field order, as the
@@ -348,6 +357,11 @@ mod tests {
         assert!(merge(&sources, &out).unwrap().written && m.path.is_file(), "a deleted copy is written again");
         assert!(!merge(&sources[1..2], &out).unwrap().written, "no source yet: the copy is left as it is");
         assert!(std::fs::read_to_string(&m.path).unwrap().contains("/q/m.cpp"));
+        // A copy that is not JSON (hand-edited, truncated) is written again, and said.
+        std::fs::write(&m.path, "garbage").unwrap();
+        let again = merge(&sources, &out).unwrap();
+        assert!(again.written && again.replaced_unreadable.is_some() && again.entries == 2, "{again:?}");
+        assert!(merge(&sources, &out).unwrap().replaced_unreadable.is_none());
         std::fs::write(&sources[0].database, "not json").unwrap();
         assert!(merge(&sources, &out).unwrap_err().to_string().contains("a.json"));
     }

@@ -192,7 +192,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         Ok(report) => report,
         Err(e) => {
             // The database still lists the device units, so an editor can show what failed.
-            write_compile_commands(manifest, &planned.actions, &[], (&config.cache, &variant), env)?;
+            write_compile_commands(&mut cargo, manifest, &planned.actions, &[], (&config.cache, &variant), env)?;
             return Err(e);
         }
     };
@@ -217,11 +217,12 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
 /// `compile-commands` directory (relative to the package root), merged with what it holds as
 /// `cargo mcpp build` merges ([`crate::compile_db::merge`]: another package's entries in a shared
 /// directory are kept). Under `cargo mcpp build` the command line writes every copy after cargo
-/// finishes (merging the packages). Nothing under docs.rs (no compiler runs there).
+/// finishes (merging the packages). Nothing under docs.rs (no compiler runs there). A copy that
+/// was not a JSON array is written again, with a warning.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action], (cache, variant): (&crate::layout::DeviceCache, &Variant), env: &Env) -> Result<()> {
+fn write_compile_commands(cargo: &mut CargoOutput, manifest: &Manifest, device: &[Action], host: &[Action], (cache, variant): (&crate::layout::DeviceCache, &Variant), env: &Env) -> Result<()> {
     if docs_rs(env) {
         return Ok(());
     }
@@ -234,7 +235,10 @@ fn write_compile_commands(manifest: &Manifest, device: &[Action], host: &[Action
     if let Some(dir) = crate::compile_db::manifest_dir(manifest) {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create the compile_commands.json directory", &dir, e))?;
         let source = crate::compile_db::Source { package: manifest.package_name.clone(), database, cache_dir: cache.dir().to_path_buf() };
-        crate::compile_db::merge(&[source], &dir)?;
+        let merged = crate::compile_db::merge(&[source], &dir)?;
+        if let Some(why) = &merged.replaced_unreadable {
+            cargo.warning(&format!("{} was not a JSON array of compile commands ({why}): written again with this package's entries only", merged.path.display()));
+        }
     }
     Ok(())
 }
@@ -389,7 +393,7 @@ fn run_host_lane(
     for w in &planned.warnings[warned..] {
         cargo.warning(w);
     }
-    write_compile_commands(inputs.manifest, &planned.actions, &actions, (inputs.cache, inputs.variant), inputs.env)?;
+    write_compile_commands(cargo, inputs.manifest, &planned.actions, &actions, (inputs.cache, inputs.variant), inputs.env)?;
     if actions.is_empty() {
         return Ok(());
     }

@@ -131,6 +131,9 @@ fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std:
     }
     for (dir, sources) in &groups {
         let merged = crate::compile_db::merge(sources, dir)?;
+        if let Some(why) = &merged.replaced_unreadable {
+            eprintln!("warning: {} was not a JSON array of compile commands ({why}): written again with this build's packages only; the entries of packages not built now are lost until they are built", merged.path.display());
+        }
         if merged.written {
             eprintln!("     Writing {} ({} translation unit{})", merged.path.display(), merged.entries, if merged.entries == 1 { "" } else { "s" });
         }
