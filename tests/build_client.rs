@@ -244,3 +244,30 @@ fn the_engine_names_the_library_when_it_is_the_client_of_another_version() {
     let t = text(&out);
     assert!(t.contains("cargo-mcpp 0.0.0 (this package's build-dependency) started cargo-mcpp") && t.contains("make the build-dependency cargo-mcpp = \""), "{t}");
 }
+
+#[test]
+fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
+    // The event line the dependency-free client writes is the engine's `failed` event.
+    assert_eq!(mcpp_build::PROGRESS_ENV, cargo_mcpp::report::PROGRESS_ENV);
+    let line = mcpp_build::failure_event("p\"q", 3, "a \"b\"\n\\c é\u{1}\t");
+    let parsed: cargo_mcpp::report::DeviceEvent = serde_json::from_str(&line).unwrap();
+    assert_eq!(parsed, cargo_mcpp::report::DeviceEvent::Failed { package: "p\"q".into(), exit_code: 3, message: "a \"b\"\n\\c é\u{1}\t".into() });
+
+    // No engine under `cargo mcpp build`: exit 3 (a missing tool) with the package named, not
+    // cargo's 101.
+    let pkg = client_package("");
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "build", "--manifest-path"])
+        .arg(pkg.path("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(pkg.dir.path().join("target"))
+        .env("CARGO_MCPP", "/nonexistent/cargo-mcpp")
+        .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
+        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("CARGO_MCPP names `/nonexistent/cargo-mcpp`"), "{}", text(&out));
+}

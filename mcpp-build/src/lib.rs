@@ -58,6 +58,50 @@ pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
 /// This client's version; the engine runs only for its own version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The variable naming `cargo mcpp build`'s progress channel (a Unix socket taking one JSON
+/// event per line; cargo-mcpp's `report::PROGRESS_ENV`): a failure of this client itself (no
+/// engine, an engine killed) is sent there, so `cargo mcpp build` exits with its code instead of
+/// cargo's 101.
+pub const PROGRESS_ENV: &str = "MCPP_PROGRESS_SOCKET";
+
+/// The progress channel's `failed` event for `package` (cargo-mcpp's `DeviceEvent::Failed`:
+/// `{"event":"failed","package":...,"exit_code":...,"message":...}`), one line without its
+/// newline. JSON written here, this crate having no dependencies; the engine's tests parse it.
+#[doc(hidden)]
+pub fn failure_event(package: &str, exit_code: i32, message: &str) -> String {
+    fn json(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+    format!("{{\"event\":\"failed\",\"package\":{},\"exit_code\":{exit_code},\"message\":{}}}", json(package), json(message))
+}
+
+/// Send this client's own failure to `cargo mcpp build`'s progress channel, when there is one.
+fn report_failure(code: i32, message: &str) {
+    #[cfg(unix)]
+    if let Some(path) = std::env::var_os(PROGRESS_ENV).filter(|p| !p.is_empty()) {
+        use std::io::Write;
+        let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+        if let Ok(mut s) = std::os::unix::net::UnixStream::connect(path) {
+            let _ = writeln!(s, "{}", failure_event(&package, code, message));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (code, message);
+}
+
 /// Where the accelerator set comes from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 enum Accel {
@@ -90,10 +134,15 @@ pub struct Error {
     pub message: String,
     /// The way out (one line), or empty.
     pub help: String,
-    /// The exit status to leave with: the engine's own when it failed (1 compiler failed or
-    /// refused in build.rs, 3 version refused), 1 when it could not be found or started.
+    /// The exit status to leave with, and `cargo mcpp build`'s: the engine's own when it failed
+    /// (1 compiler failed or refused in build.rs, 3 version refused), 3 when no engine could be
+    /// found, started or answered (a missing tool, as the engine's own refusal of one), 1 when
+    /// it was killed.
     pub code: i32,
 }
+
+/// [`Error::code`] of a missing engine: cargo-mcpp's exit code of a missing tool.
+const MISSING_ENGINE: i32 = 3;
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -191,7 +240,7 @@ impl Build {
                         "CARGO_MCPP" => "name an existing cargo-mcpp executable (a relative name is taken from the package directory), or unset CARGO_MCPP to use the one `cargo install cargo-mcpp` put in $CARGO_HOME/bin".into(),
                         _ => "pass Build::engine an existing cargo-mcpp executable (a relative path is taken from the package directory), or drop the call to use CARGO_MCPP or $CARGO_HOME/bin".into(),
                     },
-                    code: 1,
+                    code: MISSING_ENGINE,
                 })
             }
         };
@@ -222,7 +271,7 @@ impl Build {
                         None => "or call Build::engine(path) in build.rs",
                     }
                 ),
-                code: 1,
+                code: MISSING_ENGINE,
             }),
         }
     }
@@ -275,7 +324,7 @@ impl Build {
         let mut child = Command::new(&engine).args(self.engine_args()).stdout(Stdio::piped()).spawn().map_err(|e| Error {
             message: format!("cannot start the cargo-mcpp engine `{}` ({how}): {e}", engine.display()),
             help: "check that it is an executable for this machine, or set CARGO_MCPP to one that is".into(),
-            code: 1,
+            code: MISSING_ENGINE,
         })?;
         let mut answered = None;
         if let Some(out) = child.stdout.take() {
@@ -308,7 +357,7 @@ impl Build {
                     "name cargo-mcpp {VERSION} (`cargo install cargo-mcpp --version {VERSION}`) with CARGO_MCPP{}",
                     if self.client.is_some() { "" } else { " or Build::engine" }
                 ),
-                code: status.code().filter(|&c| c != 0).unwrap_or(1),
+                code: MISSING_ENGINE,
             }),
         }
     }
@@ -323,6 +372,7 @@ impl Build {
             if !e.message.is_empty() {
                 eprintln!("\nerror: {e}\n");
                 println!("cargo::warning={}", e.message);
+                report_failure(e.code, &e.message);
             }
             std::process::exit(e.code);
         }
@@ -374,6 +424,6 @@ mod tests {
     fn a_named_engine_that_is_not_a_file_is_refused_by_its_name() {
         let e = Build::new().engine("/nonexistent/cargo-mcpp").locate_engine().unwrap_err();
         assert!(e.message.contains("Build::engine names `/nonexistent/cargo-mcpp`"), "{e}");
-        assert_eq!(e.code, 1);
+        assert_eq!(e.code, 3);
     }
 }

@@ -410,6 +410,11 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
         let mut out = crate::cargo_output::CargoOutput::default();
         out.warning(&message);
         out.print();
+        // `cargo mcpp build` exits with this refusal's code, not cargo's 101.
+        let env = Env::process();
+        let package = env.get("CARGO_PKG_NAME").unwrap_or_default();
+        let code = Error::new(ErrorKind::ToolNotFound, "").exit_code();
+        crate::report::Reporter::from_env(&env, &package).send(&crate::report::DeviceEvent::Failed { package: package.clone(), exit_code: code, message: message.clone() });
         return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
             "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency {} = \"{engine_version}\"",
             args.client_version, args.client
