@@ -91,8 +91,10 @@ struct DevicePackage {
 }
 
 /// The one writer of the copies of `compile_commands.json` under `cargo mcpp build`
-/// ([`crate::compile_db`]): every package's variant database (the device cache under
-/// `profile_path`) merged into `cli_dir` (`--compile-commands DIR`), or else into each
+/// ([`crate::compile_db`]): every package's variant database (the device cache beside the
+/// `OUT_DIR` cargo reported for its build script in `built`; under `profile_path` when cargo's
+/// messages were not read or cargo failed before that package; a package cargo did not build
+/// after a successful cargo is left out) merged into `cli_dir` (`--compile-commands DIR`), or else into each
 /// manifest's `compile-commands` directory (the packages naming one directory, however spelled,
 /// through a symbolic link too, merged, [`crate::compile_db::canonical_dir`]); each written only
 /// when changed, keeping the entries of packages this build did not select
@@ -248,11 +250,10 @@ fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[Str
 }
 
 /// `cargo build` with the location, selection, `-j`, `--offline` and the further arguments of
-/// `args`, the engine named when that changes the choice ([`engine_to_name`]), and `env`.
-/// `cargo build` with the command's options, the arguments for cargo, the engine to name and
-/// the build's environment; `ask_json`: with `--message-format json-render-diagnostics` (the
-/// user chose no format: cargo still renders its diagnostics on stderr, and its JSON messages
-/// on stdout are read, never shown).
+/// `args`, the engine named when that changes the choice ([`engine_to_name`]), and `env`;
+/// `ask_json`: with `--message-format json-render-diagnostics` (the user chose no format: cargo
+/// still renders its diagnostics on stderr, and its JSON messages on stdout are read, never
+/// shown).
 fn cargo_command(args: &BuildArgs, env: &Env, ask_json: bool) -> Command {
     #[allow(clippy::disallowed_methods)] // cli/build.rs runs cargo (argv)
     let mut cargo = Command::new(cargo_program());
