@@ -49,7 +49,7 @@ pub struct AccelOrigin {
 }
 
 impl AccelOrigin {
-    /// A refusal of the set from this origin: "malformed accelerator set from <origin>", the
+    /// A refusal of the set from this origin: "malformed accelerator set from `<origin>`", the
     /// `detail` lines, the origin's file and key when it is the manifest, and `help`.
     pub fn refusal(&self, detail: impl Into<String>) -> Error {
         let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {}", self.named)).detail(detail);

@@ -99,7 +99,7 @@ pub const KNOWN_VULKAN: &[&str] = &["1.0", "1.1", "1.2", "1.3", "1.4"];
 /// overrides what it derives (no `spirv.target-env`, no `slang.profile`): known without any
 /// compiler, so `cargo mcpp init --accel vulkan9.9` refuses it as the build would. Whether a
 /// known version's environment is accepted (`vulkan1.4` needs glslang 15.1) asks the compiler,
-/// at build time ([`check_target_env`]). `None` for a known version or a bare `vulkan`.
+/// at build time (`check_target_env`). `None` for a known version or a bare `vulkan`.
 pub fn unknown_vulkan(version: Option<&str>) -> Option<Error> {
     let v = version.filter(|v| !KNOWN_VULKAN.contains(v))?;
     Some(
