@@ -498,6 +498,7 @@ fn an_inline_metadata_table_a_bad_build_key_or_a_stale_dependency_is_refused_at_
         (format!("{head}metadata = {{ docs = {{ rs = {{ all-features = true }} }} }}\n"), &["--lane", "cuda"], "Cargo.toml:5:1 (key `package.metadata`)\nhelp: write it as a table, `[package.metadata]`".into()),
         (format!("{head}build = 5\n"), &["--lane", "cuda"], "error: [package] build = 5: cargo takes a path or a boolean".into()),
         (format!("{head}build = \"\"\n"), &["--lane", "cuda"], "error: [package] build = \"\": an empty build script path".into()),
+        (format!("{head}build = \"tools/gen.rs\"\n"), &["--lane", "cuda"], "Cargo.toml:5:1 (key `package.build`)".into()),
         (format!("{head}\n[dependencies]\nash = \"0.37\"\n"), &["--lane", "spirv"], "error: [dependencies] ash = \"0.37\": the code cargo mcpp init writes needs ash 0.38.0".into()),
         (format!("{head}\n[dependencies]\nash = {{ version = \"0.38\", default-features = false }}\n"), &["--lane", "spirv"], "Cargo.toml:7:1 (key `dependencies.ash`)\nhelp: add `features = [\"loaded\"]` to it".into()),
         (format!("{head}\n[build-dependencies]\nmcpp-build = \"0.0.1\"\n"), &["--lane", "cuda"], format!("Cargo.toml:7:1 (key `build-dependencies.mcpp-build`)\nhelp: change it to `mcpp-build = \"{engine}\"`")),

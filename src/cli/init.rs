@@ -797,7 +797,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             } else {
                 problems.push(
                     Error::new(ErrorKind::Manifest, format!("[package] build = {} names a build script that does not exist", toml_string(&rel.display().to_string())))
-                        .file(&manifest_path)
+                        .file(key_position(&text, &manifest_path, &["package", "build"]))
                         .key("package.build")
                         .help(format!("create {} with `fn main() {{ mcpp_build::build(); }}`, or remove the `build` key to use build.rs", rel.display())),
                 );
