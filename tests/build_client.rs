@@ -256,18 +256,7 @@ fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
     // No engine under `cargo mcpp build`: exit 3 (a missing tool) with the package named, not
     // cargo's 101.
     let pkg = client_package("");
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .args(["mcpp", "build", "--manifest-path"])
-        .arg(pkg.path("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(pkg.dir.path().join("target"))
-        .env("CARGO_MCPP", "/nonexistent/cargo-mcpp")
-        .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
-        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
-        .env_remove("MCPP_ACCEL")
-        .env_remove("MCPP_NO_ACCEL")
-        .output()
-        .unwrap();
+    let out = pkg.cargo_mcpp_build(&[]).env("CARGO_MCPP", "/nonexistent/cargo-mcpp").env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator")).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("CARGO_MCPP names `/nonexistent/cargo-mcpp`"), "{}", text(&out));
 }

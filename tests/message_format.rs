@@ -7,21 +7,10 @@
 mod harness;
 
 use harness::text;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn build_json(pkg: &harness::Package) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .args(["mcpp", "build", "--message-format", "json", "--manifest-path"])
-        .arg(pkg.path("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(pkg.dir.path().join("target"))
-        .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
-        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
-        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .env_remove("MCPP_ACCEL")
-        .env_remove("MCPP_NO_ACCEL")
-        .output()
-        .unwrap()
+    pkg.cargo_mcpp_build(&["--message-format", "json"]).env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator")).output().unwrap()
 }
 
 /// Every stdout line, parsed (the test fails on a line that is not JSON).
@@ -87,20 +76,7 @@ fn slang_json(body: &str) -> (harness::Package, Output, Vec<serde_json::Value>) 
         ("src/lib.rs", "\n"),
         ("shaders/s.slang", &shader),
     ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .args(["mcpp", "build", "--message-format", "json", "--manifest-path"])
-        .arg(pkg.path("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(pkg.dir.path().join("target"))
-        .env("SLANGC", harness::real_slangc())
-        .env_remove("MCPP_SLANGC")
-        .env_remove("MCPP_TOOL_SLANGC")
-        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
-        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .env_remove("MCPP_ACCEL")
-        .env_remove("MCPP_NO_ACCEL")
-        .output()
-        .unwrap();
+    let out = pkg.cargo_mcpp_build(&["--message-format", "json"]).env("SLANGC", harness::real_slangc()).env_remove("MCPP_SLANGC").env_remove("MCPP_TOOL_SLANGC").output().unwrap();
     let m = messages(&out);
     (pkg, out, m)
 }
@@ -133,19 +109,7 @@ fn a_message_format_given_to_cargo_after_the_separator_is_honoured() {
     let pkg = harness::client_package("json-sep", "", "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() { println!(\"{}\", shaders::a::scale_comp().code.len()); }\n");
     for format in [&["--", "--message-format", "json"][..], &["--", "--message-format=json"][..]] {
         std::fs::remove_dir_all(pkg.dir.path().join("target")).ok();
-        let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-            .args(["mcpp", "build", "--manifest-path"])
-            .arg(pkg.path("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(pkg.dir.path().join("target"))
-            .args(format)
-            .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
-            .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
-            .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
-            .env_remove("MCPP_ACCEL")
-            .env_remove("MCPP_NO_ACCEL")
-            .output()
-            .unwrap();
+        let out = pkg.cargo_mcpp_build(format).env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator")).output().unwrap();
         assert!(out.status.success(), "{}", text(&out));
         let m = messages(&out);
         assert!(m.iter().any(|v| v["reason"] == "mcpp-device-finished" && v["success"] == true), "{format:?}: {m:#?}");

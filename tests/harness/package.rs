@@ -25,6 +25,23 @@ pub fn real_slangc() -> PathBuf {
 }
 
 impl Package {
+    /// `cargo mcpp build <args>` of this package as a user runs it: its manifest, its own
+    /// target directory and `MCPP_HOME`, this repository's engine named (`CARGO_MCPP`), no
+    /// accelerator choice from the environment. Callers add the tools' variables (or override
+    /// `CARGO_MCPP`) before running it.
+    pub fn cargo_mcpp_build(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
+        cmd.args(["mcpp", "build", "--manifest-path"])
+            .arg(self.path("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(self.dir.path().join("target"))
+            .args(args)
+            .env("MCPP_HOME", self.dir.path().join("mcpp-home"))
+            .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .env_remove("MCPP_ACCEL")
+            .env_remove("MCPP_NO_ACCEL");
+        cmd
+    }
     /// Write `files` (path, content) under a new temp dir.
     pub fn new(files: &[(&str, &str)]) -> Package {
         // The random part follows a letter: a directory name token starting with a digit
