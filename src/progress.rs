@@ -62,9 +62,11 @@ impl Display {
                 .or_insert_with(|| {
                     let bar = multi.add(ProgressBar::new(0));
                     bar.set_style(
-                        ProgressStyle::with_template("{prefix:>12.cyan.bold} [{bar:25}] {pos}/{len} {wide_msg}")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar())
-                            .progress_chars("=> "),
+                        ProgressStyle::with_template(
+                            "{prefix:>12.cyan.bold} [{bar:25}] {pos}/{len} {wide_msg}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
                     );
                     bar.set_prefix("Device");
                     bar
@@ -73,7 +75,12 @@ impl Display {
         )
     }
     fn remove_bar(&self, package: &str) {
-        if let Some(bar) = self.bars.lock().unwrap_or_else(|e| e.into_inner()).remove(package) {
+        if let Some(bar) = self
+            .bars
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(package)
+        {
             bar.finish_and_clear();
             if let Some(m) = &self.multi {
                 m.remove(&bar);
@@ -99,10 +106,15 @@ impl Display {
             DeviceEvent::Diagnostic { .. } | DeviceEvent::Artifact { .. } => {}
             DeviceEvent::Planned { package, total } => match self.bar(&package) {
                 Some(bar) => bar.set_length(total as u64),
-                None if total > 0 => self.line(&format!("      Device {package} ({total} action(s) to run)")),
+                None if total > 0 => self.line(&format!(
+                    "      Device {package} ({total} action(s) to run)"
+                )),
                 None => {}
             },
-            DeviceEvent::Started { package, description } => match self.bar(&package) {
+            DeviceEvent::Started {
+                package,
+                description,
+            } => match self.bar(&package) {
                 Some(bar) => bar.set_message(format!("{package}: {description}")),
                 None => self.line(&format!("   Compiling {description} ({package})")),
             },
@@ -111,16 +123,45 @@ impl Display {
                     bar.inc(1);
                 }
             }
-            DeviceEvent::Done { package, accel, compiled, fresh, .. } => {
+            DeviceEvent::Done {
+                package,
+                accel,
+                compiled,
+                fresh,
+                ..
+            } => {
                 self.remove_bar(&package);
-                let set = if accel.is_empty() { "no accelerator".to_string() } else { accel.clone() };
-                self.line(&format!("      Device {package} [{set}]: {compiled} compiled, {fresh} fresh"));
-                self.outcomes.lock().unwrap_or_else(|e| e.into_inner()).insert(package, PackageOutcome::Done { accel, compiled, fresh });
+                let set = if accel.is_empty() {
+                    "no accelerator".to_string()
+                } else {
+                    accel.clone()
+                };
+                self.line(&format!(
+                    "      Device {package} [{set}]: {compiled} compiled, {fresh} fresh"
+                ));
+                self.outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(
+                        package,
+                        PackageOutcome::Done {
+                            accel,
+                            compiled,
+                            fresh,
+                        },
+                    );
             }
-            DeviceEvent::Failed { package, exit_code, message } => {
+            DeviceEvent::Failed {
+                package,
+                exit_code,
+                message,
+            } => {
                 self.remove_bar(&package);
                 self.line(&format!("      Device {package} failed: {message}"));
-                self.outcomes.lock().unwrap_or_else(|e| e.into_inner()).insert(package, PackageOutcome::Failed { exit_code, message });
+                self.outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(package, PackageOutcome::Failed { exit_code, message });
             }
         }
     }
@@ -135,7 +176,11 @@ impl Display {
 /// events print nothing here.
 pub fn json_line(event: &DeviceEvent) -> Option<String> {
     let value = match event {
-        DeviceEvent::Diagnostic { package, diagnostic: d, rendered } => serde_json::json!({
+        DeviceEvent::Diagnostic {
+            package,
+            diagnostic: d,
+            rendered,
+        } => serde_json::json!({
             "reason": "compiler-message",
             "package_id": format!("mcpp-device:{package}"),
             "target": { "kind": ["mcpp-device"], "crate_types": [], "name": package, "src_path": d.file },
@@ -153,10 +198,32 @@ pub fn json_line(event: &DeviceEvent) -> Option<String> {
                 "rendered": format!("{rendered}\n"),
             }
         }),
-        DeviceEvent::Artifact { package, path, sha256 } => serde_json::json!({ "reason": "mcpp-device-artifact", "package": package, "path": path, "sha256": sha256 }),
-        DeviceEvent::Done { package, accel, compiled, fresh, warnings } => serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": true, "accel": accel, "compiled": compiled, "fresh": fresh, "warnings": warnings }),
-        DeviceEvent::Failed { package, exit_code, message } => serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": false, "exit_code": exit_code, "message": message }),
-        DeviceEvent::Planned { .. } | DeviceEvent::Started { .. } | DeviceEvent::Finished { .. } => return None,
+        DeviceEvent::Artifact {
+            package,
+            path,
+            sha256,
+        } => {
+            serde_json::json!({ "reason": "mcpp-device-artifact", "package": package, "path": path, "sha256": sha256 })
+        }
+        DeviceEvent::Done {
+            package,
+            accel,
+            compiled,
+            fresh,
+            warnings,
+        } => {
+            serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": true, "accel": accel, "compiled": compiled, "fresh": fresh, "warnings": warnings })
+        }
+        DeviceEvent::Failed {
+            package,
+            exit_code,
+            message,
+        } => {
+            serde_json::json!({ "reason": "mcpp-device-finished", "package": package, "success": false, "exit_code": exit_code, "message": message })
+        }
+        DeviceEvent::Planned { .. }
+        | DeviceEvent::Started { .. }
+        | DeviceEvent::Finished { .. } => return None,
     };
     Some(value.to_string())
 }
@@ -181,8 +248,16 @@ impl Channel {
         let dir = tempfile::Builder::new().prefix("cargo-mcpp-").tempdir()?;
         let path = dir.path().join("progress.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path)?;
-        let multi = std::io::stderr().is_terminal().then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
-        let display = Arc::new(Display { multi, json, stdout: Mutex::new(()), bars: Mutex::new(BTreeMap::new()), outcomes: Mutex::new(BTreeMap::new()) });
+        let multi = std::io::stderr()
+            .is_terminal()
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        let display = Arc::new(Display {
+            multi,
+            json,
+            stdout: Mutex::new(()),
+            bars: Mutex::new(BTreeMap::new()),
+            outcomes: Mutex::new(BTreeMap::new()),
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let (d, s) = (display.clone(), stop.clone());
         let handle = std::thread::spawn(move || {
@@ -213,7 +288,13 @@ impl Channel {
             }
             readers
         });
-        Ok(Channel { _dir: dir, path, display, stop, listener: Some(handle) })
+        Ok(Channel {
+            _dir: dir,
+            path,
+            display,
+            stop,
+            listener: Some(handle),
+        })
     }
 
     /// The socket path to name in [`crate::report::PROGRESS_ENV`].
@@ -250,10 +331,24 @@ impl Channel {
                 let _ = reader.join();
             }
         }
-        for package in self.display.bars.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect::<Vec<_>>() {
+        for package in self
+            .display
+            .bars
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+        {
             self.display.remove_bar(&package);
         }
-        std::mem::take(&mut *self.display.outcomes.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(
+            &mut *self
+                .display
+                .outcomes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 }
 
@@ -269,13 +364,39 @@ mod tests {
         let mut env = Env::empty();
         env.set(PROGRESS_ENV, channel.path());
         let r = Reporter::from_env(&env, "app");
-        r.send(&DeviceEvent::Planned { package: "app".into(), total: 1 });
-        r.send(&DeviceEvent::Done { package: "app".into(), accel: "vulkan1.2".into(), compiled: 1, fresh: 0, warnings: 0 });
+        r.send(&DeviceEvent::Planned {
+            package: "app".into(),
+            total: 1,
+        });
+        r.send(&DeviceEvent::Done {
+            package: "app".into(),
+            accel: "vulkan1.2".into(),
+            compiled: 1,
+            fresh: 0,
+            warnings: 0,
+        });
         let f = Reporter::from_env(&env, "lib");
-        f.send(&DeviceEvent::Failed { package: "lib".into(), exit_code: 3, message: "refused".into() });
+        f.send(&DeviceEvent::Failed {
+            package: "lib".into(),
+            exit_code: 3,
+            message: "refused".into(),
+        });
         drop((r, f));
         let outcomes = channel.close();
-        assert_eq!(outcomes.get("app"), Some(&PackageOutcome::Done { accel: "vulkan1.2".into(), compiled: 1, fresh: 0 }));
-        assert_eq!(outcomes.get("lib"), Some(&PackageOutcome::Failed { exit_code: 3, message: "refused".into() }));
+        assert_eq!(
+            outcomes.get("app"),
+            Some(&PackageOutcome::Done {
+                accel: "vulkan1.2".into(),
+                compiled: 1,
+                fresh: 0
+            })
+        );
+        assert_eq!(
+            outcomes.get("lib"),
+            Some(&PackageOutcome::Failed {
+                exit_code: 3,
+                message: "refused".into()
+            })
+        );
     }
 }

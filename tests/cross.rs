@@ -63,17 +63,45 @@ fn target_dir() -> PathBuf {
 /// nothing and leave the objects aarch64).
 fn the_ways_to_build(pkg: &Path) -> Vec<(&'static str, Command)> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cargo.arg("build").arg("--manifest-path").arg(pkg.join("Cargo.toml")).args(["--target", TARGET]).arg("--target-dir").arg(target_dir());
+    cargo
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(pkg.join("Cargo.toml"))
+        .args(["--target", TARGET])
+        .arg("--target-dir")
+        .arg(target_dir());
     let mut mcpp = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
-    mcpp.args(["mcpp", "build"]).arg("--manifest-path").arg(pkg.join("Cargo.toml")).args(["--target", TARGET]).arg("--target-dir").arg(target_dir());
-    vec![("cargo build --target", cargo), ("cargo mcpp build --target", mcpp)]
+    mcpp.args(["mcpp", "build"])
+        .arg("--manifest-path")
+        .arg(pkg.join("Cargo.toml"))
+        .args(["--target", TARGET])
+        .arg("--target-dir")
+        .arg(target_dir());
+    vec![
+        ("cargo build --target", cargo),
+        ("cargo mcpp build --target", mcpp),
+    ]
 }
 
 /// Give `cmd` the environment of a cross build: the target's linker, and nothing from this
 /// process that would change the compiler or the accelerator set.
 fn cross_env(cmd: &mut Command) {
-    cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER", "aarch64-linux-gnu-gcc");
-    for v in ["CXX", "CXXFLAGS", "TARGET_CXX", "CXX_aarch64_unknown_linux_gnu", "CXX_aarch64-unknown-linux-gnu", "RUSTFLAGS", "CARGO_BUILD_TARGET", "MCPP_ACCEL", "MCPP_NO_ACCEL", "CARGO_MCPP"] {
+    cmd.env(
+        "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+        "aarch64-linux-gnu-gcc",
+    );
+    for v in [
+        "CXX",
+        "CXXFLAGS",
+        "TARGET_CXX",
+        "CXX_aarch64_unknown_linux_gnu",
+        "CXX_aarch64-unknown-linux-gnu",
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "MCPP_ACCEL",
+        "MCPP_NO_ACCEL",
+        "CARGO_MCPP",
+    ] {
         cmd.env_remove(v);
     }
 }
@@ -97,11 +125,17 @@ fn cached_objects() -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
 
 #[test]
 fn the_cxx_lane_cross_compiles_to_aarch64_and_no_way_of_building_reruns_the_other() {
-    let tmp = tempfile::Builder::new().prefix("mcpp-cross-").tempdir().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-cross-")
+        .tempdir()
+        .unwrap();
     let pkg = cross_package(tmp.path());
     let _ = std::fs::remove_dir_all(target_dir().join(TARGET).join("debug/mcpp").join(PKG));
     let build = |way: &str| {
-        let (_, mut cmd) = the_ways_to_build(&pkg).into_iter().find(|(w, _)| *w == way).unwrap();
+        let (_, mut cmd) = the_ways_to_build(&pkg)
+            .into_iter()
+            .find(|(w, _)| *w == way)
+            .unwrap();
         cross_env(&mut cmd);
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{way}: {}", text(&out));
@@ -111,18 +145,44 @@ fn the_cxx_lane_cross_compiles_to_aarch64_and_no_way_of_building_reruns_the_othe
     // rerun nothing and leave every object's bytes and mtime as they were.
     build("cargo build --target");
     let objects = cached_objects();
-    let names: Vec<String> = objects.iter().map(|(p, _, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = objects
+        .iter()
+        .map(|(p, _, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(objects.len(), 2, "one object per unit: {names:?}");
-    assert!(names[0].starts_with("cpp_add.cpp.") && names[1].starts_with("cpp_more_twice.cpp."), "{names:?}");
+    assert!(
+        names[0].starts_with("cpp_add.cpp.") && names[1].starts_with("cpp_more_twice.cpp."),
+        "{names:?}"
+    );
     for (path, bytes, _) in &objects {
-        assert_eq!(elf_e_machine(bytes), Some(EM_AARCH64), "{} is not an aarch64 ELF object", path.display());
+        assert_eq!(
+            elf_e_machine(bytes),
+            Some(EM_AARCH64),
+            "{} is not an aarch64 ELF object",
+            path.display()
+        );
     }
     let program = std::fs::read(target_dir().join(TARGET).join("debug").join(PKG)).unwrap();
-    assert_eq!(elf_e_machine(&program), Some(EM_AARCH64), "the linked program is aarch64");
-    for way in ["cargo mcpp build --target", "cargo build --target", "cargo build --target"] {
+    assert_eq!(
+        elf_e_machine(&program),
+        Some(EM_AARCH64),
+        "the linked program is aarch64"
+    );
+    for way in [
+        "cargo mcpp build --target",
+        "cargo build --target",
+        "cargo build --target",
+    ] {
         let out = build(way);
-        assert!(!out.contains(&format!("Compiling {PKG}")), "{way}: recompiled after the other way:\n{out}");
-        assert_eq!(cached_objects(), objects, "{way}: the objects' bytes and mtimes are unchanged");
+        assert!(
+            !out.contains(&format!("Compiling {PKG}")),
+            "{way}: recompiled after the other way:\n{out}"
+        );
+        assert_eq!(
+            cached_objects(),
+            objects,
+            "{way}: the objects' bytes and mtimes are unchanged"
+        );
     }
 }
 

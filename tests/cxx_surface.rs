@@ -17,7 +17,12 @@ fn surface_package(modules: bool, units: &[(&str, &str)]) -> Package {
     let list: Vec<String> = units.iter().map(|(p, _)| format!("{p:?}")).collect();
     let mcpp = format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\nmodules = {modules}\ncxx-sources = [{}]", list.join(", "));
     let cargo = format!("{}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\nincludes = [\"shaders/include\"]\ndefines = {{ WORKGROUP = \"64\" }}\n", manifest("surf-app", &mcpp));
-    let mut files: Vec<(&str, &str)> = vec![("Cargo.toml", &cargo), ("shaders/include/common.glsl", COMMON_GLSL), ("shaders/a/scale.comp", SCALE_COMP), ("shaders/b/scale.comp", SQUARE_COMP)];
+    let mut files: Vec<(&str, &str)> = vec![
+        ("Cargo.toml", &cargo),
+        ("shaders/include/common.glsl", COMMON_GLSL),
+        ("shaders/a/scale.comp", SCALE_COMP),
+        ("shaders/b/scale.comp", SQUARE_COMP),
+    ];
     files.extend_from_slice(units);
     Package::new(&files)
 }
@@ -25,8 +30,14 @@ fn surface_package(modules: bool, units: &[(&str, &str)]) -> Package {
 /// The static archive the outcome links (`rustc-link-search` + `rustc-link-lib=static=`).
 fn archive(outcome: &cargo_mcpp::pipeline::Outcome) -> PathBuf {
     let lines = outcome.cargo.lines();
-    let dir = lines.iter().find_map(|l| l.strip_prefix("cargo::rustc-link-search=native=")).unwrap_or_else(|| panic!("no link search: {lines:#?}"));
-    let lib = lines.iter().find_map(|l| l.strip_prefix("cargo::rustc-link-lib=static=")).unwrap_or_else(|| panic!("no static lib: {lines:#?}"));
+    let dir = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("cargo::rustc-link-search=native="))
+        .unwrap_or_else(|| panic!("no link search: {lines:#?}"));
+    let lib = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("cargo::rustc-link-lib=static="))
+        .unwrap_or_else(|| panic!("no static lib: {lines:#?}"));
     Path::new(dir).join(format!("lib{lib}.a"))
 }
 
@@ -42,7 +53,15 @@ fn run_linked(pkg: &Package, outcome: &cargo_mcpp::pipeline::Outcome, two: bool)
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("main.c"), main).unwrap();
     let exe = dir.join("main");
-    let out = Command::new(real_tool("g++")).args(["-x", "c"]).arg(dir.join("main.c")).args(["-x", "none"]).arg(archive(outcome)).arg("-o").arg(&exe).output().unwrap();
+    let out = Command::new(real_tool("g++"))
+        .args(["-x", "c"])
+        .arg(dir.join("main.c"))
+        .args(["-x", "none"])
+        .arg(archive(outcome))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "link failed: {}", text(&out));
     let out = Command::new(&exe).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -54,7 +73,11 @@ fn expected(pkg: &Package, two: bool) -> String {
     let a = pkg.embedded_bytes("shaders/a/scale.comp");
     let first = u32::from_le_bytes([a[0], a[1], a[2], a[3]]);
     if two {
-        format!("{} {first:x} {}\n", a.len(), pkg.embedded_bytes("shaders/b/scale.comp").len())
+        format!(
+            "{} {first:x} {}\n",
+            a.len(),
+            pkg.embedded_bytes("shaders/b/scale.comp").len()
+        )
     } else {
         format!("{} {first:x}\n", a.len())
     }
@@ -74,27 +97,66 @@ fn a_cxx_unit_imports_the_shader_module_and_a_payload_edit_recompiles_only_the_i
         let mut b = pkg.build();
         b.env("CXX", &cxx);
         let first = pkg.compile(&b);
-        assert_eq!(run_linked(&pkg, &first, false), expected(&pkg, false), "{name}");
+        assert_eq!(
+            run_linked(&pkg, &first, false),
+            expected(&pkg, false),
+            "{name}"
+        );
         let compiles = pkg.compiles(name);
-        assert!(compiles.iter().any(|c| c.contains("surf_app.shaders.cppm")), "{name}: the interface was compiled: {compiles:#?}");
-        assert!(compiles.iter().any(|c| c.contains("surf_app.shaders.impl.cpp")), "{name}: the implementation was compiled: {compiles:#?}");
+        assert!(
+            compiles.iter().any(|c| c.contains("surf_app.shaders.cppm")),
+            "{name}: the interface was compiled: {compiles:#?}"
+        );
+        assert!(
+            compiles
+                .iter()
+                .any(|c| c.contains("surf_app.shaders.impl.cpp")),
+            "{name}: the implementation was compiled: {compiles:#?}"
+        );
         let interface = std::fs::read(pkg.out_dir().join("mcpp/surf_app.shaders.cppm")).unwrap();
 
         // A no-op build starts no compiler.
         let before = pkg.compiles(name).len();
         pkg.compile(&b);
-        assert_eq!(pkg.compiles(name).len(), before, "{name}: a no-op build compiled");
+        assert_eq!(
+            pkg.compiles(name).len(),
+            before,
+            "{name}: a no-op build compiled"
+        );
 
-        edit(&pkg.path("shaders/a/scale.comp"), "data[i] = transform(data[i]);", "data[i] = transform(data[i]) + 1.0;");
+        edit(
+            &pkg.path("shaders/a/scale.comp"),
+            "data[i] = transform(data[i]);",
+            "data[i] = transform(data[i]) + 1.0;",
+        );
         let old_size = pkg.embedded_bytes("shaders/a/scale.comp");
         let second = pkg.compile(&b);
-        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), old_size, "the edit changed the payload");
+        assert_ne!(
+            pkg.embedded_bytes("shaders/a/scale.comp"),
+            old_size,
+            "the edit changed the payload"
+        );
         let after = pkg.compiles(name);
         let new: Vec<&String> = after[before..].iter().collect();
-        assert_eq!(new.len(), 1, "{name}: only the implementation unit recompiles: {new:#?}");
-        assert!(new[0].contains("surf_app.shaders.impl.cpp"), "{name}: {new:#?}");
-        assert_eq!(std::fs::read(pkg.out_dir().join("mcpp/surf_app.shaders.cppm")).unwrap(), interface, "the interface is not rewritten");
-        assert_eq!(run_linked(&pkg, &second, false), expected(&pkg, false), "{name}: the program reads the new bytes");
+        assert_eq!(
+            new.len(),
+            1,
+            "{name}: only the implementation unit recompiles: {new:#?}"
+        );
+        assert!(
+            new[0].contains("surf_app.shaders.impl.cpp"),
+            "{name}: {new:#?}"
+        );
+        assert_eq!(
+            std::fs::read(pkg.out_dir().join("mcpp/surf_app.shaders.cppm")).unwrap(),
+            interface,
+            "the interface is not rewritten"
+        );
+        assert_eq!(
+            run_linked(&pkg, &second, false),
+            expected(&pkg, false),
+            "{name}: the program reads the new bytes"
+        );
     }
 }
 
@@ -129,19 +191,39 @@ fn a_pure_rust_crate_under_header_storage_needs_no_cxx_compiler() {
     let mut b = pkg.build();
     b.env("CXX", missing);
     let outcome = pkg.compile(&b);
-    assert!(!outcome.cargo.lines().iter().any(|l| l.contains("rustc-link-lib")), "nothing to link: {:#?}", outcome.cargo.lines());
+    assert!(
+        !outcome
+            .cargo
+            .lines()
+            .iter()
+            .any(|l| l.contains("rustc-link-lib")),
+        "nothing to link: {:#?}",
+        outcome.cargo.lines()
+    );
     let exe = pkg.out_dir().join("artifacts/prog");
     let out = run_rust_surface_program(&pkg, &outcome, main, &exe, &[]);
     assert!(out.status.success(), "{}", text(&out));
     let spv = pkg.embedded_bytes("shaders/a/scale.comp");
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("7230203 {}\n", spv.len()));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("7230203 {}\n", spv.len())
+    );
 
-    let embed = format!("{}[package.metadata.mcpp.embed]\nfiles = [\"assets/*\"]\n", manifest("data-app", ""));
+    let embed = format!(
+        "{}[package.metadata.mcpp.embed]\nfiles = [\"assets/*\"]\n",
+        manifest("data-app", "")
+    );
     let pkg = Package::new(&[("Cargo.toml", &embed), ("assets/hello.txt", "hello")]);
     let mut b = pkg.build();
     b.env("CXX", missing);
     let outcome = pkg.compile(&b);
-    let out = run_rust_surface_program(&pkg, &outcome, "fn main() { print!(\"{}\", std::str::from_utf8(shaders::hello_txt().bytes).unwrap()); }\n", &exe, &[]);
+    let out = run_rust_surface_program(
+        &pkg,
+        &outcome,
+        "fn main() { print!(\"{}\", std::str::from_utf8(shaders::hello_txt().bytes).unwrap()); }\n",
+        &exe,
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "hello");
 
@@ -149,7 +231,9 @@ fn a_pure_rust_crate_under_header_storage_needs_no_cxx_compiler() {
     let pkg = surface_package(true, &[("cpp/use.cpp", unit)]);
     let mut b = pkg.build();
     b.env("CXX", missing);
-    let err = b.try_compile().expect_err("a cxx-sources unit needs the compiler");
+    let err = b
+        .try_compile()
+        .expect_err("a cxx-sources unit needs the compiler");
     assert!(err.to_string().contains("nonexistent"), "{err}");
     b.env("CXX", real_tool("g++"));
     let outcome = pkg.compile(&b);
@@ -162,19 +246,37 @@ fn a_pure_rust_crate_under_header_storage_needs_no_cxx_compiler() {
 /// `modules = false`).
 #[test]
 fn the_surface_used_in_the_other_form_is_refused_naming_modules() {
-    let pkg = surface_package(false, &[("cpp/use.cpp", "// the shaders\nimport surf_app.shaders;\nint f() { return 0; }\n")]);
+    let pkg = surface_package(
+        false,
+        &[(
+            "cpp/use.cpp",
+            "// the shaders\nimport surf_app.shaders;\nint f() { return 0; }\n",
+        )],
+    );
     let mut b = pkg.build();
     b.env("CXX", real_tool("g++"));
     let err = pkg.refuse(&b);
     assert!(err.contains("cpp/use.cpp imports the module `surf_app.shaders`, but `modules = false` makes the payload surface a header"), "{err}");
-    assert!(err.contains("cpp/use.cpp:2") && err.contains("#include \"surf_app.shaders.h\""), "{err}");
+    assert!(
+        err.contains("cpp/use.cpp:2") && err.contains("#include \"surf_app.shaders.h\""),
+        "{err}"
+    );
     assert!(!err.contains("which no C++ source provides"), "{err}");
 
-    let pkg = surface_package(true, &[("cpp/use.c", "#include \"surf_app.shaders.h\"\nunsigned long f(void) { return 0; }\n")]);
+    let pkg = surface_package(
+        true,
+        &[(
+            "cpp/use.c",
+            "#include \"surf_app.shaders.h\"\nunsigned long f(void) { return 0; }\n",
+        )],
+    );
     let mut b = pkg.build();
     b.env("CXX", real_tool("g++"));
     let err = pkg.refuse(&b);
     assert!(err.contains("cpp/use.c includes `surf_app.shaders.h`, which is generated only under `modules = false` (a C unit needs the header form)"), "{err}");
-    assert!(err.contains("cpp/use.c:1") && err.contains("set `modules = false`"), "{err}");
+    assert!(
+        err.contains("cpp/use.c:1") && err.contains("set `modules = false`"),
+        "{err}"
+    );
     assert!(!err.contains("No such file"), "{err}");
 }

@@ -18,8 +18,16 @@ fn example() -> PathBuf {
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
     let target = harness::repo().join("target/example-cuda-saxpy");
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    c.arg("build").current_dir(example()).env("CARGO_TARGET_DIR", &target);
-    for v in ["MCPP_ACCEL", "MCPP_NO_ACCEL", "CXX", "RUSTFLAGS", "CARGO_BUILD_TARGET"] {
+    c.arg("build")
+        .current_dir(example())
+        .env("CARGO_TARGET_DIR", &target);
+    for v in [
+        "MCPP_ACCEL",
+        "MCPP_NO_ACCEL",
+        "CXX",
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+    ] {
         c.env_remove(v);
     }
     if std::env::var_os("CUDA_PATH").is_none() {
@@ -29,21 +37,34 @@ fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    assert!(out.status.success(), "cargo build {envs:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo build {envs:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     target.join("debug/cuda-saxpy")
 }
 
 fn has_gpu() -> bool {
-    Command::new("nvidia-smi").arg("-L").output().is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+    Command::new("nvidia-smi")
+        .arg("-L")
+        .output()
+        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
 
 #[test]
 fn cuda_build_reports_no_device_and_no_accel_builds_run_the_fallback() {
     let bin = cargo_build(&[]);
     let out = Command::new(&bin).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     if has_gpu() {
-        assert!(out.status.success() && stdout.contains("saxpy on cuda") && stdout.contains("OK:"), "{stdout}\n{stderr}");
+        assert!(
+            out.status.success() && stdout.contains("saxpy on cuda") && stdout.contains("OK:"),
+            "{stdout}\n{stderr}"
+        );
     } else {
         assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
         assert!(stderr.contains("no CUDA device is present"), "{stderr}");
@@ -52,11 +73,24 @@ fn cuda_build_reports_no_device_and_no_accel_builds_run_the_fallback() {
     let bin = cargo_build(&[("MCPP_NO_ACCEL", "1")]);
     let out = Command::new(&bin).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("saxpy on host (CPU), accel `none (--no-accel)`") && stdout.contains("y[12345]=24691") && stdout.contains("OK:"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("saxpy on host (CPU), accel `none (--no-accel)`")
+            && stdout.contains("y[12345]=24691")
+            && stdout.contains("OK:"),
+        "{stdout}"
+    );
 
     let bin = cargo_build(&[("MCPP_NO_ACCEL", "1"), ("CXX", "clang++-19")]);
     let out = Command::new(&bin).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("OK:"), "clang++-19 modules build: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("OK:"),
+        "clang++-19 modules build: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -14,8 +14,19 @@ use std::process::Command;
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
     let target = harness::repo().join("target/example-hip-saxpy");
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    c.arg("build").current_dir(harness::repo().join("examples/hip-saxpy")).env("CARGO_TARGET_DIR", &target);
-    for v in ["MCPP_ACCEL", "MCPP_NO_ACCEL", "CXX", "RUSTFLAGS", "CARGO_BUILD_TARGET", "HIPCC", "MCPP_HIPCC", "HIP_PATH"] {
+    c.arg("build")
+        .current_dir(harness::repo().join("examples/hip-saxpy"))
+        .env("CARGO_TARGET_DIR", &target);
+    for v in [
+        "MCPP_ACCEL",
+        "MCPP_NO_ACCEL",
+        "CXX",
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "HIPCC",
+        "MCPP_HIPCC",
+        "HIP_PATH",
+    ] {
         c.env_remove(v);
     }
     c.env("ROCM_PATH", harness::real_rocm());
@@ -23,7 +34,11 @@ fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    assert!(out.status.success(), "cargo build {envs:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo build {envs:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     target.join("debug/hip-saxpy")
 }
 
@@ -43,11 +58,23 @@ fn hip_build_reports_no_hip_device_and_no_accel_runs_the_fallback() {
         .output()
         .unwrap();
     let hipcc = harness::real_rocm().join("bin/hipcc");
-    assert!(why.status.success() && harness::text(&why).contains(&format!("answer:  {}", hipcc.display())) && harness::text(&why).contains("ROCM_PATH"), "{}", harness::text(&why));
+    assert!(
+        why.status.success()
+            && harness::text(&why).contains(&format!("answer:  {}", hipcc.display()))
+            && harness::text(&why).contains("ROCM_PATH"),
+        "{}",
+        harness::text(&why)
+    );
     let out = Command::new(&bin).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     if has_amd_gpu() {
-        assert!(out.status.success() && stdout.contains("saxpy on hip") && stdout.contains("OK:"), "{stdout}\n{stderr}");
+        assert!(
+            out.status.success() && stdout.contains("saxpy on hip") && stdout.contains("OK:"),
+            "{stdout}\n{stderr}"
+        );
     } else {
         // Exit 2 from the program itself: a crash would be a signal (no code) or another code.
         assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
@@ -57,6 +84,15 @@ fn hip_build_reports_no_hip_device_and_no_accel_runs_the_fallback() {
     let bin = cargo_build(&[("MCPP_NO_ACCEL", "1")]);
     let out = Command::new(&bin).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("saxpy on host (CPU), accel `none (--no-accel)`") && stdout.contains("y[12345]=24691") && stdout.contains("OK:"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("saxpy on host (CPU), accel `none (--no-accel)`")
+            && stdout.contains("y[12345]=24691")
+            && stdout.contains("OK:"),
+        "{stdout}"
+    );
 }

@@ -18,12 +18,19 @@ fn the_shader_is_read_from_rust_and_from_an_importing_cxx_unit() {
         let outcome = pkg.compile(&b);
         let exe = pkg.dir.path().join("shader-cxx");
         let mut rustc = Command::new("rustc");
-        rustc.env("OUT_DIR", pkg.out_dir()).args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(pkg.path("src/main.rs")).args(rustc_link_args(&outcome));
+        rustc
+            .env("OUT_DIR", pkg.out_dir())
+            .args(["--edition", "2021", "-D", "warnings", "-o"])
+            .arg(&exe)
+            .arg(pkg.path("src/main.rs"))
+            .args(rustc_link_args(&outcome));
         let out = rustc.output().unwrap();
         assert!(out.status.success(), "{cxx}: {}", text(&out));
         let out = Command::new(&exe).output().unwrap();
         assert!(out.status.success(), "{cxx}: {}", text(&out));
-        let size = std::fs::read(pkg.out_dir().join("mcpp/payloads/double_comp.spv")).unwrap().len();
+        let size = std::fs::read(pkg.out_dir().join("mcpp/payloads/double_comp.spv"))
+            .unwrap()
+            .len();
         assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("shaders/double.comp: {size} bytes from Rust, {size} bytes from C++, magic 0x07230203\n"), "{cxx}");
     }
 }

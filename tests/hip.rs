@@ -17,7 +17,13 @@ fn s(p: &Path) -> String {
 
 /// The one object of `kernels/scale.hip` in the variant.
 fn object_of(variant: &Path) -> Vec<u8> {
-    let found: Vec<PathBuf> = walk(variant).into_iter().filter(|e| e.to_string_lossy().contains("/hip/obj/kernels_scale.hip") && e.extension().is_some_and(|x| x == "o")).collect();
+    let found: Vec<PathBuf> = walk(variant)
+        .into_iter()
+        .filter(|e| {
+            e.to_string_lossy().contains("/hip/obj/kernels_scale.hip")
+                && e.extension().is_some_and(|x| x == "o")
+        })
+        .collect();
     assert_eq!(found.len(), 1, "{found:?}");
     std::fs::read(&found[0]).unwrap()
 }
@@ -31,14 +37,35 @@ fn real_hipcc_gfx90a_header_edit_changes_bytes_and_noop_starts_no_compiler() {
     let (tmp, pkg) = fixture("hip-island");
     let rocm = real_rocm();
     let hipcc = Shim::wrap(tmp.path(), "hipcc", &rocm.join("bin/hipcc"));
-    let run = || hip_build(tmp.path(), &pkg, &rocm).tool("hipcc", hipcc.path()).try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let run = || {
+        hip_build(tmp.path(), &pkg, &rocm)
+            .tool("hipcc", hipcc.path())
+            .try_compile()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
     let first = run();
-    assert!(first.report.ran.contains(&"hip:kernels/scale.hip".to_string()), "{:?}", first.report.ran);
+    assert!(
+        first
+            .report
+            .ran
+            .contains(&"hip:kernels/scale.hip".to_string()),
+        "{:?}",
+        first.report.ran
+    );
     let bytes1 = object_of(&first.variant_dir);
-    assert!(bytes1.starts_with(b"\x7fELF") && has(&bytes1, "gfx90a"), "an ELF object carrying the gfx90a code object");
+    assert!(
+        bytes1.starts_with(b"\x7fELF") && has(&bytes1, "gfx90a"),
+        "an ELF object carrying the gfx90a code object"
+    );
     let lines = first.cargo.lines();
-    assert!(lines.contains(&"cargo::rustc-link-lib=static=mcpp_hip_fix_hip".to_string()), "{lines:#?}");
-    assert!(lines.contains(&"cargo::rustc-link-lib=dylib=amdhip64".to_string()), "{lines:#?}");
+    assert!(
+        lines.contains(&"cargo::rustc-link-lib=static=mcpp_hip_fix_hip".to_string()),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"cargo::rustc-link-lib=dylib=amdhip64".to_string()),
+        "{lines:#?}"
+    );
     let starts = hipcc.starts();
 
     // No change: every action fresh, no hipcc process at all (not even --version).
@@ -49,35 +76,78 @@ fn real_hipcc_gfx90a_header_edit_changes_bytes_and_noop_starts_no_compiler() {
     // Editing only the header the kernel includes rebuilds it, with different bytes.
     edit(&pkg.join("kernels/params.h"), "3.0f", "5.0f");
     let edited = run();
-    assert!(edited.report.ran.contains(&"hip:kernels/scale.hip".to_string()), "{:?}", edited.report.ran);
-    assert_ne!(object_of(&edited.variant_dir), bytes1, "the object must change when the header does");
+    assert!(
+        edited
+            .report
+            .ran
+            .contains(&"hip:kernels/scale.hip".to_string()),
+        "{:?}",
+        edited.report.ran
+    );
+    assert_ne!(
+        object_of(&edited.variant_dir),
+        bytes1,
+        "the object must change when the header does"
+    );
     assert_eq!(hipcc.starts(), starts + 1);
 
     // The decision for `cargo mcpp why tool hipcc`: the named hipcc, the ROCm from ROCM_PATH.
-    let all: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap()).unwrap();
+    let all: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(all["hipcc"]["answer"], s(hipcc.path()), "{all}");
     // hipcc ran with HIP_PLATFORM=amd (an nvcc on PATH would otherwise make it the NVIDIA driver).
-    let call = hipcc.calls().into_iter().find(|c| c.names("kernels/scale.hip")).unwrap();
-    assert!(call.has("--offload-arch=gfx90a") && call.has("-fPIC") && call.has("-MD"), "{}", call.line());
+    let call = hipcc
+        .calls()
+        .into_iter()
+        .find(|c| c.names("kernels/scale.hip"))
+        .unwrap();
+    assert!(
+        call.has("--offload-arch=gfx90a") && call.has("-fPIC") && call.has("-MD"),
+        "{}",
+        call.line()
+    );
 }
 
 #[test]
 fn real_clang19_compiles_one_object_for_two_gfx_architectures() {
     let (tmp, pkg) = fixture("hip-island");
     let rocm = real_rocm();
-    edit(&pkg.join("Cargo.toml"), "[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\ncompiler = \"clang\"\n");
-    let out = hip_build(tmp.path(), &pkg, &rocm).tool("clang++", "/usr/bin/clang++-19").accel("hip5.2+{gfx90a,gfx1030}").try_compile().unwrap_or_else(|e| panic!("{e}"));
+    edit(
+        &pkg.join("Cargo.toml"),
+        "[package.metadata.mcpp.hip]\n",
+        "[package.metadata.mcpp.hip]\ncompiler = \"clang\"\n",
+    );
+    let out = hip_build(tmp.path(), &pkg, &rocm)
+        .tool("clang++", "/usr/bin/clang++-19")
+        .accel("hip5.2+{gfx90a,gfx1030}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     let bytes = object_of(&out.variant_dir);
-    assert!(bytes.starts_with(b"\x7fELF") && has(&bytes, "gfx90a") && has(&bytes, "gfx1030"), "one object with both code objects");
+    assert!(
+        bytes.starts_with(b"\x7fELF") && has(&bytes, "gfx90a") && has(&bytes, "gfx1030"),
+        "one object with both code objects"
+    );
 }
 
 #[test]
 fn amd_argv_is_exact_through_the_shim() {
     let (tmp, pkg) = fixture("hip-island");
     let (root, hipcc) = fake_rocm(tmp.path());
-    let out = hip_build(tmp.path(), &pkg, &root).accel("hip5.2+{gfx90a,gfx908}").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    let call = hipcc.calls().into_iter().find(|c| c.names("kernels/scale.hip")).expect("scale.hip compiled");
-    let (obj, dep) = (call.after("-o").unwrap().to_string(), call.after("-MF").unwrap().to_string());
+    let out = hip_build(tmp.path(), &pkg, &root)
+        .accel("hip5.2+{gfx90a,gfx908}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let call = hipcc
+        .calls()
+        .into_iter()
+        .find(|c| c.names("kernels/scale.hip"))
+        .expect("scale.hip compiled");
+    let (obj, dep) = (
+        call.after("-o").unwrap().to_string(),
+        call.after("-MF").unwrap().to_string(),
+    );
     let header = tmp.path().join("work/island/fix_hip.kernels.h");
     let expected = [
         "--offload-arch=gfx90a".to_string(),
@@ -97,12 +167,32 @@ fn amd_argv_is_exact_through_the_shim() {
         obj,
     ];
     assert_eq!(call.args, expected);
-    assert_eq!(call.env.get("HIP_PLATFORM").map(String::as_str), Some("amd"), "{:?}", call.env);
+    assert_eq!(
+        call.env.get("HIP_PLATFORM").map(String::as_str),
+        Some("amd"),
+        "{:?}",
+        call.env
+    );
     let lines = out.cargo.lines();
     // A ROCm outside the system directories: its library directory and an rpath.
-    assert!(lines.contains(&format!("cargo::rustc-link-search=native={}", s(&root.join("lib")))), "{lines:#?}");
-    assert!(lines.contains(&format!("cargo::rustc-link-arg=-Wl,-rpath,{}", s(&root.join("lib")))), "{lines:#?}");
-    assert!(lines.contains(&"cargo::rustc-link-lib=dylib=amdhip64".to_string()), "{lines:#?}");
+    assert!(
+        lines.contains(&format!(
+            "cargo::rustc-link-search=native={}",
+            s(&root.join("lib"))
+        )),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&format!(
+            "cargo::rustc-link-arg=-Wl,-rpath,{}",
+            s(&root.join("lib"))
+        )),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"cargo::rustc-link-lib=dylib=amdhip64".to_string()),
+        "{lines:#?}"
+    );
 }
 
 #[test]
@@ -111,9 +201,21 @@ fn hip_on_nvidia_argv_verified_clang_x_cuda_with_the_hip_headers_first() {
     let (rocm, hipcc) = fake_rocm(tmp.path());
     let (cuda, nvcc) = fake_toolkit(tmp.path());
     let clang = Shim::install(tmp.path(), "clang++");
-    let out = hip_build(tmp.path(), &pkg, &rocm).env("CUDA_PATH", &cuda).tool("clang++", clang.path()).accel("hip, cuda13.0+{sm_90}").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    let call = clang.calls().into_iter().find(|c| c.names("kernels/scale.hip")).expect("scale.hip compiled by clang");
-    let (obj, dep) = (call.after("-o").unwrap().to_string(), call.after("-MF").unwrap().to_string());
+    let out = hip_build(tmp.path(), &pkg, &rocm)
+        .env("CUDA_PATH", &cuda)
+        .tool("clang++", clang.path())
+        .accel("hip, cuda13.0+{sm_90}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let call = clang
+        .calls()
+        .into_iter()
+        .find(|c| c.names("kernels/scale.hip"))
+        .expect("scale.hip compiled by clang");
+    let (obj, dep) = (
+        call.after("-o").unwrap().to_string(),
+        call.after("-MF").unwrap().to_string(),
+    );
     let header = tmp.path().join("work/island/fix_hip.kernels.h");
     let expected = [
         "-x".to_string(),
@@ -138,23 +240,45 @@ fn hip_on_nvidia_argv_verified_clang_x_cuda_with_the_hip_headers_first() {
         obj,
     ];
     assert_eq!(call.args, expected);
-    assert!(hipcc.calls().is_empty() && nvcc.calls().is_empty(), "neither hipcc nor nvcc compiles HIP on NVIDIA");
+    assert!(
+        hipcc.calls().is_empty() && nvcc.calls().is_empty(),
+        "neither hipcc nor nvcc compiles HIP on NVIDIA"
+    );
     let lines = out.cargo.lines();
-    assert!(lines.contains(&"cargo::rustc-link-lib=static=cudart_static".to_string()) && !lines.iter().any(|l| l.contains("amdhip64")), "{lines:#?}");
+    assert!(
+        lines.contains(&"cargo::rustc-link-lib=static=cudart_static".to_string())
+            && !lines.iter().any(|l| l.contains("amdhip64")),
+        "{lines:#?}"
+    );
     // The cuda entry is HIP's here: no "nothing was compiled for it" warning.
-    assert!(!lines.iter().any(|l| l.contains("names cuda but no source")), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("names cuda but no source")),
+        "{lines:#?}"
+    );
 }
 
 #[test]
 fn no_accel_compiles_the_island_fallback_and_the_same_boundary() {
     let (tmp, pkg) = fixture("hip-island");
     let (root, _) = fake_rocm(tmp.path());
-    hip_build(tmp.path(), &pkg, &root).try_compile().unwrap_or_else(|e| panic!("{e}"));
+    hip_build(tmp.path(), &pkg, &root)
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     let header = std::fs::read(tmp.path().join("out/mcpp/fix_hip.kernels.h")).unwrap();
-    let out = hip_build(tmp.path(), &pkg, &root).no_accel().try_compile().unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp"), "{:?}", out.report.ran);
+    let out = hip_build(tmp.path(), &pkg, &root)
+        .no_accel()
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp"),
+        "{:?}",
+        out.report.ran
+    );
     assert!(!out.report.ran.iter().any(|id| id.starts_with("hip:")));
-    assert_eq!(std::fs::read(tmp.path().join("out/mcpp/fix_hip.kernels.h")).unwrap(), header);
+    assert_eq!(
+        std::fs::read(tmp.path().join("out/mcpp/fix_hip.kernels.h")).unwrap(),
+        header
+    );
     assert!(!out.cargo.lines().iter().any(|l| l.contains("amdhip64")));
 }
 
@@ -162,16 +286,43 @@ fn no_accel_compiles_the_island_fallback_and_the_same_boundary() {
 fn a_constrained_glob_with_a_hip_entry_is_included_excluded_or_refused() {
     let (tmp, pkg) = fixture("hip-island");
     let (root, hipcc) = fake_rocm(tmp.path());
-    edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.hip\"]", "sources = [{ glob = \"kernels/*.hip\", accel = \"hip5.2+{gfx90a}\" }]");
+    edit(
+        &pkg.join("Cargo.toml"),
+        "sources = [\"kernels/*.hip\"]",
+        "sources = [{ glob = \"kernels/*.hip\", accel = \"hip5.2+{gfx90a}\" }]",
+    );
     // Covered: compiled for the build's architectures.
-    hip_build(tmp.path(), &pkg, &root).accel("hip5.2+{gfx90a,gfx1030}").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    let call = hipcc.calls().into_iter().find(|c| c.names("kernels/scale.hip")).expect("compiled");
-    assert!(call.has("--offload-arch=gfx90a") && call.has("--offload-arch=gfx1030"), "{}", call.line());
+    hip_build(tmp.path(), &pkg, &root)
+        .accel("hip5.2+{gfx90a,gfx1030}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let call = hipcc
+        .calls()
+        .into_iter()
+        .find(|c| c.names("kernels/scale.hip"))
+        .expect("compiled");
+    assert!(
+        call.has("--offload-arch=gfx90a") && call.has("--offload-arch=gfx1030"),
+        "{}",
+        call.line()
+    );
     // Another backend only: left out, the fallback compiled.
-    let out = hip_build(tmp.path(), &pkg, &root).accel("vulkan1.2").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp") && !out.report.ran.iter().any(|id| id.starts_with("hip:")), "{:?}", out.report.ran);
+    let out = hip_build(tmp.path(), &pkg, &root)
+        .accel("vulkan1.2")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.report.ran.iter().any(|id| id == "cxx:host/scale.cpp")
+            && !out.report.ran.iter().any(|id| id.starts_with("hip:")),
+        "{:?}",
+        out.report.ran
+    );
     // The backend named, the architecture not covered: refused.
-    let e = hip_build(tmp.path(), &pkg, &root).accel("hip5.2+{gfx1030}").try_compile().unwrap_err().to_string();
+    let e = hip_build(tmp.path(), &pkg, &root)
+        .accel("hip5.2+{gfx1030}")
+        .try_compile()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("gfx90a"), "{e}");
 }
 
@@ -179,10 +330,26 @@ fn a_constrained_glob_with_a_hip_entry_is_included_excluded_or_refused() {
 fn a_marked_hip_source_outside_the_island_is_refused_before_compiling() {
     let (tmp, pkg) = fixture("hip-island");
     let (root, hipcc) = fake_rocm(tmp.path());
-    std::fs::write(pkg.join("kernels/extra.hip"), "#include <hip/hip_runtime.h>\nMCPP_EXPORT_C int extra_run(float* y) { return 0; }\n").unwrap();
-    let e = hip_build(tmp.path(), &pkg, &root).try_compile().unwrap_err().to_string();
-    assert!(e.contains("`kernels/extra.hip` marks `extra_run`") && e.contains("sources = [\"kernels/scale.hip\", \"host/scale.cpp\", \"kernels/extra.hip\"]"), "{e}");
-    assert!(!hipcc.calls().iter().any(|c| c.has("-c")), "nothing compiled");
+    std::fs::write(
+        pkg.join("kernels/extra.hip"),
+        "#include <hip/hip_runtime.h>\nMCPP_EXPORT_C int extra_run(float* y) { return 0; }\n",
+    )
+    .unwrap();
+    let e = hip_build(tmp.path(), &pkg, &root)
+        .try_compile()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`kernels/extra.hip` marks `extra_run`")
+            && e.contains(
+                "sources = [\"kernels/scale.hip\", \"host/scale.cpp\", \"kernels/extra.hip\"]"
+            ),
+        "{e}"
+    );
+    assert!(
+        !hipcc.calls().iter().any(|c| c.has("-c")),
+        "nothing compiled"
+    );
 }
 
 #[test]
@@ -194,7 +361,11 @@ fn why_tool_into_a_closed_pipe_exits_quietly() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("p");
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n").unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"p\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("src/lib.rs"), "").unwrap();
     let target = tmp.path().join("target");
     let cache = target.join("debug/mcpp/p");
@@ -212,9 +383,15 @@ fn why_tool_into_a_closed_pipe_exits_quietly() {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     assert!(first.starts_with("hipcc for package p"), "{first}");
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && !err.contains("panicked"), "{:?}: {err}", out.status);
+    assert!(
+        out.status.success() && !err.contains("panicked"),
+        "{:?}: {err}",
+        out.status
+    );
 }

@@ -53,7 +53,11 @@ esac
 
 fn cargo_build_cmd(pkg: &harness::Package, target: &Path, compiler: &Path) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.arg("build").arg("--manifest-path").arg(pkg.path("Cargo.toml")).arg("--target-dir").arg(target);
+    cmd.arg("build")
+        .arg("--manifest-path")
+        .arg(pkg.path("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target);
     cmd.env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
         .env("GLSLANG_VALIDATOR", compiler)
         .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
@@ -70,7 +74,9 @@ fn cargo_build(pkg: &harness::Package, target: &Path, compiler: &Path) -> Output
 
 /// What the built program prints: every embedded word of both modules.
 fn embedded_words(target: &Path) -> String {
-    let out = Command::new(target.join("debug/kill-pkg")).output().unwrap();
+    let out = Command::new(target.join("debug/kill-pkg"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -87,25 +93,48 @@ fn kill_at(mode: &str) {
     cargo_build(&pkg, &target, &wrapper);
     let first = embedded_words(&target);
 
-    harness::edit(&pkg.path("shaders/include/common.glsl"), "SCALE = 3.0", "SCALE = 4.0");
-    harness::edit(&pkg.path("shaders/b/scale.comp"), "data[i] * data[i]", "data[i] * data[i] + 2.0");
+    harness::edit(
+        &pkg.path("shaders/include/common.glsl"),
+        "SCALE = 3.0",
+        "SCALE = 4.0",
+    );
+    harness::edit(
+        &pkg.path("shaders/b/scale.comp"),
+        "data[i] * data[i]",
+        "data[i] * data[i] + 2.0",
+    );
     std::fs::write(&mode_file, mode).unwrap();
     use std::os::unix::process::CommandExt;
-    let mut child = cargo_build_cmd(&pkg, &target, &wrapper).process_group(0).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = cargo_build_cmd(&pkg, &target, &wrapper)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let pgid = child.id();
     loop {
         if at.exists() {
-            let status = Command::new("kill").args(["-9", "--", &format!("-{pgid}")]).status().unwrap();
+            let status = Command::new("kill")
+                .args(["-9", "--", &format!("-{pgid}")])
+                .status()
+                .unwrap();
             assert!(status.success(), "kill -9 -- -{pgid}");
             break;
         }
         if let Some(status) = child.try_wait().unwrap() {
             panic!("{mode}: the build ended ({status}) before the wrapper reached its point");
         }
-        std::thread::sleep(std::time::Duration::from_millis(if mode == "exit" { 0 } else { 20 }));
+        std::thread::sleep(std::time::Duration::from_millis(if mode == "exit" {
+            0
+        } else {
+            20
+        }));
     }
     let status = child.wait().unwrap();
-    assert!(!status.success(), "{mode}: the killed cargo reported success");
+    assert!(
+        !status.success(),
+        "{mode}: the killed cargo reported success"
+    );
     // The stopped wrapper was in the group: its pid is gone (or a zombie's being reaped).
     let pid = std::fs::read_to_string(&at).unwrap().trim().to_string();
     std::fs::remove_file(&at).unwrap();
@@ -113,17 +142,31 @@ fn kill_at(mode: &str) {
     std::fs::write(&mode_file, "none").unwrap();
     cargo_build(&pkg, &target, &wrapper);
     let rebuilt = embedded_words(&target);
-    assert_ne!(rebuilt, first, "{mode}: the edits are not in the rebuilt program (wrapper pid was {pid})");
+    assert_ne!(
+        rebuilt, first,
+        "{mode}: the edits are not in the rebuilt program (wrapper pid was {pid})"
+    );
 
     let clean = harness::Package::new(&[]);
     harness::copy_dir(&pkg.path(""), &clean.path(""));
     let clean_target = clean.dir.path().join("target");
-    cargo_build(&clean, &clean_target, &harness::real_tool("glslangValidator"));
-    assert_eq!(rebuilt, embedded_words(&clean_target), "{mode}: STALE BYTES after kill -9 and a rebuild");
+    cargo_build(
+        &clean,
+        &clean_target,
+        &harness::real_tool("glslangValidator"),
+    );
+    assert_eq!(
+        rebuilt,
+        embedded_words(&clean_target),
+        "{mode}: STALE BYTES after kill -9 and a rebuild"
+    );
     // And a no-op after the recovery compiles nothing: the wrapper would mark a compile of b.
     std::fs::write(&mode_file, "exit").unwrap();
     cargo_build(&pkg, &target, &wrapper);
-    assert!(!at.exists(), "{mode}: the rebuild after recovery compiled b again");
+    assert!(
+        !at.exists(),
+        "{mode}: the rebuild after recovery compiled b again"
+    );
 }
 
 #[test]

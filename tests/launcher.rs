@@ -17,8 +17,14 @@ fn package(tmp: &std::path::Path, pkg: &std::path::Path, launcher_line: &str) {
     std::fs::write(pkg.join("shaders/x.comp"), COMP).unwrap();
     let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
     let manifest = manifest
-        .replace("accel = \"cuda13.0+{sm_80}\"", &format!("accel = \"vulkan1.2, cuda13.0+{{sm_80}}\"\n{launcher_line}"))
-        .replace("sources = [\"kernels/*.cu\"]", "sources = [\"kernels/*.cu\", \"shaders/*.comp\"]");
+        .replace(
+            "accel = \"cuda13.0+{sm_80}\"",
+            &format!("accel = \"vulkan1.2, cuda13.0+{{sm_80}}\"\n{launcher_line}"),
+        )
+        .replace(
+            "sources = [\"kernels/*.cu\"]",
+            "sources = [\"kernels/*.cu\", \"shaders/*.comp\"]",
+        );
     std::fs::write(pkg.join("Cargo.toml"), manifest).unwrap();
     let _ = tmp;
 }
@@ -35,11 +41,16 @@ fn the_launcher_goes_before_nvcc_only_and_switching_it_rebuilds_nothing() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, nvcc) = fake_toolkit(tmp.path());
     let launcher = Shim::install(&tmp.path().join("launcher-bin"), "sccache");
-    package(tmp.path(), &pkg, &format!("launcher = {:?}", launcher.path().display().to_string()));
+    package(
+        tmp.path(),
+        &pkg,
+        &format!("launcher = {:?}", launcher.path().display().to_string()),
+    );
     let glslang = real_tool("glslangValidator");
     let b = || {
         let mut b = cuda_build(tmp.path(), &pkg, &root);
-        b.env("NVCC_CCBIN", std::fs::canonicalize(nvcc.path()).unwrap()).tool("glslangValidator", &glslang);
+        b.env("NVCC_CCBIN", std::fs::canonicalize(nvcc.path()).unwrap())
+            .tool("glslangValidator", &glslang);
         b.env_remove("MCPP_LAUNCHER");
         b
     };
@@ -48,37 +59,95 @@ fn the_launcher_goes_before_nvcc_only_and_switching_it_rebuilds_nothing() {
     // was started by it only (the recording launcher writes the outputs), never directly.
     let launched = launcher.calls();
     let nvcc_path = root.join("bin/nvcc").display().to_string();
-    let cu = launched.iter().find(|c| c.names("kernels/scale.cu")).unwrap_or_else(|| panic!("scale.cu not launched: {launched:?}"));
+    let cu = launched
+        .iter()
+        .find(|c| c.names("kernels/scale.cu"))
+        .unwrap_or_else(|| panic!("scale.cu not launched: {launched:?}"));
     assert_eq!(cu.args[0], nvcc_path, "{:?}", cu.args);
     assert!(cu.has("-MF") && cu.has("-o"), "{:?}", cu.args);
-    assert!(nvcc.calls().is_empty(), "nvcc ran directly: {:?}", nvcc.argvs());
-    assert!(!launched.iter().any(|c| c.args.first().is_some_and(|a| a.ends_with("glslangValidator"))), "glslangValidator was launched: {launched:?}");
+    assert!(
+        nvcc.calls().is_empty(),
+        "nvcc ran directly: {:?}",
+        nvcc.argvs()
+    );
+    assert!(
+        !launched.iter().any(|c| c
+            .args
+            .first()
+            .is_some_and(|a| a.ends_with("glslangValidator"))),
+        "glslangValidator was launched: {launched:?}"
+    );
     // Said once, naming the compiler and its rule.
-    let said: Vec<&str> = first.cargo.warnings().filter(|w| w.contains("does not handle")).collect();
+    let said: Vec<&str> = first
+        .cargo
+        .warnings()
+        .filter(|w| w.contains("does not handle"))
+        .collect();
     assert_eq!(said, ["the launcher `sccache` does not handle glslangValidator (spirv): those compiles run without it"]);
-    assert!(first.report.ran.iter().any(|id| id.starts_with("spirv:")), "{:?}", first.report.ran);
+    assert!(
+        first.report.ran.iter().any(|id| id.starts_with("spirv:")),
+        "{:?}",
+        first.report.ran
+    );
 
     // Switching the launcher off (MCPP_LAUNCHER=none over the manifest): everything is fresh.
     let before = launcher.starts();
-    let off = b().env("MCPP_LAUNCHER", "none").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    assert!(off.report.ran.is_empty(), "switching the launcher off rebuilt {:?}", off.report.ran);
+    let off = b()
+        .env("MCPP_LAUNCHER", "none")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        off.report.ran.is_empty(),
+        "switching the launcher off rebuilt {:?}",
+        off.report.ran
+    );
     assert_eq!(launcher.starts(), before);
     assert!(nvcc.calls().is_empty());
 
     // A changed input with the launcher off runs nvcc directly (its argv without the launcher).
     append(&pkg.join("kernels/scale.cu"), "// edited\n");
-    let direct = b().env("MCPP_LAUNCHER", "none").try_compile().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(direct.report.ran.iter().filter(|id| id.starts_with("cuda:")).count(), 1, "{:?}", direct.report.ran);
+    let direct = b()
+        .env("MCPP_LAUNCHER", "none")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        direct
+            .report
+            .ran
+            .iter()
+            .filter(|id| id.starts_with("cuda:"))
+            .count(),
+        1,
+        "{:?}",
+        direct.report.ran
+    );
     assert_eq!(launcher.starts(), before, "{:?}", launcher.argvs());
-    assert_eq!(nvcc.calls().len(), 1, "{:?} {:?}", nvcc.records(), direct.report.ran);
+    assert_eq!(
+        nvcc.calls().len(),
+        1,
+        "{:?} {:?}",
+        nvcc.records(),
+        direct.report.ran
+    );
 
     // And back on: fresh again (the fingerprint never saw the launcher).
     let on = b().try_compile().unwrap_or_else(|e| panic!("{e}"));
-    assert!(on.report.ran.is_empty(), "switching the launcher on rebuilt {:?}", on.report.ran);
+    assert!(
+        on.report.ran.is_empty(),
+        "switching the launcher on rebuilt {:?}",
+        on.report.ran
+    );
 
     // A rule's own `launcher = "none"`: the CUDA compile runs without it.
     let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
-    std::fs::write(pkg.join("Cargo.toml"), manifest.replace("[package.metadata.mcpp.cuda]\n", "[package.metadata.mcpp.cuda]\nlauncher = \"none\"\n")).unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        manifest.replace(
+            "[package.metadata.mcpp.cuda]\n",
+            "[package.metadata.mcpp.cuda]\nlauncher = \"none\"\n",
+        ),
+    )
+    .unwrap();
     append(&pkg.join("kernels/scale.cu"), "// edited again\n");
     b().try_compile().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(nvcc.calls().len(), 2, "{:?}", nvcc.argvs());
@@ -90,10 +159,24 @@ fn a_launcher_that_is_not_there_is_refused_naming_its_key() {
     let (tmp, pkg) = fixture("cuda-island");
     let (root, _nvcc) = fake_toolkit(tmp.path());
     package(tmp.path(), &pkg, "launcher = \"no-such-launcher-anywhere\"");
-    let e = cuda_build(tmp.path(), &pkg, &root).env_remove("MCPP_LAUNCHER").try_compile().unwrap_err().to_string();
-    assert!(e.contains("the launcher `no-such-launcher-anywhere` is not on PATH"), "{e}");
-    assert!(e.contains("Cargo.toml:8:1") && e.contains("package.metadata.mcpp.launcher"), "{e}");
-    let e = cuda_build(tmp.path(), &pkg, &root).env("MCPP_LAUNCHER", "./nope/sccache").try_compile().unwrap_err().to_string();
+    let e = cuda_build(tmp.path(), &pkg, &root)
+        .env_remove("MCPP_LAUNCHER")
+        .try_compile()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the launcher `no-such-launcher-anywhere` is not on PATH"),
+        "{e}"
+    );
+    assert!(
+        e.contains("Cargo.toml:8:1") && e.contains("package.metadata.mcpp.launcher"),
+        "{e}"
+    );
+    let e = cuda_build(tmp.path(), &pkg, &root)
+        .env("MCPP_LAUNCHER", "./nope/sccache")
+        .try_compile()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("MCPP_LAUNCHER"), "{e}");
 }
 
@@ -106,7 +189,10 @@ fn cli_build(extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) 
 
 /// [`cli_build`] started in the package's subdirectory `sub` (`""`: the package root).
 fn cli_build_in(sub: &str, extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, String, bool) {
-    let tmp = tempfile::Builder::new().prefix("mcpp-launcher-").tempdir().unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-launcher-")
+        .tempdir()
+        .unwrap();
     let pkg = tmp.path().join("pkg");
     let manifest = format!(
         "[package]\nname = \"launch\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n{extra}",
@@ -124,10 +210,21 @@ fn cli_build_in(sub: &str, extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, 
         std::fs::write(pkg.join(rel), text).unwrap();
     }
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(pkg.join("tools/wrap"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(pkg.join("tools/not-exec"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(
+        pkg.join("tools/wrap"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        pkg.join("tools/not-exec"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
-    c.args(["mcpp", "build", "--target-dir"]).arg(tmp.path().join("target")).current_dir(pkg.join(sub)).env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
+    c.args(["mcpp", "build", "--target-dir"])
+        .arg(tmp.path().join("target"))
+        .current_dir(pkg.join(sub))
+        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
     for v in ["MCPP_LAUNCHER", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
         c.env_remove(v);
     }
@@ -135,7 +232,11 @@ fn cli_build_in(sub: &str, extra: &str, envs: &[(&str, &str)]) -> (Option<i32>, 
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    (out.status.code(), redact(&text(&out), tmp.path()), pkg.join("ran").exists())
+    (
+        out.status.code(),
+        redact(&text(&out), tmp.path()),
+        pkg.join("ran").exists(),
+    )
 }
 
 /// One bad launcher: its name, the end of `[package.metadata.mcpp]` and the environment.
@@ -157,7 +258,10 @@ fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
     for (name, extra, envs) in cases {
         let (code, out, ran) = cli_build(extra, envs);
         assert_eq!(code, Some(3), "{name}: {out}");
-        assert!(!ran, "{name}: the build script ran, so cargo had started: {out}");
+        assert!(
+            !ran,
+            "{name}: the build script ran, so cargo had started: {out}"
+        );
         assert!(!out.contains("Compiling"), "{name}: {out}");
         all.push_str(&format!("===== {name}\n{out}\n"));
     }
@@ -165,7 +269,10 @@ fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
 
     // The same package with a good launcher (`tools/wrap`, before no compiler of this package)
     // and with `launcher = "none"` on the spirv rule builds.
-    let (code, out, ran) = cli_build("launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"none\"\n", &[]);
+    let (code, out, ran) = cli_build(
+        "launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"none\"\n",
+        &[],
+    );
     assert_eq!(code, Some(0), "{out}");
     assert!(ran, "{out}");
 }

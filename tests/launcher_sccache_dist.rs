@@ -19,14 +19,24 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn sccache() -> PathBuf {
-    let p = std::env::var_os("MCPP_SCCACHE").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/sccache/bin/sccache"));
-    assert!(p.is_file(), "no sccache at {}: run scripts/setup-toolchains.sh (the sccache component)", p.display());
+    let p = std::env::var_os("MCPP_SCCACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/sccache/bin/sccache"));
+    assert!(
+        p.is_file(),
+        "no sccache at {}: run scripts/setup-toolchains.sh (the sccache component)",
+        p.display()
+    );
     p
 }
 
 /// A port nothing listens on now (bound, then let go).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The daemons of this test (scheduler, build server; the sccache client server by its own
@@ -49,12 +59,21 @@ impl Drop for Daemons {
 fn wait_for(log: &Path, line: &str, other: &Path) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(30) {
-        if std::fs::read_to_string(log).unwrap_or_default().contains(line) {
+        if std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains(line)
+        {
             return;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    panic!("no `{line}` in {} within 30 s:\n{}\n{}:\n{}", log.display(), std::fs::read_to_string(log).unwrap_or_default(), other.display(), std::fs::read_to_string(other).unwrap_or_default());
+    panic!(
+        "no `{line}` in {} within 30 s:\n{}\n{}:\n{}",
+        log.display(),
+        std::fs::read_to_string(log).unwrap_or_default(),
+        other.display(),
+        std::fs::read_to_string(other).unwrap_or_default()
+    );
 }
 
 const SCALE_CU: &str = "__global__ void k(float* y) { y[threadIdx.x] *= 2.0f; }\nextern \"C\" void launch(float* y) { k<<<1, 32>>>(y); }\n";
@@ -63,17 +82,37 @@ const SCALE_CU: &str = "__global__ void k(float* y) { y[threadIdx.x] *= 2.0f; }\
 fn sccache_dist_on_the_loopback_compiles_a_cuda_kernel_for_the_build() {
     let sccache = sccache();
     let dist = sccache.with_file_name("sccache-dist");
-    assert!(dist.is_file(), "no sccache-dist beside {}: run scripts/setup-toolchains.sh (the sccache component)", sccache.display());
+    assert!(
+        dist.is_file(),
+        "no sccache-dist beside {}: run scripts/setup-toolchains.sh (the sccache component)",
+        sccache.display()
+    );
     let bwrap = PathBuf::from("/usr/bin/bwrap");
     assert!(bwrap.is_file(), "no {}: run scripts/setup-toolchains.sh (the sccache component installs bubblewrap, the build server's sandbox)", bwrap.display());
     // The build server's overlay builder runs each compile in a bubblewrap sandbox (new
     // namespaces, overlay mounts: root, or a kernel granting user namespaces).
-    let probe = Command::new(&bwrap).args(["--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]).output().unwrap();
+    let probe = Command::new(&bwrap)
+        .args([
+            "--unshare-all",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "true",
+        ])
+        .output()
+        .unwrap();
     if !probe.status.success() {
         // A machine whose kernel or container refuses new namespaces cannot run the build server
         // at all (README "sccache-dist"): said loudly, and a failure where it is required.
         let why = format!("bubblewrap cannot create its namespaces here, so sccache-dist's overlay builder cannot run: {}", text(&probe));
-        assert!(std::env::var_os("MCPP_REQUIRE_SCCACHE_DIST").is_none(), "{why}");
+        assert!(
+            std::env::var_os("MCPP_REQUIRE_SCCACHE_DIST").is_none(),
+            "{why}"
+        );
         eprintln!("SKIPPED (this machine, not cargo-mcpp): {why}");
         return;
     }
@@ -124,11 +163,26 @@ fn sccache_dist_on_the_loopback_compiles_a_cuda_kernel_for_the_build() {
             .unwrap()
     };
     let (scheduler_log, server_log) = (d.join("scheduler.log"), d.join("server.log"));
-    let mut daemons = Daemons { children: Vec::new(), sccache: sccache.clone() };
-    daemons.children.push(start("scheduler", &scheduler_conf, &scheduler_log));
-    wait_for(&scheduler_log.with_extension("err"), "Scheduler listening for clients", &scheduler_log);
-    daemons.children.push(start("server", &server_conf, &server_log));
-    wait_for(&server_log.with_extension("err"), "Server connected to scheduler", &scheduler_log.with_extension("err"));
+    let mut daemons = Daemons {
+        children: Vec::new(),
+        sccache: sccache.clone(),
+    };
+    daemons
+        .children
+        .push(start("scheduler", &scheduler_conf, &scheduler_log));
+    wait_for(
+        &scheduler_log.with_extension("err"),
+        "Scheduler listening for clients",
+        &scheduler_log,
+    );
+    daemons
+        .children
+        .push(start("server", &server_conf, &server_log));
+    wait_for(
+        &server_log.with_extension("err"),
+        "Server connected to scheduler",
+        &scheduler_log.with_extension("err"),
+    );
 
     // The client: sccache's server of this test, reading the dist settings.
     std::env::set_var("SCCACHE_CONF", &client_conf);
@@ -137,54 +191,127 @@ fn sccache_dist_on_the_loopback_compiles_a_cuda_kernel_for_the_build() {
     std::env::set_var("SCCACHE_ERROR_LOG", d.join("client.log"));
     std::env::set_var("SCCACHE_LOG", "info");
     std::env::remove_var("SCCACHE_DIR");
-    let started = Command::new(&sccache).arg("--start-server").output().unwrap();
+    let started = Command::new(&sccache)
+        .arg("--start-server")
+        .output()
+        .unwrap();
     assert!(started.status.success(), "{}", text(&started));
-    let status = Command::new(&sccache).arg("--dist-status").output().unwrap();
-    assert!(String::from_utf8_lossy(&status.stdout).contains("\"num_servers\":1"), "the client sees no build server: {}", text(&status));
+    let status = Command::new(&sccache)
+        .arg("--dist-status")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("\"num_servers\":1"),
+        "the client sees no build server: {}",
+        text(&status)
+    );
 
     let bin = sccache.parent().unwrap().to_path_buf();
     let mut b = cuda_build(tmp, &pkg.path(""), &cuda13());
-    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()))).unwrap();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
     b.env("PATH", path).env_remove("MCPP_LAUNCHER");
-    let built = b.try_compile().unwrap_or_else(|e| panic!("{e}\nclient log:\n{}", std::fs::read_to_string(d.join("client.log")).unwrap_or_default()));
-    assert!(built.report.ran.iter().any(|id| id.starts_with("cuda:")), "{:?}", built.report.ran);
+    let built = b.try_compile().unwrap_or_else(|e| {
+        panic!(
+            "{e}\nclient log:\n{}",
+            std::fs::read_to_string(d.join("client.log")).unwrap_or_default()
+        )
+    });
+    assert!(
+        built.report.ran.iter().any(|id| id.starts_with("cuda:")),
+        "{:?}",
+        built.report.ran
+    );
 
     // sccache's statistics: nvcc's steps compiled on the build server, none failed.
-    let out = Command::new(&sccache).args(["--show-stats", "--stats-format", "json"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
-    let on_server = v["stats"]["dist_compiles"][format!("127.0.0.1:{server_port}")].as_u64().unwrap_or(0);
-    assert!(on_server >= 3, "nvcc's steps (cudafe++, cicc, ptxas, the host compile) ran on the build server: {v:#}");
+    let out = Command::new(&sccache)
+        .args(["--show-stats", "--stats-format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let on_server = v["stats"]["dist_compiles"][format!("127.0.0.1:{server_port}")]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        on_server >= 3,
+        "nvcc's steps (cudafe++, cicc, ptxas, the host compile) ran on the build server: {v:#}"
+    );
     assert_eq!(v["stats"]["dist_errors"].as_u64(), Some(0), "{v:#}");
-    assert_eq!(v["stats"]["cache_misses"]["counts"]["CUDA"].as_u64(), Some(1), "one nvcc compile: {v:#}");
+    assert_eq!(
+        v["stats"]["cache_misses"]["counts"]["CUDA"].as_u64(),
+        Some(1),
+        "one nvcc compile: {v:#}"
+    );
     // The build's object is a real one (an ELF object inside the archive the crate links).
-    let obj = built.report.outputs.keys().find(|p| p.extension().is_some_and(|e| e == "o")).unwrap_or_else(|| panic!("{:?}", built.report.outputs.keys()));
-    assert_eq!(&std::fs::read(obj).unwrap()[..4], b"\x7fELF", "{}", obj.display());
+    let obj = built
+        .report
+        .outputs
+        .keys()
+        .find(|p| p.extension().is_some_and(|e| e == "o"))
+        .unwrap_or_else(|| panic!("{:?}", built.report.outputs.keys()));
+    assert_eq!(
+        &std::fs::read(obj).unwrap()[..4],
+        b"\x7fELF",
+        "{}",
+        obj.display()
+    );
 
     // The same compile on this machine, without the launcher, into other directories.
     let local_tmp = tmp.join("local");
     let mut b = cuda_build(&local_tmp, &pkg.path(""), &cuda13());
     b.env("MCPP_LAUNCHER", "none");
     let local = b.try_compile().unwrap_or_else(|e| panic!("{e}"));
-    let local_obj = local.report.outputs.keys().find(|p| p.extension().is_some_and(|e| e == "o")).unwrap();
+    let local_obj = local
+        .report
+        .outputs
+        .keys()
+        .find(|p| p.extension().is_some_and(|e| e == "o"))
+        .unwrap();
     // The device code nvcc embeds (the fat binary: ptxas's sm_80 ELF and cicc's PTX, made on the
     // server) is there, and the object defines the same symbols as the local compile's. The
     // bytes are not the local object's: the debug profile's line information names nvcc's
     // temporary files (`/tmp/tmpxft_*` here, sccache's `/tmp/sccache_nvcc*` on the server).
     let section = |o: &Path, name: &str| {
         let dump = o.with_extension(name);
-        let out = Command::new("objcopy").args(["-O", "binary", &format!("--only-section={name}")]).arg(o).arg(&dump).output().unwrap();
+        let out = Command::new("objcopy")
+            .args(["-O", "binary", &format!("--only-section={name}")])
+            .arg(o)
+            .arg(&dump)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", text(&out));
         std::fs::read(&dump).unwrap()
     };
     let fatbin = section(obj, ".nv_fatbin");
     assert!(fatbin.len() > 100, "{} bytes of .nv_fatbin", fatbin.len());
     let has = |needle: &[u8]| fatbin.windows(needle.len()).any(|w| w == needle);
-    assert!(has(b"\x7fELF") && has(b".target sm_80"), "no sm_80 ELF and PTX in the distributed object's fat binary");
+    assert!(
+        has(b"\x7fELF") && has(b".target sm_80"),
+        "no sm_80 ELF and PTX in the distributed object's fat binary"
+    );
     let symbols = |o: &Path| {
-        let nm = Command::new("nm").arg("--defined-only").arg(o).output().unwrap();
+        let nm = Command::new("nm")
+            .arg("--defined-only")
+            .arg(o)
+            .output()
+            .unwrap();
         assert!(nm.status.success(), "{}", text(&nm));
-        String::from_utf8_lossy(&nm.stdout).lines().map(|l| l.split_once(' ').map(|(_, rest)| rest.to_string()).unwrap_or_default()).collect::<Vec<_>>()
+        String::from_utf8_lossy(&nm.stdout)
+            .lines()
+            .map(|l| {
+                l.split_once(' ')
+                    .map(|(_, rest)| rest.to_string())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
     };
     assert_eq!(symbols(obj), symbols(local_obj));
-    assert!(symbols(obj).contains(&"T launch".to_string()), "{:?}", symbols(obj));
+    assert!(
+        symbols(obj).contains(&"T launch".to_string()),
+        "{:?}",
+        symbols(obj)
+    );
 }

@@ -12,16 +12,73 @@ use proptest::prelude::*;
 use toml::Value;
 
 const KEYS: &[&str] = &[
-    "accel", "sources", "module-name", "modules", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "payloads", "spirv", "cuda", "slang",
+    "accel",
+    "sources",
+    "module-name",
+    "modules",
+    "base-dir",
+    "tools",
+    "island",
+    "cxx-sources",
+    "cxx",
+    "toolchain-packages",
+    "payloads",
+    "spirv",
+    "cuda",
+    "slang",
 ];
 const INNER_KEYS: &[&str] = &[
-    "compiler", "includes", "defines", "flags", "ccbin", "toolkit", "rdc", "target-env", "sources", "fallback", "header-includes", "glob", "accel",
-    "glslangValidator", "glslc", "nvcc", "glslang", "std", "WORKGROUP",
+    "compiler",
+    "includes",
+    "defines",
+    "flags",
+    "ccbin",
+    "toolkit",
+    "rdc",
+    "target-env",
+    "sources",
+    "fallback",
+    "header-includes",
+    "glob",
+    "accel",
+    "glslangValidator",
+    "glslc",
+    "nvcc",
+    "glslang",
+    "std",
+    "WORKGROUP",
 ];
 const STRINGS: &[&str] = &[
-    "vulkan1.2", "vulkan", "cuda13.0+{sm_80}", "cuda13.0+{sm_80,sm_90} ptx>=80", "none", "shaders/**/*.comp", "shaders/*.comp", "../outside/*.comp",
-    ".[.]/x/*.comp", "/etc/passwd", "glslang", "glslc", "nvcc", "clang", "64", "", " ", "a\nb", "\u{1b}[31mred", "$(touch x)", "`id`", "x\u{0}y", "\r",
-    "\u{7f}", "shaders", "x.shaders", "13.1.1", ">=13.1", "c++20", "-O3",
+    "vulkan1.2",
+    "vulkan",
+    "cuda13.0+{sm_80}",
+    "cuda13.0+{sm_80,sm_90} ptx>=80",
+    "none",
+    "shaders/**/*.comp",
+    "shaders/*.comp",
+    "../outside/*.comp",
+    ".[.]/x/*.comp",
+    "/etc/passwd",
+    "glslang",
+    "glslc",
+    "nvcc",
+    "clang",
+    "64",
+    "",
+    " ",
+    "a\nb",
+    "\u{1b}[31mred",
+    "$(touch x)",
+    "`id`",
+    "x\u{0}y",
+    "\r",
+    "\u{7f}",
+    "shaders",
+    "x.shaders",
+    "13.1.1",
+    ">=13.1",
+    "c++20",
+    "-O3",
 ];
 
 fn string() -> impl Strategy<Value = String> {
@@ -47,13 +104,15 @@ fn value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::btree_map(key(), inner, 0..4).prop_map(|m| Value::Table(m.into_iter().collect())),
+            proptest::collection::btree_map(key(), inner, 0..4)
+                .prop_map(|m| Value::Table(m.into_iter().collect())),
         ]
     })
 }
 
 fn mcpp_table() -> impl Strategy<Value = toml::Table> {
-    let k = prop_oneof![5 => proptest::sample::select(KEYS).prop_map(str::to_string), 1 => string()];
+    let k =
+        prop_oneof![5 => proptest::sample::select(KEYS).prop_map(str::to_string), 1 => string()];
     proptest::collection::btree_map(k, value(), 0..6).prop_map(|m| m.into_iter().collect())
 }
 
@@ -61,9 +120,17 @@ fn mcpp_table() -> impl Strategy<Value = toml::Table> {
 fn check(e: &Error, what: &str, text: &str) -> Result<(), TestCaseError> {
     // An accelerator set given on the command line (`--accel`) has no file: it names its origin.
     let from_command_line = e.kind == ErrorKind::Accel && e.message.contains("from --accel");
-    prop_assert!(e.file.is_some() || from_command_line, "{what}: an error without a file: {e}\n---\n{}", cut(text));
+    prop_assert!(
+        e.file.is_some() || from_command_line,
+        "{what}: an error without a file: {e}\n---\n{}",
+        cut(text)
+    );
     if e.kind == ErrorKind::Manifest {
-        prop_assert!(e.key.as_deref().is_some_and(|k| !k.is_empty()), "{what}: a manifest error without a key: {e}\n---\n{}", cut(text));
+        prop_assert!(
+            e.key.as_deref().is_some_and(|k| !k.is_empty()),
+            "{what}: a manifest error without a key: {e}\n---\n{}",
+            cut(text)
+        );
     }
     for a in &e.also {
         check(a, what, text)?;

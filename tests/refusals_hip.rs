@@ -24,7 +24,11 @@ fn refusal(from: &str, to: &str, change: impl Fn(&mut Build, &Path)) -> String {
         Ok(_) => panic!("{from} -> {to}: the build was expected to be refused"),
         Err(e) => e.to_string(),
     };
-    assert_eq!(hipcc.calls().iter().filter(|c| c.has("-c")).count(), 0, "{from} -> {to}: nothing may compile before the refusal:\n{text}");
+    assert_eq!(
+        hipcc.calls().iter().filter(|c| c.has("-c")).count(),
+        0,
+        "{from} -> {to}: nothing may compile before the refusal:\n{text}"
+    );
     redact(&text, tmp.path())
 }
 
@@ -50,22 +54,72 @@ fn hip_refusals() {
                 b.env("ROCM_PATH", "/nonexistent");
             }),
         ),
-        ("an architecture without a device library (gfx1100)", refusal("", "", accel("hip5.2+{gfx1100}"))),
-        ("a HIP version other than the install's", refusal("", "", accel("hip6.1+{gfx90a}"))),
-        ("a HIP version without a minor", refusal("", "", accel("hip5+{gfx90a}"))),
+        (
+            "an architecture without a device library (gfx1100)",
+            refusal("", "", accel("hip5.2+{gfx1100}")),
+        ),
+        (
+            "a HIP version other than the install's",
+            refusal("", "", accel("hip6.1+{gfx90a}")),
+        ),
+        (
+            "a HIP version without a minor",
+            refusal("", "", accel("hip5+{gfx90a}")),
+        ),
         (
             "a hip_version.h that does not say the version",
             refusal("", "", |_, tmp| {
-                std::fs::write(tmp.join("fake-rocm/include/hip/hip_version.h"), "#define HIP_VERSION_H\n").unwrap();
+                std::fs::write(
+                    tmp.join("fake-rocm/include/hip/hip_version.h"),
+                    "#define HIP_VERSION_H\n",
+                )
+                .unwrap();
             }),
         ),
-        ("an NVIDIA architecture in the hip entry", refusal("", "", accel("hip5.2+{sm_89}"))),
-        ("both platforms with which = auto", refusal("", "", accel("hip5.2+{gfx90a}, cuda13.0+{sm_90}"))),
-        ("no architecture for either platform", refusal("", "", accel("hip5.2"))),
-        ("which = nvidia without a cuda entry", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nwhich = \"nvidia\"\n", same)),
-        ("a device-lib-path without the architecture's library", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\ndevice-lib-path = \"kernels\"\n", same)),
-        ("a rocm key naming no HIP install", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nrocm = \"/nonexistent\"\n", same)),
-        ("which names no platform", refusal("[package.metadata.mcpp.hip]\n", "[package.metadata.mcpp.hip]\nwhich = \"intel\"\n", same)),
+        (
+            "an NVIDIA architecture in the hip entry",
+            refusal("", "", accel("hip5.2+{sm_89}")),
+        ),
+        (
+            "both platforms with which = auto",
+            refusal("", "", accel("hip5.2+{gfx90a}, cuda13.0+{sm_90}")),
+        ),
+        (
+            "no architecture for either platform",
+            refusal("", "", accel("hip5.2")),
+        ),
+        (
+            "which = nvidia without a cuda entry",
+            refusal(
+                "[package.metadata.mcpp.hip]\n",
+                "[package.metadata.mcpp.hip]\nwhich = \"nvidia\"\n",
+                same,
+            ),
+        ),
+        (
+            "a device-lib-path without the architecture's library",
+            refusal(
+                "[package.metadata.mcpp.hip]\n",
+                "[package.metadata.mcpp.hip]\ndevice-lib-path = \"kernels\"\n",
+                same,
+            ),
+        ),
+        (
+            "a rocm key naming no HIP install",
+            refusal(
+                "[package.metadata.mcpp.hip]\n",
+                "[package.metadata.mcpp.hip]\nrocm = \"/nonexistent\"\n",
+                same,
+            ),
+        ),
+        (
+            "which names no platform",
+            refusal(
+                "[package.metadata.mcpp.hip]\n",
+                "[package.metadata.mcpp.hip]\nwhich = \"intel\"\n",
+                same,
+            ),
+        ),
         (
             "HIP on NVIDIA with headers that lack the NVIDIA platform",
             refusal("", "", |b, tmp| {
@@ -75,6 +129,9 @@ fn hip_refusals() {
             }),
         ),
     ];
-    let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();
+    let all: String = cases
+        .iter()
+        .map(|(name, text)| format!("===== {name}\n{text}\n\n"))
+        .collect();
     insta::assert_snapshot!("hip_refusals", all);
 }

@@ -10,7 +10,13 @@ use std::process::Command;
 
 /// One bad input: its name, the `[package.metadata.mcpp.pack]` body (and what follows), the
 /// `[package]` version, the `pack` arguments and the files.
-type Case<'a> = (&'a str, &'a str, &'a str, &'a [&'a str], &'a [(&'a str, &'a [u8])]);
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a [&'a str],
+    &'a [(&'a str, &'a [u8])],
+);
 
 fn refusal(pack: &str, version: &str, args: &[&str], files: &[(&str, &[u8])]) -> String {
     let tmp = tempfile::tempdir().unwrap();
@@ -21,10 +27,22 @@ fn refusal(pack: &str, version: &str, args: &[&str], files: &[(&str, &[u8])]) ->
     for (name, bytes) in files {
         std::fs::write(pkg.join(name), bytes).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp")).arg("mcpp").arg("pack").args(args).current_dir(&pkg).env("MCPP_HOME", tmp.path().join("empty-home")).env_remove("SOURCE_DATE_EPOCH").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .arg("mcpp")
+        .arg("pack")
+        .args(args)
+        .current_dir(&pkg)
+        .env("MCPP_HOME", tmp.path().join("empty-home"))
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let from = stderr.find("error:").unwrap_or(0);
-    format!("exit {}\n{}", out.status.code().unwrap_or(-1), redact(&stderr[from..], tmp.path()).trim_end())
+    format!(
+        "exit {}\n{}",
+        out.status.code().unwrap_or(-1),
+        redact(&stderr[from..], tmp.path()).trim_end()
+    )
 }
 
 /// The start of a type-2 runtime: an ELF header with `AI\x02` at offset 8, for x86-64
@@ -81,7 +99,10 @@ fn pack_refusals() {
     ];
     let mut all = String::new();
     for (name, pack, version, args, files) in cases {
-        all.push_str(&format!("===== {name}\n{}\n\n", refusal(pack, version, args, files)));
+        all.push_str(&format!(
+            "===== {name}\n{}\n\n",
+            refusal(pack, version, args, files)
+        ));
     }
     insta::assert_snapshot!("pack_refusals", all);
 }

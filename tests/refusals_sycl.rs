@@ -13,8 +13,17 @@ use std::path::Path;
 /// A SYCL package with `[package.metadata.mcpp] <mcpp>` and `[package.metadata.mcpp.sycl] <table>`,
 /// built with a fake oneAPI as `ONEAPI_ROOT` and `change`d; its refusal.
 fn sycl(mcpp: &str, table: &str, change: impl Fn(&mut Build, &Path)) -> String {
-    let p = Package::new(&[("kernels/a.sycl", "void a() {}\n"), ("kernels/c.cpp", "void c() {}\n")]);
-    p.write("Cargo.toml", &format!("{}\n[package.metadata.mcpp.sycl]\n{table}\n", manifest("sycl-pkg", mcpp)));
+    let p = Package::new(&[
+        ("kernels/a.sycl", "void a() {}\n"),
+        ("kernels/c.cpp", "void c() {}\n"),
+    ]);
+    p.write(
+        "Cargo.toml",
+        &format!(
+            "{}\n[package.metadata.mcpp.sycl]\n{table}\n",
+            manifest("sycl-pkg", mcpp)
+        ),
+    );
     let (oneapi, icpx) = fake_oneapi(p.dir.path());
     let (cuda, _) = fake_toolkit(p.dir.path());
     let mut b = device_build(p.dir.path(), &p.path(""));
@@ -24,14 +33,27 @@ fn sycl(mcpp: &str, table: &str, change: impl Fn(&mut Build, &Path)) -> String {
         Ok(_) => panic!("{mcpp} / {table}: the build was expected to be refused"),
         Err(e) => e.to_string(),
     };
-    assert_eq!(icpx.calls().len(), 0, "nothing may compile before the refusal:\n{text}");
+    assert_eq!(
+        icpx.calls().len(),
+        0,
+        "nothing may compile before the refusal:\n{text}"
+    );
     redact(&text, p.dir.path())
 }
 
 /// The Ascend C counterpart, with a fake CANN as `ASCEND_HOME_PATH`.
 fn ascend(accel: &str, table: &str, change: impl Fn(&mut Build, &Path)) -> String {
     let p = Package::new(&[("kernels/add.asc", "void add() {}\n")]);
-    p.write("Cargo.toml", &format!("{}\n[package.metadata.mcpp.ascend]\n{table}\n", manifest("asc-pkg", &format!("accel = \"{accel}\"\nsources = [\"kernels/*.asc\"]"))));
+    p.write(
+        "Cargo.toml",
+        &format!(
+            "{}\n[package.metadata.mcpp.ascend]\n{table}\n",
+            manifest(
+                "asc-pkg",
+                &format!("accel = \"{accel}\"\nsources = [\"kernels/*.asc\"]")
+            )
+        ),
+    );
     let (cann, bisheng) = fake_cann(p.dir.path());
     let mut b = device_build(p.dir.path(), &p.path(""));
     b.env("ASCEND_HOME_PATH", &cann);
@@ -40,7 +62,11 @@ fn ascend(accel: &str, table: &str, change: impl Fn(&mut Build, &Path)) -> Strin
         Ok(_) => panic!("{accel} / {table}: the build was expected to be refused"),
         Err(e) => e.to_string(),
     };
-    assert_eq!(bisheng.calls().len(), 0, "nothing may compile before the refusal:\n{text}");
+    assert_eq!(
+        bisheng.calls().len(),
+        0,
+        "nothing may compile before the refusal:\n{text}"
+    );
     redact(&text, p.dir.path())
 }
 
@@ -67,26 +93,50 @@ fn sycl_refusals() {
         ("a .cpp through a plain glob", sycl("accel = \"sycl\"\nsources = [\"kernels/*.cpp\"]", "", same)),
         ("a .cpp in a sycl-constrained glob and in cxx-sources", sycl("accel = \"sycl\"\nsources = [{ glob = \"kernels/*.cpp\", accel = \"sycl\" }]\ncxx-sources = [\"kernels/c.cpp\"]", "", same)),
     ];
-    let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();
+    let all: String = cases
+        .iter()
+        .map(|(name, text)| format!("===== {name}\n{text}\n\n"))
+        .collect();
     insta::assert_snapshot!("sycl_refusals", all);
 }
 
 #[test]
 fn ascend_refusals() {
     let cases: Vec<(&str, String)> = vec![
-        ("no CANN toolkit at all", ascend("ascend8.5+{dav-c220}", "", |b, _| {
-            b.env_remove("ASCEND_HOME_PATH").env("PATH", "/nonexistent");
-        })),
-        ("a toolkit without bisheng", ascend("ascend8.5+{dav-c220}", "", |b, tmp| {
-            std::fs::create_dir_all(tmp.join("empty-cann")).unwrap();
-            b.env("ASCEND_HOME_PATH", tmp.join("empty-cann"));
-        })),
-        ("an unknown architecture", ascend("ascend8.5+{dav-x999}", "", same)),
+        (
+            "no CANN toolkit at all",
+            ascend("ascend8.5+{dav-c220}", "", |b, _| {
+                b.env_remove("ASCEND_HOME_PATH").env("PATH", "/nonexistent");
+            }),
+        ),
+        (
+            "a toolkit without bisheng",
+            ascend("ascend8.5+{dav-c220}", "", |b, tmp| {
+                std::fs::create_dir_all(tmp.join("empty-cann")).unwrap();
+                b.env("ASCEND_HOME_PATH", tmp.join("empty-cann"));
+            }),
+        ),
+        (
+            "an unknown architecture",
+            ascend("ascend8.5+{dav-x999}", "", same),
+        ),
         ("no architecture", ascend("ascend8.5", "", same)),
-        ("a version the toolkit is not", ascend("ascend8.2+{dav-c220}", "", same)),
-        ("a version without a minor", ascend("ascend8+{dav-c220}", "", same)),
-        ("optimize", ascend("ascend8.5+{dav-c220}", "optimize = true", same)),
+        (
+            "a version the toolkit is not",
+            ascend("ascend8.2+{dav-c220}", "", same),
+        ),
+        (
+            "a version without a minor",
+            ascend("ascend8+{dav-c220}", "", same),
+        ),
+        (
+            "optimize",
+            ascend("ascend8.5+{dav-c220}", "optimize = true", same),
+        ),
     ];
-    let all: String = cases.iter().map(|(name, text)| format!("===== {name}\n{text}\n\n")).collect();
+    let all: String = cases
+        .iter()
+        .map(|(name, text)| format!("===== {name}\n{text}\n\n"))
+        .collect();
     insta::assert_snapshot!("ascend_refusals", all);
 }

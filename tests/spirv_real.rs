@@ -9,8 +9,17 @@ fn spirv_val(bytes: &[u8], env: &str) {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.spv");
     std::fs::write(&f, bytes).unwrap();
-    let out = std::process::Command::new(real_tool("spirv-val")).arg("--target-env").arg(env).arg(&f).output().unwrap();
-    assert!(out.status.success(), "spirv-val refused the output: {}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(real_tool("spirv-val"))
+        .arg("--target-env")
+        .arg(env)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "spirv-val refused the output: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -22,13 +31,33 @@ fn both_compilers_compile_the_example_shaders_and_spirv_val_accepts_them() {
         assert_eq!(outcome.payloads, 2);
         for src in ["shaders/a/scale.comp", "shaders/b/scale.comp"] {
             let bytes = pkg.embedded_bytes(src);
-            assert_eq!(&bytes[..4], &[0x03, 0x02, 0x23, 0x07], "{compiler} {src}: SPIR-V magic");
+            assert_eq!(
+                &bytes[..4],
+                &[0x03, 0x02, 0x23, 0x07],
+                "{compiler} {src}: SPIR-V magic"
+            );
             spirv_val(&bytes, "vulkan1.2");
         }
-        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), pkg.embedded_bytes("shaders/b/scale.comp"), "two distinct payloads");
-        let program = if compiler == "glslang" { "glslangValidator" } else { "glslc" };
-        assert_eq!(pkg.starts(program), 3, "one --version probe and two compiles");
-        let other = if compiler == "glslang" { "glslc" } else { "glslangValidator" };
+        assert_ne!(
+            pkg.embedded_bytes("shaders/a/scale.comp"),
+            pkg.embedded_bytes("shaders/b/scale.comp"),
+            "two distinct payloads"
+        );
+        let program = if compiler == "glslang" {
+            "glslangValidator"
+        } else {
+            "glslc"
+        };
+        assert_eq!(
+            pkg.starts(program),
+            3,
+            "one --version probe and two compiles"
+        );
+        let other = if compiler == "glslang" {
+            "glslc"
+        } else {
+            "glslangValidator"
+        };
         assert_eq!(pkg.starts(other), 0, "the undeclared compiler is never run");
     }
 }
@@ -40,14 +69,29 @@ fn editing_only_the_included_glsl_changes_the_embedded_bytes() {
         pkg.compile(&pkg.build());
         let a_before = pkg.embedded_bytes("shaders/a/scale.comp");
         let b_before = pkg.embedded_bytes("shaders/b/scale.comp");
-        pkg.write("shaders/include/common.glsl", &COMMON_GLSL.replace("3.0", "5.0"));
+        pkg.write(
+            "shaders/include/common.glsl",
+            &COMMON_GLSL.replace("3.0", "5.0"),
+        );
         let outcome = pkg.compile(&pkg.build());
-        assert_eq!(outcome.report.ran, ["spirv:shaders/a/scale.comp"], "{compiler}: exactly the includer reruns");
-        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), a_before, "{compiler}: stale bytes after editing common.glsl");
+        assert_eq!(
+            outcome.report.ran,
+            ["spirv:shaders/a/scale.comp"],
+            "{compiler}: exactly the includer reruns"
+        );
+        assert_ne!(
+            pkg.embedded_bytes("shaders/a/scale.comp"),
+            a_before,
+            "{compiler}: stale bytes after editing common.glsl"
+        );
         assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), b_before);
         // The C++ data header carries the new bytes too.
         let data = std::fs::read_to_string(pkg.out_dir().join("mcpp/data/a/scale_comp.h")).unwrap();
-        let words: Vec<u32> = pkg.embedded_bytes("shaders/a/scale.comp").chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let words: Vec<u32> = pkg
+            .embedded_bytes("shaders/a/scale.comp")
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         assert!(data.contains(&format!("0x{:08x}u", words[words.len() - 1])));
     }
 }
@@ -57,7 +101,9 @@ fn a_define_change_rebuilds_with_new_bytes() {
     let pkg = shader_package("glslang");
     pkg.compile(&pkg.build());
     let before = pkg.embedded_bytes("shaders/b/scale.comp");
-    let m = pkg.read("Cargo.toml").replace("WORKGROUP = \"64\"", "WORKGROUP = \"32\"");
+    let m = pkg
+        .read("Cargo.toml")
+        .replace("WORKGROUP = \"64\"", "WORKGROUP = \"32\"");
     pkg.write("Cargo.toml", &m);
     let outcome = pkg.compile(&pkg.build());
     assert_eq!(outcome.report.ran.len(), 2);
@@ -69,12 +115,24 @@ fn switching_glslang_and_glslc_rebuilds_everything() {
     let pkg = shader_package("glslang");
     pkg.compile(&pkg.build());
     let glslang_bytes = pkg.embedded_bytes("shaders/a/scale.comp");
-    pkg.write("Cargo.toml", &pkg.read("Cargo.toml").replace("compiler = \"glslang\"", "compiler = \"glslc\""));
+    pkg.write(
+        "Cargo.toml",
+        &pkg.read("Cargo.toml")
+            .replace("compiler = \"glslang\"", "compiler = \"glslc\""),
+    );
     let outcome = pkg.compile(&pkg.build());
     assert_eq!(outcome.report.ran.len(), 2);
     assert_eq!(pkg.starts("glslc"), 3);
-    assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), glslang_bytes, "glslc's output differs from glslang's (generator word)");
-    pkg.write("Cargo.toml", &pkg.read("Cargo.toml").replace("compiler = \"glslc\"", "compiler = \"glslang\""));
+    assert_ne!(
+        pkg.embedded_bytes("shaders/a/scale.comp"),
+        glslang_bytes,
+        "glslc's output differs from glslang's (generator word)"
+    );
+    pkg.write(
+        "Cargo.toml",
+        &pkg.read("Cargo.toml")
+            .replace("compiler = \"glslc\"", "compiler = \"glslang\""),
+    );
     pkg.compile(&pkg.build());
     assert_eq!(pkg.embedded_bytes("shaders/a/scale.comp"), glslang_bytes);
 }
@@ -86,11 +144,22 @@ fn an_accel_change_rebuilds_for_the_new_target_env_in_its_own_variant() {
     let v12 = pkg.embedded_bytes("shaders/a/scale.comp");
     let second = pkg.compile(pkg.build().accel("vulkan1.3"));
     assert_eq!(second.report.ran.len(), 2);
-    assert_ne!(first.variant_dir, second.variant_dir, "device variants live in different directories");
+    assert_ne!(
+        first.variant_dir, second.variant_dir,
+        "device variants live in different directories"
+    );
     let v13 = pkg.embedded_bytes("shaders/a/scale.comp");
     assert_ne!(v12, v13);
-    assert_eq!(v13[4..8], [0x00, 0x06, 0x01, 0x00], "vulkan1.3 targets SPIR-V 1.6");
-    assert_eq!(v12[4..8], [0x00, 0x05, 0x01, 0x00], "vulkan1.2 targets SPIR-V 1.5");
+    assert_eq!(
+        v13[4..8],
+        [0x00, 0x06, 0x01, 0x00],
+        "vulkan1.3 targets SPIR-V 1.6"
+    );
+    assert_eq!(
+        v12[4..8],
+        [0x00, 0x05, 0x01, 0x00],
+        "vulkan1.2 targets SPIR-V 1.5"
+    );
     // Back to the manifest's set: its variant is still fresh, nothing compiles, the bytes return.
     let starts = pkg.starts("glslangValidator");
     let third = pkg.compile(&pkg.build());
@@ -104,13 +173,24 @@ fn a_no_op_build_starts_no_compiler_process() {
     for compiler in ["glslang", "glslc"] {
         let pkg = shader_package(compiler);
         pkg.compile(&pkg.build());
-        let program = if compiler == "glslang" { "glslangValidator" } else { "glslc" };
+        let program = if compiler == "glslang" {
+            "glslangValidator"
+        } else {
+            "glslc"
+        };
         let starts = pkg.starts(program);
         let outcome = pkg.compile(&pkg.build());
         assert!(outcome.report.ran.is_empty());
         assert_eq!(outcome.report.fresh.len(), 2);
-        assert_eq!(pkg.starts(program), starts, "{compiler}: a no-op build started a compiler");
-        assert!(outcome.generated.unwrap().written.is_empty(), "no generated file rewritten");
+        assert_eq!(
+            pkg.starts(program),
+            starts,
+            "{compiler}: a no-op build started a compiler"
+        );
+        assert!(
+            outcome.generated.unwrap().written.is_empty(),
+            "no generated file rewritten"
+        );
     }
 }
 
@@ -131,21 +211,41 @@ fn rerun_lines_cover_every_real_input_and_no_missing_path() {
     let pkg = shader_package("glslc");
     let outcome = pkg.compile(&pkg.build());
     let lines = outcome.cargo.lines();
-    let rerun: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix("cargo::rerun-if-changed=")).collect();
-    for needed in ["Cargo.toml", "shaders/a/scale.comp", "shaders/b/scale.comp", "shaders/include/common.glsl"] {
-        assert!(rerun.iter().any(|r| r.ends_with(needed)), "no rerun-if-changed for {needed}: {rerun:#?}");
+    let rerun: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("cargo::rerun-if-changed="))
+        .collect();
+    for needed in [
+        "Cargo.toml",
+        "shaders/a/scale.comp",
+        "shaders/b/scale.comp",
+        "shaders/include/common.glsl",
+    ] {
+        assert!(
+            rerun.iter().any(|r| r.ends_with(needed)),
+            "no rerun-if-changed for {needed}: {rerun:#?}"
+        );
     }
     for r in &rerun {
-        assert!(std::path::Path::new(r).exists(), "rerun-if-changed names a missing path {r}");
+        assert!(
+            std::path::Path::new(r).exists(),
+            "rerun-if-changed names a missing path {r}"
+        );
     }
     // Also on a fresh run, where the depfile-discovered include comes from the recorded state.
     let again = pkg.compile(&pkg.build());
-    assert!(again.cargo.lines().iter().any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("common.glsl")));
+    assert!(again
+        .cargo
+        .lines()
+        .iter()
+        .any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("common.glsl")));
     for var in ["MCPP_ACCEL", "MCPP_NO_ACCEL"] {
         assert!(lines.contains(&format!("cargo::rerun-if-env-changed={var}")));
     }
     assert!(lines.contains(&"cargo::rustc-cfg=mcpp_accel=\"vulkan\"".to_string()));
-    assert!(lines.iter().any(|l| l.starts_with("cargo::rustc-check-cfg=cfg(mcpp_accel")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("cargo::rustc-check-cfg=cfg(mcpp_accel")));
 }
 
 #[test]
@@ -156,7 +256,10 @@ fn no_accel_compiles_nothing_and_still_generates_an_empty_surface() {
     assert_eq!(pkg.starts("glslangValidator"), 0, "no tool is even probed");
     assert_eq!(outcome.payloads, 0);
     assert!(pkg.rust_surface().contains("pub fn all() -> [Payload; 0]"));
-    assert!(outcome.cargo.lines().contains(&"cargo::rustc-cfg=mcpp_accel=\"none\"".to_string()));
+    assert!(outcome
+        .cargo
+        .lines()
+        .contains(&"cargo::rustc-cfg=mcpp_accel=\"none\"".to_string()));
     // The environment form, as `cargo mcpp build --no-accel` passes it to build.rs.
     let outcome = pkg.compile(pkg.build().env("MCPP_NO_ACCEL", "1"));
     assert_eq!(outcome.payloads, 0);
@@ -188,7 +291,10 @@ fn constrained_globs_are_included_excluded_or_refused() {
     ]);
     let refused = pkg.refuse(&pkg.build());
     assert!(refused.contains("sources entry 'shaders/a/*.comp' is constrained to accel \"vulkan1.3\", which this build does not cover"), "{refused}");
-    assert!(refused.contains("this build targets: vulkan1.2"), "{refused}");
+    assert!(
+        refused.contains("this build targets: vulkan1.2"),
+        "{refused}"
+    );
     assert!(refused.contains("--no-accel"), "{refused}");
     let covered = pkg.compile(pkg.build().accel("vulkan1.3"));
     assert_eq!(covered.payloads, 2);
@@ -205,10 +311,22 @@ fn a_new_file_shadowing_an_include_rebuilds_the_includer() {
         // `#include "common.glsl"` resolves next to the includer before the -I directory.
         pkg.write("shaders/a/common.glsl", &COMMON_GLSL.replace("3.0", "7.0"));
         let outcome = pkg.compile(&pkg.build());
-        assert_eq!(outcome.report.ran, ["spirv:shaders/a/scale.comp"], "{compiler}");
-        assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), before, "{compiler}: stale bytes after a shadowing include appeared");
+        assert_eq!(
+            outcome.report.ran,
+            ["spirv:shaders/a/scale.comp"],
+            "{compiler}"
+        );
+        assert_ne!(
+            pkg.embedded_bytes("shaders/a/scale.comp"),
+            before,
+            "{compiler}: stale bytes after a shadowing include appeared"
+        );
         // And the include directories are watched by cargo.
-        assert!(outcome.cargo.lines().iter().any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("shaders/include")));
+        assert!(outcome
+            .cargo
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("cargo::rerun-if-changed=") && l.ends_with("shaders/include")));
     }
 }
 
@@ -227,13 +345,25 @@ fn a_deleted_source_leaves_no_data_behind() {
 #[test]
 fn a_root_level_glob_is_warned_and_its_new_file_is_compiled_by_the_next_run() {
     let pkg = Package::new(&[
-        ("Cargo.toml", &manifest("rooted", "accel = \"vulkan\"\nsources = [\"*.comp\"]")),
-        ("one.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"),
+        (
+            "Cargo.toml",
+            &manifest("rooted", "accel = \"vulkan\"\nsources = [\"*.comp\"]"),
+        ),
+        (
+            "one.comp",
+            "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n",
+        ),
     ]);
     let first = pkg.compile(&pkg.build());
-    assert!(first.cargo.warnings().any(|w| w.contains("cargo cannot watch the root for new files")));
+    assert!(first
+        .cargo
+        .warnings()
+        .any(|w| w.contains("cargo cannot watch the root for new files")));
     assert_eq!(first.payloads, 1);
-    pkg.write("two.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n");
+    pkg.write(
+        "two.comp",
+        "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n",
+    );
     assert_eq!(pkg.compile(&pkg.build()).payloads, 2);
 }
 
@@ -241,21 +371,38 @@ fn a_root_level_glob_is_warned_and_its_new_file_is_compiled_by_the_next_run() {
 fn a_tool_found_on_path_declares_path() {
     let pkg = shader_package("glslc");
     let mut b = cargo_mcpp::Build::new();
-    b.manifest_dir(pkg.path("")).out_dir(pkg.out_dir()).work_dir(pkg.work_dir());
+    b.manifest_dir(pkg.path(""))
+        .out_dir(pkg.out_dir())
+        .work_dir(pkg.work_dir());
     for v in ["GLSLC", "MCPP_GLSLC", "MCPP_ACCEL", "MCPP_NO_ACCEL"] {
         b.env_remove(v);
     }
     let outcome = pkg.compile(&b);
-    assert!(outcome.cargo.warnings().any(|w| w.contains("glslc was found on PATH")));
-    assert!(outcome.cargo.lines().contains(&"cargo::rerun-if-env-changed=PATH".to_string()));
+    assert!(outcome
+        .cargo
+        .warnings()
+        .any(|w| w.contains("glslc was found on PATH")));
+    assert!(outcome
+        .cargo
+        .lines()
+        .contains(&"cargo::rerun-if-env-changed=PATH".to_string()));
 }
 
 #[test]
 fn names_that_meet_at_an_underscore_get_distinct_c_symbols() {
     let pkg = Package::new(&[
-        ("Cargo.toml", &manifest("meet", "accel = \"vulkan\"\nsources = [\"c/**/*.comp\"]")),
-        ("c/a_b/c.comp", "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"),
-        ("c/a/b_c.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n"),
+        (
+            "Cargo.toml",
+            &manifest("meet", "accel = \"vulkan\"\nsources = [\"c/**/*.comp\"]"),
+        ),
+        (
+            "c/a_b/c.comp",
+            "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n",
+        ),
+        (
+            "c/a/b_c.comp",
+            "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n",
+        ),
     ]);
     pkg.compile(&pkg.build());
     let out = std::process::Command::new(real_tool("g++"))
@@ -263,7 +410,11 @@ fn names_that_meet_at_an_underscore_get_distinct_c_symbols() {
         .current_dir(pkg.out_dir().join("mcpp"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A file system with 1-second timestamps, simulated: after a same-size edit with the mtime set
@@ -281,14 +432,31 @@ fn a_same_size_edit_in_the_tick_of_the_last_read_is_recompiled() {
     let edited = SQUARE_COMP.replace("data[i] * data[i]", "data[i] + data[i]");
     assert_eq!(edited.len(), SQUARE_COMP.len());
     std::fs::write(&src, &edited).unwrap();
-    std::fs::File::options().write(true).open(&src).unwrap().set_modified(recorded).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(recorded)
+        .unwrap();
     let m = std::fs::metadata(&src).unwrap();
     let cache = first.variant_dir.join("fingerprints/file-hashes.json");
-    let mut saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-    let entry = saved.as_array_mut().unwrap().iter_mut().find(|e| e[0] == src.to_str().unwrap()).expect("the source is in the hash cache");
-    entry[1]["key"] = serde_json::json!([m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino()]);
+    let mut saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let entry = saved
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|e| e[0] == src.to_str().unwrap())
+        .expect("the source is in the hash cache");
+    entry[1]["key"] = serde_json::json!([
+        m.len(),
+        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+        m.ino()
+    ]);
     // The first build read the source in the tick of its mtime (set, not timed).
-    entry[1]["hashed_at"] = serde_json::json!(m.mtime() * 1_000_000_000 + m.mtime_nsec() + 500_000_000);
+    entry[1]["hashed_at"] =
+        serde_json::json!(m.mtime() * 1_000_000_000 + m.mtime_nsec() + 500_000_000);
     std::fs::write(&cache, serde_json::to_vec(&saved).unwrap()).unwrap();
     cargo_mcpp::fingerprint::clear_hash_cache();
     let outcome = pkg.compile(&pkg.build());
@@ -307,7 +475,10 @@ fn concurrent_device_phases_on_one_device_cache_all_succeed_with_identical_bytes
     let mut previous: Option<Vec<Vec<u8>>> = None;
     for round in 0..2 {
         if round == 1 {
-            pkg.write("shaders/include/common.glsl", &COMMON_GLSL.replace("3.0", "5.0"));
+            pkg.write(
+                "shaders/include/common.glsl",
+                &COMMON_GLSL.replace("3.0", "5.0"),
+            );
         }
         let embedded: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..4)
@@ -317,20 +488,33 @@ fn concurrent_device_phases_on_one_device_cache_all_succeed_with_identical_bytes
                         let out = pkg.dir.path().join(format!("out-{n}"));
                         let mut b = pkg.build();
                         b.out_dir(&out);
-                        b.try_compile().unwrap_or_else(|e| panic!("round {round}, build {n} failed:\n{e}"));
+                        b.try_compile()
+                            .unwrap_or_else(|e| panic!("round {round}, build {n} failed:\n{e}"));
                         let rust = std::fs::read_to_string(out.join("mcpp_shaders.rs")).unwrap();
-                        sources.iter().map(|s| embedded_in(&rust, s)).collect::<Vec<_>>()
+                        sources
+                            .iter()
+                            .map(|s| embedded_in(&rust, s))
+                            .collect::<Vec<_>>()
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (n, e) in embedded.iter().enumerate() {
-            assert_eq!(e, &embedded[0], "round {round}: build {n} embedded other bytes than build 0");
+            assert_eq!(
+                e, &embedded[0],
+                "round {round}: build {n} embedded other bytes than build 0"
+            );
         }
         if let Some(p) = &previous {
-            assert_ne!(p[0], embedded[0][0], "the edit of the included file reached the bytes");
-            assert_eq!(p[1], embedded[0][1], "the shader not including it kept its bytes");
+            assert_ne!(
+                p[0], embedded[0][0],
+                "the edit of the included file reached the bytes"
+            );
+            assert_eq!(
+                p[1], embedded[0][1],
+                "the shader not including it kept its bytes"
+            );
         }
         previous = Some(embedded[0].clone());
     }
@@ -355,15 +539,29 @@ fn an_output_overwritten_in_the_device_cache_is_never_embedded() {
     let first = pkg.compile(&pkg.build());
     let good = pkg.embedded_bytes("shaders/b/scale.comp");
     let rust = pkg.rust_surface();
-    assert!(!rust.contains(first.variant_dir.to_str().unwrap()), "the surface includes nothing from the device cache:\n{rust}");
-    assert!(rust.contains(pkg.out_dir().join("mcpp/payloads").to_str().unwrap()), "{rust}");
+    assert!(
+        !rust.contains(first.variant_dir.to_str().unwrap()),
+        "the surface includes nothing from the device cache:\n{rust}"
+    );
+    assert!(
+        rust.contains(pkg.out_dir().join("mcpp/payloads").to_str().unwrap()),
+        "{rust}"
+    );
     let spv = first.variant_dir.join("spirv/shaders/b/scale.comp.spv");
     std::fs::write(&spv, b"\x03\x02\x23\x07\0\0\0\0").unwrap();
-    assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good, "without a device phase the embedded bytes are the compiler's");
+    assert_eq!(
+        pkg.embedded_bytes("shaders/b/scale.comp"),
+        good,
+        "without a device phase the embedded bytes are the compiler's"
+    );
     let again = pkg.compile(&pkg.build());
     assert_eq!(again.report.ran, ["spirv:shaders/b/scale.comp"]);
     assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), good);
-    assert_eq!(std::fs::read(&spv).unwrap(), good, "the device cache has the compiler's bytes again");
+    assert_eq!(
+        std::fs::read(&spv).unwrap(),
+        good,
+        "the device cache has the compiler's bytes again"
+    );
 }
 
 /// glslangValidator and glslc run no shell: a define value that a shell would run is an
@@ -373,7 +571,13 @@ fn a_shell_looking_define_is_never_run_by_the_glsl_compilers() {
     for compiler in ["glslang", "glslc"] {
         let pkg = shader_package(compiler);
         let pwned = pkg.dir.path().join("pwned");
-        let manifest = pkg.read("Cargo.toml").replace("defines = { WORKGROUP = \"64\" }", &format!("defines = {{ WORKGROUP = \"64\", UNUSED = \"$(touch {})\" }}", pwned.display()));
+        let manifest = pkg.read("Cargo.toml").replace(
+            "defines = { WORKGROUP = \"64\" }",
+            &format!(
+                "defines = {{ WORKGROUP = \"64\", UNUSED = \"$(touch {})\" }}",
+                pwned.display()
+            ),
+        );
         pkg.write("Cargo.toml", &manifest);
         let outcome = pkg.compile(&pkg.build());
         assert_eq!(outcome.report.ran.len(), 2, "{compiler}");
@@ -405,17 +609,59 @@ fn a_compiler_warning_on_success_is_shown_and_a_clean_or_fresh_compile_shows_non
     for (compiler, program) in [("glslang", "glslangValidator"), ("glslc", "glslc")] {
         let pkg = shader_package(compiler);
         let clean = pkg.compile(&pkg.build());
-        let compiler_lines = |o: &cargo_mcpp::pipeline::Outcome| -> Vec<String> { o.cargo.warnings().filter(|w| w.starts_with(&format!("{program} "))).map(str::to_string).collect() };
-        assert_eq!(compiler_lines(&clean), Vec::<String>::new(), "{compiler}: a clean compile warns nothing");
-        pkg.write("shaders/b/scale.comp", &SQUARE_COMP.replace("layout(local_size_x", "#extension GL_EXT_mcpp_nonexistent : warn\nlayout(local_size_x"));
+        let compiler_lines = |o: &cargo_mcpp::pipeline::Outcome| -> Vec<String> {
+            o.cargo
+                .warnings()
+                .filter(|w| w.starts_with(&format!("{program} ")))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            compiler_lines(&clean),
+            Vec::<String>::new(),
+            "{compiler}: a clean compile warns nothing"
+        );
+        pkg.write(
+            "shaders/b/scale.comp",
+            &SQUARE_COMP.replace(
+                "layout(local_size_x",
+                "#extension GL_EXT_mcpp_nonexistent : warn\nlayout(local_size_x",
+            ),
+        );
         let warned = pkg.compile(&pkg.build());
-        assert_eq!(warned.report.ran, ["spirv:shaders/b/scale.comp"], "{compiler}");
+        assert_eq!(
+            warned.report.ran,
+            ["spirv:shaders/b/scale.comp"],
+            "{compiler}"
+        );
         let lines = compiler_lines(&warned);
-        assert!(!lines.is_empty(), "{compiler}: no warning in {:?}", warned.cargo.lines());
-        assert!(lines.iter().all(|l| l.starts_with(&format!("{program} shaders/b/scale.comp: "))), "{compiler}: {lines:?}");
-        assert!(lines.iter().any(|l| l.contains("GL_EXT_mcpp_nonexistent")), "{compiler}: {lines:?}");
-        assert!(!lines.iter().any(|l| l.ends_with("scale.comp") && !l.contains("GL_EXT")), "{compiler}: the echoed file name is no warning: {lines:?}");
-        assert!(warned.cargo.lines().iter().any(|l| l.starts_with("cargo::warning=cargo-mcpp: ") && l.contains("GL_EXT_mcpp_nonexistent")));
+        assert!(
+            !lines.is_empty(),
+            "{compiler}: no warning in {:?}",
+            warned.cargo.lines()
+        );
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with(&format!("{program} shaders/b/scale.comp: "))),
+            "{compiler}: {lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("GL_EXT_mcpp_nonexistent")),
+            "{compiler}: {lines:?}"
+        );
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.ends_with("scale.comp") && !l.contains("GL_EXT")),
+            "{compiler}: the echoed file name is no warning: {lines:?}"
+        );
+        assert!(warned
+            .cargo
+            .lines()
+            .iter()
+            .any(|l| l.starts_with("cargo::warning=cargo-mcpp: ")
+                && l.contains("GL_EXT_mcpp_nonexistent")));
         // Fresh: the compiler does not run, so its warning is not shown again (as the cc crate).
         let fresh = pkg.compile(&pkg.build());
         assert!(fresh.report.ran.is_empty(), "{compiler}");

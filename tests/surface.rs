@@ -4,11 +4,12 @@
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
-use std::process::Command;
 use harness::*;
+use std::process::Command;
 
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
-const FRAG: &str = "#version 450\nlayout(location = 0) out vec4 color;\nvoid main() { color = vec4(1.0); }\n";
+const FRAG: &str =
+    "#version 450\nlayout(location = 0) out vec4 color;\nvoid main() { color = vec4(1.0); }\n";
 
 fn naming_package(modules: bool) -> Package {
     let m = manifest(
@@ -19,7 +20,10 @@ fn naming_package(modules: bool) -> Package {
         ("Cargo.toml", &m),
         ("shaders/blur.comp", COMP),
         ("shaders/a/scale.comp", COMP),
-        ("shaders/b/scale.comp", "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n"),
+        (
+            "shaders/b/scale.comp",
+            "#version 450\nlayout(local_size_x = 2) in;\nvoid main() {}\n",
+        ),
         ("shaders/default/x.comp", COMP),
         ("shaders/type/mesh.comp", COMP),
         ("shaders/effects/post/3d-tone.frag", FRAG),
@@ -28,12 +32,21 @@ fn naming_package(modules: bool) -> Package {
 
 /// Every generated file but the byte-carrying ones (data headers, payload copies), paths made stable.
 fn uber(pkg: &Package) -> String {
-    let mut files: Vec<_> = walk(&pkg.out_dir()).into_iter().filter(|p| !p.to_string_lossy().contains("/data/") && !p.to_string_lossy().contains("/mcpp/payloads/")).collect();
+    let mut files: Vec<_> = walk(&pkg.out_dir())
+        .into_iter()
+        .filter(|p| {
+            !p.to_string_lossy().contains("/data/")
+                && !p.to_string_lossy().contains("/mcpp/payloads/")
+        })
+        .collect();
     files.sort();
     let mut out = String::new();
     for f in files {
         let rel = f.strip_prefix(pkg.out_dir()).unwrap().display().to_string();
-        let text = std::fs::read_to_string(&f).unwrap().replace(&pkg.work_dir().display().to_string(), "[WORK]").replace(&pkg.out_dir().display().to_string(), "[OUT]");
+        let text = std::fs::read_to_string(&f)
+            .unwrap()
+            .replace(&pkg.work_dir().display().to_string(), "[WORK]")
+            .replace(&pkg.out_dir().display().to_string(), "[OUT]");
         let text = regex_variant(&text);
         out.push_str(&format!("===== {rel}\n{text}\n"));
     }
@@ -56,7 +69,6 @@ fn regex_variant(text: &str) -> String {
     out
 }
 
-
 #[test]
 fn naming_snapshot_module_surface() {
     let pkg = naming_package(true);
@@ -73,7 +85,12 @@ fn naming_snapshot_header_surface() {
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -109,12 +126,36 @@ fn the_cpp_module_compiles_and_links_with_clang_19() {
     let cxx = real_tool("clang++-19");
     std::fs::write(dir.join("consumer.cpp"), CONSUMER).unwrap();
     let c = |args: &[&str]| run(Command::new(&cxx).args(args).current_dir(&dir));
-    c(&["-std=c++20", "-x", "c++-module", "--precompile", "my_shader_app.shaders.cppm", "-o", "m.pcm"]);
-    c(&["-std=c++20", "-fmodule-file=my_shader_app.shaders=m.pcm", "-c", "consumer.cpp", "-o", "consumer.o"]);
+    c(&[
+        "-std=c++20",
+        "-x",
+        "c++-module",
+        "--precompile",
+        "my_shader_app.shaders.cppm",
+        "-o",
+        "m.pcm",
+    ]);
+    c(&[
+        "-std=c++20",
+        "-fmodule-file=my_shader_app.shaders=m.pcm",
+        "-c",
+        "consumer.cpp",
+        "-o",
+        "consumer.o",
+    ]);
     c(&["-std=c++20", "-c", "m.pcm", "-o", "m.o"]);
-    c(&["-std=c++20", "-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]);
+    c(&[
+        "-std=c++20",
+        "-c",
+        "my_shader_app.shaders.impl.cpp",
+        "-o",
+        "impl.o",
+    ]);
     c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
-    assert_eq!(run(&mut Command::new(dir.join("consumer"))), expected_sizes(&pkg));
+    assert_eq!(
+        run(&mut Command::new(dir.join("consumer"))),
+        expected_sizes(&pkg)
+    );
 }
 
 #[test]
@@ -125,11 +166,36 @@ fn the_cpp_module_compiles_and_links_with_gxx_modules_ts() {
     let cxx = real_tool("g++");
     std::fs::write(dir.join("consumer.cpp"), CONSUMER).unwrap();
     let c = |args: &[&str]| run(Command::new(&cxx).args(args).current_dir(&dir));
-    c(&["-std=c++20", "-fmodules-ts", "-x", "c++", "-c", "my_shader_app.shaders.cppm", "-o", "m.o"]);
-    c(&["-std=c++20", "-fmodules-ts", "-c", "consumer.cpp", "-o", "consumer.o"]);
-    c(&["-std=c++20", "-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]);
+    c(&[
+        "-std=c++20",
+        "-fmodules-ts",
+        "-x",
+        "c++",
+        "-c",
+        "my_shader_app.shaders.cppm",
+        "-o",
+        "m.o",
+    ]);
+    c(&[
+        "-std=c++20",
+        "-fmodules-ts",
+        "-c",
+        "consumer.cpp",
+        "-o",
+        "consumer.o",
+    ]);
+    c(&[
+        "-std=c++20",
+        "-c",
+        "my_shader_app.shaders.impl.cpp",
+        "-o",
+        "impl.o",
+    ]);
     c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
-    assert_eq!(run(&mut Command::new(dir.join("consumer"))), expected_sizes(&pkg));
+    assert_eq!(
+        run(&mut Command::new(dir.join("consumer"))),
+        expected_sizes(&pkg)
+    );
 }
 
 #[test]
@@ -149,20 +215,52 @@ fn the_header_surface_serves_c_and_cpp() {
     .unwrap();
     let gcc = real_tool("gcc");
     let gxx = real_tool("g++");
-    run(Command::new(&gxx).args(["-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"]).current_dir(&dir));
-    run(Command::new(&gcc).args(["-std=c11", "-Wall", "-Werror", "-c", "c_consumer.c", "-o", "c.o"]).current_dir(&dir));
-    run(Command::new(&gxx).args(["c.o", "impl.o", "-o", "c_consumer"]).current_dir(&dir));
-    run(Command::new(&gxx).args(["-std=c++17", "cpp_consumer.cpp", "impl.o", "-o", "cpp_consumer"]).current_dir(&dir));
-    assert_eq!(run(&mut Command::new(dir.join("c_consumer"))), format!("{}\n", pkg.embedded_bytes("shaders/a/scale.comp").len()));
-    assert_eq!(run(&mut Command::new(dir.join("cpp_consumer"))), format!("{}\n", pkg.embedded_bytes("shaders/default/x.comp").len()));
+    run(Command::new(&gxx)
+        .args(["-c", "my_shader_app.shaders.impl.cpp", "-o", "impl.o"])
+        .current_dir(&dir));
+    run(Command::new(&gcc)
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-c",
+            "c_consumer.c",
+            "-o",
+            "c.o",
+        ])
+        .current_dir(&dir));
+    run(Command::new(&gxx)
+        .args(["c.o", "impl.o", "-o", "c_consumer"])
+        .current_dir(&dir));
+    run(Command::new(&gxx)
+        .args([
+            "-std=c++17",
+            "cpp_consumer.cpp",
+            "impl.o",
+            "-o",
+            "cpp_consumer",
+        ])
+        .current_dir(&dir));
+    assert_eq!(
+        run(&mut Command::new(dir.join("c_consumer"))),
+        format!("{}\n", pkg.embedded_bytes("shaders/a/scale.comp").len())
+    );
+    assert_eq!(
+        run(&mut Command::new(dir.join("cpp_consumer"))),
+        format!("{}\n", pkg.embedded_bytes("shaders/default/x.comp").len())
+    );
 }
 
 #[test]
 fn the_module_interface_is_std_free() {
     let pkg = naming_package(true);
     pkg.compile(&pkg.build());
-    let text = std::fs::read_to_string(pkg.out_dir().join("mcpp/my_shader_app.shaders.cppm")).unwrap();
-    assert!(!text.contains("std::") && !text.contains("#include"), "{text}");
+    let text =
+        std::fs::read_to_string(pkg.out_dir().join("mcpp/my_shader_app.shaders.cppm")).unwrap();
+    assert!(
+        !text.contains("std::") && !text.contains("#include"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -180,14 +278,29 @@ fn the_rust_surface_compiles_and_returns_aligned_words() {
     )
     .unwrap();
     let exe = pkg.out_dir().join("surface-main");
-    run(Command::new("rustc").args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(&main));
+    run(Command::new("rustc")
+        .args(["--edition", "2021", "-D", "warnings", "-o"])
+        .arg(&exe)
+        .arg(&main));
     let printed = run(&mut Command::new(&exe));
-    assert_eq!(printed, format!("6 {} shaders/effects/post/3d-tone.frag shaders/type/mesh.comp\n", pkg.embedded_bytes("shaders/default/x.comp").len()));
+    assert_eq!(
+        printed,
+        format!(
+            "6 {} shaders/effects/post/3d-tone.frag shaders/type/mesh.comp\n",
+            pkg.embedded_bytes("shaders/default/x.comp").len()
+        )
+    );
 }
 
 fn base_package(mcpp_extra: &str) -> Package {
     Package::new(&[
-        ("Cargo.toml", &manifest("base-app", &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{mcpp_extra}"))),
+        (
+            "Cargo.toml",
+            &manifest(
+                "base-app",
+                &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\n{mcpp_extra}"),
+            ),
+        ),
         ("shaders/a/one.comp", COMP),
     ])
 }
@@ -200,7 +313,12 @@ fn warnings(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<String> {
 fn a_moved_derived_base_is_warned_with_what_moved_and_the_key_to_pin_it() {
     let pkg = base_package("");
     let first = pkg.compile(&pkg.build());
-    assert!(pkg.rust_surface().contains("\npub fn one_comp() -> Payload {"), "{}", pkg.rust_surface());
+    assert!(
+        pkg.rust_surface()
+            .contains("\npub fn one_comp() -> Payload {"),
+        "{}",
+        pkg.rust_surface()
+    );
     assert_eq!(warnings(&first), Vec::<String>::new());
     let record = first.variant_dir.join("surface-base");
     assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders/a\n");
@@ -214,7 +332,14 @@ fn a_moved_derived_base_is_warned_with_what_moved_and_the_key_to_pin_it() {
     cargo_mcpp::pipeline::run(&config, &cargo_mcpp::graph::Silent, None).unwrap();
     assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders/a\n");
     let moved = pkg.compile(&pkg.build());
-    assert!(pkg.rust_surface().contains("pub mod a {") && pkg.rust_surface().contains("    pub fn one_comp() -> super::Payload {"), "{}", pkg.rust_surface());
+    assert!(
+        pkg.rust_surface().contains("pub mod a {")
+            && pkg
+                .rust_surface()
+                .contains("    pub fn one_comp() -> super::Payload {"),
+        "{}",
+        pkg.rust_surface()
+    );
     assert_eq!(
         warnings(&moved),
         [
@@ -243,40 +368,79 @@ fn a_moved_derived_base_is_warned_with_what_moved_and_the_key_to_pin_it() {
 fn base_dir_pins_the_names_in_rust_cpp_and_c_without_a_warning() {
     let pkg = base_package("base-dir = \"shaders\"\nmodules = false");
     pkg.compile(&pkg.build());
-    assert!(pkg.rust_surface().contains("pub mod a {"), "{}", pkg.rust_surface());
+    assert!(
+        pkg.rust_surface().contains("pub mod a {"),
+        "{}",
+        pkg.rust_surface()
+    );
     pkg.write("shaders/b/x.comp", COMP);
     pkg.write("shaders/a/deep/y.comp", COMP);
     let out = pkg.compile(&pkg.build());
     assert_eq!(warnings(&out), Vec::<String>::new());
     let rust = pkg.rust_surface();
-    assert!(rust.contains("pub mod a {") && rust.contains("\n    pub mod deep {") && rust.contains("pub mod b {"), "{rust}");
+    assert!(
+        rust.contains("pub mod a {")
+            && rust.contains("\n    pub mod deep {")
+            && rust.contains("pub mod b {"),
+        "{rust}"
+    );
     let header = std::fs::read_to_string(pkg.out_dir().join("mcpp/base_app.shaders.h")).unwrap();
     assert!(header.contains("namespace a {\ninline payload one_comp() { return { mcpp_embed_8base_app7shaders1a8one_comp_data(), mcpp_embed_8base_app7shaders1a8one_comp_size() }; }"), "{header}");
-    assert!(header.contains("const unsigned int* mcpp_embed_8base_app7shaders1b6x_comp_data(void);"), "{header}");
+    assert!(
+        header.contains("const unsigned int* mcpp_embed_8base_app7shaders1b6x_comp_data(void);"),
+        "{header}"
+    );
     // The module surface follows the same base.
     pkg.write("Cargo.toml", &manifest("base-app", "accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]\nbase-dir = \"shaders/a\"\nmodules = true"));
     std::fs::remove_file(pkg.path("shaders/b/x.comp")).unwrap();
     pkg.compile(&pkg.build());
     let module = std::fs::read_to_string(pkg.out_dir().join("mcpp/base_app.shaders.cppm")).unwrap();
-    assert!(module.contains("\ninline payload one_comp() {") && module.contains("namespace deep {\ninline payload y_comp() {"), "{module}");
-    assert!(pkg.rust_surface().contains("\npub fn one_comp() -> Payload {"), "{}", pkg.rust_surface());
+    assert!(
+        module.contains("\ninline payload one_comp() {")
+            && module.contains("namespace deep {\ninline payload y_comp() {"),
+        "{module}"
+    );
+    assert!(
+        pkg.rust_surface()
+            .contains("\npub fn one_comp() -> Payload {"),
+        "{}",
+        pkg.rust_surface()
+    );
 }
 
 #[test]
 fn a_bad_base_dir_or_a_payload_outside_it_is_refused_naming_the_key_and_line() {
     let cases = [
         ("\"\"", "`base-dir` is empty"),
-        ("\"/abs/shaders\"", "`base-dir = \"/abs/shaders\"` is absolute"),
-        ("\"shaders/../..\"", "`base-dir = \"shaders/../..\"` contains `..`"),
-        ("\"shaderz\"", "`base-dir = \"shaderz\"` is not a directory of the package"),
-        ("\"shaders/b\"", "the device source `shaders/a/one.comp` is outside `base-dir = \"shaders/b\"`"),
+        (
+            "\"/abs/shaders\"",
+            "`base-dir = \"/abs/shaders\"` is absolute",
+        ),
+        (
+            "\"shaders/../..\"",
+            "`base-dir = \"shaders/../..\"` contains `..`",
+        ),
+        (
+            "\"shaderz\"",
+            "`base-dir = \"shaderz\"` is not a directory of the package",
+        ),
+        (
+            "\"shaders/b\"",
+            "the device source `shaders/a/one.comp` is outside `base-dir = \"shaders/b\"`",
+        ),
     ];
     for (value, expected) in cases {
         let pkg = base_package(&format!("base-dir = {value}"));
         std::fs::create_dir_all(pkg.path("shaders/b")).unwrap();
         let e = pkg.refuse(&pkg.build());
         assert!(e.starts_with(expected), "{value}: {e}");
-        assert!(e.contains(&format!("--> {}:9 (key `package.metadata.mcpp.base-dir`)", pkg.path("Cargo.toml").display())), "{value}: {e}");
+        assert!(
+            e.contains(&format!(
+                "--> {}:9 (key `package.metadata.mcpp.base-dir`)",
+                pkg.path("Cargo.toml").display()
+            )),
+            "{value}: {e}"
+        );
         assert!(e.contains("help: "), "{e}");
         let log = pkg.compiles("glslangValidator");
         assert!(log.is_empty(), "{value}: refused before compiling: {log:?}");
@@ -291,9 +455,23 @@ fn a_bad_base_dir_or_a_payload_outside_it_is_refused_naming_the_key_and_line() {
 /// phase would have verified.
 fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::Generated {
     use cargo_mcpp::surface::{self, Payload, SurfaceOptions};
-    let payloads = [("data", Payload::bytes("data/w.bin", "w_bin", dir.join("data/w.bin"))), ("cuda", Payload::text("k.cu", "k_ptx", dir.join("k.ptx")))];
+    let payloads = [
+        (
+            "data",
+            Payload::bytes("data/w.bin", "w_bin", dir.join("data/w.bin")),
+        ),
+        ("cuda", Payload::text("k.cu", "k_ptx", dir.join("k.ptx"))),
+    ];
     let items = surface::name_payloads(&payloads, &[]).unwrap();
-    let verified = payloads.iter().map(|(_, p)| (p.path.clone(), cargo_mcpp::fingerprint::hash_file(&p.path).unwrap())).collect();
+    let verified = payloads
+        .iter()
+        .map(|(_, p)| {
+            (
+                p.path.clone(),
+                cargo_mcpp::fingerprint::hash_file(&p.path).unwrap(),
+            )
+        })
+        .collect();
     let out = dir.join("out");
     let opts = SurfaceOptions {
         package_name: "kinds".into(),
@@ -348,11 +526,20 @@ fn main() {{
         std::fs::write(d.join("data/w.bin"), bytes).unwrap();
         std::fs::write(d.join("k.ptx"), text).unwrap();
         kinds_surface(d, true);
-        run(Command::new("rustc").args(["--edition", "2021", "-D", "warnings", "-o"]).arg(&exe).arg(&main));
+        run(Command::new("rustc")
+            .args(["--edition", "2021", "-D", "warnings", "-o"])
+            .arg(&exe)
+            .arg(&main));
         let printed = run(&mut Command::new(&exe));
-        assert_eq!(printed, format!("{} {} data/w.bin k.cu\n", hex(bytes), hex(text.as_bytes())));
+        assert_eq!(
+            printed,
+            format!("{} {} data/w.bin k.cu\n", hex(bytes), hex(text.as_bytes()))
+        );
     };
-    read_back(&[0, 1, 0xff, 0x80, 0x7f, 0, 0, 9], ".version 8.0\n// ∑ sum\n");
+    read_back(
+        &[0, 1, 0xff, 0x80, 0x7f, 0, 0, 9],
+        ".version 8.0\n// ∑ sum\n",
+    );
     // An edit of each file, of another length: the bytes read back follow it.
     read_back(&[0xca, 0xfe, 0], ".version 8.1\n.target sm_90\n");
 }
@@ -383,25 +570,60 @@ fn bytes_and_text_payloads_serve_c_and_cpp() {
         "#include \"kinds.shaders.h\"\n#include <cstdio>\n#include <cstring>\nint main() {\n  kinds::shaders::bytes_payload b = kinds::shaders::data::w_bin();\n  kinds::shaders::text_payload t = kinds::shaders::k_ptx();\n  if (reinterpret_cast<unsigned long>(b.data) % 16 != 0 || std::strlen(t.text) != t.size_bytes) return 1;\n  for (unsigned long i = 0; i < b.size_bytes; i++) std::printf(\"%02x\", b.data[i]);\n  std::printf(\" %lu %lu|%s|\\n\", b.size_bytes, t.size_bytes, t.text);\n  return 0;\n}\n",
     )
     .unwrap();
-    run(Command::new(&gxx).args(["-c", "kinds.shaders.impl.cpp", "-o", "impl.o"]).current_dir(&mcpp));
-    run(Command::new(&gcc).args(["-std=c11", "-Wall", "-Werror", "-c", "c.c", "-o", "c.o"]).current_dir(&mcpp));
-    run(Command::new(&gxx).args(["c.o", "impl.o", "-o", "c_consumer"]).current_dir(&mcpp));
-    run(Command::new(&gxx).args(["-std=c++17", "-Wall", "-Werror", "cpp.cpp", "impl.o", "-o", "cpp_consumer"]).current_dir(&mcpp));
+    run(Command::new(&gxx)
+        .args(["-c", "kinds.shaders.impl.cpp", "-o", "impl.o"])
+        .current_dir(&mcpp));
+    run(Command::new(&gcc)
+        .args(["-std=c11", "-Wall", "-Werror", "-c", "c.c", "-o", "c.o"])
+        .current_dir(&mcpp));
+    run(Command::new(&gxx)
+        .args(["c.o", "impl.o", "-o", "c_consumer"])
+        .current_dir(&mcpp));
+    run(Command::new(&gxx)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Werror",
+            "cpp.cpp",
+            "impl.o",
+            "-o",
+            "cpp_consumer",
+        ])
+        .current_dir(&mcpp));
     assert_eq!(run(&mut Command::new(mcpp.join("c_consumer"))), expected);
     assert_eq!(run(&mut Command::new(mcpp.join("cpp_consumer"))), expected);
 
     std::fs::remove_dir_all(d.join("out")).unwrap();
     let g = kinds_surface(d, true);
     let module = std::fs::read_to_string(&g.interface_file).unwrap();
-    assert!(!module.contains("std::") && !module.contains("#include"), "the module interface stays std-free: {module}");
+    assert!(
+        !module.contains("std::") && !module.contains("#include"),
+        "the module interface stays std-free: {module}"
+    );
     std::fs::write(
         mcpp.join("consumer.cpp"),
         "import kinds.shaders;\nextern \"C\" int printf(const char*, ...);\nint main() {\n  auto b = kinds::shaders::data::w_bin();\n  auto t = kinds::shaders::k_ptx();\n  for (unsigned long i = 0; i < b.size_bytes; i++) printf(\"%02x\", b.data[i]);\n  printf(\" %lu %lu|%s|\\n\", b.size_bytes, t.size_bytes, t.text);\n  return t.text[t.size_bytes] == 0 ? 0 : 1;\n}\n",
     )
     .unwrap();
     let c = |args: &[&str]| run(Command::new(&gxx).args(args).current_dir(&mcpp));
-    c(&["-std=c++20", "-fmodules-ts", "-x", "c++", "-c", "kinds.shaders.cppm", "-o", "m.o"]);
-    c(&["-std=c++20", "-fmodules-ts", "-c", "consumer.cpp", "-o", "consumer.o"]);
+    c(&[
+        "-std=c++20",
+        "-fmodules-ts",
+        "-x",
+        "c++",
+        "-c",
+        "kinds.shaders.cppm",
+        "-o",
+        "m.o",
+    ]);
+    c(&[
+        "-std=c++20",
+        "-fmodules-ts",
+        "-c",
+        "consumer.cpp",
+        "-o",
+        "consumer.o",
+    ]);
     c(&["-std=c++20", "-c", "kinds.shaders.impl.cpp", "-o", "impl.o"]);
     c(&["consumer.o", "m.o", "impl.o", "-o", "consumer"]);
     assert_eq!(run(&mut Command::new(mcpp.join("consumer"))), expected);

@@ -9,24 +9,39 @@ fn tidy() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo run xtask");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// README.md's manifest reference is the registry's and the package keys' (what `cargo xtask
 /// codegen` writes), checked here in process as well.
 #[test]
 fn the_readme_manifest_reference_is_generated_from_the_registry() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let region = cargo_mcpp::reference::region(&readme).expect("README.md has the generated region");
-    assert_eq!(region, cargo_mcpp::reference::manifest_reference(), "README.md's manifest reference is stale: run `cargo xtask codegen`");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let region =
+        cargo_mcpp::reference::region(&readme).expect("README.md has the generated region");
+    assert_eq!(
+        region,
+        cargo_mcpp::reference::manifest_reference(),
+        "README.md's manifest reference is stale: run `cargo xtask codegen`"
+    );
 }
 
 /// Every README section the generated manifest reference sends the reader to (`see "Title"`,
 /// `README.md "Title"`) is a heading of README.md.
 #[test]
 fn every_section_the_manifest_reference_names_exists() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let headings: Vec<&str> = readme.lines().filter(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim()).collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let headings: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').trim())
+        .collect();
     let reference = cargo_mcpp::reference::manifest_reference();
     let mut named = Vec::new();
     for marker in ["see \"", "README.md \"", "see cargo-mcpp's README, \""] {

@@ -1,1 +1,3 @@
-fn main() { cargo_mcpp::build(); }
+fn main() {
+    cargo_mcpp::build();
+}

@@ -44,8 +44,8 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The environment variable naming the engine (a `cargo-mcpp` executable), an absolute path.
@@ -85,7 +85,11 @@ pub fn failure_event(package: &str, exit_code: i32, message: &str) -> String {
         out.push('"');
         out
     }
-    format!("{{\"event\":\"failed\",\"package\":{},\"exit_code\":{exit_code},\"message\":{}}}", json(package), json(message))
+    format!(
+        "{{\"event\":\"failed\",\"package\":{},\"exit_code\":{exit_code},\"message\":{}}}",
+        json(package),
+        json(message)
+    )
 }
 
 /// Send this client's own failure to `cargo mcpp build`'s progress channel, when there is one.
@@ -195,7 +199,10 @@ impl Build {
     #[track_caller]
     pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
         let at = std::panic::Location::caller();
-        self.tools.insert(name.to_string(), (path.into(), format!("{}:{}", at.file(), at.line())));
+        self.tools.insert(
+            name.to_string(),
+            (path.into(), format!("{}:{}", at.file(), at.line())),
+        );
         self
     }
     /// Set an environment variable in the engine's view of the build (the build script's own
@@ -228,9 +235,16 @@ impl Build {
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         // A relative name is a file of the package (a build script runs in its directory), made
         // absolute so that the program that runs is the file that was checked, never one on PATH.
-        let base = env("CARGO_MANIFEST_DIR").map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+        let base = env("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
         let named = |path: PathBuf, how: &'static str| -> Result<(PathBuf, &'static str), Error> {
-            let path = if path.is_relative() { base.join(path) } else { path };
+            let path = if path.is_relative() {
+                base.join(path)
+            } else {
+                path
+            };
             if path.is_file() {
                 Ok((path, how))
             } else {
@@ -250,8 +264,14 @@ impl Build {
         if let Some(p) = env(ENGINE_ENV) {
             return named(PathBuf::from(p), "CARGO_MCPP");
         }
-        let cargo_home = env("CARGO_HOME").map(PathBuf::from).or_else(|| env(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).map(|h| Path::new(&h).join(".cargo")));
-        let installed = cargo_home.map(|h| h.join("bin").join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX)));
+        let cargo_home = env("CARGO_HOME").map(PathBuf::from).or_else(|| {
+            env(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+                .map(|h| Path::new(&h).join(".cargo"))
+        });
+        let installed = cargo_home.map(|h| {
+            h.join("bin")
+                .join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX))
+        });
         match installed {
             Some(p) if p.is_file() => Ok((p, "cargo install location")),
             other => Err(Error {
@@ -281,7 +301,10 @@ impl Build {
     /// `--release true|false`, `--jobs N`, `--tool NAME PROGRAM LINE` per tool, `--env NAME VALUE`
     /// and `--env-remove NAME` per variable (names in order).
     pub fn engine_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = ["mcpp", "build-script", "--client-version", VERSION].iter().map(OsString::from).collect();
+        let mut args: Vec<OsString> = ["mcpp", "build-script", "--client-version", VERSION]
+            .iter()
+            .map(OsString::from)
+            .collect();
         if let Some(client) = self.client {
             args.extend(["--client".into(), client.into()]);
         }
@@ -328,14 +351,21 @@ impl Build {
         })?;
         let mut answered = None;
         if let Some(out) = child.stdout.take() {
-            for line in BufReader::new(out).lines().map_while(std::result::Result::ok) {
+            for line in BufReader::new(out)
+                .lines()
+                .map_while(std::result::Result::ok)
+            {
                 match line.strip_prefix(ENGINE_HANDSHAKE) {
                     Some(v) if answered.is_none() => answered = Some(v.to_string()),
                     _ => println!("{line}"),
                 }
             }
         }
-        let status = child.wait().map_err(|e| Error { message: format!("lost the cargo-mcpp engine `{}`: {e}", engine.display()), help: String::new(), code: 1 })?;
+        let status = child.wait().map_err(|e| Error {
+            message: format!("lost the cargo-mcpp engine `{}`: {e}", engine.display()),
+            help: String::new(),
+            code: 1,
+        })?;
         match (answered, status.success()) {
             (Some(_), true) => Ok(()),
             (Some(_), false) => match status.code() {
@@ -391,7 +421,10 @@ mod tests {
     #[test]
     fn engine_arguments_carry_the_version_and_the_accelerator_choice() {
         let mut b = Build::new();
-        assert_eq!(b.engine_args(), ["mcpp", "build-script", "--client-version", VERSION]);
+        assert_eq!(
+            b.engine_args(),
+            ["mcpp", "build-script", "--client-version", VERSION]
+        );
         b.accel("vulkan1.3");
         assert_eq!(b.engine_args()[4..], ["--accel", "vulkan1.3"]);
         b.no_accel();
@@ -401,13 +434,35 @@ mod tests {
     #[test]
     fn the_finer_controls_are_engine_arguments_one_per_setting_the_last_call_winning() {
         let mut b = Build::new();
-        b.release(false).jobs(3).env("A", "1").env_remove("B").env("B", "x y").env_remove("A").client("cargo-mcpp");
+        b.release(false)
+            .jobs(3)
+            .env("A", "1")
+            .env_remove("B")
+            .env("B", "x y")
+            .env_remove("A")
+            .client("cargo-mcpp");
         let line = line!() + 1;
         b.tool("glslc", "/opt/with space/glslc");
         let at = format!("{}:{line}", file!());
         assert_eq!(
             b.engine_args()[4..],
-            ["--client", "cargo-mcpp", "--release", "false", "--jobs", "3", "--tool", "glslc", "/opt/with space/glslc", at.as_str(), "--env-remove", "A", "--env", "B", "x y"]
+            [
+                "--client",
+                "cargo-mcpp",
+                "--release",
+                "false",
+                "--jobs",
+                "3",
+                "--tool",
+                "glslc",
+                "/opt/with space/glslc",
+                at.as_str(),
+                "--env-remove",
+                "A",
+                "--env",
+                "B",
+                "x y"
+            ]
         );
     }
 
@@ -415,15 +470,34 @@ mod tests {
     fn a_relative_engine_name_is_a_file_of_the_package_never_a_program_on_path() {
         // `ls` is on PATH, but not in this package directory: refused, not run from PATH.
         let e = Build::new().engine("ls").locate_engine().unwrap_err();
-        assert!(e.message.contains(&format!("`{}` as the cargo-mcpp executable, and it is not a file", Path::new(env!("CARGO_MANIFEST_DIR")).join("ls").display())), "{e}");
+        assert!(
+            e.message.contains(&format!(
+                "`{}` as the cargo-mcpp executable, and it is not a file",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("ls").display()
+            )),
+            "{e}"
+        );
         let (p, how) = Build::new().engine("Cargo.toml").locate_engine().unwrap();
-        assert_eq!((p, how), (Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"), "Build::engine"));
+        assert_eq!(
+            (p, how),
+            (
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+                "Build::engine"
+            )
+        );
     }
 
     #[test]
     fn a_named_engine_that_is_not_a_file_is_refused_by_its_name() {
-        let e = Build::new().engine("/nonexistent/cargo-mcpp").locate_engine().unwrap_err();
-        assert!(e.message.contains("Build::engine names `/nonexistent/cargo-mcpp`"), "{e}");
+        let e = Build::new()
+            .engine("/nonexistent/cargo-mcpp")
+            .locate_engine()
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("Build::engine names `/nonexistent/cargo-mcpp`"),
+            "{e}"
+        );
         assert_eq!(e.code, 3);
     }
 }

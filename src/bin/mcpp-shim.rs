@@ -46,9 +46,19 @@ const SIDECAR: &str = ".mcpp-shim.json";
 
 fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().collect();
-    let argv0 = argv.first().cloned().unwrap_or_else(|| OsString::from("mcpp-shim"));
-    let name = Path::new(&argv0).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "mcpp-shim".into());
-    let args: Vec<String> = argv.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let argv0 = argv
+        .first()
+        .cloned()
+        .unwrap_or_else(|| OsString::from("mcpp-shim"));
+    let name = Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "mcpp-shim".into());
+    let args: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let settings = match Settings::load(&argv0) {
         Ok(s) => s,
         Err(e) => {
@@ -65,7 +75,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     if let Err(e) = record(&log, &name, &argv0, &args) {
-        eprintln!("{name} (mcpp-shim): cannot record this start in {}: {e}", log.display());
+        eprintln!(
+            "{name} (mcpp-shim): cannot record this start in {}: {e}",
+            log.display()
+        );
         return ExitCode::from(2);
     }
     if let Some(real) = settings.get("MCPP_SHIM_EXEC") {
@@ -79,12 +92,20 @@ struct Settings(BTreeMap<String, String>);
 
 impl Settings {
     fn load(argv0: &OsString) -> Result<Settings, String> {
-        let mut map: BTreeMap<String, String> =
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).filter(|(k, _)| k.starts_with("MCPP_SHIM_")).collect();
-        if let Some(sidecar) = own_paths(argv0).into_iter().map(|p| sidecar_of(&p)).find(|p| p.is_file()) {
-            let text = std::fs::read_to_string(&sidecar).map_err(|e| format!("cannot read {}: {e}", sidecar.display()))?;
-            let table: BTreeMap<String, String> =
-                serde_json::from_str(&text).map_err(|e| format!("{} is not a JSON object of strings: {e}", sidecar.display()))?;
+        let mut map: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| k.starts_with("MCPP_SHIM_"))
+            .collect();
+        if let Some(sidecar) = own_paths(argv0)
+            .into_iter()
+            .map(|p| sidecar_of(&p))
+            .find(|p| p.is_file())
+        {
+            let text = std::fs::read_to_string(&sidecar)
+                .map_err(|e| format!("cannot read {}: {e}", sidecar.display()))?;
+            let table: BTreeMap<String, String> = serde_json::from_str(&text).map_err(|e| {
+                format!("{} is not a JSON object of strings: {e}", sidecar.display())
+            })?;
             map.extend(table);
         }
         Ok(Settings(map))
@@ -102,7 +123,12 @@ fn own_paths(argv0: &OsString) -> Vec<PathBuf> {
     if p.components().count() > 1 {
         out.push(p.to_path_buf());
     } else if let Some(path) = std::env::var_os("PATH") {
-        out.extend(std::env::split_paths(&path).map(|d| d.join(p)).filter(|c| c.is_file()).take(1));
+        out.extend(
+            std::env::split_paths(&path)
+                .map(|d| d.join(p))
+                .filter(|c| c.is_file())
+                .take(1),
+        );
     }
     if let Ok(exe) = std::env::current_exe() {
         out.push(exe);
@@ -119,8 +145,17 @@ fn sidecar_of(program: &Path) -> PathBuf {
 /// Append this start's record (one line, one write) to the log.
 fn record(log: &Path, name: &str, argv0: &OsString, args: &[String]) -> std::io::Result<()> {
     std::fs::create_dir_all(log)?;
-    let cwd = std::env::current_dir().map(|d| d.to_string_lossy().into_owned()).unwrap_or_default();
-    let env: BTreeMap<String, String> = std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect();
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     let line = serde_json::json!({
         "program": name,
         "argv0": argv0.to_string_lossy(),
@@ -130,7 +165,10 @@ fn record(log: &Path, name: &str, argv0: &OsString, args: &[String]) -> std::io:
     });
     let mut text = line.to_string();
     text.push('\n');
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(log.join(RECORDS))?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log.join(RECORDS))?;
     f.write_all(text.as_bytes())?;
     f.sync_all()
 }
@@ -159,19 +197,36 @@ fn exec(name: &str, real: &Path, args: &[OsString]) -> ExitCode {
 /// Compiler mode: answer probes, fail on request, else write the outputs and depfiles named.
 fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
     // A probe is a start with nothing but probe flags: `glslangValidator -V x.comp` compiles.
-    let probe = !args.is_empty() && args.iter().all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"));
+    let probe = !args.is_empty()
+        && args
+            .iter()
+            .all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"));
     if probe {
         let answer = if args.iter().any(|a| a == "--help") {
-            settings.get("MCPP_SHIM_HELP").map(str::to_string).unwrap_or_else(|| format!("usage: {name} [options] <inputs> -o <output> (mcpp recording shim)"))
+            settings
+                .get("MCPP_SHIM_HELP")
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    format!("usage: {name} [options] <inputs> -o <output> (mcpp recording shim)")
+                })
         } else {
-            settings.get("MCPP_SHIM_VERSION").map(str::to_string).unwrap_or_else(|| format!("{name} (mcpp recording shim) 1.0"))
+            settings
+                .get("MCPP_SHIM_VERSION")
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{name} (mcpp recording shim) 1.0"))
         };
         println!("{answer}");
         return ExitCode::SUCCESS;
     }
-    let fail = settings.get("MCPP_SHIM_FAIL") == Some("1") || settings.get("MCPP_SHIM_FAIL_IF_ARG").is_some_and(|a| args.iter().any(|x| x == a));
+    let fail = settings.get("MCPP_SHIM_FAIL") == Some("1")
+        || settings
+            .get("MCPP_SHIM_FAIL_IF_ARG")
+            .is_some_and(|a| args.iter().any(|x| x == a));
     if fail {
-        let message = settings.get("MCPP_SHIM_FAIL_MESSAGE").map(str::to_string).unwrap_or_else(|| format!("{name}: simulated failure"));
+        let message = settings
+            .get("MCPP_SHIM_FAIL_MESSAGE")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{name}: simulated failure"));
         eprintln!("{message}");
         let code = match settings.get("MCPP_SHIM_FAIL_CODE").map(str::parse::<u8>) {
             None => 1,
@@ -185,14 +240,22 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
     }
     if let Some(seq) = settings.get("MCPP_SHIM_SILENT_UNLESS_ARGS") {
         let seq: Vec<&str> = seq.split(' ').filter(|w| !w.is_empty()).collect();
-        if !seq.is_empty() && !args.windows(seq.len()).any(|w| w.iter().zip(&seq).all(|(a, b)| a == b)) {
+        if !seq.is_empty()
+            && !args
+                .windows(seq.len())
+                .any(|w| w.iter().zip(&seq).all(|(a, b)| a == b))
+        {
             return ExitCode::SUCCESS;
         }
     }
     let named = Named::parse(args);
     let inputs = named.inputs.join(" ");
     // With MCPP_SHIM_DIGEST, what the inputs include, and the digest of all their bytes.
-    let (included, digest) = if settings.get("MCPP_SHIM_DIGEST") == Some("1") { digest(&named) } else { (Vec::new(), String::new()) };
+    let (included, digest) = if settings.get("MCPP_SHIM_DIGEST") == Some("1") {
+        digest(&named)
+    } else {
+        (Vec::new(), String::new())
+    };
     if let Some(out) = &named.output {
         // By default an output starts as its kind's files do (the engine checks objects,
         // cubins and fat binaries by their first bytes): ELF for `.o` and `.cubin`, the fat
@@ -207,8 +270,16 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
                 } else {
                     b""
                 };
-                let digest_line = if digest.is_empty() { String::new() } else { format!("digest {digest}\n") };
-                [magic, format!("object of {inputs}\n{digest_line}").as_bytes()].concat()
+                let digest_line = if digest.is_empty() {
+                    String::new()
+                } else {
+                    format!("digest {digest}\n")
+                };
+                [
+                    magic,
+                    format!("object of {inputs}\n{digest_line}").as_bytes(),
+                ]
+                .concat()
             }
         };
         if let Err(e) = write(out, &text) {
@@ -218,7 +289,12 @@ fn compile(name: &str, settings: &Settings, args: &[String]) -> ExitCode {
     }
     for dep in &named.depfiles {
         let target = named.output.as_deref().unwrap_or("out");
-        let listed: Vec<&str> = named.inputs.iter().map(String::as_str).chain(included.iter().map(String::as_str)).collect();
+        let listed: Vec<&str> = named
+            .inputs
+            .iter()
+            .map(String::as_str)
+            .chain(included.iter().map(String::as_str))
+            .collect();
         if let Err(e) = write(dep, format!("{target}: {}\n", listed.join(" ")).as_bytes()) {
             eprintln!("{name} (mcpp-shim): cannot write the depfile {dep}: {e}");
             return ExitCode::from(2);
@@ -248,10 +324,21 @@ fn digest(named: &Named) -> (Vec<String>, String) {
         hasher.update(&bytes);
         seen.push(file.clone());
         for line in String::from_utf8_lossy(&bytes).lines() {
-            let Some(rest) = line.trim().strip_prefix("#include") else { continue };
-            let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
+            let Some(rest) = line.trim().strip_prefix("#include") else {
+                continue;
+            };
+            let Some(name) = rest
+                .trim()
+                .strip_prefix('"')
+                .and_then(|r| r.split('"').next())
+            else {
+                continue;
+            };
             let beside = file.parent().map(|d| d.join(name));
-            let found = beside.into_iter().chain(named.includes.iter().map(|d| Path::new(d).join(name))).find(|c| c.is_file());
+            let found = beside
+                .into_iter()
+                .chain(named.includes.iter().map(|d| Path::new(d).join(name)))
+                .find(|c| c.is_file());
             if let Some(f) = found {
                 if !seen.contains(&f) {
                     included.push(f.to_string_lossy().into_owned());
@@ -260,12 +347,19 @@ fn digest(named: &Named) -> (Vec<String>, String) {
             }
         }
     }
-    let hex: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     (included, hex)
 }
 
 fn write(path: &str, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = Path::new(path)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(path, bytes)
@@ -283,7 +377,12 @@ struct Named {
 
 impl Named {
     fn parse(args: &[String]) -> Named {
-        let mut named = Named { output: None, depfiles: Vec::new(), inputs: Vec::new(), includes: Vec::new() };
+        let mut named = Named {
+            output: None,
+            depfiles: Vec::new(),
+            inputs: Vec::new(),
+            includes: Vec::new(),
+        };
         let mut compiled = Vec::new();
         let mut files = Vec::new();
         let mut it = args.iter();
@@ -299,7 +398,10 @@ impl Named {
                 _ => {
                     if let Some(v) = a.strip_prefix("-I").filter(|v| !v.is_empty()) {
                         named.includes.push(v.to_string());
-                    } else if let Some(v) = a.strip_prefix("--depfile=").or_else(|| a.strip_prefix("-MF=")) {
+                    } else if let Some(v) = a
+                        .strip_prefix("--depfile=")
+                        .or_else(|| a.strip_prefix("-MF="))
+                    {
                         named.depfiles.push(v.to_string());
                     } else if !a.starts_with('-') && Path::new(a).is_file() {
                         files.push(a.clone());

@@ -27,7 +27,12 @@ use std::process::{Command, ExitStatus};
 /// a progress channel or a `cargo build` that cannot start. A failed build is an exit code.
 pub fn build(args: &BuildArgs) -> Result<i32> {
     refuse_selection_for_cargo_only(&args.cargo_args)?;
-    let Located { packages, without_build_script, profile_path, ids } = locate(&args.location, &args.selection)?;
+    let Located {
+        packages,
+        without_build_script,
+        profile_path,
+        ids,
+    } = locate(&args.location, &args.selection)?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
     let format = message_format(args);
     let json = format.is_some_and(|f| f.starts_with("json"));
@@ -36,26 +41,62 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     // the environment) comes from cargo's own `build-script-executed` messages, asked for in
     // JSON when the user chose no format (diagnostics still rendered by cargo on stderr).
     let read_messages = format.is_none() || json;
-    let channel = Channel::open(json).map_err(|e| Error::new(ErrorKind::Io, format!("cannot open the progress channel: {e}")).help("check that the temporary directory (TMPDIR) is writable"))?;
+    let channel = Channel::open(json).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot open the progress channel: {e}"),
+        )
+        .help("check that the temporary directory (TMPDIR) is writable")
+    })?;
     let env = build_env(&accel, &channel);
     // Before cargo starts: a bad directory is refused now, not after the build.
-    let cli_copy = args.compile_commands.as_deref().map(crate::compile_db::prepare_cli_dir).transpose()?;
+    let cli_copy = args
+        .compile_commands
+        .as_deref()
+        .map(crate::compile_db::prepare_cli_dir)
+        .transpose()?;
     let validated = validate_packages(&packages, &without_build_script, &accel, &env)?;
-    let device_packages: Vec<(String, PathBuf)> = validated.iter().map(|p| (p.name.clone(), p.manifest_path.clone())).collect();
+    let device_packages: Vec<(String, PathBuf)> = validated
+        .iter()
+        .map(|p| (p.name.clone(), p.manifest_path.clone()))
+        .collect();
     for (name, manifest_path) in &device_packages {
         fetch_one(name, manifest_path, &accel, args.offline, &[], false)?;
     }
     let mut cargo = cargo_command(args, &env, format.is_none());
-    let (status, scripts) = run_cargo(&mut cargo, &channel, &env, &args.cargo_args, json, read_messages)?;
+    let (status, scripts) = run_cargo(
+        &mut cargo,
+        &channel,
+        &env,
+        &args.cargo_args,
+        json,
+        read_messages,
+    )?;
     let outcomes = channel.close();
     // Package name -> the OUT_DIR of its build script, for the packages cargo built (its build
     // script ran or was fresh); `None` when cargo's messages were not read (a human format the
     // user chose), where the device caches are taken from `profile_path`.
-    let built: Option<BTreeMap<String, PathBuf>> = read_messages.then(|| scripts.into_iter().filter_map(|(id, out_dir)| ids.get(&id).map(|name| (name.clone(), out_dir))).collect());
+    let built: Option<BTreeMap<String, PathBuf>> = read_messages.then(|| {
+        scripts
+            .into_iter()
+            .filter_map(|(id, out_dir)| ids.get(&id).map(|name| (name.clone(), out_dir)))
+            .collect()
+    });
     // After cargo, even when every build script was fresh (or one failed: an editor still
     // gets the units it planned).
-    write_compile_commands_copies(&validated, &profile_path, built.as_ref(), cli_copy.as_deref(), status.success())?;
-    Ok(exit_code_of(status, &device_packages, &outcomes, built.as_ref()))
+    write_compile_commands_copies(
+        &validated,
+        &profile_path,
+        built.as_ref(),
+        cli_copy.as_deref(),
+        status.success(),
+    )?;
+    Ok(exit_code_of(
+        status,
+        &device_packages,
+        &outcomes,
+        built.as_ref(),
+    ))
 }
 
 /// Package selection given to cargo only (after `--`: `-p b`, `--package=b`, `--workspace`,
@@ -66,11 +107,21 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
 /// # Errors
 /// [`ErrorKind::Usage`] naming the argument and the way out.
 fn refuse_selection_for_cargo_only(cargo_args: &[String]) -> Result<()> {
-    const SELECTION: [&str; 6] = ["--package", "-p", "--workspace", "--all", "--exclude", "--manifest-path"];
-    let found = cargo_args.iter().take_while(|a| a.as_str() != "--").find(|a| {
-        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
-        SELECTION.contains(&name) || (a.starts_with("-p") && !a.starts_with("--"))
-    });
+    const SELECTION: [&str; 6] = [
+        "--package",
+        "-p",
+        "--workspace",
+        "--all",
+        "--exclude",
+        "--manifest-path",
+    ];
+    let found = cargo_args
+        .iter()
+        .take_while(|a| a.as_str() != "--")
+        .find(|a| {
+            let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+            SELECTION.contains(&name) || (a.starts_with("-p") && !a.starts_with("--"))
+        });
     match found {
         None => Ok(()),
         Some(a) => Err(Error::new(ErrorKind::Usage, format!("`{a}` after `--` would reach cargo only: cargo mcpp build checks, fetches for and reports the packages it selects itself"))
@@ -105,14 +156,24 @@ struct DevicePackage {
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming a database that cannot be read or a copy that cannot be written.
-fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std::path::Path, built: Option<&BTreeMap<String, PathBuf>>, cli_dir: Option<&std::path::Path>, cargo_ok: bool) -> Result<()> {
+fn write_compile_commands_copies(
+    packages: &[DevicePackage],
+    profile_path: &std::path::Path,
+    built: Option<&BTreeMap<String, PathBuf>>,
+    cli_dir: Option<&std::path::Path>,
+    cargo_ok: bool,
+) -> Result<()> {
     let source = |p: &DevicePackage| {
         // The cache beside cargo's own OUT_DIR of the build script, when cargo said it.
         let cache = match built.and_then(|b| b.get(&p.name)) {
             Some(out_dir) => crate::layout::DeviceCache::from_out_dir(out_dir, &p.name),
             None => crate::layout::DeviceCache::in_profile(profile_path, &p.name),
         };
-        crate::compile_db::Source { package: p.name.clone(), database: cache.variant(&p.accel).compile_commands(), cache_dir: cache.dir().to_path_buf() }
+        crate::compile_db::Source {
+            package: p.name.clone(),
+            database: cache.variant(&p.accel).compile_commands(),
+            cache_dir: cache.dir().to_path_buf(),
+        }
     };
     let mut groups: Vec<(PathBuf, Vec<crate::compile_db::Source>)> = Vec::new();
     for p in packages {
@@ -121,7 +182,12 @@ fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std:
         if cargo_ok && built.is_some_and(|b| !b.contains_key(&p.name)) {
             continue;
         }
-        let Some(dir) = cli_dir.map(std::path::Path::to_path_buf).or_else(|| p.copy_dir.clone()) else { continue };
+        let Some(dir) = cli_dir
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| p.copy_dir.clone())
+        else {
+            continue;
+        };
         let dir = crate::compile_db::canonical_dir(&dir);
         match groups.iter_mut().find(|(d, _)| *d == dir) {
             Some((_, sources)) => sources.push(source(p)),
@@ -137,7 +203,12 @@ fn write_compile_commands_copies(packages: &[DevicePackage], profile_path: &std:
             eprintln!("warning: {} was not a JSON array of compile commands ({why}): written again with this build's packages only; the entries of packages not built now are lost until they are built", merged.path.display());
         }
         if merged.written {
-            eprintln!("     Writing {} ({} translation unit{})", merged.path.display(), merged.entries, if merged.entries == 1 { "" } else { "s" });
+            eprintln!(
+                "     Writing {} ({} translation unit{})",
+                merged.path.display(),
+                merged.entries,
+                if merged.entries == 1 { "" } else { "s" }
+            );
         }
         for name in merged.missing.iter().filter(|_| cargo_ok) {
             eprintln!(
@@ -209,7 +280,12 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
 ///
 /// # Errors
 /// Every problem of every package at once ([`Error::all`]), each naming its package.
-fn validate_packages(packages: &[(String, PathBuf)], without_build_script: &[String], choice: &AccelChoice, env: &Env) -> Result<Vec<DevicePackage>> {
+fn validate_packages(
+    packages: &[(String, PathBuf)],
+    without_build_script: &[String],
+    choice: &AccelChoice,
+    env: &Env,
+) -> Result<Vec<DevicePackage>> {
     let mut device_packages = Vec::new();
     let mut problems = Vec::new();
     for (name, manifest_path) in packages {
@@ -312,14 +388,28 @@ fn cargo_command(args: &BuildArgs, env: &Env, ask_json: bool) -> Command {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when cargo cannot start.
-fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[String], forward_json: bool, read_messages: bool) -> Result<(ExitStatus, Vec<(String, PathBuf)>)> {
+fn run_cargo(
+    cargo: &mut Command,
+    channel: &Channel,
+    env: &Env,
+    cargo_args: &[String],
+    forward_json: bool,
+    read_messages: bool,
+) -> Result<(ExitStatus, Vec<(String, PathBuf)>)> {
     use std::io::BufRead;
-    let cannot = |e: std::io::Error| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo build`: {e}"));
+    let cannot = |e: std::io::Error| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot run `cargo build`: {e}"),
+        )
+    };
     if forward_json || read_messages {
         cargo.stdout(std::process::Stdio::piped());
     }
     if channel.draws_bars() {
-        if env.get_os("CARGO_TERM_COLOR").is_none() && !cargo_args.iter().any(|a| a.starts_with("--color")) {
+        if env.get_os("CARGO_TERM_COLOR").is_none()
+            && !cargo_args.iter().any(|a| a.starts_with("--color"))
+        {
             cargo.env("CARGO_TERM_COLOR", "always");
         }
         cargo.stderr(std::process::Stdio::piped());
@@ -330,9 +420,14 @@ fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[St
         let reader = stdout.map(|stdout| {
             scope.spawn(move || {
                 let mut scripts = Vec::new();
-                for line in std::io::BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                for line in std::io::BufReader::new(stdout)
+                    .lines()
+                    .map_while(std::result::Result::ok)
+                {
                     if read_messages {
-                        if let Ok(cargo_metadata::Message::BuildScriptExecuted(b)) = serde_json::from_str::<cargo_metadata::Message>(&line) {
+                        if let Ok(cargo_metadata::Message::BuildScriptExecuted(b)) =
+                            serde_json::from_str::<cargo_metadata::Message>(&line)
+                        {
                             scripts.push((b.package_id.repr, b.out_dir.into_std_path_buf()));
                         }
                     }
@@ -344,7 +439,10 @@ fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[St
             })
         });
         if let Some(stderr) = stderr {
-            for line in std::io::BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(std::result::Result::ok)
+            {
                 channel.print_line(&line);
             }
         }
@@ -356,10 +454,18 @@ fn run_cargo(cargo: &mut Command, channel: &Channel, env: &Env, cargo_args: &[St
 /// The exit code of `cargo mcpp build`: success (saying which device packages cargo found
 /// fresh, their build scripts not run), else the code of a device phase that failed (1
 /// compiler failed, 3 refused, ...), else [`exit_code::CARGO_FAILED`].
-fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outcomes: &BTreeMap<String, PackageOutcome>, built: Option<&BTreeMap<String, PathBuf>>) -> i32 {
+fn exit_code_of(
+    status: ExitStatus,
+    device_packages: &[(String, PathBuf)],
+    outcomes: &BTreeMap<String, PackageOutcome>,
+    built: Option<&BTreeMap<String, PathBuf>>,
+) -> i32 {
     if status.success() {
         // Fresh: cargo built the package (when its messages say which) and ran no build script.
-        for (name, _) in device_packages.iter().filter(|(n, _)| !outcomes.contains_key(n) && built.is_none_or(|b| b.contains_key(n))) {
+        for (name, _) in device_packages
+            .iter()
+            .filter(|(n, _)| !outcomes.contains_key(n) && built.is_none_or(|b| b.contains_key(n)))
+        {
             eprintln!("      Device {name}: fresh (cargo did not need to run its build script)");
         }
         return exit_code::SUCCESS;
@@ -379,11 +485,17 @@ fn exit_code_of(status: ExitStatus, device_packages: &[(String, PathBuf)], outco
 /// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp
 /// init`'s `Next:` line asks the same question: what a plain `cargo run` must be told.
 pub(crate) fn engine_to_name() -> Option<PathBuf> {
-    if crate::env::Env::process().get_nonempty(ENGINE_ENV).is_some() {
+    if crate::env::Env::process()
+        .get_nonempty(ENGINE_ENV)
+        .is_some()
+    {
         return None;
     }
     let me = std::env::current_exe().ok()?;
-    let found = mcpp_build::Build::new().locate_engine().ok().and_then(|(p, _)| std::fs::canonicalize(p).ok());
+    let found = mcpp_build::Build::new()
+        .locate_engine()
+        .ok()
+        .and_then(|(p, _)| std::fs::canonicalize(p).ok());
     match found {
         Some(f) if std::fs::canonicalize(&me).is_ok_and(|m| m == f) => None,
         _ => Some(me),
@@ -415,7 +527,13 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
         let env = Env::process();
         let package = env.get("CARGO_PKG_NAME").unwrap_or_default();
         let code = Error::new(ErrorKind::ToolNotFound, "").exit_code();
-        crate::report::Reporter::from_env(&env, &package).send(&crate::report::DeviceEvent::Failed { package: package.clone(), exit_code: code, message: message.clone() });
+        crate::report::Reporter::from_env(&env, &package).send(
+            &crate::report::DeviceEvent::Failed {
+                package: package.clone(),
+                exit_code: code,
+                message: message.clone(),
+            },
+        );
         return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
             "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency {} = \"{engine_version}\"",
             args.client_version, args.client
@@ -435,7 +553,11 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
     }
     // The client's names are `&str`s, so UTF-8; lossy only for a hand-made command line.
     for t in args.tool.chunks_exact(3) {
-        b.tool_at(&t[0].to_string_lossy(), &t[1], t[2].to_string_lossy().into_owned());
+        b.tool_at(
+            &t[0].to_string_lossy(),
+            &t[1],
+            t[2].to_string_lossy().into_owned(),
+        );
     }
     for e in args.env.chunks_exact(2) {
         b.env(&e[0].to_string_lossy(), e[1].clone());
@@ -446,4 +568,3 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
     b.compile();
     Ok(exit_code::SUCCESS)
 }
-

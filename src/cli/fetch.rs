@@ -16,7 +16,13 @@ use crate::plan::accel::AccelChoice;
 /// # Errors
 /// As [`crate::fetch::fetch_package`]; a package that cannot be located or read.
 pub fn fetch(args: &FetchArgs) -> Result<i32> {
-    let location = BuildLocation { manifest_path: args.manifest_path.clone(), release: false, profile: None, target: None, target_dir: None };
+    let location = BuildLocation {
+        manifest_path: args.manifest_path.clone(),
+        release: false,
+        profile: None,
+        target: None,
+        target_dir: None,
+    };
     let located = locate(&location, &PackageSelection::default())?;
     let accel = accel_choice(args.accel.as_deref(), args.no_accel);
     for (name, manifest_path) in &located.packages {
@@ -24,7 +30,14 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
         if !manifest.has_mcpp_table && manifest.mcpp.pack.is_none() && args.packages.is_empty() {
             continue;
         }
-        fetch_one(name, manifest_path, &accel, args.offline, &args.packages, true)?;
+        fetch_one(
+            name,
+            manifest_path,
+            &accel,
+            args.offline,
+            &args.packages,
+            true,
+        )?;
     }
     Ok(exit_code::SUCCESS)
 }
@@ -34,7 +47,14 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
 ///
 /// # Errors
 /// As [`crate::fetch::fetch_package`].
-pub fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelChoice, offline: bool, names: &[String], verbose: bool) -> Result<()> {
+pub fn fetch_one(
+    package: &str,
+    manifest_path: &std::path::Path,
+    accel: &AccelChoice,
+    offline: bool,
+    names: &[String],
+    verbose: bool,
+) -> Result<()> {
     let env = crate::env::Env::process();
     let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names)?;
     for r in &report.reports {
@@ -49,10 +69,22 @@ pub fn fetch_one(package: &str, manifest_path: &std::path::Path, accel: &AccelCh
             crate::fetch::Fetched::Fresh if verbose => "Fresh",
             crate::fetch::Fetched::Fresh => continue,
         };
-        eprintln!("{verb:>12} toolchain package {} {} ({why}) in {}", inst.name, inst.version, inst.dir.display());
+        eprintln!(
+            "{verb:>12} toolchain package {} {} ({why}) in {}",
+            inst.name,
+            inst.version,
+            inst.dir.display()
+        );
     }
     if report.lock_written {
-        eprintln!("      Locked {}", manifest_path.parent().unwrap_or(std::path::Path::new(".")).join(crate::toolchain_package::LOCKFILE).display());
+        eprintln!(
+            "      Locked {}",
+            manifest_path
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join(crate::toolchain_package::LOCKFILE)
+                .display()
+        );
     }
     Ok(())
 }

@@ -89,7 +89,9 @@ const ASH: &str = "0.38";
 /// island of a shader lane, an accelerator string that does not parse, or one that does not
 /// name the lane's backend, refused with the way out.
 fn choose(args: &InitArgs) -> Result<(Lane, String)> {
-    let lane = args.lane.unwrap_or(if args.island { Lane::Cuda } else { Lane::Spirv });
+    let lane = args
+        .lane
+        .unwrap_or(if args.island { Lane::Cuda } else { Lane::Spirv });
     if args.island && !lane.is_island() {
         return Err(Error::new(ErrorKind::Manifest, format!("--island with --lane {}: a shader has no entry points the host calls", lane.name()))
             .help("an island is a CUDA or HIP kernel with its CPU fallback: use `--island` (CUDA) or `--lane hip`; or leave `--island` out for a shader"));
@@ -97,8 +99,16 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     let Some(accel) = args.accel.as_deref() else {
         return Ok((lane, lane.default_accel().to_string()));
     };
-    let set = crate::accel::AccelSet::parse(accel)
-        .map_err(|e| Error::new(ErrorKind::Manifest, format!("--accel `{}`: {e}", crate::text::echo(accel))).help(format!("write an accelerator set such as `{}` (README.md \"The accelerator set\")", lane.default_accel())))?;
+    let set = crate::accel::AccelSet::parse(accel).map_err(|e| {
+        Error::new(
+            ErrorKind::Manifest,
+            format!("--accel `{}`: {e}", crate::text::echo(accel)),
+        )
+        .help(format!(
+            "write an accelerator set such as `{}` (README.md \"The accelerator set\")",
+            lane.default_accel()
+        ))
+    })?;
     if set.entry(lane.backend()).is_none() {
         return Err(Error::new(ErrorKind::Manifest, format!("--accel `{}` names no `{}` entry, so the {} lane's example would never be compiled", crate::text::echo(accel), lane.backend(), lane.name()))
             .help(format!("add a `{}` entry (the lane's default is `{}`), or choose the lane of that set with `--lane`", lane.backend(), lane.default_accel())));
@@ -108,18 +118,31 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     let mut problems = crate::pipeline::check_entries(&set, None, &crate::rules::registry());
     // What the shader rules refuse at build time without asking a compiler: a Vulkan version no
     // Vulkan has (init writes no `target-env` or `profile` that would override it).
-    if let Some(e) = set.entry(Backend::Vulkan).and_then(|v| crate::rules::spirv::unknown_vulkan(v.version.as_deref())) {
-        problems.push(e.help(format!("write a known version (the lane's default is `{}`)", lane.default_accel())));
+    if let Some(e) = set
+        .entry(Backend::Vulkan)
+        .and_then(|v| crate::rules::spirv::unknown_vulkan(v.version.as_deref()))
+    {
+        problems.push(e.help(format!(
+            "write a known version (the lane's default is `{}`)",
+            lane.default_accel()
+        )));
     }
     if lane == Lane::Hip {
         if let Some(hip) = set.entry(Backend::Hip) {
-            if let Err(e) = crate::rules::hip::platform(crate::rules::hip::HipWhich::Auto, hip, set.entry(Backend::Cuda)) {
+            if let Err(e) = crate::rules::hip::platform(
+                crate::rules::hip::HipWhich::Auto,
+                hip,
+                set.entry(Backend::Cuda),
+            ) {
                 problems.push(e);
             }
         }
     }
     let problems = problems.into_iter().map(|e| {
-        let mut refusal = Error::new(ErrorKind::Manifest, format!("--accel `{}`: {}", crate::text::echo(accel), e.message));
+        let mut refusal = Error::new(
+            ErrorKind::Manifest,
+            format!("--accel `{}`: {}", crate::text::echo(accel), e.message),
+        );
         refusal.detail = e.detail;
         refusal.help = e.help;
         refusal
@@ -132,33 +155,71 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
 /// `fallback` is the command that runs the program's CPU fallback (an island's message names it).
 fn lane_files(lane: Lane, accel: &str, fallback: &str) -> (String, Vec<NewFile>, String) {
     let accel = toml_string(accel);
-    let vulkan = |source: &str, shader: &str| include_str!("../../templates/init/vulkan/main.rs").replace("__LANE__", lane.name()).replace("__SOURCE__", source).replace("__FILE__", source.rsplit('/').next().unwrap_or(source)).replace("__SHADER__", shader);
-    let island = |device: &str, source: &str| include_str!("../../templates/init/island/main.rs").replace("__LANE__", lane.name()).replace("__DEVICE__", device).replace("__SOURCE__", source).replace("__FALLBACK__", fallback);
-    let island_table = |source: &str| format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n");
+    let vulkan = |source: &str, shader: &str| {
+        include_str!("../../templates/init/vulkan/main.rs")
+            .replace("__LANE__", lane.name())
+            .replace("__SOURCE__", source)
+            .replace("__FILE__", source.rsplit('/').next().unwrap_or(source))
+            .replace("__SHADER__", shader)
+    };
+    let island = |device: &str, source: &str| {
+        include_str!("../../templates/init/island/main.rs")
+            .replace("__LANE__", lane.name())
+            .replace("__DEVICE__", device)
+            .replace("__SOURCE__", source)
+            .replace("__FALLBACK__", fallback)
+    };
+    let island_table = |source: &str| {
+        format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n")
+    };
     match lane {
         Lane::Spirv => (
             format!("accel = {accel}\nsources = [\"shaders/*.comp\"]\n"),
-            vec![(PathBuf::from("shaders/double.comp"), include_str!("../../templates/init/spirv/double.comp").to_string())],
+            vec![(
+                PathBuf::from("shaders/double.comp"),
+                include_str!("../../templates/init/spirv/double.comp").to_string(),
+            )],
             vulkan("shaders/double.comp", "double_comp"),
         ),
         Lane::Slang => (
             format!("accel = {accel}\nsources = [\"shaders/*.slang\"]\n"),
-            vec![(PathBuf::from("shaders/double.slang"), include_str!("../../templates/init/slang/double.slang").to_string())],
+            vec![(
+                PathBuf::from("shaders/double.slang"),
+                include_str!("../../templates/init/slang/double.slang").to_string(),
+            )],
             vulkan("shaders/double.slang", "double_comp"),
         ),
         Lane::Cuda => (
-            format!("accel = {accel}\nsources = [\"kernels/*.cu\"]\n{}", island_table("kernels/scale.cu")),
+            format!(
+                "accel = {accel}\nsources = [\"kernels/*.cu\"]\n{}",
+                island_table("kernels/scale.cu")
+            ),
             vec![
-                (PathBuf::from("kernels/scale.cu"), include_str!("../../templates/init/cuda/scale.cu").to_string()),
-                (PathBuf::from("host/scale.cpp"), include_str!("../../templates/init/cuda/scale.cpp").to_string()),
+                (
+                    PathBuf::from("kernels/scale.cu"),
+                    include_str!("../../templates/init/cuda/scale.cu").to_string(),
+                ),
+                (
+                    PathBuf::from("host/scale.cpp"),
+                    include_str!("../../templates/init/cuda/scale.cpp").to_string(),
+                ),
             ],
             island("CUDA", "kernels/scale.cu"),
         ),
         Lane::Hip => (
-            format!("accel = {accel}\nsources = [\"kernels/*.hip\"]\n{}", island_table("kernels/scale.hip")),
+            format!(
+                "accel = {accel}\nsources = [\"kernels/*.hip\"]\n{}",
+                island_table("kernels/scale.hip")
+            ),
             vec![
-                (PathBuf::from("kernels/scale.hip"), include_str!("../../templates/init/hip/scale.hip").to_string()),
-                (PathBuf::from("host/scale.cpp"), include_str!("../../templates/init/hip/scale.cpp").to_string()),
+                (
+                    PathBuf::from("kernels/scale.hip"),
+                    include_str!("../../templates/init/hip/scale.hip").to_string(),
+                ),
+                (
+                    PathBuf::from("host/scale.cpp"),
+                    include_str!("../../templates/init/hip/scale.cpp").to_string(),
+                ),
             ],
             island("HIP", "kernels/scale.hip"),
         ),
@@ -178,7 +239,12 @@ fn is_mcpp_build(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("Cargo.toml"))
         .ok()
         .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
-        .is_some_and(|d| d.get("package").and_then(|p| p.get("name")).and_then(toml_edit::Item::as_str) == Some("mcpp-build"))
+        .is_some_and(|d| {
+            d.get("package")
+                .and_then(|p| p.get("name"))
+                .and_then(toml_edit::Item::as_str)
+                == Some("mcpp-build")
+        })
 }
 
 /// The build dependency line: `--mcpp-build-path` made absolute (cargo reads a relative path
@@ -198,7 +264,13 @@ fn build_dependency(path: Option<&Path>) -> Result<String> {
         });
     };
     let help = "give the `mcpp-build/` directory (or its Cargo.toml) of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
-    let mut abs = std::fs::canonicalize(p).map_err(|e| Error::new(ErrorKind::Manifest, format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p))).help(help))?;
+    let mut abs = std::fs::canonicalize(p).map_err(|e| {
+        Error::new(
+            ErrorKind::Manifest,
+            format!("--mcpp-build-path `{}`: {e}", crate::text::echo_path(p)),
+        )
+        .help(help)
+    })?;
     // The crate's Cargo.toml itself names its directory.
     if abs.is_file() && abs.file_name().is_some_and(|n| n == "Cargo.toml") {
         if let Some(parent) = abs.parent() {
@@ -210,7 +282,10 @@ fn build_dependency(path: Option<&Path>) -> Result<String> {
             .file(if abs.is_dir() { abs.join("Cargo.toml") } else { abs.clone() })
             .help(help));
     }
-    Ok(format!("mcpp-build = {{ path = {} }}", toml_string(&abs.display().to_string())))
+    Ok(format!(
+        "mcpp-build = {{ path = {} }}",
+        toml_string(&abs.display().to_string())
+    ))
 }
 
 /// Add `line` (`key = value`) to the manifest's table `table` (created when missing) unless
@@ -218,17 +293,36 @@ fn build_dependency(path: Option<&Path>) -> Result<String> {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] when `table` is not a table, or `line` is not `key = value`.
-fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str], line: &str) -> Result<bool> {
-    let not_table = || Error::new(ErrorKind::Manifest, format!("`{table}` in the manifest is not a table")).key(table).help("write it as a [table]");
+fn add_dependency(
+    doc: &mut toml_edit::DocumentMut,
+    table: &str,
+    present: &[&str],
+    line: &str,
+) -> Result<bool> {
+    let not_table = || {
+        Error::new(
+            ErrorKind::Manifest,
+            format!("`{table}` in the manifest is not a table"),
+        )
+        .key(table)
+        .help("write it as a [table]")
+    };
     if !doc.contains_key(table) {
         doc.insert(table, toml_edit::Item::Table(toml_edit::Table::new()));
     }
-    let t = doc.get_mut(table).and_then(|t| t.as_table_like_mut()).ok_or_else(not_table)?;
+    let t = doc
+        .get_mut(table)
+        .and_then(|t| t.as_table_like_mut())
+        .ok_or_else(not_table)?;
     if present.iter().any(|k| t.contains_key(k)) {
         return Ok(false);
     }
-    let (key, value) = line.split_once(" = ").ok_or_else(|| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
-    let value: toml_edit::Value = value.parse().map_err(|_| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
+    let (key, value) = line
+        .split_once(" = ")
+        .ok_or_else(|| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
+    let value: toml_edit::Value = value
+        .parse()
+        .map_err(|_| Error::new(ErrorKind::Manifest, format!("cannot write `{line}`")))?;
     t.insert(key, toml_edit::value(value));
     Ok(true)
 }
@@ -237,9 +331,21 @@ fn add_dependency(doc: &mut toml_edit::DocumentMut, table: &str, present: &[&str
 /// `wanted`, the version the template's code is written for (`line` is what it would write);
 /// `None` when there is no such dependency, it has no version (a path or git one), or it
 /// takes `wanted`.
-fn stale_dependency(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path, table: &str, key: &str, wanted: &cargo_metadata::semver::Version, line: &str) -> Option<Error> {
+fn stale_dependency(
+    doc: &toml_edit::DocumentMut,
+    text: &str,
+    manifest_path: &Path,
+    table: &str,
+    key: &str,
+    wanted: &cargo_metadata::semver::Version,
+    line: &str,
+) -> Option<Error> {
     let item = doc.get(table)?.get(key)?;
-    let version = item.as_str().or_else(|| item.as_table_like().and_then(|t| t.get("version")).and_then(toml_edit::Item::as_str))?;
+    let version = item.as_str().or_else(|| {
+        item.as_table_like()
+            .and_then(|t| t.get("version"))
+            .and_then(toml_edit::Item::as_str)
+    })?;
     let req = cargo_metadata::semver::VersionReq::parse(version).ok()?;
     // ash's 0.38 is any 0.38.x (a `0.38.2` requirement is fine); mcpp-build's is the engine's.
     let newest_patch = cargo_metadata::semver::Version::new(wanted.major, wanted.minor, u64::MAX);
@@ -257,10 +363,19 @@ fn stale_dependency(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Pa
 /// The refusal of an existing `[dependencies] ash` with `default-features = false` and without
 /// its `loaded` feature: the program init writes loads the Vulkan loader with
 /// `ash::Entry::load`, which only that feature has (it would not compile).
-fn ash_without_loader(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) -> Option<Error> {
+fn ash_without_loader(
+    doc: &toml_edit::DocumentMut,
+    text: &str,
+    manifest_path: &Path,
+) -> Option<Error> {
     let ash = doc.get("dependencies")?.get("ash")?.as_table_like()?;
-    let no_defaults = ["default-features", "default_features"].iter().any(|k| ash.get(k).and_then(toml_edit::Item::as_bool) == Some(false));
-    let loaded = ash.get("features").and_then(toml_edit::Item::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some("loaded")));
+    let no_defaults = ["default-features", "default_features"]
+        .iter()
+        .any(|k| ash.get(k).and_then(toml_edit::Item::as_bool) == Some(false));
+    let loaded = ash
+        .get("features")
+        .and_then(toml_edit::Item::as_array)
+        .is_some_and(|a| a.iter().any(|f| f.as_str() == Some("loaded")));
     (no_defaults && !loaded).then(|| {
         Error::new(ErrorKind::Manifest, "[dependencies] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it")
             .file(key_position(text, manifest_path, &["dependencies", "ash"]))
@@ -299,14 +414,17 @@ fn build_script(doc: &toml_edit::DocumentMut, text: &str, manifest_path: &Path) 
 /// `path:line:col` of the key `keys` (a path of table keys, such as `package.build`) in the
 /// manifest's `text` (the path alone when it cannot be found).
 fn key_position(text: &str, manifest_path: &Path, keys: &[&str]) -> String {
-    let span = text.parse::<toml_edit::ImDocument<String>>().ok().and_then(|d| {
-        let (last, parents) = keys.split_last()?;
-        let mut table: &dyn toml_edit::TableLike = d.as_table();
-        for k in parents {
-            table = table.get(k)?.as_table_like()?;
-        }
-        table.get_key_value(last).and_then(|(k, _)| k.span())
-    });
+    let span = text
+        .parse::<toml_edit::ImDocument<String>>()
+        .ok()
+        .and_then(|d| {
+            let (last, parents) = keys.split_last()?;
+            let mut table: &dyn toml_edit::TableLike = d.as_table();
+            for k in parents {
+                table = table.get(k)?.as_table_like()?;
+            }
+            table.get_key_value(last).and_then(|(k, _)| k.span())
+        });
     match span {
         Some(r) => {
             let before = &text[..r.start];
@@ -327,7 +445,11 @@ fn key_position(text: &str, manifest_path: &Path, keys: &[&str]) -> String {
 /// counts.
 fn calls_device_phase(source: &str) -> bool {
     let tokens = rust_tokens(source);
-    let mut names = DeviceNames { crates: vec!["mcpp_build".into(), "cargo_mcpp".into()], functions: Vec::new(), types: Vec::new() };
+    let mut names = DeviceNames {
+        crates: vec!["mcpp_build".into(), "cargo_mcpp".into()],
+        functions: Vec::new(),
+        types: Vec::new(),
+    };
     collect_use_names(&tokens, &mut names);
     let is = |i: usize, t: &Tok| tokens.get(i) == Some(t);
     let ident = |i: usize| match tokens.get(i) {
@@ -338,12 +460,18 @@ fn calls_device_phase(source: &str) -> bool {
         let Some(name) = ident(i) else { return false };
         let after_path = i > 0 && is(i - 1, &Tok::PathSep);
         if names.crates.iter().any(|c| c == name) && is(i + 1, &Tok::PathSep) {
-            return (ident(i + 2) == Some("build") && is(i + 3, &Tok::Punct('('))) || ident(i + 2) == Some("Build");
+            return (ident(i + 2) == Some("build") && is(i + 3, &Tok::Punct('(')))
+                || ident(i + 2) == Some("Build");
         }
         // A bare name a `use` brought in: a call `build(` (not a definition `fn build(`, a
         // method `.build(` or another path's `x::build(`), or `Build::...`.
-        let defined_or_method = i > 0 && (is(i - 1, &Tok::Ident("fn".into())) || is(i - 1, &Tok::Punct('.')));
-        (!after_path && !defined_or_method && names.functions.iter().any(|f| f == name) && is(i + 1, &Tok::Punct('('))) || (!after_path && names.types.iter().any(|t| t == name) && is(i + 1, &Tok::PathSep))
+        let defined_or_method =
+            i > 0 && (is(i - 1, &Tok::Ident("fn".into())) || is(i - 1, &Tok::Punct('.')));
+        (!after_path
+            && !defined_or_method
+            && names.functions.iter().any(|f| f == name)
+            && is(i + 1, &Tok::Punct('(')))
+            || (!after_path && names.types.iter().any(|t| t == name) && is(i + 1, &Tok::PathSep))
     })
 }
 
@@ -364,7 +492,11 @@ fn collect_use_names(tokens: &[Tok], names: &mut DeviceNames) {
     let mut i = 0;
     while i < tokens.len() {
         if word(tokens.get(i), "extern") && word(tokens.get(i + 1), "crate") {
-            if let (Some(Tok::Ident(c)), true, Some(Tok::Ident(alias))) = (tokens.get(i + 2), word(tokens.get(i + 3), "as"), tokens.get(i + 4)) {
+            if let (Some(Tok::Ident(c)), true, Some(Tok::Ident(alias))) = (
+                tokens.get(i + 2),
+                word(tokens.get(i + 3), "as"),
+                tokens.get(i + 4),
+            ) {
                 if names.crates.iter().any(|k| k == c) && !names.crates.contains(alias) {
                     names.crates.push(alias.clone());
                 }
@@ -436,14 +568,24 @@ fn use_tree(tokens: &[Tok], at: &mut usize, mut prefix: Vec<String>, names: &mut
 /// Record the use of `path` (as `alias`): a device crate (`mcpp_build`, `mcpp_build::self`) or its
 /// `build` / `Build`.
 fn record_use(path: &[String], alias: Option<String>, names: &mut DeviceNames) {
-    let path: Vec<&str> = path.iter().map(String::as_str).filter(|s| *s != "self").collect();
-    let Some((first, rest)) = path.split_first() else { return };
+    let path: Vec<&str> = path
+        .iter()
+        .map(String::as_str)
+        .filter(|s| *s != "self")
+        .collect();
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
     if !names.crates.iter().any(|c| c == first) {
         return;
     }
     match rest {
-        [] => names.crates.push(alias.unwrap_or_else(|| (*first).to_string())),
-        ["build"] => names.functions.push(alias.unwrap_or_else(|| "build".into())),
+        [] => names
+            .crates
+            .push(alias.unwrap_or_else(|| (*first).to_string())),
+        ["build"] => names
+            .functions
+            .push(alias.unwrap_or_else(|| "build".into())),
         ["Build"] => names.types.push(alias.unwrap_or_else(|| "Build".into())),
         _ => {}
     }
@@ -597,9 +739,19 @@ fn invalid_name(name: &str) -> Option<String> {
     let mut chars = name.chars();
     let first = chars.next()?;
     if !(first.is_alphabetic() || first == '_') {
-        return Some(format!("the first character `{}` must be a letter or `_`", first.escape_debug()));
+        return Some(format!(
+            "the first character `{}` must be a letter or `_`",
+            first.escape_debug()
+        ));
     }
-    chars.find(|c| !(c.is_alphanumeric() || *c == '-' || *c == '_')).map(|c| format!("the character `{}` is not a letter, a digit, `-` or `_`", c.escape_debug()))
+    chars
+        .find(|c| !(c.is_alphanumeric() || *c == '-' || *c == '_'))
+        .map(|c| {
+            format!(
+                "the character `{}` is not a letter, a digit, `-` or `_`",
+                c.escape_debug()
+            )
+        })
 }
 
 /// Why cargo refuses `name` for a new package with a binary (`cargo new`'s checks): a Rust
@@ -618,7 +770,11 @@ fn reserved_name(name: &str) -> Option<&'static str> {
 }
 
 /// How cargo matches `workspace.members` globs: `*` does not cross a `/`.
-const SEPARATOR_LITERAL: glob::MatchOptions = glob::MatchOptions { case_sensitive: true, require_literal_separator: true, require_literal_leading_dot: false };
+const SEPARATOR_LITERAL: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
 
 /// The workspace whose root manifest is the nearest above `dir` with a `[workspace]` table
 /// (cargo's search), when `dir` is not yet one of its members and not excluded: the manifest's
@@ -629,21 +785,56 @@ const SEPARATOR_LITERAL: glob::MatchOptions = glob::MatchOptions { case_sensitiv
 fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String, String)>> {
     for root in dir.ancestors().skip(1) {
         let manifest = root.join("Cargo.toml");
-        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else { return Ok(None) };
-        let Some(ws) = doc.get_mut("workspace").and_then(toml_edit::Item::as_table_like_mut) else { continue };
-        let Ok(rel) = dir.strip_prefix(root) else { return Ok(None) };
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+            return Ok(None);
+        };
+        let Some(ws) = doc
+            .get_mut("workspace")
+            .and_then(toml_edit::Item::as_table_like_mut)
+        else {
+            continue;
+        };
+        let Ok(rel) = dir.strip_prefix(root) else {
+            return Ok(None);
+        };
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         let listed = |key: &str, ws: &dyn toml_edit::TableLike| {
-            ws.get(key).and_then(toml_edit::Item::as_array).is_some_and(|a| {
-                a.iter().filter_map(toml_edit::Value::as_str).any(|p| p.trim_end_matches('/') == rel || glob::Pattern::new(p).is_ok_and(|g| g.matches_with(&rel, SEPARATOR_LITERAL)) || (key == "exclude" && rel.starts_with(&format!("{}/", p.trim_end_matches('/')))))
-            })
+            ws.get(key)
+                .and_then(toml_edit::Item::as_array)
+                .is_some_and(|a| {
+                    a.iter().filter_map(toml_edit::Value::as_str).any(|p| {
+                        p.trim_end_matches('/') == rel
+                            || glob::Pattern::new(p)
+                                .is_ok_and(|g| g.matches_with(&rel, SEPARATOR_LITERAL))
+                            || (key == "exclude"
+                                && rel.starts_with(&format!("{}/", p.trim_end_matches('/'))))
+                    })
+                })
         };
         if listed("members", &*ws) || listed("exclude", &*ws) {
             return Ok(None);
         }
-        let not_array = || Error::new(ErrorKind::Manifest, "`workspace.members` is not an array of paths").file(&manifest).key("workspace.members").help(format!("add \"{rel}\" to `members` by hand"));
-        let members = ws.entry("members").or_insert(toml_edit::value(toml_edit::Array::new())).as_array_mut().ok_or_else(not_array)?;
+        let not_array = || {
+            Error::new(
+                ErrorKind::Manifest,
+                "`workspace.members` is not an array of paths",
+            )
+            .file(&manifest)
+            .key("workspace.members")
+            .help(format!("add \"{rel}\" to `members` by hand"))
+        };
+        let members = ws
+            .entry("members")
+            .or_insert(toml_edit::value(toml_edit::Array::new()))
+            .as_array_mut()
+            .ok_or_else(not_array)?;
         members.push(rel.as_str());
         return Ok(Some((manifest, doc.to_string(), rel)));
     }
@@ -660,23 +851,52 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String, String)>> {
 /// [`ErrorKind::Io`] when a file cannot be written.
 pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let dir = PathBuf::from(name);
-    let package = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let package = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if package.is_empty() {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name: it names no directory", crate::text::echo(name))).help("give the new package's directory, such as `my-app` or `crates/my-app`"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!(
+                "`{}` is not a package name: it names no directory",
+                crate::text::echo(name)
+            ),
+        )
+        .help("give the new package's directory, such as `my-app` or `crates/my-app`"));
     }
     if let Some(why) = invalid_name(&package) {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a package name: {why}", crate::text::echo(name))).help("use letters, digits, `-` and `_`, starting with a letter or `_` (cargo new's rules)"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!("`{}` is not a package name: {why}", crate::text::echo(name)),
+        )
+        .help(
+            "use letters, digits, `-` and `_`, starting with a letter or `_` (cargo new's rules)",
+        ));
     }
     if let Some(why) = reserved_name(&package) {
-        return Err(Error::new(ErrorKind::Manifest, format!("the name `{package}` cannot be used as a package name: {why}")).help("choose another name (cargo new refuses it too)"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!("the name `{package}` cannot be used as a package name: {why}"),
+        )
+        .help("choose another name (cargo new refuses it too)"));
     }
     // The options refused before the directory exists, so a refusal leaves nothing behind.
     choose(args)?;
     build_dependency(args.mcpp_build_path.as_deref())?;
     if dir.exists() {
-        return Err(Error::new(ErrorKind::Manifest, format!("`{}` already exists", crate::text::echo_path(&dir))).help("choose another name, or run `cargo mcpp init` inside the existing package"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!("`{}` already exists", crate::text::echo_path(&dir)),
+        )
+        .help("choose another name, or run `cargo mcpp init` inside the existing package"));
     }
-    let cwd = std::env::current_dir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot read the current directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
     let abs = cwd.join(&dir);
     // The parent as the file system resolves it (links too); where it does not exist yet
     // (`crates/../w` without `crates`), `.` and `..` resolved by the path's text.
@@ -700,7 +920,11 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     let code = init_in(&dir, args)?;
     if let Some((root, text, member)) = workspace {
         crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
-        println!("     Added `{}` to the members of the workspace {}", crate::text::echo(&member), root.display());
+        println!(
+            "     Added `{}` to the members of the workspace {}",
+            crate::text::echo(&member),
+            root.display()
+        );
     }
     Ok(code)
 }
@@ -710,7 +934,12 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
 /// # Errors
 /// As [`init_in`].
 pub fn init(args: &InitArgs) -> Result<i32> {
-    let dir = std::env::current_dir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot read the current directory: {e}")))?;
+    let dir = std::env::current_dir().map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
     init_in(&dir, args)
 }
 
@@ -723,17 +952,43 @@ pub fn init(args: &InitArgs) -> Result<i32> {
 /// file of the example that exists. [`ErrorKind::Io`] when a file cannot be written.
 pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     let manifest_path = dir.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| Error::io("cannot read the manifest", &manifest_path, e).help("run `cargo mcpp init` in a package's directory, or `cargo mcpp new NAME`"))?;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| Error::new(ErrorKind::Manifest, format!("the manifest is not TOML: {}", e.message())).file(&manifest_path))?;
-    if !doc.get("package").is_some_and(toml_edit::Item::is_table_like) {
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+        Error::io("cannot read the manifest", &manifest_path, e)
+            .help("run `cargo mcpp init` in a package's directory, or `cargo mcpp new NAME`")
+    })?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        Error::new(
+            ErrorKind::Manifest,
+            format!("the manifest is not TOML: {}", e.message()),
+        )
+        .file(&manifest_path)
+    })?;
+    if !doc
+        .get("package")
+        .is_some_and(toml_edit::Item::is_table_like)
+    {
         let (what, help) = if doc.contains_key("workspace") {
             ("a virtual workspace manifest (a [workspace] and no [package]): not a package", "run it in a member: `cd <member> && cargo mcpp init`, or `cargo mcpp new NAME` for a new member")
         } else {
-            ("a manifest without [package]: not a package", "run it in a package's directory, or `cargo mcpp new NAME`")
+            (
+                "a manifest without [package]: not a package",
+                "run it in a package's directory, or `cargo mcpp new NAME`",
+            )
         };
-        return Err(Error::new(ErrorKind::Manifest, format!("`cargo mcpp init` here: {what}")).file(&manifest_path).key("package").help(help));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!("`cargo mcpp init` here: {what}"),
+        )
+        .file(&manifest_path)
+        .key("package")
+        .help(help));
     }
-    if doc.get("package").and_then(|p| p.get("metadata")).and_then(|m| m.get("mcpp")).is_some() {
+    if doc
+        .get("package")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("mcpp"))
+        .is_some()
+    {
         return Err(Error::new(ErrorKind::Manifest, "the manifest has [package.metadata.mcpp] already")
             .file(&manifest_path)
             .key("package.metadata.mcpp")
@@ -760,16 +1015,35 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     let mut problems = Vec::new();
     let engine = cargo_metadata::semver::Version::parse(mcpp_build::VERSION).ok();
     if let Some(engine) = &engine {
-        problems.extend(stale_dependency(&doc, &text, &manifest_path, "build-dependencies", "mcpp-build", engine, &format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))));
+        problems.extend(stale_dependency(
+            &doc,
+            &text,
+            &manifest_path,
+            "build-dependencies",
+            "mcpp-build",
+            engine,
+            &format!("mcpp-build = {}", toml_string(mcpp_build::VERSION)),
+        ));
     }
     if matches!(lane, Lane::Spirv | Lane::Slang) {
-        problems.extend(stale_dependency(&doc, &text, &manifest_path, "dependencies", "ash", &cargo_metadata::semver::Version::new(0, 38, 0), &format!("ash = {}", toml_string(ASH))));
+        problems.extend(stale_dependency(
+            &doc,
+            &text,
+            &manifest_path,
+            "dependencies",
+            "ash",
+            &cargo_metadata::semver::Version::new(0, 38, 0),
+            &format!("ash = {}", toml_string(ASH)),
+        ));
         problems.extend(ash_without_loader(&doc, &text, &manifest_path));
     }
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let (program_path, run) = if dir.join("src/main.rs").exists() {
         let name = format!("mcpp_{}", lane.name());
-        (PathBuf::from(format!("examples/{name}.rs")), format!("cargo run --example {name}"))
+        (
+            PathBuf::from(format!("examples/{name}.rs")),
+            format!("cargo run --example {name}"),
+        )
     } else {
         (PathBuf::from("src/main.rs"), "cargo run".to_string())
     };
@@ -793,7 +1067,10 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
                     );
                 }
             } else if rel == Path::new("build.rs") {
-                files.push((rel, "fn main() {\n    mcpp_build::build();\n}\n".to_string()));
+                files.push((
+                    rel,
+                    "fn main() {\n    mcpp_build::build();\n}\n".to_string(),
+                ));
             } else {
                 problems.push(
                     Error::new(ErrorKind::Manifest, format!("[package] build = {} names a build script that does not exist", toml_string(&rel.display().to_string())))
@@ -806,7 +1083,17 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     }
     for (rel, _) in &files {
         if dir.join(rel).exists() {
-            problems.push(Error::new(ErrorKind::Manifest, format!("`{}` exists; cargo mcpp init never overwrites a file", rel.display())).file(dir.join(rel)).help("move it away, or add the device source by hand"));
+            problems.push(
+                Error::new(
+                    ErrorKind::Manifest,
+                    format!(
+                        "`{}` exists; cargo mcpp init never overwrites a file",
+                        rel.display()
+                    ),
+                )
+                .file(dir.join(rel))
+                .help("move it away, or add the device source by hand"),
+            );
         }
     }
     Error::all(problems)?;
@@ -814,10 +1101,22 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     // The manifest: the build dependency and, for the Vulkan lanes, ash (each unless there is
     // one), then the table, appended.
     let mut added = Vec::new();
-    if add_dependency(&mut doc, "build-dependencies", &["mcpp-build", "cargo-mcpp"], &dependency)? {
+    if add_dependency(
+        &mut doc,
+        "build-dependencies",
+        &["mcpp-build", "cargo-mcpp"],
+        &dependency,
+    )? {
         added.push("the mcpp-build build dependency");
     }
-    if matches!(lane, Lane::Spirv | Lane::Slang) && add_dependency(&mut doc, "dependencies", &["ash"], &format!("ash = {}", toml_string(ASH)))? {
+    if matches!(lane, Lane::Spirv | Lane::Slang)
+        && add_dependency(
+            &mut doc,
+            "dependencies",
+            &["ash"],
+            &format!("ash = {}", toml_string(ASH)),
+        )?
+    {
         added.push("the ash dependency");
     }
     let mut text = doc.to_string();
@@ -834,14 +1133,26 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     }
     crate::fingerprint::write_if_changed(&manifest_path, text.as_bytes())?;
     added.insert(0, "[package.metadata.mcpp]");
-    println!("     Added {} to {}", added.join(", "), manifest_path.display());
+    println!(
+        "     Added {} to {}",
+        added.join(", "),
+        manifest_path.display()
+    );
     for (rel, _) in &files {
         println!("     Created {}", rel.display());
     }
     // `cargo mcpp build` names this engine to the build scripts when `mcpp_build` would not
     // find it ($CARGO_HOME/bin); a plain `cargo run` reruns the build script without that, so
     // the user must export it (the one computation of `cargo mcpp build`: `engine_to_name`).
-    let export = super::build::engine_to_name().map(|me| format!("export {}={} && ", super::ENGINE_ENV, shell_word(&me.to_string_lossy()))).unwrap_or_default();
+    let export = super::build::engine_to_name()
+        .map(|me| {
+            format!(
+                "export {}={} && ",
+                super::ENGINE_ENV,
+                shell_word(&me.to_string_lossy())
+            )
+        })
+        .unwrap_or_default();
     println!("Next: {export}cargo mcpp build && {run}");
     let toolkit = match lane {
         Lane::Cuda => Some("a CUDA toolkit"),
@@ -858,10 +1169,25 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
 /// `/._-+,:@%=`), else in single quotes (a `'` written `'\''`); control characters escaped
 /// ([`crate::text::echo_path`]'s rule is for messages, this is for a line to paste).
 fn shell_word(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c)) {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c))
+    {
         return word.to_string();
     }
-    let escaped: String = word.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else if c == '\'' { "'\\''".to_string() } else { c.to_string() }).collect();
+    let escaped: String = word
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else if c == '\'' {
+                "'\\''".to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
     format!("'{escaped}'")
 }
 
@@ -871,73 +1197,156 @@ mod tests {
 
     #[test]
     fn shell_words_paste_as_one_word() {
-        assert_eq!(shell_word("/home/me/.local/bin/cargo-mcpp"), "/home/me/.local/bin/cargo-mcpp");
-        assert_eq!(shell_word("/opt/my tools/cargo-mcpp"), "'/opt/my tools/cargo-mcpp'");
+        assert_eq!(
+            shell_word("/home/me/.local/bin/cargo-mcpp"),
+            "/home/me/.local/bin/cargo-mcpp"
+        );
+        assert_eq!(
+            shell_word("/opt/my tools/cargo-mcpp"),
+            "'/opt/my tools/cargo-mcpp'"
+        );
         assert_eq!(shell_word("/o'k/$x"), "'/o'\\''k/$x'");
         assert_eq!(shell_word(""), "''");
     }
 
     #[test]
     fn a_call_in_a_comment_is_no_call() {
-        assert!(calls_device_phase("fn main() {\n    mcpp_build::build();\n}\n"));
-        assert!(calls_device_phase("fn main() { mcpp_build :: Build::new().accel(\"vulkan1.3\").compile(); }"));
-        assert!(calls_device_phase("fn main() { let _ = \"http://x\"; cargo_mcpp::build().unwrap(); }"));
-        assert!(!calls_device_phase("fn main() {\n    // mcpp_build::build();\n}\n"));
+        assert!(calls_device_phase(
+            "fn main() {\n    mcpp_build::build();\n}\n"
+        ));
+        assert!(calls_device_phase(
+            "fn main() { mcpp_build :: Build::new().accel(\"vulkan1.3\").compile(); }"
+        ));
+        assert!(calls_device_phase(
+            "fn main() { let _ = \"http://x\"; cargo_mcpp::build().unwrap(); }"
+        ));
+        assert!(!calls_device_phase(
+            "fn main() {\n    // mcpp_build::build();\n}\n"
+        ));
         assert!(!calls_device_phase("fn main() {\n    /* mcpp_build::build(); /* nested */ still a comment: cargo_mcpp::build() */\n}\n"));
-        assert!(!calls_device_phase("/// mcpp_build::build();\nfn main() {}\n"));
+        assert!(!calls_device_phase(
+            "/// mcpp_build::build();\nfn main() {}\n"
+        ));
         assert!(!calls_device_phase("fn main() { println!(\"building\"); }"));
     }
 
     #[test]
     fn quote_characters_in_literals_open_no_string() {
         // `'"'` would open a string for a scanner without char literals, hiding the call.
-        assert!(calls_device_phase("fn main() { let q = '\"'; mcpp_build::build(); let r = '\"'; }"));
-        assert!(calls_device_phase("fn main() { let q = '\\''; let e = '\\u{22}'; mcpp_build::build(); }"));
-        assert!(calls_device_phase("fn main() { let q = b'\"'; mcpp_build::build(); let s = b\"\\\"\"; }"));
+        assert!(calls_device_phase(
+            "fn main() { let q = '\"'; mcpp_build::build(); let r = '\"'; }"
+        ));
+        assert!(calls_device_phase(
+            "fn main() { let q = '\\''; let e = '\\u{22}'; mcpp_build::build(); }"
+        ));
+        assert!(calls_device_phase(
+            "fn main() { let q = b'\"'; mcpp_build::build(); let s = b\"\\\"\"; }"
+        ));
         // ... and a call inside a string is none.
-        assert!(!calls_device_phase("fn main() { let q = '\"'; let s = \"mcpp_build::build()\"; }"));
-        assert!(!calls_device_phase("fn main() { let s = b\"mcpp_build::build()\"; let c = c\"cargo_mcpp::build()\"; }"));
+        assert!(!calls_device_phase(
+            "fn main() { let q = '\"'; let s = \"mcpp_build::build()\"; }"
+        ));
+        assert!(!calls_device_phase(
+            "fn main() { let s = b\"mcpp_build::build()\"; let c = c\"cargo_mcpp::build()\"; }"
+        ));
     }
 
     #[test]
     fn raw_strings_end_at_their_own_hashes() {
         // The `"` inside r#"..."# does not end it; the call after it counts, one inside it not.
-        assert!(calls_device_phase("fn main() { let s = r#\"a \" b\"#; mcpp_build::build(); }"));
-        assert!(!calls_device_phase("fn main() { let s = r#\"a \" mcpp_build::build() \"#; }"));
-        assert!(!calls_device_phase("fn main() { let s = r##\"a \"# mcpp_build::build() \"##; }"));
-        assert!(!calls_device_phase("fn main() { let s = br\"mcpp_build::build()\"; let t = r\"x\"; }"));
-        assert!(calls_device_phase("fn main() { let s = r\"\\\"; mcpp_build::build(); }"), "no escapes in a raw string");
-        assert!(calls_device_phase("fn main() { let r#type = 1; mcpp_build::build(); }"), "a raw identifier");
+        assert!(calls_device_phase(
+            "fn main() { let s = r#\"a \" b\"#; mcpp_build::build(); }"
+        ));
+        assert!(!calls_device_phase(
+            "fn main() { let s = r#\"a \" mcpp_build::build() \"#; }"
+        ));
+        assert!(!calls_device_phase(
+            "fn main() { let s = r##\"a \"# mcpp_build::build() \"##; }"
+        ));
+        assert!(!calls_device_phase(
+            "fn main() { let s = br\"mcpp_build::build()\"; let t = r\"x\"; }"
+        ));
+        assert!(
+            calls_device_phase("fn main() { let s = r\"\\\"; mcpp_build::build(); }"),
+            "no escapes in a raw string"
+        );
+        assert!(
+            calls_device_phase("fn main() { let r#type = 1; mcpp_build::build(); }"),
+            "a raw identifier"
+        );
     }
 
     #[test]
     fn lifetimes_are_not_characters() {
         // `'a` opens no literal: a scanner taking `'a, '` as one would swallow the call.
         assert!(calls_device_phase("fn f<'a>(x: &'a str) -> &'a str { x }\nfn main() { 'outer: loop { mcpp_build::build(); break 'outer; } }"));
-        assert!(calls_device_phase("struct S<'a, 'b>(&'a u8, &'b u8);\nfn main() { cargo_mcpp::build(); }"));
-        assert!(!calls_device_phase("fn f<'a>(x: &'a str) {}\nfn main() { let c = 'm'; /* mcpp_build::build() */ }"));
+        assert!(calls_device_phase(
+            "struct S<'a, 'b>(&'a u8, &'b u8);\nfn main() { cargo_mcpp::build(); }"
+        ));
+        assert!(!calls_device_phase(
+            "fn f<'a>(x: &'a str) {}\nfn main() { let c = 'm'; /* mcpp_build::build() */ }"
+        ));
     }
 
     #[test]
     fn names_given_by_use_and_extern_crate_count() {
-        assert!(calls_device_phase("use mcpp_build as mb;\nfn main() { mb::build(); }"));
-        assert!(calls_device_phase("fn main() { mb::Build::new().compile(); }\nuse mcpp_build as mb;"), "a later use counts");
-        assert!(calls_device_phase("extern crate cargo_mcpp as cm;\nfn main() { cm::build(); }"));
-        assert!(calls_device_phase("use mcpp_build::build;\nfn main() { build(); }"));
-        assert!(calls_device_phase("use mcpp_build::build as device;\nfn main() { device(); }"));
-        assert!(calls_device_phase("use ::mcpp_build::{self as m, Build as B};\nfn main() { B::new().compile(); }"));
-        assert!(calls_device_phase("use mcpp_build::{self as m};\nfn main() { m::build(); }"));
-        assert!(calls_device_phase("use mcpp_build::*;\nfn main() { build(); }"));
+        assert!(calls_device_phase(
+            "use mcpp_build as mb;\nfn main() { mb::build(); }"
+        ));
+        assert!(
+            calls_device_phase("fn main() { mb::Build::new().compile(); }\nuse mcpp_build as mb;"),
+            "a later use counts"
+        );
+        assert!(calls_device_phase(
+            "extern crate cargo_mcpp as cm;\nfn main() { cm::build(); }"
+        ));
+        assert!(calls_device_phase(
+            "use mcpp_build::build;\nfn main() { build(); }"
+        ));
+        assert!(calls_device_phase(
+            "use mcpp_build::build as device;\nfn main() { device(); }"
+        ));
+        assert!(calls_device_phase(
+            "use ::mcpp_build::{self as m, Build as B};\nfn main() { B::new().compile(); }"
+        ));
+        assert!(calls_device_phase(
+            "use mcpp_build::{self as m};\nfn main() { m::build(); }"
+        ));
+        assert!(calls_device_phase(
+            "use mcpp_build::*;\nfn main() { build(); }"
+        ));
         // An alias that is never called, another crate's `build`, a definition or a method: none.
         assert!(!calls_device_phase("use mcpp_build as mb;\nfn main() {}"));
-        assert!(!calls_device_phase("use cc::build;\nfn main() { build(); }"));
-        assert!(!calls_device_phase("use mcpp_build::build;\nfn build() {}\nfn main() { x.build(); y::build(); }"));
-        assert!(!calls_device_phase("use other as mb;\nfn main() { mb::build(); }"));
+        assert!(!calls_device_phase(
+            "use cc::build;\nfn main() { build(); }"
+        ));
+        assert!(!calls_device_phase(
+            "use mcpp_build::build;\nfn build() {}\nfn main() { x.build(); y::build(); }"
+        ));
+        assert!(!calls_device_phase(
+            "use other as mb;\nfn main() { mb::build(); }"
+        ));
     }
 
     #[test]
     fn the_tokenizer_is_total() {
-        for s in ["'", "\"", "r#", "r#\"", "b'", "/*", "/* /* */", "'\\", "use", "use {", "use mcpp_build::{", "extern crate", "1.0e5", "'\\u{", "ö::ä"] {
+        for s in [
+            "'",
+            "\"",
+            "r#",
+            "r#\"",
+            "b'",
+            "/*",
+            "/* /* */",
+            "'\\",
+            "use",
+            "use {",
+            "use mcpp_build::{",
+            "extern crate",
+            "1.0e5",
+            "'\\u{",
+            "ö::ä",
+        ] {
             let _ = calls_device_phase(s);
         }
     }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 /// The cargo to run: `CARGO` (set when cargo runs this subcommand), else `cargo` on PATH.
 pub fn cargo_program() -> std::ffi::OsString {
-    crate::env::Env::process().get_os("CARGO").unwrap_or_else(|| "cargo".into())
+    crate::env::Env::process()
+        .get_os("CARGO")
+        .unwrap_or_else(|| "cargo".into())
 }
 
 /// The packages a command works on and the profile directory of their build (`why tool`
@@ -34,9 +36,29 @@ pub fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<
     let metadata = metadata(location.manifest_path.as_deref())?;
     let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
     let profile_path = profile_path(&metadata, location);
-    let without_build_script = packages.iter().filter(|p| !p.targets.iter().any(|t| t.is_custom_build())).map(|p| p.name.to_string()).collect();
-    let ids = packages.iter().map(|p| (p.id.repr.clone(), p.name.to_string())).collect();
-    Ok(Located { packages: packages.iter().map(|p| (p.name.to_string(), p.manifest_path.clone().into_std_path_buf())).collect(), profile_path, without_build_script, ids })
+    let without_build_script = packages
+        .iter()
+        .filter(|p| !p.targets.iter().any(|t| t.is_custom_build()))
+        .map(|p| p.name.to_string())
+        .collect();
+    let ids = packages
+        .iter()
+        .map(|p| (p.id.repr.clone(), p.name.to_string()))
+        .collect();
+    Ok(Located {
+        packages: packages
+            .iter()
+            .map(|p| {
+                (
+                    p.name.to_string(),
+                    p.manifest_path.clone().into_std_path_buf(),
+                )
+            })
+            .collect(),
+        profile_path,
+        without_build_script,
+        ids,
+    })
 }
 
 /// The workspace of `manifest_path` (or of the current directory) from `cargo metadata`
@@ -51,9 +73,12 @@ pub fn metadata(manifest_path: Option<&Path>) -> Result<cargo_metadata::Metadata
         meta.manifest_path(p);
     }
     meta.exec().map_err(|e| {
-        Error::new(ErrorKind::Manifest, "`cargo metadata` failed, so the package cannot be found")
-            .detail(e.to_string())
-            .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
+        Error::new(
+            ErrorKind::Manifest,
+            "`cargo metadata` failed, so the package cannot be found",
+        )
+        .detail(e.to_string())
+        .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
     })
 }
 
@@ -73,7 +98,10 @@ pub fn profile_path(metadata: &cargo_metadata::Metadata, location: &BuildLocatio
         "bench" => "release".to_string(),
         other => other.to_string(),
     };
-    let mut profile_path = location.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
+    let mut profile_path = location
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf());
     if let Some(t) = &location.target {
         profile_path.push(t);
     }
@@ -93,7 +121,11 @@ type PackageSpec = (String, Option<String>, Option<glob::Pattern>);
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a malformed `-p`/`--exclude` glob.
-pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path: Option<&std::path::Path>, selection: &PackageSelection) -> Result<Vec<&'m cargo_metadata::Package>> {
+pub fn select_packages<'m>(
+    metadata: &'m cargo_metadata::Metadata,
+    manifest_path: Option<&std::path::Path>,
+    selection: &PackageSelection,
+) -> Result<Vec<&'m cargo_metadata::Package>> {
     let members = metadata.workspace_packages();
     let matcher = |specs: &[String]| -> Result<Vec<PackageSpec>> {
         specs
@@ -104,7 +136,13 @@ pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path
                     None => (spec.clone(), None),
                 };
                 let pattern = if name.contains(['*', '?', '[']) {
-                    Some(glob::Pattern::new(&name).map_err(|e| Error::new(ErrorKind::Usage, format!("`{spec}` is not a valid package glob: {}", e.msg)).help("write a package name, name@version, or a glob such as `app-*`"))?)
+                    Some(glob::Pattern::new(&name).map_err(|e| {
+                        Error::new(
+                            ErrorKind::Usage,
+                            format!("`{spec}` is not a valid package glob: {}", e.msg),
+                        )
+                        .help("write a package name, name@version, or a glob such as `app-*`")
+                    })?)
                 } else {
                     None
                 };
@@ -112,30 +150,49 @@ pub fn select_packages<'m>(metadata: &'m cargo_metadata::Metadata, manifest_path
             })
             .collect()
     };
-    let matches = |specs: &[(String, Option<String>, Option<glob::Pattern>)], p: &cargo_metadata::Package| {
+    let matches = |specs: &[(String, Option<String>, Option<glob::Pattern>)],
+                   p: &cargo_metadata::Package| {
         specs.iter().any(|(name, version, pattern)| {
             let name_ok = match pattern {
                 Some(g) => g.matches(&p.name),
                 None => *name == *p.name,
             };
-            name_ok && version.as_ref().is_none_or(|v| p.version.to_string() == *v || p.version.to_string().starts_with(&format!("{v}.")))
+            name_ok
+                && version.as_ref().is_none_or(|v| {
+                    p.version.to_string() == *v
+                        || p.version.to_string().starts_with(&format!("{v}."))
+                })
         })
     };
     if selection.workspace {
         let excluded = matcher(&selection.exclude)?;
-        return Ok(members.into_iter().filter(|p| !matches(&excluded, p)).collect());
+        return Ok(members
+            .into_iter()
+            .filter(|p| !matches(&excluded, p))
+            .collect());
     }
     if !selection.package.is_empty() {
         let wanted = matcher(&selection.package)?;
-        return Ok(members.into_iter().filter(|p| matches(&wanted, p)).collect());
+        return Ok(members
+            .into_iter()
+            .filter(|p| matches(&wanted, p))
+            .collect());
     }
     let manifest = match manifest_path {
         Some(p) => Some(p.to_path_buf()),
-        None => std::env::current_dir().ok().and_then(|d| d.ancestors().map(|a| a.join("Cargo.toml")).find(|m| m.is_file())),
+        None => std::env::current_dir().ok().and_then(|d| {
+            d.ancestors()
+                .map(|a| a.join("Cargo.toml"))
+                .find(|m| m.is_file())
+        }),
     };
-    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let canonical =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if let Some(m) = manifest.map(|m| canonical(&m)) {
-        if let Some(p) = members.iter().find(|p| canonical(p.manifest_path.as_std_path()) == m) {
+        if let Some(p) = members
+            .iter()
+            .find(|p| canonical(p.manifest_path.as_std_path()) == m)
+        {
             return Ok(vec![*p]);
         }
     }

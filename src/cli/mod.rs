@@ -21,10 +21,10 @@ pub use locate::select_packages;
 use crate::error::exit_code;
 use crate::plan::accel::AccelChoice;
 
+use clap::{Args, Parser, Subcommand};
 /// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
 /// `build-script` mode (followed by its version): the client's own constants.
 pub use mcpp_build::{ENGINE_ENV, ENGINE_HANDSHAKE};
-use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// `cargo mcpp`, as cargo invokes it.
@@ -73,7 +73,12 @@ pub struct BuildScriptArgs {
     #[arg(long, value_name = "VERSION")]
     pub client_version: String,
     /// The accelerator set (`mcpp_build::Build::accel`).
-    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "SPEC",
+        conflicts_with = "no_accel"
+    )]
     pub accel: Option<String>,
     /// No accelerator (`mcpp_build::Build::no_accel`).
     #[arg(long)]
@@ -117,7 +122,12 @@ pub struct FetchArgs {
     #[arg(value_name = "PACKAGE")]
     pub packages: Vec<String>,
     /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
-    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "SPEC",
+        conflicts_with = "no_accel"
+    )]
     pub accel: Option<String>,
     /// Fetch for a build with no accelerator (fetches nothing).
     #[arg(long)]
@@ -235,7 +245,11 @@ pub struct PackArgs {
     #[arg(long, value_name = "PATH")]
     pub runtime_file: Option<PathBuf>,
     /// Further `cargo build` arguments (`--features x`, ...).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CARGO_ARGS"
+    )]
     pub cargo_args: Vec<String>,
 }
 
@@ -243,7 +257,12 @@ pub struct PackArgs {
 #[derive(Debug, Args)]
 pub struct BuildArgs {
     /// Override `[package.metadata.mcpp] accel` for this build, e.g. "vulkan1.3".
-    #[arg(long, allow_hyphen_values = true, value_name = "SPEC", conflicts_with = "no_accel")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "SPEC",
+        conflicts_with = "no_accel"
+    )]
     pub accel: Option<String>,
     /// Build with no accelerator: no device source compiles (the CPU-only variant).
     #[arg(long)]
@@ -268,7 +287,11 @@ pub struct BuildArgs {
     #[arg(long, value_name = "FMT")]
     pub message_format: Option<String>,
     /// Further `cargo build` arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_ARGS")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CARGO_ARGS"
+    )]
     pub cargo_args: Vec<String>,
 }
 
@@ -282,14 +305,20 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { exit_code::USAGE } else { exit_code::SUCCESS };
+            return if e.use_stderr() {
+                exit_code::USAGE
+            } else {
+                exit_code::SUCCESS
+            };
         }
     };
     let CargoCli::Mcpp(mcpp) = cli;
     let result = match mcpp.command {
         Command_::Build(b) => build::build(&b),
         Command_::Fetch(f) => fetch::fetch(&f),
-        Command_::Why(WhyArgs { what: WhyWhat::Tool(w) }) => why::why_tool(&w),
+        Command_::Why(WhyArgs {
+            what: WhyWhat::Tool(w),
+        }) => why::why_tool(&w),
         Command_::Pack(p) => pack::pack(&p),
         Command_::Init(a) => init::init(&a),
         Command_::New(n) => init::new(&n.name, &n.init),
@@ -308,9 +337,15 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
 /// take an attached `-jN` for the start of cargo's arguments, and our options after it with it.
 pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     args.into_iter()
-        .flat_map(|a| match a.to_str().and_then(|t| t.strip_prefix("-j")).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
-            Some(n) => vec!["-j".into(), n.into()],
-            None => vec![a],
+        .flat_map(|a| {
+            match a
+                .to_str()
+                .and_then(|t| t.strip_prefix("-j"))
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                Some(n) => vec!["-j".into(), n.into()],
+                None => vec![a],
+            }
         })
         .collect()
 }
@@ -331,13 +366,22 @@ pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
         return args;
     }
     let cli = CargoCli::command();
-    let Some(build) = cli.find_subcommand("mcpp").and_then(|m| m.find_subcommand("build")) else { return args };
+    let Some(build) = cli
+        .find_subcommand("mcpp")
+        .and_then(|m| m.find_subcommand("build"))
+    else {
+        return args;
+    };
     // (spelling, takes a value) of every option of `build`.
     let mut longs: Vec<(String, bool)> = Vec::new();
     let mut shorts: Vec<(char, bool)> = Vec::new();
     for arg in build.get_arguments() {
         let takes = arg.get_action().takes_values();
-        for l in arg.get_long().into_iter().chain(arg.get_all_aliases().unwrap_or_default()) {
+        for l in arg
+            .get_long()
+            .into_iter()
+            .chain(arg.get_all_aliases().unwrap_or_default())
+        {
             longs.push((format!("--{l}"), takes));
         }
         shorts.extend(arg.get_short().map(|c| (c, takes)));
@@ -356,7 +400,11 @@ pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
             break;
         }
         // `--accel X`, `--accel=X`, `--no-accel`: (the option, whether its value is the next argument).
-        if let Some((_, takes)) = longs.iter().find(|(l, _)| t == l || t.strip_prefix(l.as_str()).is_some_and(|r| r.starts_with('='))) {
+        if let Some((_, takes)) = longs.iter().find(|(l, _)| {
+            t == l
+                || t.strip_prefix(l.as_str())
+                    .is_some_and(|r| r.starts_with('='))
+        }) {
             ours.push(a.clone());
             if *takes && !t.contains('=') {
                 ours.extend(it.next().cloned());
@@ -405,9 +453,22 @@ mod tests {
 
     #[test]
     fn an_attached_jobs_value_leaves_the_options_after_it_ours() {
-        let args: Vec<std::ffi::OsString> = ["cargo-mcpp", "mcpp", "build", "-j1", "--no-accel", "--features", "x"].iter().map(Into::into).collect();
+        let args: Vec<std::ffi::OsString> = [
+            "cargo-mcpp",
+            "mcpp",
+            "build",
+            "-j1",
+            "--no-accel",
+            "--features",
+            "x",
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
         let CargoCli::Mcpp(m) = CargoCli::try_parse_from(split_attached_jobs(args)).unwrap();
-        let Command_::Build(b) = m.command else { panic!("not build") };
+        let Command_::Build(b) = m.command else {
+            panic!("not build")
+        };
         assert_eq!(b.jobs.as_deref(), Some("1"));
         assert!(b.no_accel);
         assert_eq!(b.cargo_args, ["--features", "x"]);
@@ -415,14 +476,22 @@ mod tests {
 
     fn parse_build(args: &[&str]) -> BuildArgs {
         let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(build_options_first(split_attached_jobs(args))).unwrap();
-        let Command_::Build(b) = m.command else { panic!("not build") };
+        let CargoCli::Mcpp(m) =
+            CargoCli::try_parse_from(build_options_first(split_attached_jobs(args))).unwrap();
+        let Command_::Build(b) = m.command else {
+            panic!("not build")
+        };
         b
     }
 
     #[test]
     fn jobs_are_taken_as_cargo_takes_them_negative_or_default() {
-        for (args, want) in [(&["-j", "-1"][..], "-1"), (&["--jobs", "default"], "default"), (&["-j8"], "8"), (&["--jobs=-2"], "-2")] {
+        for (args, want) in [
+            (&["-j", "-1"][..], "-1"),
+            (&["--jobs", "default"], "default"),
+            (&["-j8"], "8"),
+            (&["--jobs=-2"], "-2"),
+        ] {
             let b = parse_build(&[&["cargo-mcpp", "mcpp", "build"][..], args].concat());
             assert_eq!(b.jobs.as_deref(), Some(want), "{args:?}");
             assert!(b.cargo_args.is_empty(), "{args:?}: {:?}", b.cargo_args);
@@ -432,15 +501,71 @@ mod tests {
     #[test]
     fn build_options_after_cargo_options_are_still_ours() {
         // Before: everything from `--features` (or a misspelt `--bogus`) went to cargo, `--accel` too.
-        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--bogus", "--accel", "vulkan1.3"]);
-        assert_eq!((b.accel.as_deref(), b.cargo_args.as_slice()), (Some("vulkan1.3"), ["--bogus".to_string()].as_slice()));
-        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "--no-accel", "-p", "b", "--accel-free", "-j1", "--compile-commands=.", "--all"]);
+        let b = parse_build(&[
+            "cargo-mcpp",
+            "mcpp",
+            "build",
+            "--bogus",
+            "--accel",
+            "vulkan1.3",
+        ]);
+        assert_eq!(
+            (b.accel.as_deref(), b.cargo_args.as_slice()),
+            (Some("vulkan1.3"), ["--bogus".to_string()].as_slice())
+        );
+        let b = parse_build(&[
+            "cargo-mcpp",
+            "mcpp",
+            "build",
+            "--features",
+            "x",
+            "--no-accel",
+            "-p",
+            "b",
+            "--accel-free",
+            "-j1",
+            "--compile-commands=.",
+            "--all",
+        ]);
         assert!(b.no_accel && b.selection.workspace);
-        assert_eq!((b.selection.package.as_slice(), b.jobs.as_deref(), b.compile_commands.as_deref()), (["b".to_string()].as_slice(), Some("1"), Some(std::path::Path::new("."))));
-        assert_eq!(b.cargo_args, ["--features", "x", "--accel-free"], "another option keeps its place, for cargo");
-        let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--features", "x", "-pb", "--accel=cuda13.0", "--", "--accel", "y"]);
-        assert_eq!((b.selection.package.as_slice(), b.accel.as_deref()), (["b".to_string()].as_slice(), Some("cuda13.0")));
-        assert_eq!(b.cargo_args, ["--features", "x", "--accel", "y"], "after `--`: cargo's, as written");
+        assert_eq!(
+            (
+                b.selection.package.as_slice(),
+                b.jobs.as_deref(),
+                b.compile_commands.as_deref()
+            ),
+            (
+                ["b".to_string()].as_slice(),
+                Some("1"),
+                Some(std::path::Path::new("."))
+            )
+        );
+        assert_eq!(
+            b.cargo_args,
+            ["--features", "x", "--accel-free"],
+            "another option keeps its place, for cargo"
+        );
+        let b = parse_build(&[
+            "cargo-mcpp",
+            "mcpp",
+            "build",
+            "--features",
+            "x",
+            "-pb",
+            "--accel=cuda13.0",
+            "--",
+            "--accel",
+            "y",
+        ]);
+        assert_eq!(
+            (b.selection.package.as_slice(), b.accel.as_deref()),
+            (["b".to_string()].as_slice(), Some("cuda13.0"))
+        );
+        assert_eq!(
+            b.cargo_args,
+            ["--features", "x", "--accel", "y"],
+            "after `--`: cargo's, as written"
+        );
         let b = parse_build(&["cargo-mcpp", "mcpp", "build", "--release"]);
         assert!(b.location.release && b.cargo_args.is_empty());
     }
@@ -449,21 +574,57 @@ mod tests {
     fn fetch_takes_toolchain_packages_by_name_and_says_so() {
         use clap::CommandFactory;
         let mut cli = CargoCli::command();
-        let help = cli.find_subcommand_mut("mcpp").and_then(|m| m.find_subcommand_mut("fetch")).expect("fetch").render_help().to_string();
-        assert!(help.contains("[PACKAGE]...") && help.contains("Toolchain packages to fetch (NAME or NAME@VERSION)"), "{help}");
+        let help = cli
+            .find_subcommand_mut("mcpp")
+            .and_then(|m| m.find_subcommand_mut("fetch"))
+            .expect("fetch")
+            .render_help()
+            .to_string();
+        assert!(
+            help.contains("[PACKAGE]...")
+                && help.contains("Toolchain packages to fetch (NAME or NAME@VERSION)"),
+            "{help}"
+        );
         assert!(!help.to_lowercase().contains("payload"), "{help}");
-        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "fetch", "glslang@13.1.1", "slang"]).unwrap();
-        let Command_::Fetch(f) = m.command else { panic!("not fetch") };
+        let CargoCli::Mcpp(m) =
+            CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "fetch", "glslang@13.1.1", "slang"])
+                .unwrap();
+        let Command_::Fetch(f) = m.command else {
+            panic!("not fetch")
+        };
         assert_eq!(f.packages, ["glslang@13.1.1", "slang"]);
     }
 
     #[test]
     fn pack_takes_a_format_and_passes_the_rest_to_cargo() {
-        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "msi", "--target", "x86_64-pc-windows-gnu", "--dry-run", "--features", "x"]).unwrap();
-        let Command_::Pack(p) = m.command else { panic!("not pack") };
-        assert_eq!((p.format, p.target.as_deref(), p.dry_run), (crate::pack::Format::Msi, Some("x86_64-pc-windows-gnu"), true));
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from([
+            "cargo-mcpp",
+            "mcpp",
+            "pack",
+            "--format",
+            "msi",
+            "--target",
+            "x86_64-pc-windows-gnu",
+            "--dry-run",
+            "--features",
+            "x",
+        ])
+        .unwrap();
+        let Command_::Pack(p) = m.command else {
+            panic!("not pack")
+        };
+        assert_eq!(
+            (p.format, p.target.as_deref(), p.dry_run),
+            (
+                crate::pack::Format::Msi,
+                Some("x86_64-pc-windows-gnu"),
+                true
+            )
+        );
         assert_eq!(p.cargo_args, ["--features", "x"]);
-        let e = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "bogus"]).unwrap_err().to_string();
+        let e = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "bogus"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("appimage") && e.contains("msi"), "{e}");
     }
 }

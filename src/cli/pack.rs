@@ -23,7 +23,10 @@ use crate::env::Env;
 use crate::error::{exit_code, Error, ErrorKind, Result};
 use crate::layout::DeviceCache;
 use crate::manifest::Manifest;
-use crate::pack::{choose_program, host_triple, program_name, read_messages, Origin, PackageFacts, Prepared, Program};
+use crate::pack::{
+    choose_program, host_triple, program_name, read_messages, Origin, PackageFacts, Prepared,
+    Program,
+};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -38,7 +41,13 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     // `--release` is a declared no-op (pack always builds in release); another profile is
     // refused, also when it comes among the cargo arguments.
     let profile = args.profile.clone().or_else(|| {
-        args.cargo_args.iter().enumerate().find_map(|(i, a)| if a == "--profile" { Some(args.cargo_args.get(i + 1).cloned().unwrap_or_default()) } else { a.strip_prefix("--profile=").map(str::to_string) })
+        args.cargo_args.iter().enumerate().find_map(|(i, a)| {
+            if a == "--profile" {
+                Some(args.cargo_args.get(i + 1).cloned().unwrap_or_default())
+            } else {
+                a.strip_prefix("--profile=").map(str::to_string)
+            }
+        })
     });
     if let Some(p) = profile {
         return Err(Error::new(ErrorKind::Usage, format!("`cargo mcpp pack` builds the release profile, so `--profile {}` cannot be used", crate::text::echo(&p)))
@@ -48,13 +57,44 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it. A dry run writes nothing: its decisions go
     // to a temporary device cache.
-    let scratch = if args.dry_run { Some(tempfile::Builder::new().prefix("mcpp-pack-dry-run-").tempdir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a temporary directory: {e}")))?) } else { None };
-    let cache = DeviceCache::in_profile(scratch.as_ref().map_or(profile_dir.as_path(), |t| t.path()), &facts.name);
-    let prepared = Prepared::prepare(args.format, &facts, args.runtime_file.as_deref(), &env, &cache)?;
+    let scratch = if args.dry_run {
+        Some(
+            tempfile::Builder::new()
+                .prefix("mcpp-pack-dry-run-")
+                .tempdir()
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot create a temporary directory: {e}"),
+                    )
+                })?,
+        )
+    } else {
+        None
+    };
+    let cache = DeviceCache::in_profile(
+        scratch.as_ref().map_or(profile_dir.as_path(), |t| t.path()),
+        &facts.name,
+    );
+    let prepared = Prepared::prepare(
+        args.format,
+        &facts,
+        args.runtime_file.as_deref(),
+        &env,
+        &cache,
+    )?;
     // The program's name is checked before the build too (cargo names its executable after).
     let name = program_name(&facts, args.bin.as_deref())?;
     if args.dry_run {
-        let plan = prepared.plan(&facts, &Program { name: name.clone(), origin: Origin::BuiltAtPack(name) }, None, &out_dir)?;
+        let plan = prepared.plan(
+            &facts,
+            &Program {
+                name: name.clone(),
+                origin: Origin::BuiltAtPack(name),
+            },
+            None,
+            &out_dir,
+        )?;
         print!("{}", plan.render());
         return Ok(exit_code::SUCCESS);
     }
@@ -65,15 +105,22 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let built = read_messages(std::io::Cursor::new(messages), &package_id);
     let program = choose_program(&facts, args.bin.as_deref(), &built)?;
     let plan = prepared.plan(&facts, &program, Some(&built), &out_dir)?;
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::io("cannot create the output directory", &out_dir, e))?;
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| Error::io("cannot create the output directory", &out_dir, e))?;
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     spinner.set_message(prepared.writing(&plan));
     let written = prepared.write(&facts, &program.name, &plan, &env);
     spinner.finish_and_clear();
     written?;
-    let bytes = std::fs::read(&plan.output).map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;
-    eprintln!("      Packed {} ({} bytes, sha256 {})", plan.output.display(), bytes.len(), crate::fingerprint::sha256_hex(&bytes));
+    let bytes = std::fs::read(&plan.output)
+        .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;
+    eprintln!(
+        "      Packed {} ({} bytes, sha256 {})",
+        plan.output.display(),
+        bytes.len(),
+        crate::fingerprint::sha256_hex(&bytes)
+    );
     Ok(exit_code::SUCCESS)
 }
 
@@ -86,30 +133,70 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
 /// [`ErrorKind::Usage`] when the selection is not one package.
 fn locate(args: &PackArgs) -> Result<(PackageFacts, String, PathBuf)> {
     let metadata = metadata(args.manifest_path.as_deref())?;
-    let selection = PackageSelection { package: args.package.iter().cloned().collect(), ..Default::default() };
+    let selection = PackageSelection {
+        package: args.package.iter().cloned().collect(),
+        ..Default::default()
+    };
     let packages = select_packages(&metadata, args.manifest_path.as_deref(), &selection)?;
     let package = match packages.as_slice() {
         [one] => *one,
         _ => {
-            return Err(Error::new(ErrorKind::Usage, format!("`cargo mcpp pack` packs one package, and this selects {}", packages.len()))
-                .help(format!("pass -p NAME, one of {}", metadata.workspace_packages().iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", "))))
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!(
+                    "`cargo mcpp pack` packs one package, and this selects {}",
+                    packages.len()
+                ),
+            )
+            .help(format!(
+                "pass -p NAME, one of {}",
+                metadata
+                    .workspace_packages()
+                    .iter()
+                    .map(|p| format!("`{}`", p.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
         }
     };
     let manifest = Manifest::read(package.manifest_path.as_std_path())?;
-    let version = manifest.mcpp.pack.as_ref().and_then(|p| p.version.clone()).unwrap_or_else(|| package.version.to_string());
+    let version = manifest
+        .mcpp
+        .pack
+        .as_ref()
+        .and_then(|p| p.version.clone())
+        .unwrap_or_else(|| package.version.to_string());
     let facts = PackageFacts {
         name: package.name.to_string(),
         version,
         description: package.description.clone(),
         authors: package.authors.clone(),
         repository: package.repository.clone(),
-        bins: package.targets.iter().filter(|t| t.is_bin()).map(|t| t.name.clone()).collect(),
+        bins: package
+            .targets
+            .iter()
+            .filter(|t| t.is_bin())
+            .map(|t| t.name.clone())
+            .collect(),
         target: args.target.clone().unwrap_or_else(host_triple),
-        target_dir: args.target_dir.clone().unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf()),
+        target_dir: args
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| metadata.target_directory.clone().into_std_path_buf()),
         manifest,
     };
-    let location = BuildLocation { manifest_path: args.manifest_path.clone(), release: true, profile: None, target: args.target.clone(), target_dir: args.target_dir.clone() };
-    Ok((facts, package.id.repr.clone(), profile_path(&metadata, &location)))
+    let location = BuildLocation {
+        manifest_path: args.manifest_path.clone(),
+        release: true,
+        profile: None,
+        target: args.target.clone(),
+        target_dir: args.target_dir.clone(),
+    };
+    Ok((
+        facts,
+        package.id.repr.clone(),
+        profile_path(&metadata, &location),
+    ))
 }
 
 /// Run `cargo mcpp build --release` (this executable) with cargo's JSON messages on its
@@ -120,7 +207,12 @@ fn locate(args: &PackArgs) -> Result<(PackageFacts, String, PathBuf)> {
 /// [`ErrorKind::Io`] when this executable cannot be found; [`ErrorKind::ToolNotFound`] when it
 /// cannot be started or waited for.
 fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
-    let me = std::env::current_exe().map_err(|e| Error::new(ErrorKind::Io, format!("cannot find this executable to run the build: {e}")))?;
+    let me = std::env::current_exe().map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot find this executable to run the build: {e}"),
+        )
+    })?;
     #[allow(clippy::disallowed_methods)] // pack runs the build (this executable, argv)
     let mut cmd = std::process::Command::new(me);
     cmd.args(["mcpp", "build", "--release"]);
@@ -139,9 +231,16 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     if args.offline {
         cmd.arg("--offline");
     }
-    cmd.arg("--").arg("--message-format=json-render-diagnostics").args(args.cargo_args.iter().filter(|a| *a != "--release"));
+    cmd.arg("--")
+        .arg("--message-format=json-render-diagnostics")
+        .args(args.cargo_args.iter().filter(|a| *a != "--release"));
     cmd.stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `cargo mcpp build`: {e}")))?;
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot run `cargo mcpp build`: {e}"),
+        )
+    })?;
     // cargo prints no `Compiling` lines with JSON messages: a spinner names each crate as it
     // is compiled (drawn on a terminal only).
     let spinner = indicatif::ProgressBar::new_spinner();
@@ -149,17 +248,28 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     spinner.set_message("building (release)");
     let mut messages = Vec::new();
     if let Some(stdout) = child.stdout.take() {
-        for line in std::io::BufReader::new(stdout).split(b'\n').map_while(std::result::Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .split(b'\n')
+            .map_while(std::result::Result::ok)
+        {
             if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
                 if v["reason"] == "compiler-artifact" {
-                    spinner.set_message(format!("building (release): compiled {}", v["target"]["name"].as_str().unwrap_or_default()));
+                    spinner.set_message(format!(
+                        "building (release): compiled {}",
+                        v["target"]["name"].as_str().unwrap_or_default()
+                    ));
                 }
             }
             messages.extend_from_slice(&line);
             messages.push(b'\n');
         }
     }
-    let status = child.wait().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot wait for `cargo mcpp build`: {e}")))?;
+    let status = child.wait().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot wait for `cargo mcpp build`: {e}"),
+        )
+    })?;
     spinner.finish_and_clear();
     if !status.success() {
         return Ok(Err(status.code().unwrap_or(exit_code::CARGO_FAILED)));

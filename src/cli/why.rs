@@ -29,7 +29,18 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         let all = crate::tool::read_decisions(&cache);
         let file = cache.tool_decisions();
         let Some(d) = all.get(&args.name) else {
-            looked.push(format!("{} (recorded: {})", crate::text::echo_path(&file), if all.is_empty() { "nothing".to_string() } else { all.keys().map(|k| crate::text::echo(k)).collect::<Vec<_>>().join(", ") }));
+            looked.push(format!(
+                "{} (recorded: {})",
+                crate::text::echo_path(&file),
+                if all.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    all.keys()
+                        .map(|k| crate::text::echo(k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ));
             continue;
         };
         // The record is a file (written by a build, or edited): every value shown escaped and
@@ -38,10 +49,19 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         use std::fmt::Write as _;
         let mut out = String::new();
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "{} for package {package} (recorded in {})", echo(&d.tool), echo_path(&file));
+        let _ = writeln!(
+            out,
+            "{} for package {package} (recorded in {})",
+            echo(&d.tool),
+            echo_path(&file)
+        );
         match &d.answer {
-            Some(a) => { let _ = writeln!(out, "  answer:  {}", echo_path(a)); }
-            None => { let _ = writeln!(out, "  answer:  none"); }
+            Some(a) => {
+                let _ = writeln!(out, "  answer:  {}", echo_path(a));
+            }
+            None => {
+                let _ = writeln!(out, "  answer:  none");
+            }
         }
         if let Some(v) = &d.version {
             let _ = writeln!(out, "  version: {}", echo(v));
@@ -85,7 +105,10 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
 fn print_quiet_on_closed_pipe(text: &str) -> i32 {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => exit_code::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_code::SUCCESS,
         Err(e) => {
@@ -98,7 +121,10 @@ fn print_quiet_on_closed_pipe(text: &str) -> i32 {
 /// The tools the resolver records decisions for: every rule's, and the host tools the `cc`
 /// crate chooses and nvcc's host compiler (recorded through [`crate::tool::resolve_at`]).
 fn known_tools() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = crate::rules::registry().iter().flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
+    let mut out: Vec<&'static str> = crate::rules::registry()
+        .iter()
+        .flat_map(|r| r.tools().iter().map(|t| t.name))
+        .collect();
     for t in [crate::cxx::HOST_CXX.name, crate::host::WRAPPER.name] {
         if !out.contains(&t) {
             out.push(t);
@@ -109,7 +135,10 @@ fn known_tools() -> Vec<&'static str> {
 
 /// The refusal of `name`, which no rule runs: the tools they do.
 fn unknown_tool(name: &str, known: &[&str]) -> Error {
-    Error::new(ErrorKind::Usage, format!("`{}` is no tool of any rule", crate::text::echo(name)))
-        .detail(format!("the tools the rules run: {}", known.join(", ")))
-        .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)")
+    Error::new(
+        ErrorKind::Usage,
+        format!("`{}` is no tool of any rule", crate::text::echo(name)),
+    )
+    .detail(format!("the tools the rules run: {}", known.join(", ")))
+    .help("ask for one of those, spelled as listed (e.g. `cargo mcpp why tool glslangValidator`)")
 }

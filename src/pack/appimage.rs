@@ -68,7 +68,12 @@ pub struct Prepared {
 /// [`ErrorKind::Manifest`] with the way out: a non-Linux target, an architecture without a
 /// declared runtime (aarch64 named), a bad icon, a runtime that is not installed, damaged or
 /// not a type-2 runtime, a `SOURCE_DATE_EPOCH` that is not a number of seconds.
-pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+pub fn prepare(
+    facts: &PackageFacts,
+    runtime_arg: Option<&Path>,
+    env: &Env,
+    cache: &DeviceCache,
+) -> Result<Prepared> {
     if !super::is_linux(&facts.target) {
         return Err(Error::new(ErrorKind::Manifest, format!("an AppImage is a Linux format, and this build targets `{}`", crate::text::echo(&facts.target)))
             .help("use --format msi for a Windows target, or build for a Linux target (--target x86_64-unknown-linux-gnu)"));
@@ -93,7 +98,10 @@ pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cach
     let (runtime, source, runtime_from) = match runtime(facts, runtime_arg, env) {
         Ok(r) => r,
         Err(e) => {
-            let _ = crate::tool::record_decision(cache, decision(None, "none", "nothing answered", Some(e.to_string())));
+            let _ = crate::tool::record_decision(
+                cache,
+                decision(None, "none", "nothing answered", Some(e.to_string())),
+            );
             return Err(e);
         }
     };
@@ -105,26 +113,56 @@ pub fn prepare(facts: &PackageFacts, runtime_arg: Option<&Path>, env: &Env, cach
         })?,
     };
     let patchelf = resolve_patchelf(facts, env, cache);
-    Ok(Prepared { runtime, runtime_from, icon, epoch, patchelf })
+    Ok(Prepared {
+        runtime,
+        runtime_from,
+        icon,
+        epoch,
+        patchelf,
+    })
 }
 
 /// patchelf through the one resolver (`pack.appimage.patchelf` as the manifest's choice), its
 /// decision recorded in `cache`; a PATH answer's warning names `pack.appimage.patchelf`.
-fn resolve_patchelf(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<(crate::tool::Tool, Option<String>)> {
-    let mut choices = crate::tool::ToolChoices { manifest_path: facts.manifest.path.clone(), ..Default::default() };
+fn resolve_patchelf(
+    facts: &PackageFacts,
+    env: &Env,
+    cache: &DeviceCache,
+) -> Result<(crate::tool::Tool, Option<String>)> {
+    let mut choices = crate::tool::ToolChoices {
+        manifest_path: facts.manifest.path.clone(),
+        ..Default::default()
+    };
     if let Some(t) = facts.options().appimage.and_then(|a| a.patchelf) {
-        choices.manifest.insert(PATCHELF.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
+        choices.manifest.insert(
+            PATCHELF.name.to_string(),
+            if t.is_absolute() {
+                t
+            } else {
+                facts.manifest.dir().join(t)
+            },
+        );
         if let Some(l) = facts.manifest.line("pack.appimage.patchelf") {
             choices.manifest_lines.insert(PATCHELF.name.to_string(), l);
         }
     }
     crate::tool::resolve(&PATCHELF, &choices, env, cache)
-        .map(|(tool, warning)| (tool, warning.map(|w| super::pack_tool_text(&w, PATCHELF.name, "appimage", "patchelf"))))
+        .map(|(tool, warning)| {
+            (
+                tool,
+                warning.map(|w| super::pack_tool_text(&w, PATCHELF.name, "appimage", "patchelf")),
+            )
+        })
         .map_err(|e| super::pack_tool_error(e, facts, PATCHELF.name, "appimage", "patchelf"))
 }
 
 /// The recorded decision for the runtime (`tool` = [`APPIMAGE_RUNTIME`]).
-fn decision(answer: Option<&Path>, source: &str, origin: &str, refusal: Option<String>) -> crate::tool::Decision {
+fn decision(
+    answer: Option<&Path>,
+    source: &str,
+    origin: &str,
+    refusal: Option<String>,
+) -> crate::tool::Decision {
     crate::tool::Decision {
         tool: APPIMAGE_RUNTIME.to_string(),
         answer: answer.map(Path::to_path_buf),
@@ -143,7 +181,11 @@ fn decision(answer: Option<&Path>, source: &str, origin: &str, refusal: Option<S
 /// `appimage-runtime` toolchain package with its pinned sha256. Returns the file, the
 /// decision's source (`choice`, `toolchain-package`: [`crate::tool::Decision::source`]) and
 /// what decided it.
-fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathBuf, &'static str, String)> {
+fn runtime(
+    facts: &PackageFacts,
+    arg: Option<&Path>,
+    env: &Env,
+) -> Result<(PathBuf, &'static str, String)> {
     if let Some(p) = arg {
         check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime for the target's architecture (an ELF file with `AI\\x02` at offset 8)"))?;
         return Ok((p.to_path_buf(), "choice", "--runtime-file".into()));
@@ -156,12 +198,22 @@ fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathB
                 .key("package.metadata.mcpp.pack.appimage.runtime-file")
                 .help("name a type-2 AppImage runtime (relative to the package root), or remove the key to use the `appimage-runtime` toolchain package")
         })?;
-        return Ok((p, "choice", format!("{} [package.metadata.mcpp.pack.appimage] runtime-file", facts.at("pack.appimage.runtime-file"))));
+        return Ok((
+            p,
+            "choice",
+            format!(
+                "{} [package.metadata.mcpp.pack.appimage] runtime-file",
+                facts.at("pack.appimage.runtime-file")
+            ),
+        ));
     }
     let catalog = Catalog::builtin()?;
     let desc = catalog.get(APPIMAGE_RUNTIME)?;
     let home = Home::from_env(env)?;
-    let fetch = format!("cargo mcpp fetch --manifest-path {}", facts.manifest.path.display());
+    let fetch = format!(
+        "cargo mcpp fetch --manifest-path {}",
+        facts.manifest.path.display()
+    );
     let Some(inst) = home.installed(&catalog, APPIMAGE_RUNTIME, &desc.default) else {
         return Err(Error::new(ErrorKind::Manifest, format!("the AppImage runtime (toolchain package `{APPIMAGE_RUNTIME}` {}) is not installed in {}", desc.default, home.root.display()))
             .detail("`cargo mcpp pack` never downloads: the runtime is a declared, hash-pinned toolchain package")
@@ -172,13 +224,26 @@ fn runtime(facts: &PackageFacts, arg: Option<&Path>, env: &Env) -> Result<(PathB
     let want = desc.sha256.get(RUNTIME_FILE).cloned().unwrap_or_default();
     let found = crate::fingerprint::hash_file(&file);
     if found.as_deref() != Some(want.as_str()) {
-        return Err(Error::new(ErrorKind::Manifest, format!("the installed AppImage runtime {} does not have the bytes {CATALOG_FILE} pins", file.display()))
-            .file(&file)
-            .detail(format!("pinned: {want}"))
-            .detail(format!("found:  {}", found.as_deref().unwrap_or("(no such file)")))
-            .help(format!("run `{fetch}`: a damaged install is reinstalled")));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!(
+                "the installed AppImage runtime {} does not have the bytes {CATALOG_FILE} pins",
+                file.display()
+            ),
+        )
+        .file(&file)
+        .detail(format!("pinned: {want}"))
+        .detail(format!(
+            "found:  {}",
+            found.as_deref().unwrap_or("(no such file)")
+        ))
+        .help(format!("run `{fetch}`: a damaged install is reinstalled")));
     }
-    Ok((file, "toolchain-package", format!("toolchain package {APPIMAGE_RUNTIME} {}", desc.default)))
+    Ok((
+        file,
+        "toolchain-package",
+        format!("toolchain package {APPIMAGE_RUNTIME} {}", desc.default),
+    ))
 }
 
 /// The ELF `e_machine` of an architecture (the first part of a target triple), when known.
@@ -201,10 +266,18 @@ pub fn elf_machine(arch: &str) -> Option<u16> {
 fn check_runtime_file(path: &Path, arch: &str) -> std::result::Result<(), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
     if !bytes.starts_with(b"\x7fELF") || bytes.get(8..11) != Some(b"AI\x02".as_slice()) {
-        return Err("is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into());
+        return Err(
+            "is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into(),
+        );
     }
-    let Some(m) = bytes.get(18..20) else { return Err("is not a type-2 AppImage runtime (its ELF header is cut short)".into()) };
-    let machine = if bytes[5] == 2 { u16::from_be_bytes([m[0], m[1]]) } else { u16::from_le_bytes([m[0], m[1]]) };
+    let Some(m) = bytes.get(18..20) else {
+        return Err("is not a type-2 AppImage runtime (its ELF header is cut short)".into());
+    };
+    let machine = if bytes[5] == 2 {
+        u16::from_be_bytes([m[0], m[1]])
+    } else {
+        u16::from_le_bytes([m[0], m[1]])
+    };
     match elf_machine(arch) {
         Some(want) if want != machine => Err(format!("is a runtime for another architecture (ELF e_machine {machine}), and the target's architecture `{}` has e_machine {want}", crate::text::echo(arch))),
         _ => Ok(()),
@@ -229,20 +302,152 @@ pub fn desktop_value(s: &str) -> String {
 }
 
 /// The freedesktop.org registered main categories (Desktop Menu Specification 1.1, appendix A).
-pub const MAIN_CATEGORIES: &[&str] = &["AudioVideo", "Audio", "Video", "Development", "Education", "Game", "Graphics", "Network", "Office", "Science", "Settings", "System", "Utility"];
+pub const MAIN_CATEGORIES: &[&str] = &[
+    "AudioVideo",
+    "Audio",
+    "Video",
+    "Development",
+    "Education",
+    "Game",
+    "Graphics",
+    "Network",
+    "Office",
+    "Science",
+    "Settings",
+    "System",
+    "Utility",
+];
 
 /// The freedesktop.org registered additional categories (Desktop Menu Specification 1.1,
 /// appendix A; the reserved ones, which need `OnlyShowIn=`, are left out).
 pub const ADDITIONAL_CATEGORIES: &[&str] = &[
-    "Building", "Debugger", "IDE", "GUIDesigner", "Profiling", "RevisionControl", "Translation", "Calendar", "ContactManagement", "Database", "Dictionary", "Chart", "Email", "Finance", "FlowChart", "PDA",
-    "ProjectManagement", "Presentation", "Spreadsheet", "WordProcessor", "2DGraphics", "VectorGraphics", "RasterGraphics", "3DGraphics", "Scanning", "OCR", "Photography", "Publishing", "Viewer", "TextTools",
-    "DesktopSettings", "HardwareSettings", "Printing", "PackageManager", "Dialup", "InstantMessaging", "Chat", "IRCClient", "Feed", "FileTransfer", "HamRadio", "News", "P2P", "RemoteAccess", "Telephony",
-    "TelephonyTools", "VideoConference", "WebBrowser", "WebDevelopment", "Midi", "Mixer", "Sequencer", "Tuner", "TV", "AudioVideoEditing", "Player", "Recorder", "DiscBurning", "ActionGame", "AdventureGame",
-    "ArcadeGame", "BoardGame", "BlocksGame", "CardGame", "KidsGame", "LogicGame", "RolePlaying", "Shooter", "Simulation", "SportsGame", "StrategyGame", "Art", "Construction", "Music", "Languages",
-    "ArtificialIntelligence", "Astronomy", "Biology", "Chemistry", "ComputerScience", "DataVisualization", "Economy", "Electricity", "Geography", "Geology", "Geoscience", "History", "Humanities",
-    "ImageProcessing", "Literature", "Maps", "Math", "NumericalAnalysis", "MedicalSoftware", "Physics", "Robotics", "Spirituality", "Sports", "ParallelComputing", "Amusement", "Archiving", "Compression",
-    "Electronics", "Emulator", "Engineering", "FileTools", "FileManager", "TerminalEmulator", "Filesystem", "Monitor", "Security", "Accessibility", "Calculator", "Clock", "TextEditor", "Documentation", "Adult",
-    "Core", "KDE", "GNOME", "XFCE", "DDE", "GTK", "Qt", "Motif", "Java", "ConsoleOnly",
+    "Building",
+    "Debugger",
+    "IDE",
+    "GUIDesigner",
+    "Profiling",
+    "RevisionControl",
+    "Translation",
+    "Calendar",
+    "ContactManagement",
+    "Database",
+    "Dictionary",
+    "Chart",
+    "Email",
+    "Finance",
+    "FlowChart",
+    "PDA",
+    "ProjectManagement",
+    "Presentation",
+    "Spreadsheet",
+    "WordProcessor",
+    "2DGraphics",
+    "VectorGraphics",
+    "RasterGraphics",
+    "3DGraphics",
+    "Scanning",
+    "OCR",
+    "Photography",
+    "Publishing",
+    "Viewer",
+    "TextTools",
+    "DesktopSettings",
+    "HardwareSettings",
+    "Printing",
+    "PackageManager",
+    "Dialup",
+    "InstantMessaging",
+    "Chat",
+    "IRCClient",
+    "Feed",
+    "FileTransfer",
+    "HamRadio",
+    "News",
+    "P2P",
+    "RemoteAccess",
+    "Telephony",
+    "TelephonyTools",
+    "VideoConference",
+    "WebBrowser",
+    "WebDevelopment",
+    "Midi",
+    "Mixer",
+    "Sequencer",
+    "Tuner",
+    "TV",
+    "AudioVideoEditing",
+    "Player",
+    "Recorder",
+    "DiscBurning",
+    "ActionGame",
+    "AdventureGame",
+    "ArcadeGame",
+    "BoardGame",
+    "BlocksGame",
+    "CardGame",
+    "KidsGame",
+    "LogicGame",
+    "RolePlaying",
+    "Shooter",
+    "Simulation",
+    "SportsGame",
+    "StrategyGame",
+    "Art",
+    "Construction",
+    "Music",
+    "Languages",
+    "ArtificialIntelligence",
+    "Astronomy",
+    "Biology",
+    "Chemistry",
+    "ComputerScience",
+    "DataVisualization",
+    "Economy",
+    "Electricity",
+    "Geography",
+    "Geology",
+    "Geoscience",
+    "History",
+    "Humanities",
+    "ImageProcessing",
+    "Literature",
+    "Maps",
+    "Math",
+    "NumericalAnalysis",
+    "MedicalSoftware",
+    "Physics",
+    "Robotics",
+    "Spirituality",
+    "Sports",
+    "ParallelComputing",
+    "Amusement",
+    "Archiving",
+    "Compression",
+    "Electronics",
+    "Emulator",
+    "Engineering",
+    "FileTools",
+    "FileManager",
+    "TerminalEmulator",
+    "Filesystem",
+    "Monitor",
+    "Security",
+    "Accessibility",
+    "Calculator",
+    "Clock",
+    "TextEditor",
+    "Documentation",
+    "Adult",
+    "Core",
+    "KDE",
+    "GNOME",
+    "XFCE",
+    "DDE",
+    "GTK",
+    "Qt",
+    "Motif",
+    "Java",
+    "ConsoleOnly",
 ];
 
 /// The `.desktop` file (`Exec=` and `Icon=` are the program's name).
@@ -253,26 +458,62 @@ pub const ADDITIONAL_CATEGORIES: &[&str] = &[
 /// a list without a main category (desktop-file-validate wants one).
 pub fn desktop_entry(facts: &PackageFacts, program: &str) -> Result<String> {
     let options = facts.options();
-    let categories = options.categories.clone().unwrap_or_else(|| vec!["Utility".into()]);
+    let categories = options
+        .categories
+        .clone()
+        .unwrap_or_else(|| vec!["Utility".into()]);
     let refuse = |what: String| {
         Error::new(ErrorKind::Manifest, what)
             .file(facts.at("pack.categories"))
             .key("package.metadata.mcpp.pack.categories")
             .help(format!("name at least one main category ({}), then any additional ones (https://specifications.freedesktop.org/menu-spec/latest/category-registry.html)", MAIN_CATEGORIES.join(", ")))
     };
-    if let Some(bad) = categories.iter().find(|c| !MAIN_CATEGORIES.contains(&c.as_str()) && !ADDITIONAL_CATEGORIES.contains(&c.as_str())) {
-        return Err(refuse(format!("the category `{}` is not a registered freedesktop.org main or additional category", crate::text::echo(bad))));
+    if let Some(bad) = categories.iter().find(|c| {
+        !MAIN_CATEGORIES.contains(&c.as_str()) && !ADDITIONAL_CATEGORIES.contains(&c.as_str())
+    }) {
+        return Err(refuse(format!(
+            "the category `{}` is not a registered freedesktop.org main or additional category",
+            crate::text::echo(bad)
+        )));
     }
-    if !categories.iter().any(|c| MAIN_CATEGORIES.contains(&c.as_str())) {
-        return Err(refuse(if categories.is_empty() { "`categories` is empty".to_string() } else { format!("`categories` ({}) names no main category", categories.join(", ")) }));
+    if !categories
+        .iter()
+        .any(|c| MAIN_CATEGORIES.contains(&c.as_str()))
+    {
+        return Err(refuse(if categories.is_empty() {
+            "`categories` is empty".to_string()
+        } else {
+            format!(
+                "`categories` ({}) names no main category",
+                categories.join(", ")
+            )
+        }));
     }
     let mut text = String::from("[Desktop Entry]\nType=Application\n");
-    text.push_str(&format!("Name={}\n", desktop_value(&facts.app_name(program))));
-    if let Some(c) = options.comment.clone().or_else(|| facts.description.clone()).filter(|c| !c.trim().is_empty()) {
-        text.push_str(&format!("Comment={}\n", desktop_value(c.lines().next().unwrap_or_default())));
+    text.push_str(&format!(
+        "Name={}\n",
+        desktop_value(&facts.app_name(program))
+    ));
+    if let Some(c) = options
+        .comment
+        .clone()
+        .or_else(|| facts.description.clone())
+        .filter(|c| !c.trim().is_empty())
+    {
+        text.push_str(&format!(
+            "Comment={}\n",
+            desktop_value(c.lines().next().unwrap_or_default())
+        ));
     }
-    text.push_str(&format!("Exec={program}\nIcon={program}\nCategories={};\nTerminal={}\n", categories.join(";"), options.terminal.unwrap_or(true)));
-    text.push_str(&format!("X-AppImage-Version={}\n", desktop_value(&facts.version)));
+    text.push_str(&format!(
+        "Exec={program}\nIcon={program}\nCategories={};\nTerminal={}\n",
+        categories.join(";"),
+        options.terminal.unwrap_or(true)
+    ));
+    text.push_str(&format!(
+        "X-AppImage-Version={}\n",
+        desktop_value(&facts.version)
+    ));
     Ok(text)
 }
 
@@ -291,17 +532,32 @@ pub fn app_run(program: &str) -> String {
 /// The refusals of [`desktop_entry`], [`super::extra_files`], [`super::sidecars`] and
 /// [`super::finish_entries`]; the resolver's refusal of patchelf when shared libraries are
 /// carried.
-pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program, built: Option<&super::Built>, out_dir: &Path) -> Result<Plan> {
+pub fn plan(
+    facts: &PackageFacts,
+    prepared: &Prepared,
+    program: &super::Program,
+    built: Option<&super::Built>,
+    out_dir: &Path,
+) -> Result<Plan> {
     let name = &program.name;
-    let libs = built.map(|b| super::shared_libraries(&b.links, false)).unwrap_or_default();
+    let libs = built
+        .map(|b| super::shared_libraries(&b.links, false))
+        .unwrap_or_default();
     let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
     let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
     let mut notes = Vec::new();
     let exe = match &program.origin {
         Origin::File(source) if !libs.is_empty() => {
             let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", libs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))))?;
-            notes.push(format!("the program's RUNPATH: {RPATH}, set on the packed copy by {} ({})", tool.path.display(), tool.version_line()));
-            Origin::Patched { source: source.clone(), rpath: RPATH.to_string() }
+            notes.push(format!(
+                "the program's RUNPATH: {RPATH}, set on the packed copy by {} ({})",
+                tool.path.display(),
+                tool.version_line()
+            ));
+            Origin::Patched {
+                source: source.clone(),
+                rpath: RPATH.to_string(),
+            }
         }
         other => other.clone(),
     };
@@ -310,22 +566,68 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
         notes.push(format!("when the build links shared libraries, they go to usr/lib/ and the program's copy gets the RUNPATH {RPATH} (patchelf)"));
     }
     let mut entries = vec![
-        Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run(name).into_bytes()), executable: true },
-        Entry { dest: format!("{name}.desktop"), origin: Origin::Generated("desktop entry", desktop_entry(facts, name)?.into_bytes()), executable: false },
-        Entry { dest: format!("{name}.{}", prepared.icon.0), origin: prepared.icon.1.clone(), executable: false },
-        Entry { dest: ".DirIcon".into(), origin: prepared.icon.1.clone(), executable: false },
-        Entry { dest: format!("usr/bin/{name}"), origin: exe, executable: true },
+        Entry {
+            dest: "AppRun".into(),
+            origin: Origin::Generated("launcher", app_run(name).into_bytes()),
+            executable: true,
+        },
+        Entry {
+            dest: format!("{name}.desktop"),
+            origin: Origin::Generated("desktop entry", desktop_entry(facts, name)?.into_bytes()),
+            executable: false,
+        },
+        Entry {
+            dest: format!("{name}.{}", prepared.icon.0),
+            origin: prepared.icon.1.clone(),
+            executable: false,
+        },
+        Entry {
+            dest: ".DirIcon".into(),
+            origin: prepared.icon.1.clone(),
+            executable: false,
+        },
+        Entry {
+            dest: format!("usr/bin/{name}"),
+            origin: exe,
+            executable: true,
+        },
     ];
     for (lib, path) in libs {
-        entries.push(Entry { dest: format!("usr/lib/{lib}"), origin: Origin::File(path), executable: false });
+        entries.push(Entry {
+            dest: format!("usr/lib/{lib}"),
+            origin: Origin::File(path),
+            executable: false,
+        });
     }
     // Sidecars and extra files keep their executable bit (a helper script, a tool).
-    for (place, path) in sidecars.into_iter().chain(super::extra_files(facts, out_dir)?) {
-        entries.push(Entry { dest: format!("usr/bin/{place}"), executable: super::is_executable(&path), origin: Origin::File(path) });
+    for (place, path) in sidecars
+        .into_iter()
+        .chain(super::extra_files(facts, out_dir)?)
+    {
+        entries.push(Entry {
+            dest: format!("usr/bin/{place}"),
+            executable: super::is_executable(&path),
+            origin: Origin::File(path),
+        });
     }
     let entries = super::finish_entries(entries, &facts.manifest.path, &sidecar_sources)?;
-    let output = out_dir.join(format!("{}-{}-{}.AppImage", super::file_part(&facts.app_name(name)), super::file_part(&facts.version), super::file_part(super::arch_of(&facts.target))));
-    Ok(Plan { format: super::Format::Appimage, output, entries, tool: format!("backhand (squashfs, gzip, in process) + type-2 runtime {} ({})", prepared.runtime.display(), prepared.runtime_from), notes })
+    let output = out_dir.join(format!(
+        "{}-{}-{}.AppImage",
+        super::file_part(&facts.app_name(name)),
+        super::file_part(&facts.version),
+        super::file_part(super::arch_of(&facts.target))
+    ));
+    Ok(Plan {
+        format: super::Format::Appimage,
+        output,
+        entries,
+        tool: format!(
+            "backhand (squashfs, gzip, in process) + type-2 runtime {} ({})",
+            prepared.runtime.display(),
+            prepared.runtime_from
+        ),
+        notes,
+    })
 }
 
 /// The bytes of `source` with the RUNPATH `rpath`: a copy in a temporary directory, edited by
@@ -333,9 +635,26 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
 ///
 /// # Errors
 /// [`ErrorKind::Io`] for the copy; [`ErrorKind::ToolFailed`] with patchelf's output.
-pub fn patched(source: &Path, rpath: &str, patchelf: &crate::tool::Tool, env: &Env) -> Result<Vec<u8>> {
-    let tmp = tempfile::Builder::new().prefix("mcpp-pack-").tempdir().map_err(|e| Error::new(ErrorKind::Io, format!("cannot create a temporary directory: {e}")))?;
-    let copy = tmp.path().join(source.file_name().unwrap_or_else(|| std::ffi::OsStr::new("program")));
+pub fn patched(
+    source: &Path,
+    rpath: &str,
+    patchelf: &crate::tool::Tool,
+    env: &Env,
+) -> Result<Vec<u8>> {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-pack-")
+        .tempdir()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot create a temporary directory: {e}"),
+            )
+        })?;
+    let copy = tmp.path().join(
+        source
+            .file_name()
+            .unwrap_or_else(|| std::ffi::OsStr::new("program")),
+    );
     let bytes = std::fs::read(source).map_err(|e| Error::io("cannot read", source, e))?;
     crate::fingerprint::write_if_changed(&copy, &bytes)?;
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
@@ -343,10 +662,27 @@ pub fn patched(source: &Path, rpath: &str, patchelf: &crate::tool::Tool, env: &E
     cmd.arg("--set-rpath").arg(rpath).arg(&copy);
     crate::env::apply_to(&mut cmd, env);
     patchelf.apply_env(&mut cmd);
-    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", patchelf.path.display())))?;
+    let out = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot run {}: {e}", patchelf.path.display()),
+        )
+    })?;
     if !out.status.success() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("patchelf failed ({}) setting the RUNPATH of a copy of {}", out.status, source.display())).file(source);
-        for line in String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.trim().is_empty()).take(20) {
+        let mut e = Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "patchelf failed ({}) setting the RUNPATH of a copy of {}",
+                out.status,
+                source.display()
+            ),
+        )
+        .file(source);
+        for line in String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(20)
+        {
             e = e.detail(crate::text::escape_control(line));
         }
         return Err(e.help("the program must be a dynamically linked ELF executable; name another patchelf with [package.metadata.mcpp.pack.appimage] patchelf"));
@@ -361,13 +697,27 @@ pub fn patched(source: &Path, rpath: &str, patchelf: &crate::tool::Tool, env: &E
 /// [`ErrorKind::Io`] when a source cannot be read or backhand refuses the tree.
 pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
     // Some of backhand's errors display as nothing: the debug form then says which.
-    let cause = |e: &backhand::BackhandError| if e.to_string().trim().is_empty() { format!("{e:?}") } else { e.to_string() };
-    let fail = |e: backhand::BackhandError| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: {}", cause(&e)));
+    let cause = |e: &backhand::BackhandError| {
+        if e.to_string().trim().is_empty() {
+            format!("{e:?}")
+        } else {
+            e.to_string()
+        }
+    };
+    let fail = |e: backhand::BackhandError| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot write the squashfs image: {}", cause(&e)),
+        )
+    };
     let mut fs = backhand::FilesystemWriter::default();
     fs.set_time(epoch);
     fs.set_only_root_id();
     fs.set_root_mode(0o755);
-    fs.set_compressor(backhand::FilesystemCompressor::new(backhand::compression::Compressor::Gzip, None).map_err(fail)?);
+    fs.set_compressor(
+        backhand::FilesystemCompressor::new(backhand::compression::Compressor::Gzip, None)
+            .map_err(fail)?,
+    );
     let dir = backhand::NodeHeader::new(0o755, 0, 0, epoch);
     let mut dirs: Vec<String> = Vec::new();
     for e in entries {
@@ -375,12 +725,31 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
         for i in 1..parts.len() {
             let d = parts[..i].join("/");
             if !dirs.contains(&d) {
-                fs.push_dir(&d, dir).map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: the directory `{d}`: {}", cause(&e))))?;
+                fs.push_dir(&d, dir).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!(
+                            "cannot write the squashfs image: the directory `{d}`: {}",
+                            cause(&e)
+                        ),
+                    )
+                })?;
                 dirs.push(d);
             }
         }
-        let header = backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
-        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header).map_err(|err| Error::new(ErrorKind::Io, format!("cannot write the squashfs image: the file `{}`: {}", e.dest, cause(&err))))?;
+        let header =
+            backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
+        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header)
+            .map_err(|err| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "cannot write the squashfs image: the file `{}`: {}",
+                        e.dest,
+                        cause(&err)
+                    ),
+                )
+            })?;
     }
     let mut out = std::io::Cursor::new(Vec::new());
     fs.write(&mut out).map_err(fail)?;
@@ -401,16 +770,21 @@ pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
-            e.origin = Origin::Generated("program with its RUNPATH set", patched(source, rpath, tool, env)?);
+            e.origin = Origin::Generated(
+                "program with its RUNPATH set",
+                patched(source, rpath, tool, env)?,
+            );
         }
     }
-    let mut bytes = std::fs::read(&prepared.runtime).map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
+    let mut bytes = std::fs::read(&prepared.runtime)
+        .map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
     bytes.extend(squashfs(&entries, prepared.epoch)?);
     crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&plan.output, std::fs::Permissions::from_mode(0o755)).map_err(|e| Error::io("cannot make executable", &plan.output, e))?;
+        std::fs::set_permissions(&plan.output, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("cannot make executable", &plan.output, e))?;
     }
     Ok(())
 }
@@ -422,8 +796,16 @@ mod tests {
     #[test]
     fn the_image_is_the_same_bytes_for_the_same_inputs_and_dated_by_the_epoch() {
         let entries = vec![
-            Entry { dest: "AppRun".into(), origin: Origin::Generated("launcher", app_run("app").into_bytes()), executable: true },
-            Entry { dest: "usr/bin/app".into(), origin: Origin::Generated("x", b"\x7fELF...".to_vec()), executable: true },
+            Entry {
+                dest: "AppRun".into(),
+                origin: Origin::Generated("launcher", app_run("app").into_bytes()),
+                executable: true,
+            },
+            Entry {
+                dest: "usr/bin/app".into(),
+                origin: Origin::Generated("x", b"\x7fELF...".to_vec()),
+                executable: true,
+            },
         ];
         let a = squashfs(&entries, 1_700_000_000).unwrap();
         assert_eq!(a, squashfs(&entries, 1_700_000_000).unwrap());
@@ -433,14 +815,29 @@ mod tests {
 
     #[test]
     fn an_entry_through_another_files_place_is_refused_by_the_image_with_its_cause() {
-        let f = |d: &str| Entry { dest: d.into(), origin: Origin::Generated("x", b"x".to_vec()), executable: false };
-        let e = squashfs(&[f("usr/bin/hello"), f("usr/bin/hello/greet.txt")], 0).unwrap_err().to_string();
-        assert!(!e.trim_end().ends_with("image:") && e.contains("usr/bin/hello"), "{e}");
+        let f = |d: &str| Entry {
+            dest: d.into(),
+            origin: Origin::Generated("x", b"x".to_vec()),
+            executable: false,
+        };
+        let e = squashfs(&[f("usr/bin/hello"), f("usr/bin/hello/greet.txt")], 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.trim_end().ends_with("image:") && e.contains("usr/bin/hello"),
+            "{e}"
+        );
     }
 
     #[test]
     fn desktop_values_cannot_add_a_line() {
-        assert_eq!(desktop_value("a\nExec=evil\\\t\u{1b}"), "a\\nExec=evil\\\\\\t");
-        assert!(app_run("app").ends_with("exec \"$APPDIR/usr/bin/app\" \"$@\"\n") && !app_run("app").contains("LD_LIBRARY_PATH"));
+        assert_eq!(
+            desktop_value("a\nExec=evil\\\t\u{1b}"),
+            "a\\nExec=evil\\\\\\t"
+        );
+        assert!(
+            app_run("app").ends_with("exec \"$APPDIR/usr/bin/app\" \"$@\"\n")
+                && !app_run("app").contains("LD_LIBRARY_PATH")
+        );
     }
 }

@@ -91,7 +91,10 @@ impl Entry {
         match &self.origin {
             Origin::File(p) => std::fs::read(p).map_err(|e| Error::io("cannot read", p, e)),
             Origin::Generated(_, b) => Ok(b.clone()),
-            Origin::BuiltAtPack(_) | Origin::Patched { .. } => Err(Error::new(ErrorKind::Manifest, format!("`{}` has no bytes yet: {}", self.dest, self.origin.shown()))),
+            Origin::BuiltAtPack(_) | Origin::Patched { .. } => Err(Error::new(
+                ErrorKind::Manifest,
+                format!("`{}` has no bytes yet: {}", self.dest, self.origin.shown()),
+            )),
         }
     }
 }
@@ -115,9 +118,18 @@ impl Plan {
     /// The plan as `--dry-run` prints it: the output, the tool, then one line per entry
     /// (`dest  <-  source`).
     pub fn render(&self) -> String {
-        let mut out = format!("package: {}\ntool:    {}\nfiles:\n", self.output.display(), self.tool);
+        let mut out = format!(
+            "package: {}\ntool:    {}\nfiles:\n",
+            self.output.display(),
+            self.tool
+        );
         for e in &self.entries {
-            out.push_str(&format!("  {}{}  <-  {}\n", e.dest, if e.executable { " (executable)" } else { "" }, crate::text::escape_control(&e.origin.shown())));
+            out.push_str(&format!(
+                "  {}{}  <-  {}\n",
+                e.dest,
+                if e.executable { " (executable)" } else { "" },
+                crate::text::escape_control(&e.origin.shown())
+            ));
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));
@@ -157,7 +169,9 @@ impl PackageFacts {
     }
     /// The application's name: `pack.app-name`, else the program's.
     pub fn app_name(&self, program: &str) -> String {
-        self.options().app_name.unwrap_or_else(|| program.to_string())
+        self.options()
+            .app_name
+            .unwrap_or_else(|| program.to_string())
     }
     /// `path:line:col` of a key of `[package.metadata.mcpp]` (`pack.icon`), or the path.
     pub fn at(&self, key: &str) -> String {
@@ -179,8 +193,11 @@ pub fn host_triple() -> String {
 /// accept the AppDir; decoded whole by the `png` crate in the tests: an earlier copy had a
 /// wrong IDAT length that only a real decoder noticed).
 pub const DEFAULT_ICON_PNG: &[u8] = &[
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00,
-    0x00, 0x0b, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x00, 0x02, 0x00, 0x00, 0x05, 0x00, 0x01, 0xe9, 0xfa, 0xdc, 0xd8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0b, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x00, 0x02, 0x00,
+    0x00, 0x05, 0x00, 0x01, 0xe9, 0xfa, 0xdc, 0xd8, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44,
+    0xae, 0x42, 0x60, 0x82,
 ];
 
 /// The icon: `pack.icon` checked, or the built-in PNG. Returns the extension (`png`/`svg`)
@@ -192,25 +209,45 @@ pub const DEFAULT_ICON_PNG: &[u8] = &[
 /// [`ErrorKind::Manifest`] naming `file:line:col` and `pack.icon` for another format, a file
 /// that is not a valid one (with the decoder's or parser's reason), or a missing file.
 pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
-    let Some(rel) = facts.options().icon else { return Ok(("png", Origin::Generated("built-in 1x1 icon", DEFAULT_ICON_PNG.to_vec()))) };
+    let Some(rel) = facts.options().icon else {
+        return Ok((
+            "png",
+            Origin::Generated("built-in 1x1 icon", DEFAULT_ICON_PNG.to_vec()),
+        ));
+    };
     let path = facts.manifest.dir().join(&rel);
     let shown = crate::text::echo(&rel.display().to_string());
-    let refuse = |what: String| Error::new(ErrorKind::Manifest, what).file(facts.at("pack.icon")).key("package.metadata.mcpp.pack.icon");
-    let ext = rel.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    let refuse = |what: String| {
+        Error::new(ErrorKind::Manifest, what)
+            .file(facts.at("pack.icon"))
+            .key("package.metadata.mcpp.pack.icon")
+    };
+    let ext = rel
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
     let ext: &'static str = match ext.as_str() {
         "png" => "png",
         "svg" => "svg",
         _ => return Err(refuse(format!("the icon `{shown}` is neither a PNG nor an SVG file")).help("an AppImage icon is a `.png` or `.svg` file; convert it (e.g. to a 256x256 PNG) and name that")),
     };
-    let bytes = std::fs::read(&path).map_err(|e| refuse(format!("the icon `{shown}` cannot be read: {e}")).help(format!("the path is relative to the package root, {}", facts.manifest.dir().display())))?;
+    let bytes = std::fs::read(&path).map_err(|e| {
+        refuse(format!("the icon `{shown}` cannot be read: {e}")).help(format!(
+            "the path is relative to the package root, {}",
+            facts.manifest.dir().display()
+        ))
+    })?;
     let problem = match ext {
         "png" => png_problem(&bytes),
         _ => svg_problem(&bytes),
     };
     if let Some(reason) = problem {
-        return Err(refuse(format!("the icon `{shown}` is named .{ext} but is not a valid {} image", ext.to_ascii_uppercase()))
-            .detail(crate::text::escape_control(&reason))
-            .help("name a real PNG or SVG file (re-export it from the image editor)"));
+        return Err(refuse(format!(
+            "the icon `{shown}` is named .{ext} but is not a valid {} image",
+            ext.to_ascii_uppercase()
+        ))
+        .detail(crate::text::escape_control(&reason))
+        .help("name a real PNG or SVG file (re-export it from the image editor)"));
     }
     Ok((ext, Origin::File(path)))
 }
@@ -219,13 +256,19 @@ pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
 /// the decoder's text with its chunk type written as the four letters (`IHDR`), not as the
 /// crate's debug form.
 fn png_problem(bytes: &[u8]) -> Option<String> {
-    png_problem_raw(bytes).map(|text| match (text.find("ChunkType { type: "), text.find(" }")) {
-        (Some(a), Some(b)) if b > a => {
-            let name = text[a + "ChunkType { type: ".len()..].split(',').next().unwrap_or_default().to_string();
-            format!("{}{name}{}", &text[..a], &text[b + 2..])
-        }
-        _ => text,
-    })
+    png_problem_raw(bytes).map(
+        |text| match (text.find("ChunkType { type: "), text.find(" }")) {
+            (Some(a), Some(b)) if b > a => {
+                let name = text[a + "ChunkType { type: ".len()..]
+                    .split(',')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                format!("{}{name}{}", &text[..a], &text[b + 2..])
+            }
+            _ => text,
+        },
+    )
 }
 
 /// [`png_problem`] in the `png` crate's words.
@@ -250,10 +293,16 @@ fn svg_problem(bytes: &[u8]) -> Option<String> {
         Ok(t) => t,
         Err(e) => return Some(format!("not UTF-8 text: {e}")),
     };
-    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
     match roxmltree::Document::parse_with_options(text, options) {
         Err(e) => Some(format!("XML: {e}")),
-        Ok(doc) if doc.root_element().tag_name().name() != "svg" => Some(format!("the root element is <{}>, not <svg>", doc.root_element().tag_name().name())),
+        Ok(doc) if doc.root_element().tag_name().name() != "svg" => Some(format!(
+            "the root element is <{}>, not <svg>",
+            doc.root_element().tag_name().name()
+        )),
         Ok(_) => None,
     }
 }
@@ -271,22 +320,49 @@ fn svg_problem(bytes: &[u8]) -> Option<String> {
 pub fn extra_files(facts: &PackageFacts, out_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let excluded_dirs = [real(&facts.target_dir), real(out_dir)];
-    let excluded = |path: &Path, rel: &str| rel.split('/').any(|c| c == ".git") || excluded_dirs.iter().any(|d| real(path).starts_with(d));
+    let excluded = |path: &Path, rel: &str| {
+        rel.split('/').any(|c| c == ".git")
+            || excluded_dirs.iter().any(|d| real(path).starts_with(d))
+    };
     let mut out = Vec::new();
     for (i, f) in facts.options().files.iter().enumerate() {
         let key = format!("pack.files[{i}]");
         let dest = f.dest.trim_matches('/');
-        if f.dest.starts_with('/') || dest.split('/').any(|c| c == ".." || c == ".") || f.dest.contains('\\') {
-            return Err(Error::new(ErrorKind::Manifest, format!("`dest = \"{}\"` is not a relative `/`-separated directory inside the package", crate::text::echo(&f.dest)))
-                .file(facts.at(&key))
-                .key(format!("package.metadata.mcpp.{key}.dest"))
-                .help("write e.g. dest = \"share/app\", or \"\" for the program's own directory"));
+        if f.dest.starts_with('/')
+            || dest.split('/').any(|c| c == ".." || c == ".")
+            || f.dest.contains('\\')
+        {
+            return Err(Error::new(
+                ErrorKind::Manifest,
+                format!(
+                    "`dest = \"{}\"` is not a relative `/`-separated directory inside the package",
+                    crate::text::echo(&f.dest)
+                ),
+            )
+            .file(facts.at(&key))
+            .key(format!("package.metadata.mcpp.{key}.dest"))
+            .help("write e.g. dest = \"share/app\", or \"\" for the program's own directory"));
         }
-        let (files, _) = crate::sources::expand_globs(&facts.manifest, &format!("package.metadata.mcpp.{key}.glob"), std::slice::from_ref(&f.glob))?;
-        let fixed: Vec<&str> = f.glob.split('/').take_while(|c| !c.contains(['*', '?', '[', '{'])).collect();
-        let fixed = if fixed.len() == f.glob.split('/').count() { &fixed[..fixed.len().saturating_sub(1)] } else { &fixed[..] };
+        let (files, _) = crate::sources::expand_globs(
+            &facts.manifest,
+            &format!("package.metadata.mcpp.{key}.glob"),
+            std::slice::from_ref(&f.glob),
+        )?;
+        let fixed: Vec<&str> = f
+            .glob
+            .split('/')
+            .take_while(|c| !c.contains(['*', '?', '[', '{']))
+            .collect();
+        let fixed = if fixed.len() == f.glob.split('/').count() {
+            &fixed[..fixed.len().saturating_sub(1)]
+        } else {
+            &fixed[..]
+        };
         let prefix = fixed.join("/");
-        let files: Vec<(PathBuf, String)> = files.into_iter().filter(|(path, rel)| !excluded(path, rel)).collect();
+        let files: Vec<(PathBuf, String)> = files
+            .into_iter()
+            .filter(|(path, rel)| !excluded(path, rel))
+            .collect();
         if files.is_empty() {
             return Err(Error::new(ErrorKind::Manifest, format!("`{}` matches only files in cargo's target directory, the pack output directory or `.git`, which are never packed", crate::text::echo(&f.glob)))
                 .file(facts.at(&format!("{key}.glob")))
@@ -294,8 +370,15 @@ pub fn extra_files(facts: &PackageFacts, out_dir: &Path) -> Result<Vec<(String, 
                 .help("point the glob at the files to ship (e.g. \"assets/**/*\"), outside target/ and .git/"));
         }
         for (path, rel) in files {
-            let below = rel.strip_prefix(&prefix).map(|r| r.trim_start_matches('/')).unwrap_or(&rel);
-            let place = if dest.is_empty() { below.to_string() } else { format!("{dest}/{below}") };
+            let below = rel
+                .strip_prefix(&prefix)
+                .map(|r| r.trim_start_matches('/'))
+                .unwrap_or(&rel);
+            let place = if dest.is_empty() {
+                below.to_string()
+            } else {
+                format!("{dest}/{below}")
+            };
             out.push((place, path));
         }
     }
@@ -307,10 +390,18 @@ pub fn extra_files(facts: &PackageFacts, out_dir: &Path) -> Result<Vec<(String, 
 /// `lib<name>.so.*`; `<name>.dll` for Windows; the name itself with `+verbatim`) in its
 /// `rustc-link-search` directories, leaving out the system's (`/usr`, `/lib`, `/lib64`), which
 /// the target system provides.
-pub fn shared_libraries(links: &[(Vec<String>, Vec<PathBuf>)], windows: bool) -> Vec<(String, PathBuf)> {
+pub fn shared_libraries(
+    links: &[(Vec<String>, Vec<PathBuf>)],
+    windows: bool,
+) -> Vec<(String, PathBuf)> {
     let mut out: Vec<(String, PathBuf)> = Vec::new();
     for (libs, paths) in links {
-        let dirs: Vec<&PathBuf> = paths.iter().filter(|p| !(p.starts_with("/usr") || p.starts_with("/lib") || p.starts_with("/lib64"))).collect();
+        let dirs: Vec<&PathBuf> = paths
+            .iter()
+            .filter(|p| {
+                !(p.starts_with("/usr") || p.starts_with("/lib") || p.starts_with("/lib64"))
+            })
+            .collect();
         for lib in libs {
             let (kind, name) = lib.split_once('=').unwrap_or(("dylib", lib.as_str()));
             let (kind, modifiers) = kind.split_once(':').unwrap_or((kind, ""));
@@ -319,7 +410,9 @@ pub fn shared_libraries(links: &[(Vec<String>, Vec<PathBuf>)], windows: bool) ->
             }
             let verbatim = modifiers.split(',').any(|m| m == "+verbatim");
             for dir in &dirs {
-                let Ok(rd) = std::fs::read_dir(dir) else { continue };
+                let Ok(rd) = std::fs::read_dir(dir) else {
+                    continue;
+                };
                 let mut found: Vec<(String, PathBuf)> = rd
                     .flatten()
                     .filter_map(|e| e.file_name().to_str().map(|n| (n.to_string(), e.path())))
@@ -329,7 +422,8 @@ pub fn shared_libraries(links: &[(Vec<String>, Vec<PathBuf>)], windows: bool) ->
                         } else if windows {
                             n.eq_ignore_ascii_case(&format!("{name}.dll"))
                         } else {
-                            n == &format!("lib{name}.so") || n.starts_with(&format!("lib{name}.so."))
+                            n == &format!("lib{name}.so")
+                                || n.starts_with(&format!("lib{name}.so."))
                         }
                     })
                     .collect();
@@ -408,20 +502,37 @@ pub fn sidecars(built: &Built) -> Result<Vec<(String, PathBuf)>> {
                 .file(&file)
                 .help(format!("the build script writes this file: fix it to `{{\"version\":{SIDECARS_VERSION},\"sidecars\":[{{\"source\":\"<absolute path>\",\"relative\":\"<path beside the program>\"}}]}}`, or update cargo-mcpp and the crate writing it together"))
         };
-        let list: SidecarsFile = serde_json::from_slice(&text).map_err(|e| refuse(format!("the sidecar list is not `{{\"version\", \"sidecars\"}}` JSON: {e}")))?;
+        let list: SidecarsFile = serde_json::from_slice(&text).map_err(|e| {
+            refuse(format!(
+                "the sidecar list is not `{{\"version\", \"sidecars\"}}` JSON: {e}"
+            ))
+        })?;
         if list.version != SIDECARS_VERSION {
             return Err(refuse(format!("the sidecar list has version {}, and this cargo-mcpp reads version {SIDECARS_VERSION}", list.version)));
         }
         for (i, s) in list.sidecars.into_iter().enumerate() {
             let rel = &s.relative;
-            if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') || rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") || Path::new(rel).is_absolute() {
+            if rel.is_empty()
+                || rel.starts_with('/')
+                || rel.contains('\\')
+                || rel
+                    .split('/')
+                    .any(|c| c.is_empty() || c == "." || c == "..")
+                || Path::new(rel).is_absolute()
+            {
                 return Err(refuse(format!("sidecars[{i}].relative `{}` is not a relative `/`-separated path below the program's directory (no `..`, `.` or empty parts)", crate::text::echo(rel))));
             }
             if !s.source.is_absolute() {
-                return Err(refuse(format!("sidecars[{i}].source `{}` is not an absolute path", crate::text::echo_path(&s.source))));
+                return Err(refuse(format!(
+                    "sidecars[{i}].source `{}` is not an absolute path",
+                    crate::text::echo_path(&s.source)
+                )));
             }
             if !s.source.is_file() {
-                return Err(refuse(format!("sidecars[{i}].source `{}` does not exist (or is not a file)", crate::text::echo_path(&s.source))));
+                return Err(refuse(format!(
+                    "sidecars[{i}].source `{}` does not exist (or is not a file)",
+                    crate::text::echo_path(&s.source)
+                )));
             }
             out.push((rel.clone(), s.source));
         }
@@ -434,16 +545,34 @@ pub fn sidecars(built: &Built) -> Result<Vec<(String, PathBuf)>> {
 /// link lines. Other lines (text) are passed to standard error.
 pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
     let mut built = Built::default();
-    for message in cargo_metadata::Message::parse_stream(reader).map_while(std::result::Result::ok) {
+    for message in cargo_metadata::Message::parse_stream(reader).map_while(std::result::Result::ok)
+    {
         match message {
-            cargo_metadata::Message::CompilerArtifact(a) if a.package_id.repr == package_id && a.target.is_bin() => {
+            cargo_metadata::Message::CompilerArtifact(a)
+                if a.package_id.repr == package_id && a.target.is_bin() =>
+            {
                 if let Some(exe) = a.executable {
-                    built.executables.push((a.target.name.clone(), exe.into_std_path_buf()));
+                    built
+                        .executables
+                        .push((a.target.name.clone(), exe.into_std_path_buf()));
                 }
             }
             cargo_metadata::Message::BuildScriptExecuted(b) => {
                 built.out_dirs.push(b.out_dir.clone().into_std_path_buf());
-                built.links.push((b.linked_libs.iter().map(|l| l.to_string()).collect(), b.linked_paths.iter().map(|p| PathBuf::from(p.as_str().split_once('=').map(|(_, d)| d).unwrap_or(p.as_str()))).collect()));
+                built.links.push((
+                    b.linked_libs.iter().map(|l| l.to_string()).collect(),
+                    b.linked_paths
+                        .iter()
+                        .map(|p| {
+                            PathBuf::from(
+                                p.as_str()
+                                    .split_once('=')
+                                    .map(|(_, d)| d)
+                                    .unwrap_or(p.as_str()),
+                            )
+                        })
+                        .collect(),
+                ));
             }
             cargo_metadata::Message::TextLine(t) if !t.trim().is_empty() => eprintln!("{t}"),
             _ => {}
@@ -468,23 +597,56 @@ pub struct Program {
 /// [`ErrorKind::Manifest`] when `--bin` names no binary target of the package or there is
 /// none; [`ErrorKind::Usage`] when there are several and no `--bin`.
 pub fn program_name(facts: &PackageFacts, bin: Option<&str>) -> Result<String> {
-    let names = || facts.bins.iter().map(|b| format!("`{b}`")).collect::<Vec<_>>().join(", ");
+    let names = || {
+        facts
+            .bins
+            .iter()
+            .map(|b| format!("`{b}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     Ok(match bin {
         Some(b) if !facts.bins.iter().any(|x| x == b) => {
-            return Err(Error::new(ErrorKind::Manifest, format!("--bin `{}`: the package {} has no such binary target", crate::text::echo(b), facts.name))
-                .file(&facts.manifest.path)
-                .help(if facts.bins.is_empty() { "the package has no binary target: add src/main.rs or a [[bin]]".to_string() } else { format!("its binary targets are {}", names()) }));
+            return Err(Error::new(
+                ErrorKind::Manifest,
+                format!(
+                    "--bin `{}`: the package {} has no such binary target",
+                    crate::text::echo(b),
+                    facts.name
+                ),
+            )
+            .file(&facts.manifest.path)
+            .help(if facts.bins.is_empty() {
+                "the package has no binary target: add src/main.rs or a [[bin]]".to_string()
+            } else {
+                format!("its binary targets are {}", names())
+            }));
         }
         Some(b) => b.to_string(),
-        None => match facts.bins.as_slice() {
-            [one] => one.clone(),
-            [] => {
-                return Err(Error::new(ErrorKind::Manifest, format!("the package {} has no binary target, so there is no executable to pack", facts.name))
-                    .file(&facts.manifest.path)
-                    .help("add src/main.rs or a [[bin]] target"))
+        None => {
+            match facts.bins.as_slice() {
+                [one] => one.clone(),
+                [] => return Err(Error::new(
+                    ErrorKind::Manifest,
+                    format!(
+                        "the package {} has no binary target, so there is no executable to pack",
+                        facts.name
+                    ),
+                )
+                .file(&facts.manifest.path)
+                .help("add src/main.rs or a [[bin]] target")),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        format!(
+                            "the package {} has several binary targets; say which to pack",
+                            facts.name
+                        ),
+                    )
+                    .help(format!("pass --bin NAME, one of {}", names())))
+                }
             }
-            _ => return Err(Error::new(ErrorKind::Usage, format!("the package {} has several binary targets; say which to pack", facts.name)).help(format!("pass --bin NAME, one of {}", names()))),
-        },
+        }
     })
 }
 
@@ -518,10 +680,18 @@ impl Prepared {
     ///
     /// # Errors
     /// The format's refusals, each with its way out.
-    pub fn prepare(format: Format, facts: &PackageFacts, runtime_file: Option<&Path>, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
+    pub fn prepare(
+        format: Format,
+        facts: &PackageFacts,
+        runtime_file: Option<&Path>,
+        env: &Env,
+        cache: &DeviceCache,
+    ) -> Result<Prepared> {
         check_app_name(facts)?;
         Ok(match format {
-            Format::Appimage => Prepared::Appimage(appimage::prepare(facts, runtime_file, env, cache)?),
+            Format::Appimage => {
+                Prepared::Appimage(appimage::prepare(facts, runtime_file, env, cache)?)
+            }
             Format::Msi => Prepared::Msi(msi::prepare(facts, env, cache)?),
         })
     }
@@ -532,7 +702,13 @@ impl Prepared {
     ///
     /// # Errors
     /// The refusals of [`extra_files`], [`sidecars`], [`finish_entries`] and the format's plan.
-    pub fn plan(&self, facts: &PackageFacts, program: &Program, built: Option<&Built>, out_dir: &Path) -> Result<Plan> {
+    pub fn plan(
+        &self,
+        facts: &PackageFacts,
+        program: &Program,
+        built: Option<&Built>,
+        out_dir: &Path,
+    ) -> Result<Plan> {
         match self {
             Prepared::Appimage(p) => appimage::plan(facts, p, program, built, out_dir),
             Prepared::Msi(p) => msi::plan(facts, p, program, built, out_dir),
@@ -543,7 +719,11 @@ impl Prepared {
     pub fn writing(&self, plan: &Plan) -> String {
         match self {
             Prepared::Appimage(_) => format!("writing {}", plan.output.display()),
-            Prepared::Msi(p) => format!("running {} for {}", p.route.program(), plan.output.display()),
+            Prepared::Msi(p) => format!(
+                "running {} for {}",
+                p.route.program(),
+                plan.output.display()
+            ),
         }
     }
 
@@ -566,10 +746,14 @@ impl Prepared {
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `file:line:col` and `pack.app-name`.
 pub fn check_app_name(facts: &PackageFacts) -> Result<()> {
-    let Some(name) = facts.options().app_name else { return Ok(()) };
+    let Some(name) = facts.options().app_name else {
+        return Ok(());
+    };
     let problem = if name.trim().is_empty() {
         Some("is empty".to_string())
-    } else if let Some(c) = name.chars().find(|c| matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*') || c.is_control()) {
+    } else if let Some(c) = name.chars().find(|c| {
+        matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*') || c.is_control()
+    }) {
         Some(format!("contains `{}`, which cannot be part of a file name on Windows (or is a path separator)", c.escape_default()))
     } else if name.contains("..") {
         Some("contains `..`".to_string())
@@ -589,25 +773,54 @@ pub fn check_app_name(facts: &PackageFacts) -> Result<()> {
 
 /// The package's file name part: `[A-Za-z0-9._-]` kept, others `_` (names are shown in paths).
 pub fn file_part(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// A tool resolver's refusal or warning text for a tool that pack names with its own key
 /// (`pack.msi.tool`, `pack.appimage.patchelf`): every `[package.metadata.mcpp.tools] <tool>`
 /// written as `[package.metadata.mcpp.pack.<table>] <key>`.
 pub fn pack_tool_text(text: &str, tool: &str, table: &str, key: &str) -> String {
-    text.replace(&format!("[package.metadata.mcpp.tools] {tool}"), &format!("[package.metadata.mcpp.pack.{table}] {key}")).replace("[package.metadata.mcpp.tools]", &format!("[package.metadata.mcpp.pack.{table}] {key}"))
+    text.replace(
+        &format!("[package.metadata.mcpp.tools] {tool}"),
+        &format!("[package.metadata.mcpp.pack.{table}] {key}"),
+    )
+    .replace(
+        "[package.metadata.mcpp.tools]",
+        &format!("[package.metadata.mcpp.pack.{table}] {key}"),
+    )
 }
 
 /// [`pack_tool_text`] over a refusal (its message, details, help and chained errors); when the
 /// manifest sets the key, the refusal points at its `file:line:col` and names it.
-pub fn pack_tool_error(mut e: Error, facts: &PackageFacts, tool: &str, table: &str, key: &str) -> Error {
+pub fn pack_tool_error(
+    mut e: Error,
+    facts: &PackageFacts,
+    tool: &str,
+    table: &str,
+    key: &str,
+) -> Error {
     let fix = |t: &mut String| *t = pack_tool_text(t, tool, table, key);
     fix(&mut e.message);
     e.detail.iter_mut().for_each(fix);
     e.help.iter_mut().for_each(fix);
-    e.also = e.also.into_iter().map(|a| pack_tool_error(a, facts, tool, table, key)).collect();
-    if facts.manifest.line(&format!("pack.{table}.{key}")).is_some() {
+    e.also = e
+        .also
+        .into_iter()
+        .map(|a| pack_tool_error(a, facts, tool, table, key))
+        .collect();
+    if facts
+        .manifest
+        .line(&format!("pack.{table}.{key}"))
+        .is_some()
+    {
         e.file = Some(PathBuf::from(facts.at(&format!("pack.{table}.{key}"))));
         e.key = Some(format!("package.metadata.mcpp.pack.{table}.{key}"));
     }
@@ -619,7 +832,9 @@ pub fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(path).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+        std::fs::metadata(path)
+            .map(|m| m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
     }
     #[cfg(not(unix))]
     {
@@ -654,9 +869,14 @@ pub const DRY_RUN_NOTE: &str = "a dry run builds nothing, so the program is name
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming both sources of one destination.
-pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path, sidecars: &[PathBuf]) -> Result<Vec<Entry>> {
+pub fn finish_entries(
+    mut entries: Vec<Entry>,
+    manifest: &Path,
+    sidecars: &[PathBuf],
+) -> Result<Vec<Entry>> {
     entries.sort_by(|a, b| a.dest.cmp(&b.dest));
-    let by_dest: std::collections::HashMap<&str, &Entry> = entries.iter().map(|e| (e.dest.as_str(), e)).collect();
+    let by_dest: std::collections::HashMap<&str, &Entry> =
+        entries.iter().map(|e| (e.dest.as_str(), e)).collect();
     let mut clash: Option<(&Entry, &Entry, bool)> = None;
     for w in entries.windows(2) {
         if w[0].dest == w[1].dest {
@@ -676,18 +896,33 @@ pub fn finish_entries(mut entries: Vec<Entry>, manifest: &Path, sidecars: &[Path
             }
         }
     }
-    let Some((a, b, through)) = clash else { return Ok(entries) };
+    let Some((a, b, through)) = clash else {
+        return Ok(entries);
+    };
     let is_sidecar = |e: &Entry| matches!(&e.origin, Origin::File(p) if sidecars.contains(p));
     let what = if through {
-        format!("`{}` would be a file and also the directory holding `{}` in the package: {} and {}", crate::text::echo(&a.dest), crate::text::echo(&b.dest), a.origin.shown(), b.origin.shown())
+        format!(
+            "`{}` would be a file and also the directory holding `{}` in the package: {} and {}",
+            crate::text::echo(&a.dest),
+            crate::text::echo(&b.dest),
+            a.origin.shown(),
+            b.origin.shown()
+        )
     } else {
-        format!("two files would be `{}` in the package: {} and {}", crate::text::echo(&a.dest), a.origin.shown(), b.origin.shown())
+        format!(
+            "two files would be `{}` in the package: {} and {}",
+            crate::text::echo(&a.dest),
+            a.origin.shown(),
+            b.origin.shown()
+        )
     };
     let mut err = Error::new(ErrorKind::Manifest, what).file(manifest);
     if is_sidecar(a) || is_sidecar(b) {
         err = err.key(format!("`relative` in {SIDECARS_FILE}")).help(format!("a sidecar's place is its `relative` in the build script's `OUT_DIR/{SIDECARS_FILE}`: change it there, or give the extra file another `dest` in [package.metadata.mcpp.pack] files"));
     } else {
-        err = err.key("package.metadata.mcpp.pack.files").help("give one of them another `dest` in [package.metadata.mcpp.pack] files");
+        err = err
+            .key("package.metadata.mcpp.pack.files")
+            .help("give one of them another `dest` in [package.metadata.mcpp.pack] files");
     }
     Err(err)
 }
@@ -699,11 +934,27 @@ mod tests {
     #[test]
     fn shared_libraries_are_found_by_link_kind_outside_the_system() {
         let d = tempfile::tempdir().unwrap();
-        for f in ["libcudart.so.13", "libfoo.so", "libfoo.so.1", "libbar.a", "x.dll"] {
+        for f in [
+            "libcudart.so.13",
+            "libfoo.so",
+            "libfoo.so.1",
+            "libbar.a",
+            "x.dll",
+        ] {
             std::fs::write(d.path().join(f), b"x").unwrap();
         }
-        let links = vec![(vec!["dylib:+verbatim=libcudart.so.13".to_string(), "foo".into(), "static=bar".into()], vec![d.path().to_path_buf(), PathBuf::from("/usr/lib")])];
-        let names: Vec<String> = shared_libraries(&links, false).into_iter().map(|(n, _)| n).collect();
+        let links = vec![(
+            vec![
+                "dylib:+verbatim=libcudart.so.13".to_string(),
+                "foo".into(),
+                "static=bar".into(),
+            ],
+            vec![d.path().to_path_buf(), PathBuf::from("/usr/lib")],
+        )];
+        let names: Vec<String> = shared_libraries(&links, false)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         assert_eq!(names, ["libcudart.so.13", "libfoo.so", "libfoo.so.1"]);
         let links = vec![(vec!["dylib=x".to_string()], vec![d.path().to_path_buf()])];
         assert_eq!(shared_libraries(&links, true).len(), 1);
@@ -718,18 +969,34 @@ mod tests {
 {"reason":"build-finished","success":true}
 "#;
         let built = read_messages(std::io::Cursor::new(text), "path+file:///p#app@0.1.0");
-        assert_eq!(built.executables, [("app".to_string(), PathBuf::from("/p/target/release/app"))]);
-        assert_eq!(built.links, [(vec!["dylib=cudart".to_string()], vec![PathBuf::from("/opt/cuda/lib")])]);
-        assert_eq!(built.out_dirs, [PathBuf::from("/p/target/release/build/app-1/out")]);
+        assert_eq!(
+            built.executables,
+            [("app".to_string(), PathBuf::from("/p/target/release/app"))]
+        );
+        assert_eq!(
+            built.links,
+            [(
+                vec!["dylib=cudart".to_string()],
+                vec![PathBuf::from("/opt/cuda/lib")]
+            )]
+        );
+        assert_eq!(
+            built.out_dirs,
+            [PathBuf::from("/p/target/release/build/app-1/out")]
+        );
     }
 
     /// `Built` with one `OUT_DIR` holding `list` as its sidecar list (when `Some`).
     fn out_dir_with(list: Option<&str>) -> (tempfile::TempDir, Built) {
         let d = tempfile::tempdir().unwrap();
         if let Some(l) = list {
-            crate::fingerprint::write_if_changed(&d.path().join(SIDECARS_FILE), l.as_bytes()).unwrap();
+            crate::fingerprint::write_if_changed(&d.path().join(SIDECARS_FILE), l.as_bytes())
+                .unwrap();
         }
-        let built = Built { out_dirs: vec![d.path().to_path_buf(), d.path().to_path_buf()], ..Default::default() };
+        let built = Built {
+            out_dirs: vec![d.path().to_path_buf(), d.path().to_path_buf()],
+            ..Default::default()
+        };
         (d, built)
     }
 
@@ -739,20 +1006,54 @@ mod tests {
         assert!(sidecars(&built).unwrap().is_empty(), "no list, no sidecars");
         let src = tempfile::NamedTempFile::new().unwrap();
         let s = src.path().display().to_string();
-        let (_d, built) = out_dir_with(Some(&format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"kernels/k.bin"}}]}}"#)));
-        assert_eq!(sidecars(&built).unwrap(), [("kernels/k.bin".to_string(), src.path().to_path_buf())], "read once per OUT_DIR");
+        let (_d, built) = out_dir_with(Some(&format!(
+            r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"kernels/k.bin"}}]}}"#
+        )));
+        assert_eq!(
+            sidecars(&built).unwrap(),
+            [("kernels/k.bin".to_string(), src.path().to_path_buf())],
+            "read once per OUT_DIR"
+        );
         for (list, says) in [
-            (r#"{"version":2,"sidecars":[]}"#.to_string(), "has version 2, and this cargo-mcpp reads version 1"),
+            (
+                r#"{"version":2,"sidecars":[]}"#.to_string(),
+                "has version 2, and this cargo-mcpp reads version 1",
+            ),
             (r#"{"sidecars":[]}"#.to_string(), "missing field `version`"),
-            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}/missing","relative":"k.bin"}}]}}"#), "does not exist"),
-            (r#"{"version":1,"sidecars":[{"source":"rel/k.bin","relative":"k.bin"}]}"#.to_string(), "is not an absolute path"),
-            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"/abs/k.bin"}}]}}"#), "relative `/abs/k.bin` is not a relative"),
-            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"../k.bin"}}]}}"#), "relative `../k.bin` is not a relative"),
-            (format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\\k.bin"}}]}}"#), "is not a relative"),
+            (
+                format!(
+                    r#"{{"version":1,"sidecars":[{{"source":"{s}/missing","relative":"k.bin"}}]}}"#
+                ),
+                "does not exist",
+            ),
+            (
+                r#"{"version":1,"sidecars":[{"source":"rel/k.bin","relative":"k.bin"}]}"#
+                    .to_string(),
+                "is not an absolute path",
+            ),
+            (
+                format!(
+                    r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"/abs/k.bin"}}]}}"#
+                ),
+                "relative `/abs/k.bin` is not a relative",
+            ),
+            (
+                format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"../k.bin"}}]}}"#),
+                "relative `../k.bin` is not a relative",
+            ),
+            (
+                format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\\k.bin"}}]}}"#),
+                "is not a relative",
+            ),
         ] {
             let (d, built) = out_dir_with(Some(&list));
             let e = sidecars(&built).unwrap_err().to_string();
-            assert!(e.contains(says) && e.contains(&d.path().join(SIDECARS_FILE).display().to_string()) && e.contains("the build script writes this file"), "{list}: {e}");
+            assert!(
+                e.contains(says)
+                    && e.contains(&d.path().join(SIDECARS_FILE).display().to_string())
+                    && e.contains("the build script writes this file"),
+                "{list}: {e}"
+            );
         }
     }
 
@@ -763,31 +1064,83 @@ mod tests {
         assert!(png_problem(truncated).is_some(), "a truncated PNG passed");
         let mut bad_crc = DEFAULT_ICON_PNG.to_vec();
         bad_crc[29] ^= 0xff; // the IHDR chunk's CRC
-        assert!(png_problem(&bad_crc).unwrap().ends_with("while decoding IHDR chunk."), "{:?}", png_problem(&bad_crc));
+        assert!(
+            png_problem(&bad_crc)
+                .unwrap()
+                .ends_with("while decoding IHDR chunk."),
+            "{:?}",
+            png_problem(&bad_crc)
+        );
         assert!(png_problem(b"\x89PNG\r\n\x1a\n").is_some());
-        assert_eq!(svg_problem(b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>"), None);
+        assert_eq!(
+            svg_problem(b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>"),
+            None
+        );
         assert!(svg_problem(b"<svg><g></svg>").unwrap().starts_with("XML: "));
-        assert_eq!(svg_problem(b"<html><svg/></html>").unwrap(), "the root element is <html>, not <svg>");
+        assert_eq!(
+            svg_problem(b"<html><svg/></html>").unwrap(),
+            "the root element is <html>, not <svg>"
+        );
     }
 
     #[test]
     fn a_pack_tools_refusal_names_its_own_key() {
         let t = pack_tool_text("patchelf was found on PATH; declare it instead: [package.metadata.mcpp.tools] patchelf = \"/usr/bin/patchelf\"", "patchelf", "appimage", "patchelf");
         assert_eq!(t, "patchelf was found on PATH; declare it instead: [package.metadata.mcpp.pack.appimage] patchelf = \"/usr/bin/patchelf\"");
-        assert!(!pack_tool_text("name a program ([package.metadata.mcpp.tools] wixl, or X)", "wixl", "msi", "tool").contains(".tools]"));
+        assert!(!pack_tool_text(
+            "name a program ([package.metadata.mcpp.tools] wixl, or X)",
+            "wixl",
+            "msi",
+            "tool"
+        )
+        .contains(".tools]"));
     }
 
     #[test]
     fn two_files_for_one_place_are_refused() {
-        let e = |d: &str, p: &str| Entry { dest: d.into(), origin: Origin::File(p.into()), executable: false };
-        let err = finish_entries(vec![e("b", "/x/b"), e("a", "/x/a1"), e("a", "/x/a2")], Path::new("/p/Cargo.toml"), &[]).unwrap_err().to_string();
-        assert!(err.contains("two files would be `a`") && err.contains("/x/a1") && err.contains("/x/a2"), "{err}");
-        assert_eq!(finish_entries(vec![e("b", "/x/b"), e("a", "/x/a")], Path::new("/p"), &[]).unwrap()[0].dest, "a");
+        let e = |d: &str, p: &str| Entry {
+            dest: d.into(),
+            origin: Origin::File(p.into()),
+            executable: false,
+        };
+        let err = finish_entries(
+            vec![e("b", "/x/b"), e("a", "/x/a1"), e("a", "/x/a2")],
+            Path::new("/p/Cargo.toml"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("two files would be `a`")
+                && err.contains("/x/a1")
+                && err.contains("/x/a2"),
+            "{err}"
+        );
+        assert_eq!(
+            finish_entries(vec![e("b", "/x/b"), e("a", "/x/a")], Path::new("/p"), &[]).unwrap()[0]
+                .dest,
+            "a"
+        );
         // A file whose place runs through another file's, not adjacent once sorted.
-        let err = finish_entries(vec![e("usr/bin/hello", "/x/h"), e("usr/bin/hello-x", "/x/hx"), e("usr/bin/hello/greet.txt", "/x/g")], Path::new("/p"), &[]).unwrap_err().to_string();
+        let err = finish_entries(
+            vec![
+                e("usr/bin/hello", "/x/h"),
+                e("usr/bin/hello-x", "/x/hx"),
+                e("usr/bin/hello/greet.txt", "/x/g"),
+            ],
+            Path::new("/p"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("`usr/bin/hello` would be a file and also the directory holding `usr/bin/hello/greet.txt`") && err.contains("/x/g"), "{err}");
         // A sidecar's clash names the sidecar list.
-        let err = finish_entries(vec![e("usr/bin/k", "/s/k"), e("usr/bin/k", "/x/k")], Path::new("/p"), &[PathBuf::from("/s/k")]).unwrap_err();
+        let err = finish_entries(
+            vec![e("usr/bin/k", "/s/k"), e("usr/bin/k", "/x/k")],
+            Path::new("/p"),
+            &[PathBuf::from("/s/k")],
+        )
+        .unwrap_err();
         let text = format!("{err:?} {err}");
         assert!(text.contains("mcpp-sidecars.json"), "{text}");
     }

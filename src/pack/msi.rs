@@ -62,7 +62,10 @@ impl Route {
     /// `wixl` elsewhere.
     pub fn of(tool: Option<&Path>) -> Route {
         match tool {
-            Some(p) => match p.file_name().map(|f| f.to_string_lossy().to_ascii_lowercase()) {
+            Some(p) => match p
+                .file_name()
+                .map(|f| f.to_string_lossy().to_ascii_lowercase())
+            {
                 Some(f) if f == "wix" || f == "wix.exe" => Route::Wix,
                 _ => Route::Wixl,
             },
@@ -134,9 +137,20 @@ pub fn msi_version(version: &str) -> std::result::Result<String, String> {
         ));
     }
     let parts: Vec<&str> = core.split('.').collect();
-    let numbers: Vec<u64> = parts.iter().filter_map(|p| if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 10 { p.parse().ok() } else { None }).collect();
+    let numbers: Vec<u64> = parts
+        .iter()
+        .filter_map(|p| {
+            if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 10 {
+                p.parse().ok()
+            } else {
+                None
+            }
+        })
+        .collect();
     if parts.len() != 3 || numbers.len() != 3 {
-        return Err(format!("`{version}` is not a `major.minor.patch` version of three numbers"));
+        return Err(format!(
+            "`{version}` is not a `major.minor.patch` version of three numbers"
+        ));
     }
     let limits = [("major", 255), ("minor", 255), ("patch", 65535)];
     for ((what, max), n) in limits.iter().zip(&numbers) {
@@ -150,7 +164,11 @@ pub fn msi_version(version: &str) -> std::result::Result<String, String> {
 /// The identity the UpgradeCode is derived from: `<name>` and, on the next line, the
 /// repository URL, else the first author, else nothing.
 pub fn identity(facts: &PackageFacts) -> String {
-    let second = facts.repository.clone().or_else(|| facts.authors.first().cloned()).unwrap_or_default();
+    let second = facts
+        .repository
+        .clone()
+        .or_else(|| facts.authors.first().cloned())
+        .unwrap_or_default();
     format!("{}\n{second}", facts.name)
 }
 
@@ -165,15 +183,29 @@ pub fn derived_guid(kind: &str, input: &str) -> String {
     b[6] = (b[6] & 0x0f) | 0x80;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02X}")).collect();
-    format!("{{{}-{}-{}-{}-{}}}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    format!(
+        "{{{}-{}-{}-{}-{}}}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 /// `text` as a GUID `{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}` (braces optional, any case), or `None`.
 pub fn parse_guid(text: &str) -> Option<String> {
     let t = text.trim();
-    let t = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')).unwrap_or(t);
+    let t = t
+        .strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or(t);
     let groups: Vec<&str> = t.split('-').collect();
-    let ok = groups.len() == 5 && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+    let ok = groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
     ok.then(|| format!("{{{}}}", t.to_ascii_uppercase()))
 }
 
@@ -183,7 +215,12 @@ pub fn manufacturer(facts: &PackageFacts) -> String {
     if let Some(m) = facts.options().msi.and_then(|m| m.manufacturer) {
         return m;
     }
-    facts.authors.first().map(|a| a.split('<').next().unwrap_or(a).trim().to_string()).filter(|a| !a.is_empty()).unwrap_or_else(|| facts.name.clone())
+    facts
+        .authors
+        .first()
+        .map(|a| a.split('<').next().unwrap_or(a).trim().to_string())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| facts.name.clone())
 }
 
 /// Check the target (Windows, x86_64), the version, the UpgradeCode, and resolve the tool of
@@ -195,12 +232,25 @@ pub fn manufacturer(facts: &PackageFacts) -> String {
 /// [`ErrorKind::ToolNotFound`] when wixl is not found.
 pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<Prepared> {
     if !super::is_windows(&facts.target) {
-        return Err(Error::new(ErrorKind::Manifest, format!("an MSI is a Windows format, and this build targets `{}`", crate::text::echo(&facts.target)))
-            .help("build for a Windows target: --target x86_64-pc-windows-gnu (or -msvc)")
-            .help("or pack for Linux with --format appimage"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!(
+                "an MSI is a Windows format, and this build targets `{}`",
+                crate::text::echo(&facts.target)
+            ),
+        )
+        .help("build for a Windows target: --target x86_64-pc-windows-gnu (or -msvc)")
+        .help("or pack for Linux with --format appimage"));
     }
     if super::arch_of(&facts.target) != "x86_64" {
-        return Err(Error::new(ErrorKind::Manifest, format!("wixl writes x64 MSIs only, and this build targets `{}`", crate::text::echo(&facts.target))).help("pack for x86_64-pc-windows-gnu or x86_64-pc-windows-msvc"));
+        return Err(Error::new(
+            ErrorKind::Manifest,
+            format!(
+                "wixl writes x64 MSIs only, and this build targets `{}`",
+                crate::text::echo(&facts.target)
+            ),
+        )
+        .help("pack for x86_64-pc-windows-gnu or x86_64-pc-windows-msvc"));
     }
     let options = facts.options();
     let version = msi_version(&facts.version).map_err(|m| {
@@ -226,26 +276,52 @@ pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<P
     let named = facts.options().msi.and_then(|m| m.tool);
     let route = Route::of(named.as_deref());
     let tool = resolve_tool(facts, route, env, cache)?;
-    Ok(Prepared { route, tool, upgrade_code, product_code, version, manufacturer: manufacturer(facts) })
+    Ok(Prepared {
+        route,
+        tool,
+        upgrade_code,
+        product_code,
+        version,
+        manufacturer: manufacturer(facts),
+    })
 }
 
 /// The route's tool through the one resolver (`pack.msi.tool` as the manifest's choice), its
 /// decision recorded in `cache`; a PATH answer's warning names `pack.msi.tool` as the way to
 /// declare it.
-fn resolve_tool(facts: &PackageFacts, route: Route, env: &Env, cache: &DeviceCache) -> Result<crate::tool::Tool> {
+fn resolve_tool(
+    facts: &PackageFacts,
+    route: Route,
+    env: &Env,
+    cache: &DeviceCache,
+) -> Result<crate::tool::Tool> {
     std::fs::create_dir_all(cache.dir()).map_err(|e| Error::io("cannot create", cache.dir(), e))?;
     let spec = route.spec();
-    let mut choices = crate::tool::ToolChoices { manifest_path: facts.manifest.path.clone(), ..Default::default() };
+    let mut choices = crate::tool::ToolChoices {
+        manifest_path: facts.manifest.path.clone(),
+        ..Default::default()
+    };
     if let Some(t) = facts.options().msi.and_then(|m| m.tool) {
-        choices.manifest.insert(spec.name.to_string(), if t.is_absolute() { t } else { facts.manifest.dir().join(t) });
+        choices.manifest.insert(
+            spec.name.to_string(),
+            if t.is_absolute() {
+                t
+            } else {
+                facts.manifest.dir().join(t)
+            },
+        );
         if let Some(l) = facts.manifest.line("pack.msi.tool") {
             choices.manifest_lines.insert(spec.name.to_string(), l);
         }
     }
     // The way to declare it for pack is its own key, not a rule's `tools` entry.
-    let (tool, warning) = crate::tool::resolve(spec, &choices, env, cache).map_err(|e| super::pack_tool_error(e, facts, spec.name, "msi", "tool"))?;
+    let (tool, warning) = crate::tool::resolve(spec, &choices, env, cache)
+        .map_err(|e| super::pack_tool_error(e, facts, spec.name, "msi", "tool"))?;
     if let Some(w) = warning {
-        eprintln!("warning: {}", super::pack_tool_text(&w, spec.name, "msi", "tool"));
+        eprintln!(
+            "warning: {}",
+            super::pack_tool_text(&w, spec.name, "msi", "tool")
+        );
     }
     Ok(tool)
 }
@@ -256,23 +332,52 @@ fn resolve_tool(facts: &PackageFacts, route: Route, env: &Env, cache: &DeviceCac
 ///
 /// # Errors
 /// The refusals of [`super::extra_files`], [`super::sidecars`] and [`super::finish_entries`].
-pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program, built: Option<&super::Built>, out_dir: &Path) -> Result<Plan> {
+pub fn plan(
+    facts: &PackageFacts,
+    prepared: &Prepared,
+    program: &super::Program,
+    built: Option<&super::Built>,
+    out_dir: &Path,
+) -> Result<Plan> {
     let name = &program.name;
-    let mut entries = vec![Entry { dest: format!("{name}.exe"), origin: program.origin.clone(), executable: true }];
-    for (lib, path) in built.map(|b| super::shared_libraries(&b.links, true)).unwrap_or_default() {
-        entries.push(Entry { dest: lib, origin: Origin::File(path), executable: false });
+    let mut entries = vec![Entry {
+        dest: format!("{name}.exe"),
+        origin: program.origin.clone(),
+        executable: true,
+    }];
+    for (lib, path) in built
+        .map(|b| super::shared_libraries(&b.links, true))
+        .unwrap_or_default()
+    {
+        entries.push(Entry {
+            dest: lib,
+            origin: Origin::File(path),
+            executable: false,
+        });
     }
     let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
     let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
     for (place, path) in sidecars {
-        entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
+        entries.push(Entry {
+            dest: place,
+            origin: Origin::File(path),
+            executable: false,
+        });
     }
     for (place, path) in super::extra_files(facts, out_dir)? {
-        entries.push(Entry { dest: place, origin: Origin::File(path), executable: false });
+        entries.push(Entry {
+            dest: place,
+            origin: Origin::File(path),
+            executable: false,
+        });
     }
     let entries = super::finish_entries(entries, &facts.manifest.path, &sidecar_sources)?;
     check_windows_names(&entries, &facts.manifest.path, &sidecar_sources)?;
-    let output = out_dir.join(format!("{}-{}-x64.msi", super::file_part(&facts.app_name(name)), prepared.version));
+    let output = out_dir.join(format!(
+        "{}-{}-x64.msi",
+        super::file_part(&facts.app_name(name)),
+        prepared.version
+    ));
     let wxs = output.with_extension("wxs");
     Ok(Plan {
         format: super::Format::Msi,
@@ -285,12 +390,20 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
             prepared.route.args().join(" "),
             output.display(),
             wxs.display(),
-            if prepared.route == Route::Wix { "v4" } else { "v3" },
+            if prepared.route == Route::Wix {
+                "v4"
+            } else {
+                "v3"
+            },
             prepared.upgrade_code,
             prepared.product_code,
             prepared.version
         ),
-        notes: if built.is_none() { vec![super::DRY_RUN_NOTE.to_string()] } else { Vec::new() },
+        notes: if built.is_none() {
+            vec![super::DRY_RUN_NOTE.to_string()]
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -303,7 +416,12 @@ pub fn plan(facts: &PackageFacts, prepared: &Prepared, program: &super::Program,
 /// [`ErrorKind::Manifest`] naming the entry (or both entries) and `pack.files`.
 pub fn check_windows_names(entries: &[Entry], manifest: &Path, sidecars: &[PathBuf]) -> Result<()> {
     for e in entries {
-        if let Some(part) = e.dest.split('/').find(|p| p.chars().any(|c| matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\') || c.is_control()) || p.ends_with('.') || p.ends_with(' ')) {
+        if let Some(part) = e.dest.split('/').find(|p| {
+            p.chars().any(|c| {
+                matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\') || c.is_control()
+            }) || p.ends_with('.')
+                || p.ends_with(' ')
+        }) {
             return Err(Error::new(ErrorKind::Manifest, format!("`{}` ({}) cannot be installed on Windows: its name `{}` holds a character Windows file names cannot have (`<>:\"|?*\\`, a control character) or ends in `.` or a space", crate::text::echo(&e.dest), e.origin.shown(), crate::text::echo(part)))
                 .file(manifest)
                 .key("package.metadata.mcpp.pack.files")
@@ -311,7 +429,13 @@ pub fn check_windows_names(entries: &[Entry], manifest: &Path, sidecars: &[PathB
         }
     }
     // The same checks as the package's own, on the names as Windows compares them.
-    let folded: Vec<Entry> = entries.iter().map(|e| Entry { dest: e.dest.to_lowercase(), ..e.clone() }).collect();
+    let folded: Vec<Entry> = entries
+        .iter()
+        .map(|e| Entry {
+            dest: e.dest.to_lowercase(),
+            ..e.clone()
+        })
+        .collect();
     super::finish_entries(folded, manifest, sidecars).map(|_| ()).map_err(|e| e.detail("Windows compares file names without regard to case, so these are one place in the install folder"))
 }
 
@@ -338,11 +462,20 @@ pub fn xml(s: &str) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for an entry that is not a file on disk (an MSI carries files only).
-pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared) -> Result<String> {
+pub fn render(
+    facts: &PackageFacts,
+    program: &str,
+    plan: &Plan,
+    prepared: &Prepared,
+) -> Result<String> {
     // Directory tree: "" is INSTALLFOLDER.
     let mut dirs: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     for e in &plan.entries {
-        let parent = e.dest.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+        let parent = e
+            .dest
+            .rsplit_once('/')
+            .map(|(d, _)| d.to_string())
+            .unwrap_or_default();
         let mut d = parent.clone();
         loop {
             dirs.entry(d.clone()).or_default();
@@ -354,22 +487,51 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
         }
         dirs.entry(parent).or_default().push(e);
     }
-    let short = |s: &str| derived_guid("id", &format!("{}\n{s}", prepared.upgrade_code)).replace(['{', '}', '-'], "")[..16].to_string();
+    let short = |s: &str| {
+        derived_guid("id", &format!("{}\n{s}", prepared.upgrade_code)).replace(['{', '}', '-'], "")
+            [..16]
+            .to_string()
+    };
     let mut refs = String::new();
-    fn emit(dir: &str, depth: usize, dirs: &BTreeMap<String, Vec<&Entry>>, prepared: &Prepared, short: &dyn Fn(&str) -> String, out: &mut String, refs: &mut String) -> Result<()> {
+    fn emit(
+        dir: &str,
+        depth: usize,
+        dirs: &BTreeMap<String, Vec<&Entry>>,
+        prepared: &Prepared,
+        short: &dyn Fn(&str) -> String,
+        out: &mut String,
+        refs: &mut String,
+    ) -> Result<()> {
         let pad = "  ".repeat(depth + if prepared.route == Route::Wix { 4 } else { 5 });
         for e in &dirs[dir] {
             let Origin::File(source) = &e.origin else {
-                return Err(Error::new(ErrorKind::Manifest, format!("`{}` is not a file on disk ({}), and an MSI carries files only", e.dest, e.origin.shown())));
+                return Err(Error::new(
+                    ErrorKind::Manifest,
+                    format!(
+                        "`{}` is not a file on disk ({}), and an MSI carries files only",
+                        e.dest,
+                        e.origin.shown()
+                    ),
+                ));
             };
             let (bitness, source) = match prepared.route {
                 // wixl refuses an absolute Source: relative to `/`, where it runs.
-                Route::Wixl => ("Win64=\"yes\"", source.display().to_string().trim_start_matches('/').to_string()),
+                Route::Wixl => (
+                    "Win64=\"yes\"",
+                    source
+                        .display()
+                        .to_string()
+                        .trim_start_matches('/')
+                        .to_string(),
+                ),
                 Route::Wix => ("Bitness=\"always64\"", source.display().to_string()),
             };
             let leaf = e.dest.rsplit('/').next().unwrap_or(&e.dest);
             let id = short(&e.dest);
-            let guid = derived_guid("component", &format!("{}\n{}", prepared.upgrade_code, e.dest));
+            let guid = derived_guid(
+                "component",
+                &format!("{}\n{}", prepared.upgrade_code, e.dest),
+            );
             out.push_str(&format!(
                 "{pad}<Component Id=\"C_{id}\" Guid=\"{guid}\" {bitness}>\n{pad}  <File Id=\"F_{id}\" Name=\"{}\" Source=\"{}\" KeyPath=\"yes\" />\n{pad}</Component>\n",
                 xml(leaf),
@@ -377,10 +539,21 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
             ));
             refs.push_str(&format!("      <ComponentRef Id=\"C_{id}\" />\n"));
         }
-        let children: Vec<&String> = dirs.keys().filter(|k| !k.is_empty() && k.rsplit_once('/').map(|(p, _)| p).unwrap_or("") == dir && k.as_str() != dir).collect();
+        let children: Vec<&String> = dirs
+            .keys()
+            .filter(|k| {
+                !k.is_empty()
+                    && k.rsplit_once('/').map(|(p, _)| p).unwrap_or("") == dir
+                    && k.as_str() != dir
+            })
+            .collect();
         for child in children {
             let leaf = child.rsplit('/').next().unwrap_or(child);
-            out.push_str(&format!("{pad}<Directory Id=\"D_{}\" Name=\"{}\">\n", short(&format!("dir:{child}")), xml(leaf)));
+            out.push_str(&format!(
+                "{pad}<Directory Id=\"D_{}\" Name=\"{}\">\n",
+                short(&format!("dir:{child}")),
+                xml(leaf)
+            ));
             emit(child, depth + 1, dirs, prepared, short, out, refs)?;
             out.push_str(&format!("{pad}</Directory>\n"));
         }
@@ -388,14 +561,25 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
     }
     let mut directories = String::new();
     emit("", 0, &dirs, prepared, &short, &mut directories, &mut refs)?;
-    let description = facts.options().comment.or_else(|| facts.description.clone()).unwrap_or_else(|| facts.app_name(program));
-    let template = if prepared.route == Route::Wix { TEMPLATE_V4 } else { TEMPLATE };
+    let description = facts
+        .options()
+        .comment
+        .or_else(|| facts.description.clone())
+        .unwrap_or_else(|| facts.app_name(program));
+    let template = if prepared.route == Route::Wix {
+        TEMPLATE_V4
+    } else {
+        TEMPLATE
+    };
     Ok(template
         .replace("{{PRODUCT_CODE}}", &prepared.product_code)
         .replace("{{UPGRADE_CODE}}", &prepared.upgrade_code)
         .replace("{{VERSION}}", &prepared.version)
         .replace("{{MANUFACTURER}}", &xml(&prepared.manufacturer))
-        .replace("{{DESCRIPTION}}", &xml(description.lines().next().unwrap_or_default()))
+        .replace(
+            "{{DESCRIPTION}}",
+            &xml(description.lines().next().unwrap_or_default()),
+        )
         .replace("{{NAME}}", &xml(&facts.app_name(program)))
         .replace("{{DIRECTORIES}}\n", &directories)
         .replace("{{COMPONENT_REFS}}\n", &refs))
@@ -408,19 +592,48 @@ pub fn render(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepa
 /// # Errors
 /// [`ErrorKind::ToolFailed`] with the tool's output when it fails or writes nothing;
 /// [`ErrorKind::Io`] for the `.wxs`.
-pub fn write(facts: &PackageFacts, program: &str, plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
+pub fn write(
+    facts: &PackageFacts,
+    program: &str,
+    plan: &Plan,
+    prepared: &Prepared,
+    env: &Env,
+) -> Result<()> {
     let wxs = plan.output.with_extension("wxs");
     crate::fingerprint::write_if_changed(&wxs, render(facts, program, plan, prepared)?.as_bytes())?;
     let _ = std::fs::remove_file(&plan.output);
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&prepared.tool.path);
-    cmd.args(prepared.route.args()).arg("-o").arg(&plan.output).arg(&wxs).current_dir("/");
+    cmd.args(prepared.route.args())
+        .arg("-o")
+        .arg(&plan.output)
+        .arg(&wxs)
+        .current_dir("/");
     crate::env::apply_to(&mut cmd, env);
     prepared.tool.apply_env(&mut cmd);
-    let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run {}: {e}", prepared.tool.path.display())))?;
+    let out = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolNotFound,
+            format!("cannot run {}: {e}", prepared.tool.path.display()),
+        )
+    })?;
     if !out.status.success() || !plan.output.is_file() {
-        let mut e = Error::new(ErrorKind::ToolFailed, format!("{} failed ({}) on {}", prepared.route.program(), out.status, wxs.display())).file(&wxs);
-        for line in String::from_utf8_lossy(&out.stderr).lines().chain(String::from_utf8_lossy(&out.stdout).lines()).filter(|l| !l.trim().is_empty()).take(30) {
+        let mut e = Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "{} failed ({}) on {}",
+                prepared.route.program(),
+                out.status,
+                wxs.display()
+            ),
+        )
+        .file(&wxs);
+        for line in String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stdout).lines())
+            .filter(|l| !l.trim().is_empty())
+            .take(30)
+        {
             e = e.detail(crate::text::escape_control(line));
         }
         return Err(e.help(format!("the .wxs above is what {} read; a defect of cargo-mcpp's template if the input files exist", prepared.route.program())));
@@ -434,17 +647,55 @@ mod tests {
 
     #[test]
     fn names_windows_cannot_install_are_refused_naming_both_files() {
-        let e = |d: &str, p: &str| Entry { dest: d.into(), origin: Origin::File(p.into()), executable: false };
+        let e = |d: &str, p: &str| Entry {
+            dest: d.into(),
+            origin: Origin::File(p.into()),
+            executable: false,
+        };
         let m = Path::new("/p/Cargo.toml");
-        let err = check_windows_names(&[e("app.exe", "/t/app.exe"), e("App.EXE", "/p/App.EXE")], m, &[]).unwrap_err().to_string();
-        assert!(err.contains("/t/app.exe") && err.contains("/p/App.EXE") && err.contains("without regard to case"), "{err}");
-        let err = check_windows_names(&[e("data", "/p/data"), e("Data/a.txt", "/p/Data/a.txt")], m, &[]).unwrap_err().to_string();
-        assert!(err.contains("/p/data") && err.contains("/p/Data/a.txt"), "{err}");
+        let err = check_windows_names(
+            &[e("app.exe", "/t/app.exe"), e("App.EXE", "/p/App.EXE")],
+            m,
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("/t/app.exe")
+                && err.contains("/p/App.EXE")
+                && err.contains("without regard to case"),
+            "{err}"
+        );
+        let err = check_windows_names(
+            &[e("data", "/p/data"), e("Data/a.txt", "/p/Data/a.txt")],
+            m,
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("/p/data") && err.contains("/p/Data/a.txt"),
+            "{err}"
+        );
         for bad in ["a:b.txt", "d/what?.txt", "x.", "tab\there"] {
-            let err = check_windows_names(&[e(bad, "/p/f")], m, &[]).unwrap_err().to_string();
-            assert!(err.contains("cannot be installed on Windows"), "{bad}: {err}");
+            let err = check_windows_names(&[e(bad, "/p/f")], m, &[])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("cannot be installed on Windows"),
+                "{bad}: {err}"
+            );
         }
-        assert!(check_windows_names(&[e("app.exe", "/t/app.exe"), e("data/a.txt", "/p/a"), e("data/b.txt", "/p/b")], m, &[]).is_ok());
+        assert!(check_windows_names(
+            &[
+                e("app.exe", "/t/app.exe"),
+                e("data/a.txt", "/p/a"),
+                e("data/b.txt", "/p/b")
+            ],
+            m,
+            &[]
+        )
+        .is_ok());
     }
 
     #[test]
@@ -452,21 +703,38 @@ mod tests {
         assert_eq!(msi_version("1.2.3").unwrap(), "1.2.3");
         assert_eq!(msi_version("1.2.3+build.7").unwrap(), "1.2.3");
         assert_eq!(msi_version("255.255.65535").unwrap(), "255.255.65535");
-        assert!(msi_version("1.2.3-beta.1").unwrap_err().contains("pre-release"));
-        assert!(msi_version("256.0.0").unwrap_err().contains("major number 256 is above 255"));
+        assert!(msi_version("1.2.3-beta.1")
+            .unwrap_err()
+            .contains("pre-release"));
+        assert!(msi_version("256.0.0")
+            .unwrap_err()
+            .contains("major number 256 is above 255"));
         assert!(msi_version("1.0.65536").unwrap_err().contains("patch"));
-        assert!(msi_version("1.2").is_err() && msi_version("1.2.x").is_err() && msi_version("1.2.3.4").is_err());
+        assert!(
+            msi_version("1.2").is_err()
+                && msi_version("1.2.x").is_err()
+                && msi_version("1.2.3.4").is_err()
+        );
     }
 
     #[test]
     fn guids_are_stable_and_well_formed() {
         let a = derived_guid("upgrade-code", "app\nhttps://example.org/app");
-        assert_eq!(a, derived_guid("upgrade-code", "app\nhttps://example.org/app"));
-        assert_ne!(a, derived_guid("upgrade-code", "app\nhttps://example.org/other"));
+        assert_eq!(
+            a,
+            derived_guid("upgrade-code", "app\nhttps://example.org/app")
+        );
+        assert_ne!(
+            a,
+            derived_guid("upgrade-code", "app\nhttps://example.org/other")
+        );
         assert_eq!(parse_guid(&a), Some(a.clone()));
         assert_eq!(a.len(), 38);
         assert_eq!(&a[15..16], "8");
-        assert_eq!(parse_guid("12345678-9abc-def0-1234-56789abcdef0").as_deref(), Some("{12345678-9ABC-DEF0-1234-56789ABCDEF0}"));
+        assert_eq!(
+            parse_guid("12345678-9abc-def0-1234-56789abcdef0").as_deref(),
+            Some("{12345678-9ABC-DEF0-1234-56789ABCDEF0}")
+        );
         assert_eq!(parse_guid("{1234}"), None);
     }
 

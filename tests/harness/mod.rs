@@ -21,7 +21,11 @@ use std::path::{Path, PathBuf};
 
 /// A process's stdout then stderr, as text (for assertions and their messages).
 pub fn text(o: &std::process::Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// The repository root.
@@ -57,8 +61,14 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// The CUDA 13 toolkit (nvcc from the PyPI wheels): `CUDA_PATH`, else the setup script's prefix.
 pub fn cuda13() -> PathBuf {
-    let p = std::env::var_os("CUDA_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/cuda-13"));
-    assert!(p.join("bin/nvcc").is_file(), "no nvcc under {}: run scripts/setup-toolchains.sh", p.display());
+    let p = std::env::var_os("CUDA_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/cuda-13"));
+    assert!(
+        p.join("bin/nvcc").is_file(),
+        "no nvcc under {}: run scripts/setup-toolchains.sh",
+        p.display()
+    );
     p
 }
 
@@ -77,8 +87,14 @@ pub fn counted_toolkit(dir: &Path) -> (PathBuf, Shim) {
 
 /// The CUDA 12.9 layout for clang-19: `MCPP_CUDA12_CLANG`, else the setup script's prefix.
 pub fn cuda12_clang() -> PathBuf {
-    let p = std::env::var_os("MCPP_CUDA12_CLANG").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/cuda-12.9-clang"));
-    assert!(p.join("include/cuda.h").is_file(), "no CUDA 12.9 layout at {}: run scripts/setup-toolchains.sh", p.display());
+    let p = std::env::var_os("MCPP_CUDA12_CLANG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/cuda-12.9-clang"));
+    assert!(
+        p.join("include/cuda.h").is_file(),
+        "no CUDA 12.9 layout at {}: run scripts/setup-toolchains.sh",
+        p.display()
+    );
     p
 }
 
@@ -136,7 +152,11 @@ pub fn tree_state(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime
         for e in rd.flatten() {
             let p = e.path();
             let m = std::fs::symlink_metadata(&p).ok();
-            out.push((p.clone(), m.as_ref().map_or(0, |m| m.len()), m.and_then(|m| m.modified().ok())));
+            out.push((
+                p.clone(),
+                m.as_ref().map_or(0, |m| m.len()),
+                m.and_then(|m| m.modified().ok()),
+            ));
             if p.is_dir() {
                 out.extend(tree_state(&p));
             }
@@ -150,7 +170,11 @@ pub fn tree_state(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime
 /// and `files`, built with `configure` applied, its temp paths redacted ([`redact`]): the one
 /// shape of the snapshot tests that pin a lane's refusal texts (`refusals_spirv`,
 /// `refusals_storage`). Panics when the build is not refused.
-pub fn package_refusal(mcpp: &str, files: &[(&str, &str)], configure: impl FnOnce(&mut cargo_mcpp::Build)) -> String {
+pub fn package_refusal(
+    mcpp: &str,
+    files: &[(&str, &str)],
+    configure: impl FnOnce(&mut cargo_mcpp::Build),
+) -> String {
     let manifest = manifest("refusals", mcpp);
     let mut all = vec![("Cargo.toml", manifest.as_str())];
     all.extend_from_slice(files);
@@ -165,14 +189,26 @@ pub fn package_refusal(mcpp: &str, files: &[(&str, &str)], configure: impl FnOnc
 /// [`Package`] and [`fixture`]) by `[PKG]`, any other path under `tmp` by `[TMP]`.
 pub fn redact(text: &str, tmp: &Path) -> String {
     let tmp = tmp.display().to_string();
-    text.replace(&format!("{tmp}/pkg"), "[PKG]").replace(&tmp, "[TMP]")
+    text.replace(&format!("{tmp}/pkg"), "[PKG]")
+        .replace(&tmp, "[TMP]")
 }
 
 /// A `Build` of the CUDA package `pkg` with `toolkit` as its `CUDA_PATH` (a real toolkit or a
 /// fake one with a recording shim as nvcc), its outputs and `MCPP_HOME` under `tmp`, every
 /// variable that could name another nvcc, toolkit or accelerator set removed.
 pub fn cuda_build(tmp: &Path, pkg: &Path, toolkit: &Path) -> cargo_mcpp::Build {
-    let mut b = isolated_build(tmp, pkg, &["NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_HOME", "CUDAHOSTCXX", "NVCC_CCBIN"]);
+    let mut b = isolated_build(
+        tmp,
+        pkg,
+        &[
+            "NVCC",
+            "MCPP_NVCC",
+            "MCPP_TOOL_NVCC",
+            "CUDA_HOME",
+            "CUDAHOSTCXX",
+            "NVCC_CCBIN",
+        ],
+    );
     b.env("CUDA_PATH", toolkit);
     b
 }
@@ -183,8 +219,16 @@ pub fn cuda_build(tmp: &Path, pkg: &Path, toolkit: &Path) -> cargo_mcpp::Build {
 /// builder ([`cuda_build`], [`device_build`], [`hip_build`]).
 pub fn isolated_build(tmp: &Path, pkg: &Path, remove: &[&str]) -> cargo_mcpp::Build {
     let mut b = cargo_mcpp::Build::new();
-    b.manifest_dir(pkg).out_dir(tmp.join("out")).work_dir(tmp.join("work")).release(false).jobs(2).env("MCPP_HOME", tmp.join("mcpp-home"));
-    for v in remove.iter().chain(&["MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"]) {
+    b.manifest_dir(pkg)
+        .out_dir(tmp.join("out"))
+        .work_dir(tmp.join("work"))
+        .release(false)
+        .jobs(2)
+        .env("MCPP_HOME", tmp.join("mcpp-home"));
+    for v in remove
+        .iter()
+        .chain(&["MCPP_ACCEL", "MCPP_NO_ACCEL", "TARGET", "HOST"])
+    {
         b.env_remove(v);
     }
     b
@@ -215,14 +259,27 @@ pub fn fake_oneapi(dir: &Path) -> (PathBuf, Shim) {
 pub fn fake_cann(dir: &Path) -> (PathBuf, Shim) {
     let root = dir.join("cann");
     let arch = root.join(cargo_mcpp::rules::ascend::ARCH_DIR);
-    let stubs = format!("devlib/linux/{}", cargo_mcpp::rules::ascend::ARCH_DIR.trim_end_matches("-linux"));
-    for d in ["ccec_compiler/bin", "asc/include", "tikcpp/tikcfw", "lib64", stubs.as_str()] {
+    let stubs = format!(
+        "devlib/linux/{}",
+        cargo_mcpp::rules::ascend::ARCH_DIR.trim_end_matches("-linux")
+    );
+    for d in [
+        "ccec_compiler/bin",
+        "asc/include",
+        "tikcpp/tikcfw",
+        "lib64",
+        stubs.as_str(),
+    ] {
         std::fs::create_dir_all(arch.join(d)).unwrap();
     }
     for f in ["libascendc_runtime.so", "libruntime.so", "libc_sec.a"] {
         std::fs::write(arch.join("lib64").join(f), "").unwrap();
     }
-    std::fs::write(arch.join("ascend_toolkit_install.info"), "package_name=Ascend-cann-toolkit\nversion=8.5.0\n").unwrap();
+    std::fs::write(
+        arch.join("ascend_toolkit_install.info"),
+        "package_name=Ascend-cann-toolkit\nversion=8.5.0\n",
+    )
+    .unwrap();
     let shim = Shim::install(&arch.join("ccec_compiler/bin"), "bisheng");
     (root, shim)
 }
@@ -234,7 +291,25 @@ pub fn device_build(tmp: &Path, pkg: &Path) -> cargo_mcpp::Build {
     let mut b = isolated_build(
         tmp,
         pkg,
-        &["ICPX", "MCPP_ICPX", "MCPP_TOOL_ICPX", "ACPP", "MCPP_ACPP", "MCPP_TOOL_ACPP", "CMPLR_ROOT", "ONEAPI_ROOT", "BISHENG", "MCPP_BISHENG", "MCPP_TOOL_BISHENG", "ASCEND_HOME_PATH", "NVCC", "MCPP_NVCC", "MCPP_TOOL_NVCC", "CUDA_PATH", "CUDA_HOME"],
+        &[
+            "ICPX",
+            "MCPP_ICPX",
+            "MCPP_TOOL_ICPX",
+            "ACPP",
+            "MCPP_ACPP",
+            "MCPP_TOOL_ACPP",
+            "CMPLR_ROOT",
+            "ONEAPI_ROOT",
+            "BISHENG",
+            "MCPP_BISHENG",
+            "MCPP_TOOL_BISHENG",
+            "ASCEND_HOME_PATH",
+            "NVCC",
+            "MCPP_NVCC",
+            "MCPP_TOOL_NVCC",
+            "CUDA_PATH",
+            "CUDA_HOME",
+        ],
     );
     b.env("CARGO_PKG_NAME", "dev-pkg");
     b
@@ -243,8 +318,14 @@ pub fn device_build(tmp: &Path, pkg: &Path) -> cargo_mcpp::Build {
 /// The ROCm root of the real HIP (`apt install hipcc libamdhip64-dev`: `/usr`, HIP 5.2):
 /// `ROCM_PATH`, else `/usr` (tests fail, not skip, when it is missing: CI installs it).
 pub fn real_rocm() -> PathBuf {
-    let p = std::env::var_os("ROCM_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr"));
-    assert!(p.join("include/hip/hip_version.h").is_file() && p.join("bin/hipcc").is_file(), "no HIP under {}: run scripts/setup-toolchains.sh (the hip component)", p.display());
+    let p = std::env::var_os("ROCM_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr"));
+    assert!(
+        p.join("include/hip/hip_version.h").is_file() && p.join("bin/hipcc").is_file(),
+        "no HIP under {}: run scripts/setup-toolchains.sh (the hip component)",
+        p.display()
+    );
     p
 }
 
@@ -258,10 +339,18 @@ pub fn fake_rocm(dir: &Path) -> (PathBuf, Shim) {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     std::fs::write(root.join("include/hip/hip_version.h"), "#define HIP_VERSION_MAJOR 5\n#define HIP_VERSION_MINOR 2\n#define HIP_VERSION_PATCH 21153\n").unwrap();
-    std::fs::write(root.join("include/hip/nvidia_detail/nvidia_hip_runtime.h"), "").unwrap();
+    std::fs::write(
+        root.join("include/hip/nvidia_detail/nvidia_hip_runtime.h"),
+        "",
+    )
+    .unwrap();
     std::fs::write(root.join("lib/libamdhip64.so"), "").unwrap();
     for isa in ["908", "90a", "1030"] {
-        std::fs::write(root.join(format!("amdgcn/bitcode/oclc_isa_version_{isa}.bc")), "").unwrap();
+        std::fs::write(
+            root.join(format!("amdgcn/bitcode/oclc_isa_version_{isa}.bc")),
+            "",
+        )
+        .unwrap();
     }
     let shim = Shim::install(&root.join("bin"), "hipcc");
     (root, shim)
@@ -271,7 +360,22 @@ pub fn fake_rocm(dir: &Path) -> (PathBuf, Shim) {
 /// `MCPP_HOME` under `tmp`, every variable that could name another hipcc, clang, ROCm, CUDA
 /// toolkit or accelerator set removed.
 pub fn hip_build(tmp: &Path, pkg: &Path, rocm: &Path) -> cargo_mcpp::Build {
-    let mut b = isolated_build(tmp, pkg, &["HIPCC", "MCPP_HIPCC", "MCPP_TOOL_HIPCC", "HIP_PATH", "MCPP_HIP_CLANG", "MCPP_TOOL_CLANGXX", "NVCC", "MCPP_NVCC", "CUDA_PATH", "CUDA_HOME"]);
+    let mut b = isolated_build(
+        tmp,
+        pkg,
+        &[
+            "HIPCC",
+            "MCPP_HIPCC",
+            "MCPP_TOOL_HIPCC",
+            "HIP_PATH",
+            "MCPP_HIP_CLANG",
+            "MCPP_TOOL_CLANGXX",
+            "NVCC",
+            "MCPP_NVCC",
+            "CUDA_PATH",
+            "CUDA_HOME",
+        ],
+    );
     b.env("ROCM_PATH", rocm);
     b
 }

@@ -19,8 +19,14 @@ pub struct Package {
 /// The real slangc: `MCPP_SLANGC` (which `scripts/setup-toolchains.sh` names in its env.sh),
 /// else where that script installs it (tests fail, not skip, when it is missing).
 pub fn real_slangc() -> PathBuf {
-    let p = std::env::var_os("MCPP_SLANGC").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/slang/bin/slangc"));
-    assert!(p.is_file(), "no slangc at {}: run scripts/setup-toolchains.sh (the slang component)", p.display());
+    let p = std::env::var_os("MCPP_SLANGC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/mcpp-toolchains/slang/bin/slangc"));
+    assert!(
+        p.is_file(),
+        "no slangc at {}: run scripts/setup-toolchains.sh (the slang component)",
+        p.display()
+    );
     p
 }
 
@@ -47,7 +53,10 @@ impl Package {
         // The random part follows a letter: a directory name token starting with a digit
         // (`-0u1x...`) is a malformed number to a GLSL preprocessor when a test puts the path
         // into a `-D` value (spirv_real's shell-looking define failed 1 run in ~30 so).
-        let dir = tempfile::Builder::new().prefix("mcpp-test-p").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("mcpp-test-p")
+            .tempdir()
+            .expect("tempdir");
         let tools = dir.path().join("tools");
         std::fs::create_dir_all(&tools).unwrap();
         let p = Package { dir, tools };
@@ -102,7 +111,11 @@ impl Package {
     /// The argument lines (`echo "$*"`) of each start of `program`'s wrapper but its
     /// `--version`/`--help` probes.
     pub fn compiles(&self, program: &str) -> Vec<String> {
-        Shim::at(&self.tools.join(program)).calls().iter().map(|r| r.line()).collect()
+        Shim::at(&self.tools.join(program))
+            .calls()
+            .iter()
+            .map(|r| r.line())
+            .collect()
     }
     /// A builder for this package with both GLSL compilers wrapped by counters.
     pub fn build(&self) -> Build {
@@ -125,7 +138,8 @@ impl Package {
     }
     /// Build and return the outcome, panicking with the error text on failure.
     pub fn compile(&self, b: &Build) -> Outcome {
-        b.try_compile().unwrap_or_else(|e| panic!("build failed:\nerror: {e}"))
+        b.try_compile()
+            .unwrap_or_else(|e| panic!("build failed:\nerror: {e}"))
     }
     /// Build and return the error text.
     pub fn refuse(&self, b: &Build) -> String {
@@ -141,7 +155,9 @@ impl Package {
     /// The bytes embedded for accessor `ident` (found through the Rust surface's include_bytes!).
     pub fn embedded_bytes(&self, source: &str) -> Vec<u8> {
         let rust = self.rust_surface();
-        let at = rust.find(&format!("source: {source:?}")).unwrap_or_else(|| panic!("{source} is not in the surface:\n{rust}"));
+        let at = rust
+            .find(&format!("source: {source:?}"))
+            .unwrap_or_else(|| panic!("{source} is not in the surface:\n{rust}"));
         let before = &rust[..at];
         let inc = before.rfind("include_bytes!(").expect("include_bytes");
         let lit = &before[inc + "include_bytes!(".len()..];
@@ -157,7 +173,8 @@ pub fn manifest(name: &str, mcpp: &str) -> String {
 }
 
 /// An included GLSL file (no stage) with one function.
-pub const COMMON_GLSL: &str = "const float SCALE = 3.0;\nfloat transform(float x) { return x * SCALE; }\n";
+pub const COMMON_GLSL: &str =
+    "const float SCALE = 3.0;\nfloat transform(float x) { return x * SCALE; }\n";
 /// A compute shader including `common.glsl`, its workgroup size from the define `WORKGROUP`.
 pub const SCALE_COMP: &str = "#version 450\n#extension GL_GOOGLE_include_directive : require\n#include \"common.glsl\"\nlayout(local_size_x = WORKGROUP) in;\nlayout(std430, binding = 0) buffer Data { float data[]; };\nvoid main() { uint i = gl_GlobalInvocationID.x; data[i] = transform(data[i]); }\n";
 /// A compute shader squaring its buffer, its workgroup size from the define `WORKGROUP`.
@@ -183,7 +200,10 @@ pub fn shader_package(compiler: &str) -> Package {
 /// `[build-dependencies] mcpp-build = { path = "<this repository>/mcpp-build" }`: the
 /// dependency-free build.rs client, for packages built by real cargo with this engine.
 pub fn client_dependency() -> String {
-    format!("[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n", super::repo().join("mcpp-build").display().to_string())
+    format!(
+        "[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n",
+        super::repo().join("mcpp-build").display().to_string()
+    )
 }
 
 /// The example-like SPIR-V package (two `scale.comp` in `shaders/a` and `shaders/b`, one
@@ -226,19 +246,45 @@ pub fn rustc_link_args(outcome: &Outcome) -> Vec<String> {
 /// Compile `main_rs` (a program using `mod shaders`, the generated Rust surface of `pkg`) with
 /// rustc into `exe`, linking what the outcome's directives link (the lane's archive: object
 /// storage's symbols), and run it with `env` set; panics when rustc fails.
-pub fn run_rust_surface_program(pkg: &Package, outcome: &Outcome, main_rs: &str, exe: &std::path::Path, env: &[(&str, &std::path::Path)]) -> std::process::Output {
+pub fn run_rust_surface_program(
+    pkg: &Package,
+    outcome: &Outcome,
+    main_rs: &str,
+    exe: &std::path::Path,
+    env: &[(&str, &std::path::Path)],
+) -> std::process::Output {
     run_rust_surface_program_with(pkg, outcome, main_rs, exe, env, &[])
 }
 
 /// [`run_rust_surface_program`] with more rustc arguments (`-D unsafe_code`: the crate-level
 /// lint a user's `#![deny(unsafe_code)]` sets).
-pub fn run_rust_surface_program_with(pkg: &Package, outcome: &Outcome, main_rs: &str, exe: &std::path::Path, env: &[(&str, &std::path::Path)], rustc_args: &[&str]) -> std::process::Output {
+pub fn run_rust_surface_program_with(
+    pkg: &Package,
+    outcome: &Outcome,
+    main_rs: &str,
+    exe: &std::path::Path,
+    env: &[(&str, &std::path::Path)],
+    rustc_args: &[&str],
+) -> std::process::Output {
     use std::process::Command;
     let main = pkg.dir.path().join("main.rs");
-    std::fs::write(&main, format!("mod shaders {{ include!({:?}); }}\n{main_rs}", pkg.out_dir().join("mcpp_shaders.rs").display().to_string())).unwrap();
+    std::fs::write(
+        &main,
+        format!(
+            "mod shaders {{ include!({:?}); }}\n{main_rs}",
+            pkg.out_dir().join("mcpp_shaders.rs").display().to_string()
+        ),
+    )
+    .unwrap();
     std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let mut rustc = Command::new("rustc");
-    rustc.args(["--edition", "2021", "-D", "warnings"]).args(rustc_args).arg("-o").arg(exe).arg(&main).args(rustc_link_args(outcome));
+    rustc
+        .args(["--edition", "2021", "-D", "warnings"])
+        .args(rustc_args)
+        .arg("-o")
+        .arg(exe)
+        .arg(&main)
+        .args(rustc_link_args(outcome));
     let out = rustc.output().unwrap();
     assert!(out.status.success(), "rustc failed: {}", super::text(&out));
     let mut cmd = Command::new(exe);

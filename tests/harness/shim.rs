@@ -42,7 +42,11 @@ impl Record {
     /// Whether this start only asked for a version or help text (its arguments are nothing but
     /// `--version`, `-V`, `--help`: glslangValidator's `-V` among others means "SPIR-V").
     pub fn is_probe(&self) -> bool {
-        !self.args.is_empty() && self.args.iter().all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"))
+        !self.args.is_empty()
+            && self
+                .args
+                .iter()
+                .all(|a| matches!(a.as_str(), "--version" | "-V" | "--help"))
     }
     /// Whether `arg` is one of the arguments.
     pub fn has(&self, arg: &str) -> bool {
@@ -71,16 +75,31 @@ impl Record {
 pub fn copy_executable(from: &Path, to: &Path) {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let tmp = to.with_file_name(format!(".{}.{}.{n}.tmp", to.file_name().unwrap_or_default().to_string_lossy(), std::process::id()));
-    let status = std::process::Command::new("cp").arg(from).arg(&tmp).status().unwrap_or_else(|e| panic!("cannot run cp: {e}"));
-    assert!(status.success(), "cp {} {} failed", from.display(), tmp.display());
-    std::fs::rename(&tmp, to).unwrap_or_else(|e| panic!("cannot rename {} to {}: {e}", tmp.display(), to.display()));
+    let tmp = to.with_file_name(format!(
+        ".{}.{}.{n}.tmp",
+        to.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let status = std::process::Command::new("cp")
+        .arg(from)
+        .arg(&tmp)
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cp: {e}"));
+    assert!(
+        status.success(),
+        "cp {} {} failed",
+        from.display(),
+        tmp.display()
+    );
+    std::fs::rename(&tmp, to)
+        .unwrap_or_else(|e| panic!("cannot rename {} to {}: {e}", tmp.display(), to.display()));
 }
 
 impl Shim {
     /// Install the shim as `<dir>/<name>` (a copy) acting as a compiler.
     pub fn install(dir: &Path, name: &str) -> Shim {
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         let path = dir.join(name);
         let _ = std::fs::remove_file(&path);
         // A copy, never a hard link: a link to the one shim binary would change the ctime of the
@@ -101,7 +120,9 @@ impl Shim {
     }
     /// The shim installed earlier at `path`.
     pub fn at(path: &Path) -> Shim {
-        Shim { path: path.to_path_buf() }
+        Shim {
+            path: path.to_path_buf(),
+        }
     }
     /// The program's path (give it to the build as the tool).
     pub fn path(&self) -> &Path {
@@ -118,11 +139,15 @@ impl Shim {
     }
     /// Fail every start that is not a probe: `message` on stderr, exit `code` (1..=255).
     pub fn fail_with(&self, message: &str, code: u8) -> &Shim {
-        self.set("MCPP_SHIM_FAIL", "1").set("MCPP_SHIM_FAIL_MESSAGE", message).set("MCPP_SHIM_FAIL_CODE", &code.to_string())
+        self.set("MCPP_SHIM_FAIL", "1")
+            .set("MCPP_SHIM_FAIL_MESSAGE", message)
+            .set("MCPP_SHIM_FAIL_CODE", &code.to_string())
     }
     /// Fail (as [`Shim::fail_with`] says) only the starts that have the argument `arg`.
     pub fn fail_if_arg(&self, arg: &str, message: &str, code: u8) -> &Shim {
-        self.set("MCPP_SHIM_FAIL_IF_ARG", arg).set("MCPP_SHIM_FAIL_MESSAGE", message).set("MCPP_SHIM_FAIL_CODE", &code.to_string())
+        self.set("MCPP_SHIM_FAIL_IF_ARG", arg)
+            .set("MCPP_SHIM_FAIL_MESSAGE", message)
+            .set("MCPP_SHIM_FAIL_CODE", &code.to_string())
     }
     /// Print `line` on stderr after a successful compile.
     pub fn warn(&self, line: &str) -> &Shim {
@@ -146,8 +171,15 @@ impl Shim {
     }
     /// Every start so far, in order.
     pub fn records(&self) -> Vec<Record> {
-        let text = std::fs::read_to_string(self.log_dir().join("records.jsonl")).unwrap_or_default();
-        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("a record of {} is not JSON ({e}): {l}", self.path.display()))).collect()
+        let text =
+            std::fs::read_to_string(self.log_dir().join("records.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| {
+                    panic!("a record of {} is not JSON ({e}): {l}", self.path.display())
+                })
+            })
+            .collect()
     }
     /// How many times it was started (probes included).
     pub fn starts(&self) -> usize {
@@ -155,7 +187,10 @@ impl Shim {
     }
     /// The starts that were not `--version`/`--help` probes.
     pub fn calls(&self) -> Vec<Record> {
-        self.records().into_iter().filter(|r| !r.is_probe()).collect()
+        self.records()
+            .into_iter()
+            .filter(|r| !r.is_probe())
+            .collect()
     }
     /// The arguments of each start that was not a probe.
     pub fn argvs(&self) -> Vec<Vec<String>> {
@@ -169,12 +204,19 @@ impl Shim {
         PathBuf::from(format!("{}.mcpp-shim.json", self.path.display()))
     }
     fn settings(&self) -> BTreeMap<String, String> {
-        std::fs::read_to_string(self.sidecar()).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+        std::fs::read_to_string(self.sidecar())
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
     }
     fn write_settings(&self, settings: &BTreeMap<String, String>) {
         let mut all = settings.clone();
-        all.insert("MCPP_SHIM_LOG".into(), self.log_dir().to_string_lossy().into_owned());
-        std::fs::write(self.sidecar(), serde_json::to_string_pretty(&all).unwrap()).unwrap_or_else(|e| panic!("cannot write {}: {e}", self.sidecar().display()));
+        all.insert(
+            "MCPP_SHIM_LOG".into(),
+            self.log_dir().to_string_lossy().into_owned(),
+        );
+        std::fs::write(self.sidecar(), serde_json::to_string_pretty(&all).unwrap())
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", self.sidecar().display()));
     }
     fn set(&self, key: &str, value: &str) -> &Shim {
         let mut s = self.settings();

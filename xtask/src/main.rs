@@ -10,7 +10,10 @@
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     match std::env::args().nth(1).as_deref() {
         Some("tidy") => {
             let problems = tidy(&root);
@@ -25,8 +28,15 @@ fn main() {
         Some("codegen") => {
             let path = root.join("README.md");
             let readme = std::fs::read_to_string(&path).unwrap_or_default();
-            let Some(new) = cargo_mcpp::reference::replace_region(&readme, &cargo_mcpp::reference::manifest_reference()) else {
-                eprintln!("codegen: README.md has no `{}` ... `{}` region", cargo_mcpp::reference::BEGIN, cargo_mcpp::reference::END);
+            let Some(new) = cargo_mcpp::reference::replace_region(
+                &readme,
+                &cargo_mcpp::reference::manifest_reference(),
+            ) else {
+                eprintln!(
+                    "codegen: README.md has no `{}` ... `{}` region",
+                    cargo_mcpp::reference::BEGIN,
+                    cargo_mcpp::reference::END
+                );
                 std::process::exit(1);
             };
             if new != readme {
@@ -49,7 +59,16 @@ fn main() {
 /// The modules that start processes (ARCHITECTURE.md "Invariants"): actions, tool probes,
 /// `cargo build`, `cargo metadata` (through the cargo_metadata crate), pip and `cargo fetch`,
 /// `cargo mcpp pack`'s release build (this executable), patchelf, wixl and wix.
-const SPAWNS: &[&str] = &["src/graph.rs", "src/tool/process.rs", "src/cli/build.rs", "src/cli/locate.rs", "src/fetch.rs", "src/cli/pack.rs", "src/pack/appimage.rs", "src/pack/msi.rs"];
+const SPAWNS: &[&str] = &[
+    "src/graph.rs",
+    "src/tool/process.rs",
+    "src/cli/build.rs",
+    "src/cli/locate.rs",
+    "src/fetch.rs",
+    "src/cli/pack.rs",
+    "src/pack/appimage.rs",
+    "src/pack/msi.rs",
+];
 
 /// The problems found in the repository at `root`.
 pub fn tidy(root: &Path) -> Vec<String> {
@@ -61,7 +80,9 @@ pub fn tidy(root: &Path) -> Vec<String> {
         let rel = f.strip_prefix(root).unwrap_or(&f).display().to_string();
         let shown = rel.trim_start_matches("src/").to_string();
         if !architecture.contains(&format!("`{shown}`")) {
-            problems.push(format!("{rel} is not named in ARCHITECTURE.md (as `{shown}`)"));
+            problems.push(format!(
+                "{rel} is not named in ARCHITECTURE.md (as `{shown}`)"
+            ));
         }
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         if text.contains("todo!(") || text.contains("unimplemented!(") {
@@ -69,7 +90,10 @@ pub fn tidy(root: &Path) -> Vec<String> {
         }
         let may_spawn = SPAWNS.iter().any(|ok| rel == *ok) || rel.contains("/bin/");
         if text.contains("Command::new(") && !may_spawn {
-            problems.push(format!("{rel} starts a process; only {} may (argv, never a shell)", SPAWNS.join(", ")));
+            problems.push(format!(
+                "{rel} starts a process; only {} may (argv, never a shell)",
+                SPAWNS.join(", ")
+            ));
         }
         if text.contains("\"sh\"") || text.contains("\"-c\"") && text.contains("bash") {
             problems.push(format!("{rel} seems to run a shell"));
@@ -83,7 +107,10 @@ pub fn tidy(root: &Path) -> Vec<String> {
     for f in client {
         let text = std::fs::read_to_string(&f).unwrap_or_default();
         if text.contains("todo!(") || text.contains("unimplemented!(") {
-            problems.push(format!("{} has a todo!/unimplemented! in shipped code", f.display()));
+            problems.push(format!(
+                "{} has a todo!/unimplemented! in shipped code",
+                f.display()
+            ));
         }
         if text.contains("\"sh\"") {
             problems.push(format!("{} seems to run a shell", f.display()));
@@ -112,7 +139,10 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
             problems.push(format!("{rel}:{}: spells a cargo directive; directives go through cargo_output::CargoOutput", n + 1));
         }
         if code.contains("warning_directive(") {
-            problems.push(format!("{rel}:{}: builds a warning directive; use CargoOutput::warning", n + 1));
+            problems.push(format!(
+                "{rel}:{}: builds a warning directive; use CargoOutput::warning",
+                n + 1
+            ));
         }
         let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
         if prints && !rel.starts_with("src/cli/") && !rel.ends_with("src/bin/mcpp-shim.rs") {
@@ -125,7 +155,8 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
 /// Whether `code` calls the macro `name` (`println!(`), not one whose name ends with it
 /// (`eprintln!(`).
 fn macro_call(code: &str, name: &str) -> bool {
-    code.match_indices(name).any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+    code.match_indices(name)
+        .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
 /// README.md's generated manifest reference must be what `cargo xtask codegen` writes.
@@ -133,14 +164,23 @@ fn readme_reference(root: &Path) -> Vec<String> {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
     let expected = cargo_mcpp::reference::manifest_reference();
     match cargo_mcpp::reference::region(&readme) {
-        None => vec![format!("README.md has no generated manifest reference (`{}` ... `{}`)", cargo_mcpp::reference::BEGIN, cargo_mcpp::reference::END)],
-        Some(r) if r != expected => vec!["README.md's manifest reference differs from the registry: run `cargo xtask codegen`".to_string()],
+        None => vec![format!(
+            "README.md has no generated manifest reference (`{}` ... `{}`)",
+            cargo_mcpp::reference::BEGIN,
+            cargo_mcpp::reference::END
+        )],
+        Some(r) if r != expected => vec![
+            "README.md's manifest reference differs from the registry: run `cargo xtask codegen`"
+                .to_string(),
+        ],
         Some(_) => Vec::new(),
     }
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -160,13 +200,25 @@ mod tests {
         let spelled = "fn f() {\n    println!(\"cargo::rustc-cfg=x\");\n}\n";
         let problems = directive_doors("src/pipeline.rs", spelled);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].starts_with("src/pipeline.rs:2: spells a cargo directive"), "{problems:?}");
-        assert!(problems[1].contains("prints to standard output"), "{problems:?}");
+        assert!(
+            problems[0].starts_with("src/pipeline.rs:2: spells a cargo directive"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("prints to standard output"),
+            "{problems:?}"
+        );
         assert!(directive_doors("src/cargo_output.rs", spelled).is_empty());
-        assert_eq!(directive_doors("src/cli/why.rs", "let d = warning_directive(&m);\n").len(), 1);
+        assert_eq!(
+            directive_doors("src/cli/why.rs", "let d = warning_directive(&m);\n").len(),
+            1
+        );
         // The command line prints its own answers; no other module prints.
         assert!(directive_doors("src/cli/why.rs", "println!(\"  answer: x\");\n").is_empty());
-        assert_eq!(directive_doors("src/plan/lanes.rs", "println!(\"x\");\n").len(), 1);
+        assert_eq!(
+            directive_doors("src/plan/lanes.rs", "println!(\"x\");\n").len(),
+            1
+        );
         // Comments, stderr and help text that mentions a directive mid-string are fine.
         assert!(directive_doors("src/rules/cuda/mod.rs", "// cargo::warning\neprintln!(\"x\");\nlet h = \"e.g. cargo::rustc-link-lib=static=cudart\";\n").is_empty());
     }

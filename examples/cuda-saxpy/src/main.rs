@@ -2,7 +2,12 @@
 //! fallback) behind one generated `extern "C"` boundary, called from Rust through the bindgen
 //! bindings and from C++ through the generated module. Prints the result and checks it.
 
-#[allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
 mod kernels {
     include!(concat!(env!("OUT_DIR"), "/mcpp_kernels.rs"));
 }
@@ -22,7 +27,9 @@ fn main() {
         0 => {}
         1 => {
             eprintln!("cuda-saxpy: no CUDA device is present (or no NVIDIA driver); this build needs one.");
-            eprintln!("cuda-saxpy: build with `cargo mcpp build --no-accel` for the CPU host fallback.");
+            eprintln!(
+                "cuda-saxpy: build with `cargo mcpp build --no-accel` for the CPU host fallback."
+            );
             std::process::exit(2);
         }
         s => {
@@ -35,14 +42,26 @@ fn main() {
     // and returns a static string.
     let (backend, device) = unsafe {
         let b = kernels::saxpy_backend(name.as_mut_ptr(), name.len() as u32);
-        (std::ffi::CStr::from_ptr(b).to_string_lossy().into_owned(), std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned())
+        (
+            std::ffi::CStr::from_ptr(b).to_string_lossy().into_owned(),
+            std::ffi::CStr::from_ptr(name.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        )
     };
-    let bad = y.iter().enumerate().filter(|(i, v)| **v != 2.0 * *i as f32 + 1.0).count();
+    let bad = y
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| **v != 2.0 * *i as f32 + 1.0)
+        .count();
     let accel = match env!("MCPP_BUILD_ACCEL") {
         "" => "none (--no-accel)",
         set => set,
     };
-    println!("saxpy on {backend} ({device}), accel `{accel}`: y[12345]={}", y[12345]);
+    println!(
+        "saxpy on {backend} ({device}), accel `{accel}`: y[12345]={}",
+        y[12345]
+    );
     if bad != 0 {
         eprintln!("cuda-saxpy: {bad} of {n} results are wrong");
         std::process::exit(1);
@@ -53,5 +72,7 @@ fn main() {
         eprintln!("cuda-saxpy: the C++ seam check failed (status {cxx})");
         std::process::exit(1);
     }
-    println!("OK: {n} floats (Rust through the bindings) and 4096 floats (C++ through the seam module)");
+    println!(
+        "OK: {n} floats (Rust through the bindings) and 4096 floats (C++ through the seam module)"
+    );
 }
