@@ -179,7 +179,7 @@ impl Build {
             pipeline::run(&config, reporter, client.as_ref())
         });
         let package = reporter.package().to_string();
-        for event in crate::report::detail_events(&package, &result) {
+        for event in crate::report::detail_events(&package, result.as_ref().map(|o| &o.report)) {
             reporter.send(&event);
         }
         reporter.send(&match &result {

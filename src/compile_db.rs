@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The file name of the database.
-pub const FILE_NAME: &str = "compile_commands.json";
+pub const FILE_NAME: &str = crate::layout::COMPILE_COMMANDS;
 
 /// One entry of the database: `directory`, `file`, `arguments`, `output` (all absolute paths).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

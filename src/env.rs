@@ -21,6 +21,9 @@ impl Clone for Env {
     }
 }
 
+/// The variable docs.rs sets for the builds it documents.
+pub const DOCS_RS_ENV: &str = "DOCS_RS";
+
 impl Env {
     /// The process environment.
     pub fn process() -> Env {
@@ -66,6 +69,12 @@ impl Env {
     /// Read `name`; `None` when unset or empty.
     pub fn get_nonempty(&self, name: &str) -> Option<String> {
         self.get(name).filter(|v| !v.is_empty())
+    }
+    /// Whether this is a docs.rs build (`DOCS_RS` set and not empty): documentation only, so no
+    /// device compiler runs; the build has the empty accelerator set and its surface and
+    /// bindings are generated as for `MCPP_NO_ACCEL=1`, with nothing compiled or linked.
+    pub fn docs_rs(&self) -> bool {
+        self.get_nonempty(DOCS_RS_ENV).is_some()
     }
     /// The names read so far, in first-read order.
     pub fn reads(&self) -> Vec<String> {

@@ -104,7 +104,7 @@ impl Launchers {
     /// Under docs.rs (`DOCS_RS` set) no compiler runs, so no launcher is resolved or refused:
     /// `launcher = "sccache"` documents where sccache is absent.
     pub fn resolve(manifest: &Manifest, env: &Env) -> Result<Launchers> {
-        if crate::plan::accel::docs_rs(env) {
+        if env.docs_rs() {
             return Ok(Launchers::default());
         }
         if let Some(value) = env.get_os(LAUNCHER_ENV) {

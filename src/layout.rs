@@ -33,6 +33,10 @@
 use crate::accel::AccelSet;
 use std::path::{Path, PathBuf};
 
+/// The compilation database's file name, in each variant of the device cache and in the copies
+/// `cargo mcpp build --compile-commands` writes.
+pub const COMPILE_COMMANDS: &str = "compile_commands.json";
+
 /// The device cache of one package, `target/<profile>/mcpp/<package>/`: what every variant
 /// shares (tool decisions, versions and probes, the host toolchain, the island).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +155,7 @@ impl Variant {
     /// `compile_commands.json`: the compilation database of the variant's translation units
     /// ([`crate::compile_db`]).
     pub fn compile_commands(&self) -> PathBuf {
-        self.dir.join(crate::compile_db::FILE_NAME)
+        self.dir.join(COMPILE_COMMANDS)
     }
 
     /// `fingerprints/`: the action graph's recorded state ([`crate::graph`]).

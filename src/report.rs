@@ -111,14 +111,17 @@ impl DeviceEvent {
 /// ([`crate::diagnostic::parse_all`]) as a [`DeviceEvent::Diagnostic`] (rendered: the
 /// compiler's own text, without the action's description), then, on success, every
 /// output as a [`DeviceEvent::Artifact`], in path order.
-pub fn detail_events(package: &str, result: &crate::error::Result<crate::pipeline::Outcome>) -> Vec<DeviceEvent> {
+pub fn detail_events(
+    package: &str,
+    result: Result<&crate::graph::RunReport, &crate::error::Error>,
+) -> Vec<DeviceEvent> {
     let diagnostics = |lines: &[String]| -> Vec<DeviceEvent> {
         crate::diagnostic::parse_all(lines).into_iter().map(|(d, rendered)| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered }).collect()
     };
     match result {
-        Ok(o) => diagnostics(&o.report.warnings)
+        Ok(report) => diagnostics(&report.warnings)
             .into_iter()
-            .chain(o.report.outputs.iter().map(|(path, sha256)| DeviceEvent::Artifact { package: package.to_string(), path: path.clone(), sha256: sha256.clone() }))
+            .chain(report.outputs.iter().map(|(path, sha256)| DeviceEvent::Artifact { package: package.to_string(), path: path.clone(), sha256: sha256.clone() }))
             .collect(),
         Err(e) => std::iter::once(e).chain(e.also.iter()).flat_map(|e| diagnostics(&e.detail)).collect(),
     }

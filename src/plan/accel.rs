@@ -29,11 +29,8 @@ pub enum AccelChoice {
 /// runs; the build has the empty accelerator set and its surface and bindings are generated
 /// as for `MCPP_NO_ACCEL=1`, with nothing compiled or linked.
 pub fn docs_rs(env: &Env) -> bool {
-    env.get_nonempty(DOCS_RS_ENV).is_some()
+    env.docs_rs()
 }
-
-/// The variable docs.rs sets for the builds it documents.
-pub const DOCS_RS_ENV: &str = "DOCS_RS";
 
 /// Where the text of an accelerator set came from, for its refusals: `--accel` (or the
 /// builder), the environment variable `cargo mcpp build` sets, or the manifest's `accel` key.

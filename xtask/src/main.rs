@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod layers;
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -101,6 +103,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
         problems.extend(directive_doors(&rel, &text));
     }
     problems.extend(readme_reference(root));
+    problems.extend(layering(root));
     // The build.rs client: no todo!, and its one process is the engine (argv).
     let mut client = Vec::new();
     collect(&root.join("mcpp-build/src"), &mut client);
@@ -175,6 +178,32 @@ fn readme_reference(root: &Path) -> Vec<String> {
         ],
         Some(_) => Vec::new(),
     }
+}
+
+/// The layering of `src/` against ARCHITECTURE.md's `layers` block (see `layers.rs`).
+fn layering(root: &Path) -> Vec<String> {
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+    let Some(spec) = layers::parse_layers(&architecture) else {
+        return vec![
+            "ARCHITECTURE.md has no ```layers block (the module layers, top first)".into(),
+        ];
+    };
+    let src = root.join("src");
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    files.sort();
+    let modules: Vec<layers::Module> = files
+        .iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(&src).ok()?.to_str()?.replace('\\', "/");
+            Some(layers::Module {
+                path: layers::module_path(&rel)?,
+                file: format!("src/{rel}"),
+                text: std::fs::read_to_string(f).unwrap_or_default(),
+            })
+        })
+        .collect();
+    layers::check(&modules, &spec)
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
