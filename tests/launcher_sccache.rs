@@ -9,6 +9,7 @@
 //! sets for itself (no other test shares the process).
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
+#[path = "integration/harness/mod.rs"]
 mod harness;
 
 use harness::*;

@@ -11,6 +11,7 @@
 //! sets for itself.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
+#[path = "integration/harness/mod.rs"]
 mod harness;
 
 use harness::*;

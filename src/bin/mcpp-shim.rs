@@ -1,7 +1,7 @@
 //! `mcpp-shim`: the recording compiler of cargo-mcpp's tests (never shipped: `Cargo.toml`
 //! excludes this file from the package, so the published crate has no such binary).
 //!
-//! The test harness (`tests/harness`, `Shim`) copies or hard-links it under any program name
+//! The test harness (`tests/integration/harness`, `Shim`) copies or hard-links it under any program name
 //! (`nvcc`, `clang++`, `icpx`, `bisheng`, ...). Each start appends one JSON line to
 //! `<MCPP_SHIM_LOG>/records.jsonl`: the program name (the file name of its own argv[0]), the
 //! arguments, the working directory and the environment. Then it either runs the real program

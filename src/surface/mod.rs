@@ -1078,7 +1078,7 @@ mod tests {
     }
 
     /// The generated text of each kind, in Rust, the C++ module, the C header, the impl unit and
-    /// the data headers (words exactly as before kinds existed: tests/snapshots/surface__*.snap).
+    /// the data headers (words exactly as before kinds existed: tests/integration/snapshots/integration__surface__*.snap).
     #[test]
     fn each_kind_has_its_accessors_in_every_language() {
         let dir = tempfile::tempdir().unwrap();

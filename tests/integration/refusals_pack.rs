@@ -1,0 +1,108 @@
+//! The refusal texts of `cargo mcpp pack`, pinned as one snapshot
+//! (`tests/integration/snapshots/integration__refusals_pack__pack_refusals.snap`): each bad input's exit code and text
+//! from its `error:` line on, the temp paths replaced by `[PKG]` (the package) and `[TMP]`.
+//! Accept a deliberate change with `INSTA_UPDATE=always` (or `cargo insta review`).
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
+
+use crate::harness;
+use harness::redact;
+use std::process::Command;
+
+/// One bad input: its name, the `[package.metadata.mcpp.pack]` body (and what follows), the
+/// `[package]` version, the `pack` arguments and the files.
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a [&'a str],
+    &'a [(&'a str, &'a [u8])],
+);
+
+fn refusal(pack: &str, version: &str, args: &[&str], files: &[(&str, &[u8])]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), format!("[package]\nname = \"app\"\nversion = \"{version}\"\nedition = \"2021\"\n\n[workspace]\n\n[package.metadata.mcpp.pack]\n{pack}\n")).unwrap();
+    std::fs::write(pkg.join("src/main.rs"), "fn main() {}\n").unwrap();
+    for (name, bytes) in files {
+        std::fs::write(pkg.join(name), bytes).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .arg("mcpp")
+        .arg("pack")
+        .args(args)
+        .current_dir(&pkg)
+        .env("MCPP_HOME", tmp.path().join("empty-home"))
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let from = stderr.find("error:").unwrap_or(0);
+    format!(
+        "exit {}\n{}",
+        out.status.code().unwrap_or(-1),
+        redact(&stderr[from..], tmp.path()).trim_end()
+    )
+}
+
+/// The start of a type-2 runtime: an ELF header with `AI\x02` at offset 8, for x86-64
+/// (`e_machine` 62 at offset 18).
+const RUNTIME: &[u8] = b"\x7fELF\x02\x01\x01\x00AI\x02\x00\x00\x00\x00\x00\x02\x00\x3e\x00";
+
+#[test]
+fn pack_refusals() {
+    let appimage: &[&str] = &["--format", "appimage"];
+    let msi_windows: &[&str] = &["--format", "msi", "--target", "x86_64-pc-windows-gnu"];
+    // A real PNG (the built-in icon) cut before its end, and with its header chunk's CRC broken.
+    let png = cargo_mcpp::pack::DEFAULT_ICON_PNG;
+    let truncated_png = png[..png.len() - 20].to_vec();
+    let mut bad_crc_png = png.to_vec();
+    bad_crc_png[29] ^= 0xff;
+    let cases: &[Case] = &[
+        ("unknown format", "", "1.0.0", &["--format", "bogus"], &[]),
+        ("unknown key", "ap-name = \"x\"", "1.0.0", appimage, &[]),
+        ("icon of another format", "icon = \"icon.bmp\"", "1.0.0", appimage, &[("icon.bmp", b"BM")]),
+        ("icon that is not what it says", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", b"GIF89a")]),
+        ("PNG icon cut short", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", &truncated_png)]),
+        ("PNG icon with a damaged chunk", "icon = \"icon.png\"", "1.0.0", appimage, &[("icon.png", &bad_crc_png)]),
+        ("SVG icon that is not XML", "icon = \"icon.svg\"", "1.0.0", appimage, &[("icon.svg", b"<svg><g></svg>")]),
+        ("SVG icon whose root is not <svg>", "icon = \"icon.svg\"", "1.0.0", appimage, &[("icon.svg", b"<html><svg/></html>")]),
+        ("missing runtime", "", "1.0.0", appimage, &[]),
+        ("runtime file that is not one", "", "1.0.0", &["--format", "appimage", "--runtime-file", "src/main.rs"], &[]),
+        ("AppImage for aarch64", "", "1.0.0", &["--format", "appimage", "--target", "aarch64-unknown-linux-gnu"], &[]),
+        ("x86-64 runtime for an aarch64 AppImage", "", "1.0.0", &["--format", "appimage", "--target", "aarch64-unknown-linux-gnu", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("AppImage for Windows", "", "1.0.0", &["--format", "appimage", "--target", "x86_64-pc-windows-gnu"], &[]),
+        ("bad category", "categories = [\"Utility;X\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("empty categories", "categories = []", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("unregistered category", "categories = [\"Utilities\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("no main category", "categories = [\"Debugger\"]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("extra file through the program's place", "files = [{ glob = \"greet.txt\", dest = \"app\" }]", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME), ("greet.txt", b"hi")]),
+        ("empty app-name", "app-name = \"\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("app-name with a path", "app-name = \"../evil\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("app-name illegal on Windows", "app-name = \"A:B\"", "1.0.0", msi_windows, &[]),
+        ("hidden app-name", "app-name = \".app\"", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run"], &[("rt", RUNTIME)]),
+        ("another profile", "", "1.0.0", &["--format", "appimage", "--profile", "dev"], &[]),
+        ("another profile among cargo's arguments", "", "1.0.0", &["--format", "appimage", "--", "--profile=dev"], &[]),
+        ("MSI for a non-Windows target", "", "1.0.0", &["--format", "msi", "--target", "x86_64-unknown-linux-gnu"], &[]),
+        ("MSI of a pre-release", "", "1.2.3-beta.1", msi_windows, &[]),
+        ("MSI version out of range", "version = \"1.256.0\"", "1.0.0", msi_windows, &[]),
+        ("MSI upgrade code not a GUID", "[package.metadata.mcpp.pack.msi]\nupgrade-code = \"1234\"", "1.0.0", msi_windows, &[]),
+        ("MSI tool that does not exist", "[package.metadata.mcpp.pack.msi]\ntool = \"no/such/wixl\"", "1.0.0", msi_windows, &[]),
+        ("no such binary target", "", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--bin", "nope"], &[("rt", RUNTIME)]),
+        (
+            "missing executable",
+            "\n[features]\ngui = []\n\n[[bin]]\nname = \"app\"\npath = \"src/main.rs\"\nrequired-features = [\"gui\"]",
+            "1.0.0",
+            &["--format", "appimage", "--runtime-file", "rt"],
+            &[("rt", RUNTIME)],
+        ),
+    ];
+    let mut all = String::new();
+    for (name, pack, version, args, files) in cases {
+        all.push_str(&format!(
+            "===== {name}\n{}\n\n",
+            refusal(pack, version, args, files)
+        ));
+    }
+    insta::assert_snapshot!("pack_refusals", all);
+}
