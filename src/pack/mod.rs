@@ -1,5 +1,4 @@
-//! `cargo mcpp pack --format appimage|msi` (issue 13; upstream-facts 7: the dist-appimage and
-//! dist-wix members), the packaging half: what goes into a package and how each format is
+//! `cargo mcpp pack --format appimage|msi` (after the dist-appimage and dist-wix tools), the packaging half: what goes into a package and how each format is
 //! written. The command itself (locating the package, the release build in a child process,
 //! `--dry-run`'s printing, progress) is `crate::cli::pack`.
 //!
@@ -623,10 +622,10 @@ pub fn program_name(facts: &PackageFacts, bin: Option<&str>) -> Result<String> {
             }));
         }
         Some(b) => b.to_string(),
-        None => {
-            match facts.bins.as_slice() {
-                [one] => one.clone(),
-                [] => return Err(Error::new(
+        None => match facts.bins.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                return Err(Error::new(
                     ErrorKind::Manifest,
                     format!(
                         "the package {} has no binary target, so there is no executable to pack",
@@ -634,19 +633,19 @@ pub fn program_name(facts: &PackageFacts, bin: Option<&str>) -> Result<String> {
                     ),
                 )
                 .file(&facts.manifest.path)
-                .help("add src/main.rs or a [[bin]] target")),
-                _ => {
-                    return Err(Error::new(
-                        ErrorKind::Usage,
-                        format!(
-                            "the package {} has several binary targets; say which to pack",
-                            facts.name
-                        ),
-                    )
-                    .help(format!("pass --bin NAME, one of {}", names())))
-                }
+                .help("add src/main.rs or a [[bin]] target"))
             }
-        }
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    format!(
+                        "the package {} has several binary targets; say which to pack",
+                        facts.name
+                    ),
+                )
+                .help(format!("pass --bin NAME, one of {}", names())))
+            }
+        },
     })
 }
 
