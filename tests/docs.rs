@@ -180,3 +180,28 @@ fn every_rust_snippet_is_marked_not_compiled_with_a_reason() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// README.md is a front page: at most 300 lines, with the quick start (`cargo mcpp new`,
+/// `cargo mcpp build`, `cargo run`) in its first 80.
+#[test]
+fn the_readme_is_short_and_starts_with_the_quick_start() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    assert!(
+        lines.len() <= 300,
+        "README.md has {} lines; move detail into the guide",
+        lines.len()
+    );
+    let first = lines[..lines.len().min(80)].join("\n");
+    for command in [
+        "## Quick start",
+        "cargo mcpp new",
+        "cargo mcpp build",
+        "cargo run",
+    ] {
+        assert!(
+            first.contains(command),
+            "README.md's first 80 lines lack `{command}`"
+        );
+    }
+}

@@ -116,7 +116,8 @@ fn every_section_the_manifest_reference_names_exists() {
     }
 }
 
-/// The relative links of README.md, CONTRIBUTING.md and the guide lead to files that exist.
+/// The relative links of README.md, CONTRIBUTING.md and the guide lead to files that exist, and
+/// a link into a page's section (`page.md#anchor`) to one of its headings.
 #[test]
 fn relative_links_of_the_documents_resolve() {
     let mut docs = vec![
@@ -134,9 +135,15 @@ fn relative_links_of_the_documents_resolve() {
             if target.contains("://") || target.starts_with('#') || target.contains(' ') {
                 continue;
             }
-            let file = target.split('#').next().unwrap_or_default();
-            if !doc.parent().unwrap().join(file).exists() {
+            let (file, frag) = target.split_once('#').unwrap_or((target, ""));
+            let path = doc.parent().unwrap().join(file);
+            if !path.exists() {
                 broken.push(format!("{}: {target}", doc.display()));
+            } else if !frag.is_empty() && file.ends_with(".md") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if !anchors(&text).iter().any(|a| a == frag) {
+                    broken.push(format!("{}: {target} (no such heading)", doc.display()));
+                }
             }
         }
     }
