@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""benches/figures.sh's raw TSV (N, round, contender, value) -> the Markdown table of issue 14's
+"""benches/figures.sh's raw TSV (N, round, contender, value) -> the Markdown table of the build
 figures: medians (min-max) and medians of per-round ratios. usage: figures-table.py RAW.tsv CORES"""
 import statistics, sys
 from collections import defaultdict

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's performance figures, side by side in one run, printed as a Markdown table:
+# The build's performance figures, side by side in one run, printed as a Markdown table:
 #   - the physical limit with cargo-mcpp's own compiler argv (every entry of the build's
 #     compile_commands.json, run `nproc` at a time: `limit-from-db.py`);
 #   - the crate-only cold build (`cargo clean -p` + the device cache removed, dependencies built)

@@ -1,6 +1,6 @@
 //! The accelerator set: `"cuda12.9+{sm_80,sm_90} ptx>=90, vulkan1.2"` parsed into one typed value.
 //!
-//! Grammar (upstream-facts section 1; seed 000 "Members"): a comma-separated SET of entries;
+//! Grammar: a comma-separated SET of entries;
 //! commas inside `{}` do not split; inside one entry a space separates modifiers.
 //!
 //! ```text
@@ -93,7 +93,7 @@ impl AccelEntry {
     /// least `want`'s, every architecture of `want` covered): an architecture is covered when
     /// named, when a family target (`sm_90f`) of the same major and an equal-or-lower minor is
     /// named, or when the portable floor is at or below it; an architecture with no number
-    /// compares by equality (upstream-facts 1.1).
+    /// compares by equality.
     pub fn covers(&self, want: &AccelEntry) -> bool {
         if self.backend != want.backend {
             return false;

@@ -1,10 +1,10 @@
 //! Cargo's facts about one build, read in one place: the target and host triples, the
 //! profile, its optimisation level and whether it carries debug information. A build script
 //! gets them from cargo (`TARGET`, `HOST`, `PROFILE`, `OPT_LEVEL`, `DEBUG`); nothing else in
-//! cargo-mcpp guesses them (issue "One device phase": the CLI used to compute its own target
+//! cargo-mcpp guesses them (one device phase: the CLI used to compute its own target
 //! and profile, and its bytes disagreed with the build script's).
 //!
-//! How the facts decide device optimisation (README "Optimisation follows cargo"):
+//! How the facts decide device optimisation (the guide, "Optimisation follows cargo"):
 //!
 //! | `OPT_LEVEL` | nvcc / clang CUDA | glslangValidator | glslc |
 //! |---|---|---|---|

@@ -1,4 +1,4 @@
-//! `compile_commands.json` (issue 14; the JSON Compilation Database of Clang's tooling,
+//! `compile_commands.json` (the JSON Compilation Database of Clang's tooling,
 //! <https://clang.llvm.org/docs/JSONCompilationDatabase.html>) for every device and host C++
 //! translation unit the device phase plans: each planned action that compiles one
 //! ([`crate::graph::Action::translation_unit`]: `.cu`, `.hip`, `.sycl`, `.cpp`, `.cppm`, ...),

@@ -7,7 +7,7 @@
 //! lines; interfaces are compiled before their importers (graph dependencies), and an
 //! importer's key includes the bytes of every interface it reads.
 //! - clang: `--precompile` the interface to `bmi/X.pcm`, compile the `.pcm` to an object,
-//!   importers get `-fmodule-file=X=bmi/X.pcm` (toolchains README section 9).
+//!   importers get `-fmodule-file=X=bmi/X.pcm`.
 //! - gcc: `-fmodules-ts` with a module mapper file naming `bmi/X.gcm` for every module, so no
 //!   `gcm.cache/` appears in the package.
 //!

@@ -1,4 +1,4 @@
-//! Device compiler diagnostics read from their output lines (issue 14, `cargo mcpp build
+//! Device compiler diagnostics read from their output lines (`cargo mcpp build
 //! --message-format json`): the file, line and column of a warning or error in the spellings
 //! of the compilers the rules run, so an editor can place it as it places rustc's.
 //!

@@ -1,4 +1,4 @@
-//! tools-embed (issue 12; seed 003 section 4): any data file of the package (fonts, weights,
+//! Embedded data files: any data file of the package (fonts, weights,
 //! tables, text) handed to the same surface generator as the compiled payloads
 //! ([`crate::surface`]), so every payload kind and every storage form applies to it.
 //!

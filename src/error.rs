@@ -45,7 +45,7 @@ pub struct Error {
     /// How to get out of it.
     pub help: Vec<String>,
     /// Further problems found in the same check (the validated plan reports every problem, not
-    /// the first: issue "A rule is one file"), printed after this one, each as an `error:`.
+    /// the first), printed after this one, each as an `error:`.
     pub also: Vec<Error>,
 }
 
@@ -151,7 +151,7 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The exit codes of `cargo mcpp`, documented in README.md.
+/// The exit codes of `cargo mcpp`, documented in the guide ("Troubleshooting").
 pub mod exit_code {
     /// Everything built.
     pub const SUCCESS: i32 = 0;

@@ -1,4 +1,4 @@
-//! Installing a toolchain package into the shared cache (issue 4; seed 002: install time is when a
+//! Installing a toolchain package into the shared cache (install time is when a
 //! download is legitimate, build time is not). Only `cargo mcpp fetch` (and `cargo mcpp build`
 //! before it starts cargo) calls this; build.rs never does.
 //!
@@ -78,7 +78,7 @@ pub fn fetch(
     let platform = crate::toolchain_package::host_platform();
     if desc.platform != platform {
         return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} is described for {} only; this machine is {platform}", sel.name, desc.platform))
-            .help("name the tool itself instead: [package.metadata.mcpp.tools] <name> = \"/path\" (README.md \"Declared toolchains\")"));
+            .help("name the tool itself instead: [package.metadata.mcpp.tools] <name> = \"/path\" (cargo-mcpp guide, \"Declared toolchains\")"));
     }
     let tmp = home.tmp_dir();
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io("cannot create", &tmp, e))?;

@@ -1,5 +1,5 @@
 //! The action graph: each action is argv (never a shell), declared inputs, outputs and an
-//! optional depfile (seed 002 "actions"). [`run`] checks every fingerprint first, so a
+//! optional depfile. [`run`] checks every fingerprint first, so a
 //! no-op build starts no process; stale actions run in parallel, one compiler per token of
 //! cargo's jobserver (or `jobs` when there is none), in dependency waves.
 
@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The role of an action (seed 002): a `source` action produces something later compiled or
+/// The role of an action: a `source` action produces something later compiled or
 /// embedded (SPIR-V); an `object` action produces something linked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

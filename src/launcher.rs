@@ -1,4 +1,4 @@
-//! The compiler launcher (issue 14): sccache, ccache or a program of the user's put before the
+//! The compiler launcher: sccache, ccache or a program of the user's put before the
 //! compilers it can handle, so the shared caches and distributed compilation people already run
 //! serve the device phase too. Declared, never guessed: the package key `launcher`, a rule's own
 //! `launcher` key ([`crate::manifest::McppMetadata::rule_launchers`]) or `MCPP_LAUNCHER`;

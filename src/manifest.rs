@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// tables of the rules (`[package.metadata.mcpp.<rule>]`), kept raw in [`McppMetadata::rule_tables`]
 /// for each rule to read with its own options type ([`Manifest::rule_options`]). Any other key
 /// is refused by [`Manifest::check_keys`], naming it, its `file:line:col`, the keys valid here
-/// and the rules (issue "A rule is one file": a new rule's table needs no change here).
+/// and the rules (a rule is one file: a new rule's table needs no change here).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", expecting = "a table of cargo-mcpp keys ([package.metadata.mcpp])")]
 pub struct McppMetadata {
@@ -30,7 +30,7 @@ pub struct McppMetadata {
     /// Where the payloads' bytes live: `header` (default), `object` or `sidecar`
     /// ([`crate::surface::storage`]); checked by [`crate::surface::storage::from_manifest`].
     pub storage: Option<String>,
-    /// The base directory of the surface's names (seed 000 `base_dir`), relative to the package
+    /// The base directory of the surface's names, relative to the package
     /// root, `/`-separated (`"shaders"`): the directories of a payload below it become its
     /// modules/namespaces. Default: derived, the shallowest directory all payloads share (which
     /// moves when a payload is added or removed elsewhere). Checked by
@@ -51,17 +51,17 @@ pub struct McppMetadata {
     pub cxx: Option<CxxOptions>,
     /// `[package.metadata.mcpp.toolchain-packages]`: the project's version of a toolchain
     /// package, by name (`glslang = "13.1.1"`, a choice; `glslang = ">=13.1"`, a requirement);
-    /// see [`crate::toolchain_package`] and README.md "Declared toolchains". The earlier key
+    /// see [`crate::toolchain_package`] and the guide, "Declared toolchains". The earlier key
     /// `payloads` is refused naming this one ([`RENAMED_KEYS`]).
     #[serde(default)]
     pub toolchain_packages: BTreeMap<String, String>,
     /// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into an AppImage or an MSI
-    /// (README.md "Packaging"); not read by a build.
+    /// (cargo-mcpp guide, "Packaging"); not read by a build.
     pub pack: Option<PackOptions>,
     /// `[package.metadata.mcpp.embed]`: data files (fonts, weights, tables, text) embedded
     /// through the payload surface (tools-embed; [`crate::embed`]).
     pub embed: Option<EmbedOptions>,
-    /// The compiler launcher put before every compiler it can handle (issue 14): `"sccache"`,
+    /// The compiler launcher put before every compiler it can handle: `"sccache"`,
     /// `"ccache"` (looked up on PATH, never guessed) or a path (relative to the package root or
     /// absolute); `"none"`: no launcher. `MCPP_LAUNCHER` overrides it; a rule's own `launcher`
     /// key (taken out of its table into [`McppMetadata::rule_launchers`]) wins for that rule.
@@ -92,13 +92,13 @@ pub struct McppMetadata {
 /// One documented key of a manifest table: its name as written, its default and its meaning in
 /// one line. The package keys ([`PACKAGE_KEYS`], [`ISLAND_KEYS`], [`CXX_KEYS`]) and each rule's
 /// options ([`crate::rules::Rule::option_keys`]) are lists of these, the one list that
-/// `cargo xtask codegen` writes into README.md's "Manifest reference" ([`crate::reference`])
+/// `cargo xtask codegen` writes into the guide's "Manifest reference" ([`crate::reference`])
 /// and that tests hold equal to the keys serde accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyDoc {
     /// The key as written in the manifest (`module-name`).
     pub key: &'static str,
-    /// Its default, as the README shows it (markdown).
+    /// Its default, as the reference shows it (markdown).
     pub default: &'static str,
     /// What it means (markdown, one line).
     pub meaning: &'static str,
@@ -339,7 +339,7 @@ pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'stat
 pub enum SourceEntry {
     /// A plain glob: its files are device sources of every build that names their rule's backend.
     Glob(String),
-    /// A glob constrained to an accelerator entry (upstream-facts 2.1): compiled when the build
+    /// A glob constrained to an accelerator entry compiled when the build
     /// covers it, left out when the build does not name its backend, refused otherwise.
     Constrained(ConstrainedGlob),
 }
@@ -396,7 +396,7 @@ impl<'de> Deserialize<'de> for SourceEntry {
     }
 }
 
-/// `[package.metadata.mcpp.island]` (upstream-facts 5; seed 000 "tools-island").
+/// `[package.metadata.mcpp.island]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct IslandOptions {
@@ -439,8 +439,8 @@ pub struct CxxOptions {
     pub launcher: Option<String>,
 }
 
-/// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into a package (README.md
-/// "Packaging"; upstream-facts 7.2/7.3 for the upstream members' options).
+/// `[package.metadata.mcpp.pack]`: what `cargo mcpp pack` puts into a package (the
+/// guide's "Packaging"; the options follow dist-appimage's and dist-wix's).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PackOptions {
@@ -627,7 +627,7 @@ impl Manifest {
                 .key(key.clone());
             let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
             if let (true, Some(valid)) = (message.starts_with("unknown field"), valid) {
-                err = err.help(format!("the keys valid in [{table}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
+                err = err.help(format!("the keys valid in [{table}] are {valid}; see the cargo-mcpp guide, \"Manifest reference\""));
             } else if message.starts_with("unknown variant") {
                 err = err.help(format!("`{key}` takes one of the values listed above"));
             }
@@ -721,7 +721,7 @@ impl Manifest {
                     .file(self.at_col(old))
                     .key(format!("{MCPP_TABLE}.{old}"))
                     .detail("\"payload\" now means only the bytes a build embeds; the compiler packages a rule drives are toolchain packages")
-                    .help(format!("renamed to `{new}`: write [{MCPP_TABLE}.{new}] with the same entries (README.md \"Declared toolchains\")")));
+                    .help(format!("renamed to `{new}`: write [{MCPP_TABLE}.{new}] with the same entries (cargo-mcpp guide, \"Declared toolchains\")")));
             }
         }
         Ok(())
@@ -763,7 +763,7 @@ impl Manifest {
                         .file(self.at_col(name))
                         .key(key)
                         .help(format!(
-                            "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {}; see cargo-mcpp's README, \"Manifest reference\"",
+                            "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {}; see the cargo-mcpp guide, \"Manifest reference\"",
                             PACKAGE_KEYS.iter().map(|k| format!("`{}`", k.key)).collect::<Vec<_>>().join(", "),
                             rules.iter().map(|r| format!("[{MCPP_TABLE}.{r}]")).collect::<Vec<_>>().join(", ")
                         )),
@@ -849,7 +849,7 @@ impl Manifest {
         let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(file).key(located);
         let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
         if let (true, Some(valid)) = (unknown.is_some(), valid) {
-            err = err.help(format!("the keys valid in [{MCPP_TABLE}.{rule}] are {valid}; see cargo-mcpp's README, \"Manifest reference\""));
+            err = err.help(format!("the keys valid in [{MCPP_TABLE}.{rule}] are {valid}; see the cargo-mcpp guide, \"Manifest reference\""));
         } else if message.starts_with("unknown variant") {
             err = err.help(format!("`{key}` takes one of the values listed above"));
         }
@@ -872,7 +872,7 @@ impl Manifest {
                 return Err(Error::new(ErrorKind::Manifest, format!("unknown toolchain package `{name}`"))
                     .file(&at)
                     .key(key)
-                    .help(format!("the toolchain packages cargo-mcpp knows are {}; see README.md \"Declared toolchains\"", catalog.names().join(", "))));
+                    .help(format!("the toolchain packages cargo-mcpp knows are {}; see the cargo-mcpp guide, \"Declared toolchains\"", catalog.names().join(", "))));
             }
             let req = crate::toolchain_package::VersionReq::parse(text).map_err(|m| Error::new(ErrorKind::Manifest, m).file(&at).key(key.clone()).help("e.g. glslang = \"13.1.1\" or glslang = \">=13.1\""))?;
             out.insert(name.clone(), crate::toolchain_package::ProjectPin { req, at });

@@ -1,5 +1,5 @@
 //! The side channel from a build script's device phase to the `cargo mcpp build` that started
-//! its `cargo build` (issue "One device phase"): the device work runs only in build scripts,
+//! its `cargo build` (one device phase): the device work runs only in build scripts,
 //! with cargo's facts; `cargo mcpp build` shows its progress.
 //!
 //! `cargo mcpp build` listens on a Unix socket and names it in [`PROGRESS_ENV`]. A build

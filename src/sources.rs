@@ -1,4 +1,4 @@
-//! Device-source collection and classification (upstream-facts section 2): expand the
+//! Device-source collection and classification: expand the
 //! `sources` globs, apply the constrained-glob include / exclude / refuse semantics against
 //! the build's accelerator set, and give every file to exactly one rule by its extension
 //! ([`collect`]; the classified [`DeviceSource`] is the rules' type, so this module asks the
@@ -11,8 +11,8 @@ use crate::manifest::{Manifest, SourceEntry};
 use crate::rules::{DeviceSource, Rule};
 use std::path::{Path, PathBuf};
 
-/// The device extensions cargo-mcpp knows (the engine table of upstream-facts 2.2, plus
-/// `.slang`). A listed file with any other extension has no role and is refused.
+/// The device extensions cargo-mcpp knows (the device extensions of the
+/// engines cargo-mcpp follows, plus `.slang`). A listed file with any other extension has no role and is refused.
 pub const DEVICE_EXTENSIONS: &[&str] = &[
     "cu", "hip", "sycl", "asc", "cce", "comp", "vert", "frag", "geom", "tesc", "tese", "mesh", "task", "rgen", "rint", "rahit",
     "rchit", "rmiss", "rcall", "glsl", "hlsl", "cl", "metal", "slang",
@@ -80,7 +80,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
 
 /// A file is device source or host C++, never both: one listed by `sources` (a `.cpp` under a
 /// glob constrained to sycl) and by `cxx-sources` would be compiled twice, by two compilers,
-/// and linked twice (fresh-user finding, issue 11). A `cxx-sources` glob that cannot be
+/// and linked twice. A `cxx-sources` glob that cannot be
 /// expanded is left to the host lane, which refuses it with its own message.
 ///
 /// # Errors

@@ -1,5 +1,5 @@
-//! User values shown back to the user or written into generated text (issue "Nothing escapes,
-//! nothing goes stale, nothing reaches a shell", items 8 and 10).
+//! User values shown back to the user or written into generated text: escaped so that
+//! nothing a user wrote can break a message, a generated file or a command line.
 //!
 //! - [`echo`] is the one way error text quotes a value the user wrote (a glob, an architecture,
 //!   an accelerator string, a file name): control characters are shown escaped (`\n`, `\u{1b}`),

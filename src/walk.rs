@@ -1,5 +1,5 @@
-//! The one glob expander and the one containment check (issue "Nothing escapes, nothing goes
-//! stale, nothing reaches a shell", items 1 and 2). Every manifest glob (`sources`,
+//! The one glob expander and the one containment check: nothing
+//! outside the package is read. Every manifest glob (`sources`,
 //! `cxx-sources`, the island's `sources` and `fallback`) is expanded by [`expand`], and every
 //! include directory is checked by [`package_dir`].
 //!

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The storage benchmark of issue 12 (benches/storage/README.md): cold crate-only builds and binary
+# The storage benchmark (benches/storage/README.md): cold crate-only builds and binary
 # sizes of N=100 payloads of ~16 KB under each storage form against a hand-written include_bytes!
 # crate, a payload edit (what reruns), the same payloads as embedded data files (tools-embed)
 # against include_bytes! of the same files, and one big data file (include_bytes!, object,

@@ -1,4 +1,4 @@
-//! `cargo mcpp init` and `cargo mcpp new NAME` (issue 14): add to a crate (or create one with)
+//! `cargo mcpp init` and `cargo mcpp new NAME`: add to a crate (or create one with)
 //! the `[package.metadata.mcpp]` table, the `mcpp-build` build dependency, `build.rs`, one
 //! example device source of the chosen lane and the Rust code that calls it, from the files
 //! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
@@ -105,7 +105,7 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
             format!("--accel `{}`: {e}", crate::text::echo(accel)),
         )
         .help(format!(
-            "write an accelerator set such as `{}` (README.md \"The accelerator set\")",
+            "write an accelerator set such as `{}` (cargo-mcpp guide, \"The accelerator set\")",
             lane.default_accel()
         ))
     })?;
@@ -992,7 +992,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         return Err(Error::new(ErrorKind::Manifest, "the manifest has [package.metadata.mcpp] already")
             .file(&manifest_path)
             .key("package.metadata.mcpp")
-            .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (README.md \"Manifest reference\")"));
+            .help("`cargo mcpp init` starts a package's device code; edit the table by hand to add sources (cargo-mcpp guide, \"Manifest reference\")"));
     }
     // A dotted key cannot extend an inline table: `[package.metadata.mcpp]` appended after
     // `metadata = { ... }` (or `package = { ... }`) would not parse.

@@ -1,4 +1,4 @@
-//! The generated boundary of an island (upstream-facts 5.3): the `extern "C"` header
+//! The generated boundary of an island: the `extern "C"` header
 //! `<module>.h` and the C++ module interface `<module>.cppm`, written only when their content
 //! changes. The header is what both halves read through a forced include (the CUDA rule's and the
 //! C++ lane's command lines; a fallback may still `#include` it); the module re-exports the entry points by name
@@ -50,8 +50,8 @@ pub fn header_text(entries: &[Entry], module_name: &str, marker: &str, includes:
 
 /// Check one `header-includes` entry before it is written into an `#include` line: `<x>` with
 /// no `>` inside, `"x"` with no `"` inside, or a bare `x` with neither `<`, `>` nor `"`; never
-/// empty, never a control character (a newline would add a line to the header: issue "Nothing
-/// escapes", item 8). Returns what is wrong.
+/// empty, never a control character (a newline would add a line to the
+/// header). Returns what is wrong.
 pub fn check_header_include(inc: &str) -> std::result::Result<(), &'static str> {
     let inc = inc.trim();
     if crate::text::has_control(inc) {
@@ -132,7 +132,7 @@ pub fn emit(entries: &[Entry], module_name: &str, marker: &str, includes: &[Stri
 }
 
 /// The forced-include arguments for a compiler: `/FI<header>` for MSVC, `-include <header>` for
-/// gcc, clang and nvcc (upstream-facts 5.3 `force_include_flags`). They go on the command line of
+/// gcc, clang and nvcc. They go on the command line of
 /// the island's own units only (the device rule's, and the C++ lane's for the fallback), never on
 /// project-wide flags.
 pub fn force_include_args(header: &Path, msvc: bool) -> Vec<std::ffi::OsString> {

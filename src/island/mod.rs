@@ -1,4 +1,4 @@
-//! The island boundary (seed 000 "tools-island"; upstream-facts 5): a device island (a `.cu`
+//! The island boundary: a device island (a `.cu`
 //! file) and its host fallback (a `.cpp` file) implement one `extern "C"` boundary, and exactly
 //! one of them is in any link. Each entry point is marked where it is defined:
 //!
@@ -51,7 +51,7 @@ pub struct Entry {
 /// name.
 ///
 /// # Errors
-/// [`ErrorKind::Sources`] (upstream-facts 5.2 texts), each naming `file:line`: a marker whose
+/// [`ErrorKind::Sources`], each naming `file:line`: a marker whose
 /// parameter list does not close; a marked declaration without a body (the marker goes on the
 /// definition); a declaration without a name or with the marker after its return type; one
 /// name declared twice in one file; two files declaring one name differently (naming both
@@ -203,7 +203,7 @@ pub struct Marked {
     pub trailing: String,
 }
 
-/// The declarations marked in `text`, in order, whitespace-collapsed (upstream-facts 5.2):
+/// The declarations marked in `text`, in order, whitespace-collapsed:
 /// from the end of each marker, `(` opens and `)` closes (nesting-aware, across lines); a `;`
 /// or `{` before the first `(` abandons the occurrence.
 ///

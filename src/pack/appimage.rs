@@ -1,4 +1,4 @@
-//! The AppImage writer (upstream-facts 7.2, dist-appimage; ../shared/toolchains/README.md 10).
+//! The AppImage writer (the layout of dist-appimage).
 //!
 //! The AppDir: `AppRun` (a relocatable `sh` launcher: resolves its own directory and execs
 //! `usr/bin/<program>` with the arguments), `<program>.desktop`, the icon `<program>.png|svg`

@@ -1,5 +1,4 @@
-//! `cargo mcpp pack --format appimage|msi` (issue 13; upstream-facts 7: the dist-appimage and
-//! dist-wix members), the packaging half: what goes into a package and how each format is
+//! `cargo mcpp pack --format appimage|msi` (after the dist-appimage and dist-wix tools), the packaging half: what goes into a package and how each format is
 //! written. The command itself (locating the package, the release build in a child process,
 //! `--dry-run`'s printing, progress) is `crate::cli::pack`.
 //!

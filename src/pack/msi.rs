@@ -1,4 +1,4 @@
-//! The MSI writer (upstream-facts 7.3, dist-wix; ../shared/toolchains/README.md 10).
+//! The MSI writer (the WiX source of dist-wix).
 //!
 //! Two routes, chosen by the tool ([`Route`]): a WiX v3 source rendered from
 //! `templates/pack-wixl.wxs` built by `wixl -a x64` (Debian's msitools `wixl` 0.101 reads WiX

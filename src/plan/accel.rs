@@ -96,7 +96,7 @@ pub fn resolve_accel_with_origin(choice: &AccelChoice, manifest: &Manifest, env:
         }
     };
     let set = AccelSet::parse(&text).map_err(|e| {
-        origin.refusal(e.to_string()).help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (README.md \"The accelerator set\")")
+        origin.refusal(e.to_string()).help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (cargo-mcpp guide, \"The accelerator set\")")
     })?;
     Ok((set, Some(origin)))
 }

@@ -1,4 +1,4 @@
-//! Where each payload's bytes live (issue 12, "per rule / per constrained glob"): `storage` in
+//! Where each payload's bytes live, per rule and per constrained glob: `storage` in
 //! `[package.metadata.mcpp]` (the package's, header by default), in a rule's table
 //! (`[package.metadata.mcpp.spirv] storage = "sidecar"`, taken out of the table by
 //! [`crate::manifest::Manifest::parse`] as `launcher` is), in a `sources` entry

@@ -1,5 +1,4 @@
-//! The toolchain packages one build needs (issue 4; seed 000 "Each rule brings its own
-//! environment"): the rules' requirements after the two gates, the command that installs them,
+//! The toolchain packages one build needs (each rule brings its own environment): the rules' requirements after the two gates, the command that installs them,
 //! and where their lockfile is. One computation for the device phase (`pipeline`) and `cargo
 //! mcpp fetch` (`crate::fetch`), which also installs those `cargo mcpp pack` takes
 //! ([`pack_requirements`]).
@@ -14,7 +13,7 @@ use crate::toolchain_package::{Requirement, VersionReq, LOCKFILE};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The toolchain package requirements of a build, after the two gates (issue 4; seed 000): a
+/// The toolchain package requirements of a build, after the two gates: a
 /// rule's toolchain packages count only when the package has sources of that rule selected for
 /// this build AND the accelerator set names the rule's backend. A toolchain package whose tool
 /// the project names explicitly (the builder, manifest `tools`, the rule's variables,

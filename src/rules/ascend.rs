@@ -1,5 +1,5 @@
 //! Ascend C (`.asc`) to objects with bisheng from a CANN toolkit, archived into one static
-//! library linked into the crate (upstream-facts 3.4; issue 11).
+//! library linked into the crate.
 //!
 //! The toolkit comes from the one resolver ([`crate::tool::resolve_toolkit`], the toolkit
 //! declared as [`CANN`]): `ascend.toolkit`, the toolkit a named bisheng sits in
@@ -22,7 +22,7 @@
 //! exists there, then the C++ runtime. The project links `ascendcl` itself.
 //!
 //! No CANN toolkit installs on the development machines: this lane is argv-verified through
-//! the recording shim in a fake CANN layout (`tests/ascend.rs`), not compiled for real.
+//! the recording shim in a fake CANN layout (`tests/integration/ascend.rs`), not compiled for real.
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
@@ -74,7 +74,7 @@ impl RuleOptions for AscendOptions {
     }
 }
 
-/// The keys of [`AscendOptions`], documented (README's generated reference).
+/// The keys of [`AscendOptions`], documented (the guide's generated manifest reference).
 const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "toolkit", default: "discovered", meaning: "the CANN toolkit root (holding `x86_64-linux/ccec_compiler/bin/bisheng`, `aarch64-linux/...` on an aarch64 host). Without it: the root a named bisheng sits in (`tools.bisheng`, `BISHENG`, `MCPP_BISHENG`, `MCPP_TOOL_BISHENG`), then `ASCEND_HOME_PATH`, then bisheng on PATH (warned)" },
     KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`) after the toolkit's, relative to the package root (inside it) or absolute" },
@@ -179,7 +179,7 @@ impl Rule for AscendRule {
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         // As HIP's `hip5`: the version is checked against the toolkit's major.minor, and a
-        // major alone would match any 8.x (fresh-user finding, issue 11).
+        // major alone would match any 8.x.
         if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
             return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CANN {v} without a minor version"))
                 .key("package.metadata.mcpp.accel")

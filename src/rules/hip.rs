@@ -1,5 +1,5 @@
 //! HIP (`.hip`) to objects, archived into one static library linked into the crate
-//! (upstream-facts 3.2; issue 11). Upstream compiles HIP for NVIDIA GPUs only; this rule
+//! Upstream compiles HIP for NVIDIA GPUs only; this rule
 //! compiles for both platforms, chosen by `[package.metadata.mcpp.hip] which`:
 //!
 //! - `amd`: `hipcc` (default; run with `HIP_PLATFORM=amd`, so an nvcc on PATH does not turn it
@@ -102,7 +102,7 @@ impl RuleOptions for HipOptions {
     }
 }
 
-/// The keys of [`HipOptions`], documented (README's generated reference).
+/// The keys of [`HipOptions`], documented (the guide's generated manifest reference).
 const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc {
         key: "which",
@@ -225,7 +225,7 @@ pub fn check_version(entry: &AccelEntry, root: &Path, found_by: &str) -> Result<
     let Some(want) = &entry.version else { return Ok(()) };
     let Some((major, minor, patch)) = hip_version(root) else {
         // The entry names a version the build must not lie about: an install that does not say
-        // its own is refused, not taken on trust (fresh-user finding, issue 11).
+        // its own is refused, not taken on trust.
         return Err(Error::new(ErrorKind::Accel, format!("the accelerator names hip{want}, but the HIP found does not say its version"))
             .key("package.metadata.mcpp.accel")
             .detail(format!("HIP: {} (found through {found_by}); include/hip/hip_version.h has no readable HIP_VERSION_MAJOR and HIP_VERSION_MINOR", root.display()))
@@ -376,7 +376,7 @@ pub fn amd_front(compiler: HipCompiler, root: &Path, device_libs: &Path, archs: 
     a
 }
 
-/// The NVIDIA front (upstream-facts 3.2): `-x cuda -D__HIP_PLATFORM_NVIDIA__
+/// The NVIDIA front: `-x cuda -D__HIP_PLATFORM_NVIDIA__
 /// -Wno-unknown-cuda-version --cuda-path=<toolkit> --cuda-gpu-arch=<sm>` each, then
 /// `-I<hip>/include` (the HIP headers before every other include directory).
 pub fn nvidia_front(cuda_root: &Path, hip_root: &Path, archs: &[String]) -> Vec<OsString> {
@@ -541,7 +541,7 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
         },
     };
     check_device_libs(archs, &device_libs).map_err(|e| match &opts.device_lib_path {
-        // The directory came from device-lib-path: the refusal points at that key (issue 11).
+        // The directory came from device-lib-path: the refusal points at that key.
         Some(_) => e.file(ctx.manifest.at_col("hip.device-lib-path")).key(format!("{TABLE}.device-lib-path")),
         None => e,
     })?;
@@ -643,7 +643,7 @@ mod tests {
         assert!(check_version(&e("hip+{gfx90a}"), dir.path(), "test").is_ok());
         let err = check_version(&e("hip6.1+{gfx90a}"), dir.path(), "test").unwrap_err().to_string();
         assert!(err.contains("hip6.1") && err.contains("HIP 5.2"), "{err}");
-        // A header that does not say its version: refused when the entry names one (issue 11).
+        // A header that does not say its version: refused when the entry names one.
         let unsaid = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(unsaid.path().join("include/hip")).unwrap();
         std::fs::write(unsaid.path().join("include/hip/hip_version.h"), "#define HIP_VERSION_H\n").unwrap();

@@ -1,5 +1,5 @@
 //! The rules: one module per kind of device source, each knowing its compiler's flag
-//! spellings (seed 002 "extension points"; upstream-facts section 3). A rule claims file
+//! spellings. A rule claims file
 //! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
 //! anything itself. The registry [`registry`] is the single list the engine dispatches on.
 
@@ -85,8 +85,8 @@ pub struct RulePlan {
     pub link: Vec<LinkDirective>,
 }
 
-/// A toolchain package a rule drives, with its version rule (issue 4; seed 000 "Each rule
-/// brings its own environment"): exact (`"13.0.88"`) where the package is coupled to something
+/// A toolchain package a rule drives, with its version rule (each rule
+/// brings its own environment): exact (`"13.0.88"`) where the package is coupled to something
 /// the rule cannot see (a CUDA runtime must not be newer than the driver), a floor
 /// (`">=11.0"`) where not.
 #[derive(Debug, Clone, Copy)]
@@ -155,7 +155,7 @@ pub trait Rule: Send + Sync {
         Ok(())
     }
     /// The keys of this rule's options table, each with its default and meaning: the one list
-    /// README.md's "Manifest reference" is generated from (`cargo xtask codegen`,
+    /// The guide's "Manifest reference" is generated from (`cargo xtask codegen`,
     /// [`crate::reference`]); a test holds it equal to the keys [`Rule::check_options`]
     /// accepts. Default: none (a rule without options).
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {

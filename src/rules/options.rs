@@ -1,5 +1,5 @@
 //! The options a rule's table `[package.metadata.mcpp.<rule>]` shares with the other rules'
-//! (issue 9, "Rule options belong to the rule"): the shapes `includes`, `defines`, `optimize`
+//! (rule options belong to the rule): the shapes `includes`, `defines`, `optimize`
 //! and `flags` are one type, [`CommonOptions`], with their checks; each rule's own options type
 //! embeds it ([`RuleOptions`]) and is read by [`read`].
 //!
@@ -100,7 +100,7 @@ impl CommonOptions {
 /// A rule's options type: its own keys as a serde struct with `deny_unknown_fields`, and a
 /// [`CommonOptions`] field marked `#[serde(skip)]` that [`parse`] fills from the shared keys.
 pub trait RuleOptions: serde::de::DeserializeOwned + Default {
-    /// Every key of the table, shared ones included, documented, in the order README.md's
+    /// Every key of the table, shared ones included, documented, in the order the guide's
     /// reference and the unknown-key refusal list them (what [`crate::rules::Rule::option_keys`]
     /// returns; a test holds it equal to the keys [`read`] accepts).
     const KEYS: &'static [KeyDoc];

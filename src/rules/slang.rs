@@ -154,7 +154,7 @@ impl RuleOptions for SlangOptions {
     }
 }
 
-/// The keys of `[package.metadata.mcpp.slang]`, documented (README's generated reference).
+/// The keys of `[package.metadata.mcpp.slang]`, documented (the guide's generated manifest reference).
 const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "entry", default: "`\"main\"`", meaning: "the entry point function of every `.slang` source (`-entry`); an identifier" },
     crate::manifest::KeyDoc {

@@ -1,7 +1,7 @@
 //! GLSL (`.comp`, `.vert`, `.frag`, ... ) to SPIR-V with glslangValidator or glslc, chosen by
 //! declaration (`[package.metadata.mcpp.spirv] compiler`), never by what is installed.
-//! Flag spellings are upstream-facts 3.5; the producer writes a bare `.spv` and a depfile,
-//! and the surface generator does the rest (seed 003 section 4).
+//! Flag spellings are those of glslangValidator and glslc; the producer writes a bare `.spv`
+//! and a depfile, and the surface generator does the rest.
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
@@ -222,8 +222,7 @@ pub fn listed_target_envs(help: &str) -> Vec<String> {
 }
 
 /// Refuse a Vulkan target environment the selected compiler does not accept, before anything
-/// compiles (issue "Nothing escapes", item 9: `vulkan1.4` is documented, and glslang before
-/// 15.1 and shaderc 2023 reject it). Past [`ALWAYS_ACCEPTED`], the compiler's `--help` is asked
+/// compiles (`vulkan1.4` is documented, and glslang before 15.1 and shaderc 2023 reject it). Past [`ALWAYS_ACCEPTED`], the compiler's `--help` is asked
 /// once (cached by its file, [`tool::probe_cached`]); a compiler whose help lists no Vulkan
 /// environment is not second-guessed.
 ///

@@ -1,6 +1,6 @@
 //! SYCL (`.sycl`, and `.cpp` only through a `sources` entry constrained to `sycl`) to objects,
 //! device-linked once per package and archived into one static library linked into the crate
-//! (upstream-facts 3.3; issue 11). The compiler is chosen by declaration
+//! The compiler is chosen by declaration
 //! (`[package.metadata.mcpp.sycl] compiler = "dpcpp" | "acpp"`) and found by the one resolver
 //! ([`crate::tool::resolve_toolkit`]): `tools.icpx` (an `icpx` or an intel/llvm `clang++`),
 //! `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`, `sycl.toolkit`, `CMPLR_ROOT`, `ONEAPI_ROOT` (its
@@ -25,7 +25,7 @@
 //! their device code); link: `<root>/lib`, `acpp-rt`, `libstdc++.so.6`.
 //!
 //! No SYCL compiler installs on the development machines: this lane is argv-verified through
-//! the recording shim (`tests/sycl.rs`), not compiled for real.
+//! the recording shim (`tests/integration/sycl.rs`), not compiled for real.
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
@@ -83,7 +83,7 @@ impl RuleOptions for SyclOptions {
     }
 }
 
-/// The keys of [`SyclOptions`], documented (README's generated reference).
+/// The keys of [`SyclOptions`], documented (the guide's generated manifest reference).
 const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "compiler", default: "`\"dpcpp\"`", meaning: "`\"dpcpp\"` (oneAPI `icpx`, or an intel/llvm `clang++` named as `tools.icpx`) or `\"acpp\"` (AdaptiveCpp)" },
     KeyDoc { key: "toolkit", default: "discovered", meaning: "the compiler's installation root (`bin/icpx` and `include/sycl/sycl.hpp`; `bin/acpp` for AdaptiveCpp). Without it: the root a named compiler sits in (`tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`; `tools.acpp`, `ACPP`, ...), then `CMPLR_ROOT`, `ONEAPI_ROOT` (its `compiler/latest`), then the compiler on PATH (warned)" },

@@ -1,7 +1,5 @@
-//! What a rule hands the surface: a payload file with its kind (issue 9, "Surface payload
-//! kinds"). The kind decides how the bytes are checked and handed out, in every language of
-//! the surface (seed 003 section 4: the producer makes a bare payload, the surface does the
-//! rest):
+//! What a rule hands the surface: a payload file with its kind. The kind decides how the bytes are checked and handed out, in every language of
+//! the surface (the producer makes a bare payload, the surface does the rest):
 //!
 //! | kind | checked | Rust | C / C++ (`<id>_data()`, `<id>_size()` in bytes) |
 //! |---|---|---|---|

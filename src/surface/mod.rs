@@ -1,5 +1,5 @@
-//! The generated surface: one generator, reused by every lane that embeds payloads (seed 000
-//! "Naming", seed 003 section 4, upstream-facts section 4). From a list of payload files, each
+//! The generated surface: one generator, reused by every lane that embeds payloads.
+//! From a list of payload files, each
 //! with its kind ([`Payload`], [`PayloadKind`]: 32-bit words, bytes or text), it writes, under
 //! OUT_DIR:
 //!
@@ -963,7 +963,7 @@ mod tests {
     use super::*;
 
     /// A source name or package name with a newline stays inside its comment in every generated
-    /// file (issue "Nothing escapes", item 8); the Rust string literal is Rust-escaped.
+    /// file; the Rust string literal is Rust-escaped.
     #[test]
     fn values_in_comments_cannot_add_a_line() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! The naming rules of the generated surface (seed 000 "Naming", upstream-facts 4.1), one set
+//! The naming rules of the generated surface, one set
 //! for Rust and C++ so that a payload has the same path in both languages:
 //! `shaders/default/x.comp` -> `default_::x_comp` (Rust) and `default_::x_comp()` (C++).
 

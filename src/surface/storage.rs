@@ -1,5 +1,4 @@
-//! Where a payload's bytes live (seed 003 sections 4, 11 and 14.1; upstream-facts section 4;
-//! issue 12): `storage = "header" | "object" | "sidecar"` in `[package.metadata.mcpp]`. The
+//! Where a payload's bytes live: `storage = "header" | "object" | "sidecar"` in `[package.metadata.mcpp]`. The
 //! accessors are functions in every form, so a consumer does not change with the storage (but
 //! for the sidecar's Rust accessors, which return a `Result`: the file may be missing at run
 //! time).

@@ -1,5 +1,5 @@
 //! The one resolver: where a rule's compiler comes from, and its identity (path + reported
-//! version). Seed 001 ("one tool-source resolver"), upstream-facts section 6.
+//! version). One resolver for every tool of every rule.
 //!
 //! Order, the same for every rule:
 //! 1. the project's explicit choice: the builder's [`crate::Build::tool`], then the manifest's
@@ -668,7 +668,7 @@ fn from_root_key(search: &KitSearch, c: &RootChoice, named: Option<Found>, consi
     let origin = format!("{}{line} {key_text} = \"{}\"", crate::text::echo_path(&c.manifest), crate::text::echo_path(&c.root));
     if let Some(m) = kit.missing_marker(&c.root) {
         let e = refusal(search.spec, search.choices, format!("the {} cannot be used: {key_text} names `{}`, which has no {m}", kit.name, crate::text::echo_path(&c.root)));
-        // `file:line` of the key, as every manifest refusal names it (issue 11).
+        // `file:line` of the key, as every manifest refusal names it.
         let at = match c.line {
             Some(l) => PathBuf::from(format!("{}:{l}", c.manifest.display())),
             None => c.manifest.clone(),
@@ -806,7 +806,7 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
         }
     }
     e.help(format!("install it (on Debian: {}), then name it in one of the ways above", spec.install_hint))
-        .help("cargo-mcpp's README, \"Declared toolchains\", says how each way works; `cargo mcpp why tool <name>` shows what a build chose")
+        .help("the cargo-mcpp guide, \"Declared toolchains\", says how each way works; `cargo mcpp why tool <name>` shows what a build chose")
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
 
 /// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv, for at most
 /// [`PROBE_TIMEOUT`], and return its stdout when it exits 0; `None` when it cannot start,
-/// fails or hangs. Probes are facts, never refusals by themselves (seed 002 "facts and floors").
+/// fails or hangs. Probes are facts, never refusals by themselves.
 pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
     #[allow(clippy::disallowed_methods)] // tool/process.rs runs hardware and driver probes (argv)
     let mut cmd = Command::new(program);

@@ -1,5 +1,5 @@
-//! Toolchain packages: named, versioned compiler packages a rule drives (issue 4; seed 000
-//! "Each rule brings its own environment"; seed 002 "A build must not reach the network").
+//! Toolchain packages: named, versioned compiler packages a rule drives (each rule
+//! brings its own environment; a build never reaches the network: `cargo mcpp fetch` installs them).
 //! Not to be confused with a *payload*, which is the bytes a build embeds (`surface`).
 //!
 //! - The descriptors (name -> PyPI distributions or crates.io crates, root, bin and lib

@@ -21,6 +21,7 @@ mod cuda;
 mod cuda_ptx;
 mod cxx_surface;
 mod device_phase;
+mod docs;
 mod embed;
 mod example_cuda_ptx;
 mod example_cuda_saxpy;

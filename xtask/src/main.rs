@@ -1,11 +1,12 @@
 //! `cargo xtask tidy`: repository checks that are not compilation: every module under `src/`
 //! is named in ARCHITECTURE.md, no `todo!`/`unimplemented!` in shipped code, every
 //! `Command::new` sits in the modules allowed to start processes, cargo directives are spelled
-//! and printed only by `cargo_output.rs`, and README.md's manifest reference is what
-//! `cargo xtask codegen` writes. `tests/tidy.rs` runs the same checks under `cargo test`.
+//! and printed only by `cargo_output.rs`, and the guide's generated reference pages
+//! (`docs/src/reference/`) are what `cargo xtask codegen` writes. `tests/integration/tidy.rs` runs the same
+//! checks under `cargo test`.
 //!
-//! `cargo xtask codegen`: rewrites README.md's manifest reference (between
-//! `cargo_mcpp::reference::BEGIN` and `END`) from the registry and the package keys.
+//! `cargo xtask codegen`: rewrites the guide's reference pages (`cargo_mcpp::reference::pages`)
+//! from the registry, the package keys and the environment list, each only when it changed.
 
 use std::path::{Path, PathBuf};
 
@@ -28,27 +29,22 @@ fn main() {
             eprintln!("tidy: ok");
         }
         Some("codegen") => {
-            let path = root.join("README.md");
-            let readme = std::fs::read_to_string(&path).unwrap_or_default();
-            let Some(new) = cargo_mcpp::reference::replace_region(
-                &readme,
-                &cargo_mcpp::reference::manifest_reference(),
-            ) else {
-                eprintln!(
-                    "codegen: README.md has no `{}` ... `{}` region",
-                    cargo_mcpp::reference::BEGIN,
-                    cargo_mcpp::reference::END
-                );
-                std::process::exit(1);
-            };
-            if new != readme {
-                if let Err(e) = std::fs::write(&path, new) {
+            for (rel, text) in cargo_mcpp::reference::pages() {
+                let path = root.join(rel);
+                if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+                    eprintln!("codegen: {rel} up to date");
+                    continue;
+                }
+                // Written atomically: a temporary file beside it, then renamed over it.
+                let tmp = path.with_extension("md.tmp");
+                let written = std::fs::create_dir_all(path.parent().unwrap_or(&root))
+                    .and_then(|()| std::fs::write(&tmp, &text))
+                    .and_then(|()| std::fs::rename(&tmp, &path));
+                if let Err(e) = written {
                     eprintln!("codegen: cannot write {}: {e}", path.display());
                     std::process::exit(1);
                 }
-                eprintln!("codegen: README.md manifest reference rewritten");
-            } else {
-                eprintln!("codegen: README.md manifest reference up to date");
+                eprintln!("codegen: {rel} rewritten");
             }
         }
         _ => {
@@ -102,7 +98,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
         }
         problems.extend(directive_doors(&rel, &text));
     }
-    problems.extend(readme_reference(root));
+    problems.extend(generated_pages(root));
     problems.extend(layering(root));
     // The build.rs client: no todo!, and its one process is the engine (argv).
     let mut client = Vec::new();
@@ -162,22 +158,15 @@ fn macro_call(code: &str, name: &str) -> bool {
         .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
-/// README.md's generated manifest reference must be what `cargo xtask codegen` writes.
-fn readme_reference(root: &Path) -> Vec<String> {
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
-    let expected = cargo_mcpp::reference::manifest_reference();
-    match cargo_mcpp::reference::region(&readme) {
-        None => vec![format!(
-            "README.md has no generated manifest reference (`{}` ... `{}`)",
-            cargo_mcpp::reference::BEGIN,
-            cargo_mcpp::reference::END
-        )],
-        Some(r) if r != expected => vec![
-            "README.md's manifest reference differs from the registry: run `cargo xtask codegen`"
-                .to_string(),
-        ],
-        Some(_) => Vec::new(),
-    }
+/// Each generated reference page of the guide must be what `cargo xtask codegen` writes.
+fn generated_pages(root: &Path) -> Vec<String> {
+    cargo_mcpp::reference::pages()
+        .into_iter()
+        .filter(|(rel, text)| {
+            std::fs::read_to_string(root.join(rel)).ok().as_deref() != Some(text.as_str())
+        })
+        .map(|(rel, _)| format!("{rel} differs from the code: run `cargo xtask codegen`"))
+        .collect()
 }
 
 /// The layering of `src/` against ARCHITECTURE.md's `layers` block (see `layers.rs`).

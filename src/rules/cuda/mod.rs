@@ -1,5 +1,5 @@
 //! CUDA (`.cu`) to objects, archived into one static library linked into the crate
-//! (upstream-facts 3.1; issue 3). Two routes, chosen by declaration
+//! Two routes, chosen by declaration
 //! (`[package.metadata.mcpp.cuda] compiler = "nvcc" | "clang"`), never by what is installed:
 //!
 //! - nvcc: `-ccbin <host c++> -gencode arch=compute_XX,code=sm_XX` per architecture, plus
@@ -14,7 +14,7 @@
 //! `-I`/`-D` from the manifest, then `flags` (a flag changing the output kind refused), then
 //! `-c <src> -o <obj>`.
 //!
-//! `output` (the table's, or a `sources` entry's) makes a source a payload instead (issue 15):
+//! `output` (the table's, or a `sources` entry's) makes a source a payload instead:
 //! PTX per virtual architecture, a cubin per architecture or one fat binary, compiled
 //! device-only ([`argv::device_argv`]) into the lane's directory of that kind, handed to the
 //! surface as text or bytes, and generated empty for a source the build leaves out.
@@ -57,7 +57,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use toolkit::{Compilers, TargetRuntime, Toolkit};
 
-/// Which CUDA compiler the CUDA rule drives (upstream-facts 3.1); chosen by declaration.
+/// Which CUDA compiler the CUDA rule drives; chosen by declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CudaCompilerName {
@@ -230,7 +230,7 @@ impl Rule for CudaRule {
         &[NVCC, CLANG, CCBIN]
     }
     /// The nvcc route drives the `cuda-nvcc` toolchain package at an exact version (the runtime must not
-    /// be newer than the driver it meets; seed 000 "Each rule brings its own environment"),
+    /// be newer than the driver it meets; each rule brings its own environment),
     /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {

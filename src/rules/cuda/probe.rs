@@ -97,7 +97,7 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
 }
 
 /// The architectures the selected CUDA compiler accepts, known from the compiler itself
-/// (issue "Nothing escapes", item 9): nvcc's `--list-gpu-code` (the `sm_N` it compiles for;
+/// (a documented architecture a compiler may still reject): nvcc's `--list-gpu-code` (the `sm_N` it compiles for;
 /// the arch-specific `sm_Na` exists from sm_90, the family `sm_Nf` from sm_100 with nvcc 12.9,
 /// neither is listed), clang's `--target=nvptx64-nvidia-cuda --print-supported-cpus` (every
 /// name listed, `sm_90a` included). Asked once per compiler file and cached
@@ -306,7 +306,7 @@ pub fn probe_driver_version() -> Option<(u32, u32)> {
     }
 }
 
-/// The driver floor (seed 002 "facts and floors"): a toolkit whose major version is newer than
+/// The driver floor (a probe gives a fact, the floor decides): a toolkit whose major version is newer than
 /// the driver's cannot run on it (minor versions within one major are compatible).
 ///
 /// # Errors
