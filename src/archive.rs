@@ -69,3 +69,26 @@ pub fn write(format: ArchiveFormat, members: &[PathBuf], output: &Path) -> Resul
     crate::fingerprint::write_if_changed(output, &out.into_inner())?;
     Ok(())
 }
+
+/// The archive of a lane's objects as a graph step ([`crate::graph::Step`]): the action's
+/// inputs, in order, written as the archive at its one output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchiveStep(pub ArchiveFormat);
+
+impl crate::graph::Step for ArchiveStep {
+    fn name(&self) -> &str {
+        "archive writer"
+    }
+    fn version(&self) -> String {
+        writer_identity(self.0)
+    }
+    fn options(&self) -> String {
+        format!("{:?}", self.0)
+    }
+    fn run(&self, inputs: &[PathBuf], outputs: &[PathBuf]) -> Result<Vec<String>> {
+        match outputs {
+            [lib] => write(self.0, inputs, lib).map(|()| Vec::new()),
+            _ => Err(Error::new(ErrorKind::ToolFailed, "an archive step has exactly one output")),
+        }
+    }
+}
