@@ -12,6 +12,7 @@ pub mod options;
 pub mod slang;
 pub mod spirv;
 pub mod sycl;
+pub mod wgsl;
 
 use crate::accel::{AccelEntry, Backend};
 use crate::env::Env;
@@ -264,7 +265,7 @@ pub fn package_step(step: PackageStep) -> Action {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule), Box::new(wgsl::WgslRule)]
 }
 
 #[cfg(test)]
