@@ -48,9 +48,9 @@ pub struct Action {
     pub include_dirs: Vec<PathBuf>,
     /// Indices (in the same list) of actions that must finish first.
     pub deps: Vec<usize>,
-    /// Work done in process instead of starting `tool` (which then only names it for
-    /// fingerprints and messages).
-    pub builtin: Option<Builtin>,
+    /// Work done in process instead of starting `tool` (which then only names it for messages):
+    /// a [`Step`] a rule hands the graph ([`Action::in_process`]); its identity is part of the key.
+    pub builtin: Option<std::sync::Arc<dyn Step>>,
     /// What every output must be, checked from its first bytes when the tool exits 0 (an object
     /// file of the target, a cubin, a fat binary): a tool that writes something else has failed.
     pub expect: Option<Expect>,
@@ -93,12 +93,56 @@ impl Expect {
     }
 }
 
-/// Work an action does in process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Builtin {
-    /// The static archive of the action's inputs, in order, at its one output ([`crate::archive`]).
-    Archive(crate::archive::ArchiveFormat),
+/// Work an action does in process instead of starting a program: a rule whose compiler is a
+/// library (the WGSL translator) or the engine's own writer (the archive of a lane's objects)
+/// hands the graph a step. It is fingerprinted like an external action: its identity
+/// ([`Step::name`], [`Step::version`], [`Step::options`]) stands where a tool's path, version
+/// and argv stand, with the content of each declared input and the path of each output. So an
+/// edit of an input or a changed option runs it again, a no-op runs nothing, and its outputs
+/// are verified as a compiler's are (each must exist, [`Action::expect`] holds, their hashes are
+/// recorded and checked by the next run).
+pub trait Step: Send + Sync + std::fmt::Debug {
+    /// Its name in messages and in its identity (`naga`, `archive writer`).
+    fn name(&self) -> &str;
+    /// What produces its bytes, with versions (`naga 30.0.2 in cargo-mcpp 0.1.0`): a new
+    /// version runs it again.
+    fn version(&self) -> String;
+    /// Its options as one line of text (`spirv 1.5`): a changed option runs it again. The
+    /// graph shows it where an external action shows its command line.
+    fn options(&self) -> String;
+    /// Read `inputs` (the action's declared inputs, in order) and write every one of `outputs`
+    /// (the action's outputs, deleted before it runs). Returns what to show as warnings, one
+    /// line each.
+    ///
+    /// # Errors
+    /// The step's refusal of its inputs (a validation error naming `file:line:col`), or
+    /// [`ErrorKind::Io`] when an output cannot be written.
+    fn run(&self, inputs: &[PathBuf], outputs: &[PathBuf]) -> Result<Vec<String>>;
 }
+
+/// The parts of an action whose work is a [`Step`], for [`Action::in_process`].
+#[derive(Debug, Clone)]
+pub struct InProcess {
+    /// Stable id (`wgsl:shaders/x.wgsl`); names the fingerprint file.
+    pub id: String,
+    /// What the progress line shows.
+    pub description: String,
+    /// The role.
+    pub role: Role,
+    /// The work.
+    pub step: std::sync::Arc<dyn Step>,
+    /// The package root (part of the key, as an external action's working directory is).
+    pub cwd: PathBuf,
+    /// Declared inputs (their content is part of the key).
+    pub inputs: Vec<PathBuf>,
+    /// Outputs (their paths are part of the key; each must exist after the step ran).
+    pub outputs: Vec<PathBuf>,
+    /// What every output must start with, checked after the step ran.
+    pub expect: Option<Expect>,
+}
+
+/// The `Tool::path` of a [`Step`]'s action: no program is started.
+pub const IN_PROCESS: &str = "(built into cargo-mcpp)";
 
 impl Action {
     /// The fingerprint key: tool identity, argv, cwd, and the content of each declared input.
@@ -114,10 +158,46 @@ impl Action {
             let h = hash_file(input).unwrap_or_else(|| "missing".into());
             text.push_str(&format!("\0in={}={h}", input.display()));
         }
+        if let Some(step) = &self.builtin {
+            text.push_str(&format!("\0step={}\0{}\0{}", step.name(), step.version(), step.options()));
+            for out in &self.outputs {
+                text.push_str(&format!("\0out={}", out.display()));
+            }
+        }
         sha256_hex(text.as_bytes())
     }
 
-    /// The translation unit this action compiles, when it compiles one: not a [`Builtin`], and
+    /// The action of an in-process step: its tool names the step ([`IN_PROCESS`] as the path,
+    /// [`Step::version`] as the version), no arguments, no depfile, no dependency index (the
+    /// graph derives edges from inputs that are other actions' outputs, [`connect_inputs`]).
+    pub fn in_process(p: InProcess) -> Action {
+        let tool = Tool {
+            name: p.step.name().to_string(),
+            path: PathBuf::from(IN_PROCESS),
+            version: p.step.version(),
+            source: crate::tool::ToolSource::Derived("built into cargo-mcpp".into()),
+            env: Vec::new(),
+            toolchain_package_root: None,
+            launcher: None,
+        };
+        Action {
+            id: p.id,
+            description: p.description,
+            role: p.role,
+            tool,
+            args: Vec::new(),
+            cwd: p.cwd,
+            inputs: p.inputs,
+            outputs: p.outputs,
+            depfile: None,
+            include_dirs: Vec::new(),
+            deps: Vec::new(),
+            builtin: Some(p.step),
+            expect: p.expect,
+        }
+    }
+
+    /// The translation unit this action compiles, when it compiles one: not a [`Step`], and
     /// its first declared input whose extension is one of [`TRANSLATION_UNIT_EXTENSIONS`] (what
     /// `compile_commands.json` lists, [`crate::compile_db`]; a new rule's `.hip` or `.sycl`
     /// compile is listed with no change here).
@@ -131,6 +211,9 @@ impl Action {
     /// The command line as one displayable string (for messages only; never run through a shell),
     /// the launcher first when there is one.
     pub fn command_line(&self) -> String {
+        if let Some(step) = &self.builtin {
+            return format!("{} (in process) {}", step.name(), step.options());
+        }
         self.tool
             .launcher
             .iter()
@@ -499,14 +582,8 @@ fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Resu
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
     }
-    let warnings = match action.builtin {
-        Some(Builtin::Archive(format)) => match action.outputs.as_slice() {
-            [lib] => {
-                crate::archive::write(format, &action.inputs, lib)?;
-                Vec::new()
-            }
-            _ => return Err(Error::new(ErrorKind::ToolFailed, format!("{}: an archive action has exactly one output", action.description))),
-        },
+    let warnings = match &action.builtin {
+        Some(step) => step.run(&action.inputs, &action.outputs)?,
         None => spawn(action)?,
     };
     let mut outputs = Vec::new();
@@ -590,6 +667,109 @@ mod tests {
     }
 
     use super::test_action as action;
+
+    /// A step for the tests: each input's text upper-cased, joined, then `suffix` (its option),
+    /// at the one output; counts its runs. `write: false` writes nothing (a broken step).
+    #[derive(Debug)]
+    struct Shout {
+        suffix: &'static str,
+        write: bool,
+        runs: std::sync::Arc<AtomicUsize>,
+    }
+
+    impl Step for Shout {
+        fn name(&self) -> &str {
+            "shout"
+        }
+        fn version(&self) -> String {
+            "shout 1".into()
+        }
+        fn options(&self) -> String {
+            format!("suffix={}", self.suffix)
+        }
+        fn run(&self, inputs: &[PathBuf], outputs: &[PathBuf]) -> Result<Vec<String>> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            let mut text = String::new();
+            for i in inputs {
+                text.push_str(&std::fs::read_to_string(i).map_err(|e| Error::io("cannot read", i, e))?.to_uppercase());
+            }
+            text.push_str(self.suffix);
+            if self.write {
+                crate::fingerprint::write_if_changed(&outputs[0], text.as_bytes())?;
+            }
+            Ok(vec![format!("shouted {} bytes", text.len())])
+        }
+    }
+
+    /// The in-process action of `step` over `input`, writing `out`.
+    fn shout_action(step: Shout, input: &Path, out: &Path) -> Action {
+        Action::in_process(InProcess {
+            id: "shout:x".into(),
+            description: "shout x".into(),
+            role: Role::Source,
+            step: std::sync::Arc::new(step),
+            cwd: input.parent().unwrap().to_path_buf(),
+            inputs: vec![input.to_path_buf()],
+            outputs: vec![out.to_path_buf()],
+            expect: None,
+        })
+    }
+
+    #[test]
+    fn an_in_process_step_reruns_on_an_input_edit_or_an_option_change_and_a_no_op_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let variant = crate::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::accel::AccelSet::none());
+        let options = RunOptions { variant: &variant, jobs: 1, jobserver: None };
+        let input = dir.path().join("x.txt");
+        let out = dir.path().join("out/x.txt");
+        crate::fingerprint::write_if_changed(&input, b"hello").unwrap();
+        let runs = std::sync::Arc::new(AtomicUsize::new(0));
+        let step = |suffix| Shout { suffix, write: true, runs: runs.clone() };
+
+        let report = run(&[shout_action(step("!"), &input, &out)], &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["shout:x"]);
+        assert_eq!(report.warnings, ["shouted 6 bytes"], "the step's lines are warnings");
+        assert_eq!(std::fs::read(&out).unwrap(), b"HELLO!");
+        assert_eq!(report.outputs.get(&out), Some(&sha256_hex(b"HELLO!")), "its output is verified and recorded");
+
+        // A no-op: fresh, the step is not called.
+        let report = run(&[shout_action(step("!"), &input, &out)], &options, &Silent).unwrap();
+        assert!(report.ran.is_empty() && report.fresh == ["shout:x"], "{report:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+        // An edit of its input: it runs again, and the output's bytes change.
+        crate::fingerprint::write_if_changed(&input, b"hello, world").unwrap();
+        let report = run(&[shout_action(step("!"), &input, &out)], &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["shout:x"]);
+        assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD!");
+
+        // A changed option is a new identity: it runs again.
+        let report = run(&[shout_action(step("?"), &input, &out)], &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["shout:x"]);
+        assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD?");
+
+        // An output changed behind its back: it runs again.
+        crate::fingerprint::write_if_changed(&out, b"tampered").unwrap();
+        let report = run(&[shout_action(step("?"), &input, &out)], &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["shout:x"]);
+        assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD?");
+        assert_eq!(runs.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn an_in_process_step_that_writes_no_output_fails_naming_it_and_the_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let variant = crate::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::accel::AccelSet::none());
+        let options = RunOptions { variant: &variant, jobs: 1, jobserver: None };
+        let input = dir.path().join("x.txt");
+        crate::fingerprint::write_if_changed(&input, b"hello").unwrap();
+        let out = dir.path().join("out/x.txt");
+        let broken = Shout { suffix: "!", write: false, runs: Default::default() };
+        let action = shout_action(broken, &input, &out);
+        assert!(action.translation_unit().is_none() && action.tool.path == Path::new(IN_PROCESS));
+        let e = run(&[action], &options, &Silent).unwrap_err().to_string();
+        assert!(e.contains("shout x exited 0 but did not write") && e.contains("shout (in process) suffix=!"), "{e}");
+    }
 
 
     #[test]

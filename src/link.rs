@@ -6,10 +6,8 @@
 
 use crate::archive::ArchiveFormat;
 use crate::cargo_output::CargoOutput;
-use crate::graph::{Action, Builtin, Role};
+use crate::graph::{Action, InProcess, Role};
 use crate::layout::Variant;
-use crate::tool::{Tool, ToolSource};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// A link directive a plan asks for; the pipeline prints it through [`CargoOutput`] in plan
@@ -54,32 +52,17 @@ pub fn archive(variant: &Variant, lane: &str, package: &str, format: ArchiveForm
     let list: String = objects.iter().map(|o| o.to_string_lossy().into_owned()).collect::<Vec<_>>().join("\n");
     let lib_dir = variant.lane_dir(lane).join(format!("lib-{}", &crate::fingerprint::sha256_hex(list.as_bytes())[..12]));
     let lib = lib_dir.join(format!("lib{name}.a"));
-    let writer = Tool {
-        name: "archive writer".into(),
-        path: PathBuf::from("(built into cargo-mcpp)"),
-        version: crate::archive::writer_identity(format),
-        source: ToolSource::Derived("built into cargo-mcpp".into()),
-        env: Vec::new(),
-        toolchain_package_root: None,
-        launcher: None,
-    };
-    let mut args: Vec<OsString> = vec![lib.clone().into()];
-    args.extend(objects.iter().map(|o| o.clone().into_os_string()));
-    let action = Action {
+    let mut action = Action::in_process(InProcess {
         id: format!("archive:{name}"),
         description: format!("archive lib{name}.a ({} objects)", objects.len()),
         role: Role::Object,
-        tool: writer,
-        args,
+        step: std::sync::Arc::new(ArchiveStep(format)),
         cwd: cwd.to_path_buf(),
         inputs: objects.to_vec(),
         outputs: vec![lib],
-        depfile: None,
-        include_dirs: Vec::new(),
-        deps,
-        builtin: Some(Builtin::Archive(format)),
         expect: None,
-    };
+    });
+    action.deps = deps;
     (action, vec![LinkDirective::Search(lib_dir), LinkDirective::Lib(format!("static={name}"))])
 }
 
@@ -122,5 +105,29 @@ mod tests {
         let mut cargo = CargoOutput::default();
         print(&mut cargo, &link);
         assert_eq!(cargo.lines().len(), 2);
+    }
+}
+
+/// The archive of a lane's objects as a graph step ([`crate::graph::Step`]): the action's
+/// inputs, in order, written as the archive at its one output by [`crate::archive::write`].
+/// It lives here, over the graph, so the writer (`archive.rs`) stays below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchiveStep(pub ArchiveFormat);
+
+impl crate::graph::Step for ArchiveStep {
+    fn name(&self) -> &str {
+        "archive writer"
+    }
+    fn version(&self) -> String {
+        crate::archive::writer_identity(self.0)
+    }
+    fn options(&self) -> String {
+        format!("{:?}", self.0)
+    }
+    fn run(&self, inputs: &[PathBuf], outputs: &[PathBuf]) -> crate::error::Result<Vec<String>> {
+        match outputs {
+            [lib] => crate::archive::write(self.0, inputs, lib).map(|()| Vec::new()),
+            _ => Err(crate::error::Error::new(crate::error::ErrorKind::ToolFailed, "an archive step has exactly one output")),
+        }
     }
 }

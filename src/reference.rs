@@ -201,6 +201,10 @@ pub fn manifest_reference() -> String {
     ));
     out.push_str("| rule | backend | extensions | tool | environment variables naming the tool (then `MCPP_TOOL_<NAME>`) |\n|---|---|---|---|---|\n");
     for rule in &rules {
+        if rule.tools().is_empty() {
+            // A rule whose compiler runs in process (a graph step): no tool to name.
+            out.push_str(&format!("| `{}` | `{}` | {} | none: runs in process | none |\n", rule.name(), rule.backend(), code_list(rule.extensions().iter().copied(), ".")));
+        }
         for (i, tool) in rule.tools().iter().enumerate() {
             let (name, backend, exts) = if i == 0 {
                 (format!("`{}`", rule.name()), format!("`{}`", rule.backend()), code_list(rule.extensions().iter().copied(), "."))

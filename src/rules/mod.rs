@@ -1,7 +1,9 @@
 //! The rules: one module per kind of device source, each knowing its compiler's flag
 //! spellings. A rule claims file
 //! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
-//! anything itself. The registry [`registry`] is the single list the engine dispatches on.
+//! anything itself: a compiler that is a library is handed to the graph as a step
+//! ([`crate::graph::Step`], [`crate::graph::Action::in_process`]), which the graph fingerprints
+//! and runs like a program. The registry [`registry`] is the single list the engine dispatches on.
 
 pub mod ascend;
 pub mod cuda;
@@ -10,6 +12,7 @@ pub mod options;
 pub mod slang;
 pub mod spirv;
 pub mod sycl;
+pub mod wgsl;
 
 use crate::accel::{AccelEntry, Backend};
 use crate::env::Env;
@@ -73,7 +76,8 @@ pub struct RuleContext<'a> {
 /// What a rule planned.
 #[derive(Debug, Default)]
 pub struct RulePlan {
-    /// The actions to run (fingerprinted by the engine).
+    /// The actions to run (fingerprinted by the engine): programs to start, or in-process steps
+    /// ([`crate::graph::Action::in_process`]).
     pub actions: Vec<Action>,
     /// Payloads for the surface, each with its kind (SPIR-V: [`crate::surface::PayloadKind::Words32`]).
     pub payloads: Vec<crate::surface::Payload>,
@@ -261,7 +265,7 @@ pub fn package_step(step: PackageStep) -> Action {
 
 /// Every rule of this cargo-mcpp, in dispatch order.
 pub fn registry() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule)]
+    vec![Box::new(spirv::SpirvRule), Box::new(cuda::CudaRule), Box::new(slang::SlangRule), Box::new(hip::HipRule), Box::new(sycl::SyclRule), Box::new(ascend::AscendRule), Box::new(wgsl::WgslRule)]
 }
 
 #[cfg(test)]

@@ -56,3 +56,4 @@ mod tidy;
 mod toolchain_package_reverify;
 mod toolchain_packages;
 mod validate_plan;
+mod wgsl;
