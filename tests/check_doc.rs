@@ -1,5 +1,4 @@
-//! `cargo check`, `cargo doc` and `DOCS_RS` (issue 14; README.md "cargo check, cargo doc,
-//! docs.rs"): `cargo check` runs the device phase as `cargo build` does (what `cc` and `bindgen`
+//! `cargo check`, `cargo doc` and `DOCS_RS`: `cargo check` runs the device phase as `cargo build` does (what `cc` and `bindgen`
 //! users expect: cargo runs the same build script for both and shares its output, so a later
 //! `cargo build` finds it done), and under `DOCS_RS` `cargo doc` starts no device compiler while
 //! the surface is still generated.
