@@ -427,8 +427,9 @@ fn ash_without_loader(
     doc: &toml_edit::DocumentMut,
     text: &str,
     manifest_path: &Path,
+    table: &str,
 ) -> Option<Error> {
-    let ash = doc.get("dependencies")?.get("ash")?.as_table_like()?;
+    let ash = doc.get(table)?.get("ash")?.as_table_like()?;
     let no_defaults = ["default-features", "default_features"]
         .iter()
         .any(|k| ash.get(k).and_then(toml_edit::Item::as_bool) == Some(false));
@@ -437,9 +438,9 @@ fn ash_without_loader(
         .and_then(toml_edit::Item::as_array)
         .is_some_and(|a| a.iter().any(|f| f.as_str() == Some("loaded")));
     (no_defaults && !loaded).then(|| {
-        Error::new(ErrorKind::Manifest, "[dependencies] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it")
-            .file(key_position(text, manifest_path, &["dependencies", "ash"]))
-            .key("dependencies.ash")
+        Error::new(ErrorKind::Manifest, format!("[{table}] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it"))
+            .file(key_position(text, manifest_path, &[table, "ash"]))
+            .key(format!("{table}.ash"))
             .help("add `features = [\"loaded\"]` to it (or remove default-features = false), then run `cargo mcpp init` again")
     })
 }
@@ -1102,17 +1103,23 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             &format!("mcpp-build = {}", toml_string(ENGINE_VERSION)),
         ));
     }
+    // The program's ash: a library's program is an example, so ash is a dev-dependency (its
+    // dependents do not build it).
+    let ash_table = match form {
+        Form::Client => "dependencies",
+        Form::InProcess => "dev-dependencies",
+    };
     if matches!(lane, Lane::Spirv | Lane::Slang) {
         problems.extend(stale_dependency(
             &doc,
             &text,
             &manifest_path,
-            "dependencies",
+            ash_table,
             "ash",
             &cargo_metadata::semver::Version::new(0, 38, 0),
             &format!("ash = {}", toml_string(ASH)),
         ));
-        problems.extend(ash_without_loader(&doc, &text, &manifest_path));
+        problems.extend(ash_without_loader(&doc, &text, &manifest_path, ash_table));
     }
     // The program: src/main.rs when the crate has none, else an example target beside it.
     let (program_path, run) = if dir.join("src/main.rs").exists() || form == Form::InProcess {
@@ -1189,7 +1196,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     if matches!(lane, Lane::Spirv | Lane::Slang)
         && add_dependency(
             &mut doc,
-            "dependencies",
+            ash_table,
             &["ash"],
             &format!("ash = {}", toml_string(ASH)),
         )?
