@@ -41,18 +41,14 @@ pub struct Decision {
 /// Read the recorded decisions of `cache` (empty when none were recorded or the file is not
 /// readable JSON).
 pub fn read_decisions(cache: &DeviceCache) -> BTreeMap<String, Decision> {
-    std::fs::read(cache.tool_decisions())
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    std::fs::read(cache.tool_decisions()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
 /// Record `d` as the decision for its tool, keeping the other tools' records.
 fn record(cache: &DeviceCache, d: Decision) -> Result<()> {
     let mut all = read_decisions(cache);
     all.insert(d.tool.clone(), d);
-    let json =
-        serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
+    let json = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     crate::fingerprint::write_if_changed(&cache.tool_decisions(), &json)?;
     Ok(())
 }
@@ -75,12 +71,7 @@ pub fn record_refusal(spec: &ToolSpec, error: &Error, cache: &DeviceCache) {
 }
 
 /// As [`record_refusal`], with the sources consulted before nothing answered.
-pub(super) fn record_refusal_after(
-    spec: &ToolSpec,
-    error: &Error,
-    considered: Vec<String>,
-    cache: &DeviceCache,
-) {
+pub(super) fn record_refusal_after(spec: &ToolSpec, error: &Error, considered: Vec<String>, cache: &DeviceCache) {
     let _ = record(
         cache,
         Decision {
@@ -100,14 +91,7 @@ pub(super) fn record_refusal_after(
 
 /// Record the answer `tool` (decided by `origin`, after `considered`, in `toolkit`) for
 /// `cargo mcpp why tool`.
-pub(super) fn record_answer(
-    tool: &Tool,
-    origin: String,
-    considered: Vec<String>,
-    warning: Option<String>,
-    toolkit: Option<&ToolkitRoot>,
-    cache: &DeviceCache,
-) -> Result<()> {
+pub(super) fn record_answer(tool: &Tool, origin: String, considered: Vec<String>, warning: Option<String>, toolkit: Option<&ToolkitRoot>, cache: &DeviceCache) -> Result<()> {
     record(
         cache,
         Decision {

@@ -21,11 +21,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How a probe ended.
 enum Ran {
     /// It exited (or was killed by a signal) with this output.
-    Exited {
-        status: ExitStatus,
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
-    },
+    Exited { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
     /// It was still running after the timeout, and was killed.
     TimedOut,
 }
@@ -36,9 +32,7 @@ fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
     use std::io::{Read, Seek};
     let mut out = tempfile::tempfile()?;
     let mut err = tempfile::tempfile()?;
-    cmd.stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(err.try_clone()?);
+    cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(err.try_clone()?);
     let mut child = cmd.spawn()?;
     let started = Instant::now();
     let mut pause = Duration::from_millis(1);
@@ -60,11 +54,7 @@ fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
     out.read_to_end(&mut stdout)?;
     err.rewind()?;
     err.read_to_end(&mut stderr)?;
-    Ok(Ran::Exited {
-        status,
-        stdout,
-        stderr,
-    })
+    Ok(Ran::Exited { status, stdout, stderr })
 }
 
 /// Run a hardware or driver probe (`nvidia-smi --query-gpu=...`) by argv, for at most
@@ -74,9 +64,7 @@ pub fn probe(program: &Path, args: &[&str]) -> Option<String> {
     #[allow(clippy::disallowed_methods)] // tool/process.rs runs hardware and driver probes (argv)
     let mut cmd = Command::new(program);
     match run_timed(cmd.args(args), PROBE_TIMEOUT).ok()? {
-        Ran::Exited { status, stdout, .. } => status
-            .success()
-            .then(|| String::from_utf8_lossy(&stdout).into_owned()),
+        Ran::Exited { status, stdout, .. } => status.success().then(|| String::from_utf8_lossy(&stdout).into_owned()),
         Ran::TimedOut => None,
     }
 }
@@ -94,9 +82,7 @@ pub fn is_executable(p: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
+        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
     }
     #[cfg(not(unix))]
     {
@@ -113,12 +99,7 @@ fn file_key(path: &Path) -> Result<String> {
         return Ok(format!("{}|{size}|{mtime}|{ctime}|{inode}", path.display()));
     }
     let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0);
     Ok(format!("{}|{}|{mtime}", path.display(), meta.len()))
 }
 
@@ -132,34 +113,19 @@ fn file_key(path: &Path) -> Result<String> {
 pub fn probe_cached(tool: &Tool, args: &[&str], cache: &DeviceCache) -> Option<String> {
     let key = format!("{}|{}", file_key(&tool.path).ok()?, args.join(" "));
     let cache_file = cache.tool_probes();
-    let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     if let Some(v) = cache.get(&key) {
         return Some(v.clone());
     }
-    #[allow(clippy::disallowed_methods)]
-    // tool/process.rs asks a tool what it accepts (argv, cached)
+    #[allow(clippy::disallowed_methods)] // tool/process.rs asks a tool what it accepts (argv, cached)
     let mut cmd = Command::new(&tool.path);
     cmd.args(args);
     tool.apply_env(&mut cmd);
-    let Ran::Exited {
-        status,
-        stdout,
-        stderr,
-    } = run_timed(&mut cmd, PROBE_TIMEOUT).ok()?
-    else {
-        return None;
-    };
+    let Ran::Exited { status, stdout, stderr } = run_timed(&mut cmd, PROBE_TIMEOUT).ok()? else { return None };
     if matches!(status.code(), None | Some(126) | Some(127)) {
         return None;
     }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&stdout),
-        String::from_utf8_lossy(&stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     if text.trim().is_empty() {
         return None;
     }
@@ -177,19 +143,11 @@ pub fn probe_cached(tool: &Tool, args: &[&str], cache: &DeviceCache) -> Option<S
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when the program does not start, cannot execute (126/127), or
 /// does not answer within `timeout` (killed; nothing cached).
-pub(super) fn version_of(
-    spec: &ToolSpec,
-    path: &Path,
-    tool_env: &[(String, OsString)],
-    cache: &DeviceCache,
-    timeout: Duration,
-) -> Result<String> {
+pub(super) fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsString)], cache: &DeviceCache, timeout: Duration) -> Result<String> {
     let key = file_key(path)?;
     let cache_file = cache.tool_versions();
-    let mut cache: BTreeMap<String, String> = std::fs::read(&cache_file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut cache: BTreeMap<String, String> =
+        std::fs::read(&cache_file).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
     if let Some(v) = cache.get(&key) {
         return Ok(v.clone());
     }
@@ -200,41 +158,21 @@ pub(super) fn version_of(
         cmd.env(k, v);
     }
     let ran = run_timed(&mut cmd, timeout).map_err(|e| {
-        Error::new(
-            ErrorKind::ToolNotFound,
-            format!(
-                "{} cannot be used: `{}` does not run: {e}",
-                spec.name,
-                crate::text::echo_path(path)
-            ),
-        )
+        Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run: {e}", spec.name, crate::text::echo_path(path)))
     })?;
-    let Ran::Exited {
-        status,
-        stdout,
-        stderr,
-    } = ran
-    else {
+    let Ran::Exited { status, stdout, stderr } = ran else {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{} {}` did not answer within {} s", spec.name, crate::text::echo_path(path), spec.version_args.join(" "), timeout.as_secs_f64()))
             .file(path)
             .detail("cargo-mcpp asks each tool its version once (then cached by the program file); this one was still running, and was stopped.")
             .help(format!("name a program that answers `{}` ([package.metadata.mcpp.tools] {}, or {}), or fix this one", spec.version_args.join(" "), spec.name, override_var(spec.name))));
     };
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&stdout),
-        String::from_utf8_lossy(&stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
     if matches!(status.code(), None | Some(126) | Some(127)) {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("{} cannot be used: `{}` does not run ({})", spec.name, crate::text::echo_path(path), status))
             .detail(text.trim().lines().take(5).map(crate::text::echo).collect::<Vec<_>>().join("\n"))
             .help("a toolchain package's programs need its library directories; run `cargo mcpp fetch` again, or name a working program"));
     }
-    let version = if text.trim().is_empty() {
-        "unknown".to_string()
-    } else {
-        text.trim().to_string()
-    };
+    let version = if text.trim().is_empty() { "unknown".to_string() } else { text.trim().to_string() };
     cache.insert(key, version.clone());
     if let Ok(json) = serde_json::to_vec_pretty(&cache) {
         crate::fingerprint::write_if_changed(&cache_file, &json)?;
@@ -256,58 +194,20 @@ mod tests {
         let hang = dir.path().join("hangcc");
         std::fs::write(&hang, "#!/bin/sh\nexec sleep 30\n").unwrap();
         std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let spec = ToolSpec {
-            name: "hangcc",
-            programs: &["hangcc"],
-            env_vars: &[],
-            version_args: &["--version"],
-            install_hint: "none",
-            toolchain_package: None,
-            toolkit: None,
-        };
+        let spec = ToolSpec { name: "hangcc", programs: &["hangcc"], env_vars: &[], version_args: &["--version"], install_hint: "none", toolchain_package: None, toolkit: None };
         let started = Instant::now();
-        let e = version_of(
-            &spec,
-            &hang,
-            &[],
-            &DeviceCache::at(dir.path()),
-            Duration::from_millis(300),
-        )
-        .unwrap_err();
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "stopped at the timeout, not when sleep ended: {:?}",
-            started.elapsed()
-        );
+        let e = version_of(&spec, &hang, &[], &DeviceCache::at(dir.path()), Duration::from_millis(300)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "stopped at the timeout, not when sleep ended: {:?}", started.elapsed());
         assert_eq!(e.kind, ErrorKind::ToolNotFound);
         let text = e.to_string();
-        assert!(
-            text.contains(&format!(
-                "hangcc cannot be used: `{} --version` did not answer within 0.3 s",
-                hang.display()
-            )),
-            "{text}"
-        );
+        assert!(text.contains(&format!("hangcc cannot be used: `{} --version` did not answer within 0.3 s", hang.display())), "{text}");
         assert!(text.contains("MCPP_TOOL_HANGCC"), "the way out: {text}");
-        assert!(
-            !DeviceCache::at(dir.path()).tool_versions().exists(),
-            "nothing cached"
-        );
+        assert!(!DeviceCache::at(dir.path()).tool_versions().exists(), "nothing cached");
         // A probe that answers in time is read whole, stdout then stderr.
         let ok = dir.path().join("okcc");
         std::fs::write(&ok, "#!/bin/sh\necho out; echo err >&2; exit 3\n").unwrap();
         std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let v = version_of(
-            &ToolSpec {
-                name: "okcc",
-                ..spec
-            },
-            &ok,
-            &[],
-            &DeviceCache::at(dir.path()),
-            Duration::from_secs(5),
-        )
-        .unwrap();
+        let v = version_of(&ToolSpec { name: "okcc", ..spec }, &ok, &[], &DeviceCache::at(dir.path()), Duration::from_secs(5)).unwrap();
         assert_eq!(v, "out\nerr");
     }
 }
