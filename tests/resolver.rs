@@ -826,7 +826,7 @@ fn a_tool_replaced_in_place_with_cp_p_is_asked_its_version_again() {
 /// another program.
 #[test]
 fn a_builder_tool_of_no_rule_is_refused_naming_its_line_and_the_known_tools() {
-    let line = line!() + 2;
+    let line = line!() + 5;
     let text = harness::package_refusal(
         "accel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]",
         &[("shaders/a.comp", harness::SQUARE_COMP)],
