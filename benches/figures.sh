@@ -3,9 +3,9 @@
 #   - the physical limit with cargo-mcpp's own compiler argv (every entry of the build's
 #     compile_commands.json, run `nproc` at a time: `limit-from-db.py`);
 #   - the crate-only cold build (`cargo clean -p` + the device cache removed, dependencies built)
-#     through `mcpp-build` (benches/cargo-mcpp), through the library as build.rs users take it
-#     (benches/cargo-mcpp-lib, `default-features = false`: a client of the same engine) and
-#     through the library with its `engine` feature (benches/cargo-mcpp-engine: in process);
+#     through `mcpp-build` (benches/cargo-mcpp, the client of the installed engine), through
+#     `mcpp-build` with its `engine` feature (benches/cargo-mcpp-lib: in process) and through
+#     the cargo-mcpp library with its `engine` feature (benches/cargo-mcpp-engine: in process);
 #   - the no-op build all three ways, next to an empty crate's (cargo's own floor on this machine);
 #   - with sccache (`MCPP_LAUNCHER`, the mcpp-build variant): the cold build with an empty cache
 #     and the warm-cache clean build, with sccache's hit and miss counts; then where one warm

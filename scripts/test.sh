@@ -7,9 +7,18 @@ cd "$(dirname "$0")/.."
 scripts/setup-toolchains.sh
 source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"
 cargo clippy --workspace --all-targets -- -D warnings
-# The library's two build.rs forms on their own (a workspace build unifies its features): the
-# client without `engine`, and the in-process engine without the command line.
+# The library's feature sets on their own (a workspace build unifies its features): without
+# `engine` (only the earlier build.rs form's refusal), and the in-process engine without the
+# command line, as mcpp-build's `engine` feature builds it.
 cargo clippy --lib --no-default-features -- -D warnings
 cargo clippy --lib --no-default-features --features engine -- -D warnings
+cargo clippy -p mcpp-build --features engine -- -D warnings
+# The published crates' documentation as docs.rs builds it ([package.metadata.docs.rs]: cargo-mcpp
+# without default features, mcpp-build with and without its engine), broken links are errors.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp --no-default-features
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build --features engine
+# The published crates package (what they hold is built and installed by tests/packaging.rs).
+cargo package -p cargo-mcpp -p mcpp-build --no-verify --allow-dirty --offline
 mdbook build docs
 cargo test --workspace --all-targets "$@"

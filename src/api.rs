@@ -1,5 +1,7 @@
-//! `cargo_mcpp::Build`, the builder a crate's `build.rs` uses (cc-rs style `&mut self`
-//! setters), and [`build`], the one-line form with every default.
+//! The engine's builder of a build script's device phase (cc-rs style `&mut self` setters).
+//! Build scripts use `mcpp_build::Build`, whose request (`crate::request`) is applied to this
+//! one; it stays public, hidden from the docs, for the old `cargo_mcpp::build()` form and as
+//! the tests' way to run a device phase in process and read its [`Outcome`].
 
 use crate::env::Env;
 use crate::error::{Error, ErrorKind, Result};
@@ -9,7 +11,7 @@ use crate::report::{DeviceEvent, Reporter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The device phase of a build script, configured.
+/// The device phase of a build script, configured (the engine's side of `mcpp_build::Build`).
 ///
 /// Defaults come from the variables cargo gives a build script: `CARGO_MANIFEST_DIR`
 /// (the manifest), `OUT_DIR` (generated surface; the device cache sits beside the profile
@@ -94,10 +96,8 @@ impl Build {
         let at = std::panic::Location::caller();
         self.tool_at(name, path, format!("{}:{}", at.file(), at.line()))
     }
-    /// [`Build::tool`] with the calling line given (`file:line`): the engine of a
-    /// dependency-free client (`mcpp_build`, `cargo mcpp build-script --tool`) names the
-    /// client's build.rs line.
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    /// [`Build::tool`] with the calling line given (`file:line`): a request from
+    /// `mcpp_build::Build::tool` names the build.rs line that called it.
     pub(crate) fn tool_at(&mut self, name: &str, path: impl Into<PathBuf>, at: String) -> &mut Build {
         self.tool_lines.insert(name.to_string(), at);
         self.tools.insert(name.to_string(), path.into());
@@ -200,24 +200,38 @@ impl Build {
     /// without a panic backtrace. Under `cargo mcpp build`, progress and the outcome also go
     /// to it ([`crate::report`]).
     pub fn compile(&self) {
+        let code = self.compile_status();
+        if code != 0 {
+            std::process::exit(code);
+        }
+    }
+
+    /// [`Build::compile`] returning the build script's exit status (0 done, 1 failed or
+    /// refused, printed) instead of exiting.
+    pub(crate) fn compile_status(&self) -> i32 {
         let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
         match self.run(&Reporter::from_env(&self.env, &package)) {
-            Ok(outcome) => outcome.cargo.print(),
-            Err(e) => fail(&e),
+            Ok(outcome) => {
+                outcome.cargo.print();
+                0
+            }
+            Err(e) => {
+                print_failure(&e);
+                1
+            }
         }
     }
 }
 
-/// Print `error` the way a failing build script should and exit with status 1: the whole
-/// error on stderr (cargo shows it under `--- stderr`) and its headline as one warning, through
+/// Print `error` the way a failing build script should: the whole error on stderr (cargo shows
+/// it under `--- stderr`) and its headline as one warning, through
 /// [`crate::cargo_output::CargoOutput::warning`], the one place that adds the `cargo-mcpp: `
 /// prefix (so cargo prints `warning: <pkg>@<ver>: cargo-mcpp: <headline>`, the prefix once).
-fn fail(error: &Error) -> ! {
+pub(crate) fn print_failure(error: &Error) {
     eprintln!("\nerror: {error}\n");
     let mut out = crate::cargo_output::CargoOutput::default();
     out.warning(&error.message);
     out.print();
-    std::process::exit(1)
 }
 
 /// The CPUs of this machine (at least 1).
@@ -225,9 +239,9 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// The whole `build.rs`: `fn main() { cargo_mcpp::build(); }`. Reads `[package.metadata.mcpp]`
-/// from `CARGO_MANIFEST_DIR`, compiles the device sources, generates the surface into
-/// `OUT_DIR`, and prints the cargo directives (see [`Build`] for finer control).
+/// The earlier build.rs form, `fn main() { cargo_mcpp::build(); }` with a cargo-mcpp
+/// build-dependency that has the `engine` feature: still runs the device phase in process.
+/// New build scripts call `mcpp_build::build()`.
 pub fn build() {
     Build::new().compile();
 }

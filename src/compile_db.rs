@@ -8,7 +8,7 @@
 //! Who writes what (one writer per file and mode):
 //! - the device phase (the build script) writes the package's database into the variant of the
 //!   device cache ([`crate::layout::Variant::compile_commands`]) on every run, fresh actions
-//!   included ([`write`]);
+//!   included ([`write()`]);
 //! - under `cargo mcpp build`, the command line alone writes the copy, after cargo finishes (even
 //!   when every build script was fresh): the databases of every selected package merged into
 //!   `--compile-commands DIR`, or else into each manifest's `compile-commands` directory (the

@@ -1,20 +1,13 @@
-//! cargo-mcpp: device code (SPIR-V shaders, CUDA kernels with their island boundary) in Rust/C++ mixed crates.
+//! cargo-mcpp: device code (SPIR-V shaders, CUDA kernels with their island boundary) in
+//! Rust/C++ mixed crates.
 //!
-//! Three uses: `cargo mcpp build` (the CLI, feature `cli`), a crate's `build.rs`, and
-//! `cargo mcpp pack` (an AppImage or an MSI of the package's program, feature `cli`). The whole
-//! `build.rs` is:
+//! This crate is the `cargo mcpp` command (`cargo install cargo-mcpp`): `cargo mcpp new`,
+//! `init`, `build`, `fetch`, `why` and `pack`, and the engine that compiles a crate's device
+//! code. A crate's `build.rs` does not use this library: it depends on the `mcpp-build` crate
+//! and calls `mcpp_build::build()`. With `mcpp-build`'s `engine` feature this engine runs
+//! inside the build script; without it, the build script runs the installed `cargo-mcpp`.
 //!
-//! ```no_run
-//! // build.rs
-//! cargo_mcpp::build();
-//! ```
-//!
-//! With `default-features = false` (what a build-dependency takes) the library is a client with
-//! no dependency but `mcpp-build`: [`build`] and [`Build`] run the installed `cargo-mcpp` as the
-//! engine of this same code (see the `mcpp-build` crate), so a no-op `cargo build` costs what an
-//! empty crate's does. The `engine` feature (implied by `cli` and `bindgen`) runs the device
-//! phase in the build script's own process instead, with every module below. The crate
-//! includes the generated surface:
+//! The crate includes the generated surface:
 //!
 //! ```ignore
 //! mod shaders {
@@ -24,9 +17,9 @@
 //! ```
 //!
 //! Two words with one meaning each: a *payload* is the bytes a build embeds (one per device
-//! output, reached through the generated surface: [`surface`]); a *toolchain package* is a
-//! compiler package a rule drives (or the AppImage runtime `cargo mcpp pack` takes), which
-//! `cargo mcpp fetch` installs ([`toolchain_package`]).
+//! output, reached through the generated surface); a *toolchain package* is a compiler package
+//! a rule drives (or the AppImage runtime `cargo mcpp pack` takes), which `cargo mcpp fetch`
+//! installs.
 //!
 //! `cargo mcpp fetch` (never build.rs) also reads `MCPP_PYTHON` (the interpreter that runs
 //! `pip download`, default `python3` on PATH) and `CARGO_NET_OFFLINE`, and gives pip the
@@ -34,15 +27,8 @@
 //! toolchain package (`cargo fetch`). `cargo mcpp pack` (never build.rs) also reads
 //! `SOURCE_DATE_EPOCH` (the AppImage's dates) and, for the MSI, `WIXL`/`MCPP_TOOL_WIXL`.
 //!
-//! Environment variables read (each declared to cargo with `rerun-if-env-changed`):
-//! `MCPP_ACCEL` (accelerator override, set by `cargo mcpp build --accel`), `MCPP_NO_ACCEL`
-//! (`--no-accel`), `GLSLANG_VALIDATOR`/`MCPP_GLSLANG`, `GLSLC`/`MCPP_GLSLC`, `MCPP_TOOL_<NAME>`
-//! (the global override of any tool), `MCPP_HOME`/`CARGO_HOME`/`HOME` (the toolchain package
-//! cache; see [`toolchain_package::Home`]), `PATH` (last resort, warned), and cargo's `CARGO_MANIFEST_DIR`, `OUT_DIR`,
-//! `CARGO_PKG_NAME`, `PROFILE`, `NUM_JOBS`; for the CUDA lane `NVCC`, `CUDA_PATH`, `CUDA_HOME`,
-//! `NVCC_CCBIN`, `CUDAHOSTCXX`, `MCPP_CUDA_CLANG`, and the variables the `cc` crate reads for
-//! the host compiler (`CXX`, `CXXFLAGS`, with their target-prefixed forms; archives are written in process, so `AR` is not read), `TARGET`,
-//! `HOST`. See ARCHITECTURE.md for the pipeline.
+//! The environment variables the device phase reads are listed in the manifest and environment
+//! reference of the guide. See ARCHITECTURE.md for the pipeline.
 
 #![warn(missing_docs)]
 // Errors are rare and carry the whole refusal text (file, key, help); their size is not a cost.
@@ -52,7 +38,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 /// Declares modules that exist only with the `engine` feature (the in-process device phase);
-/// without it the crate is the client of `src/client.rs`.
+/// without it the crate only refuses the earlier build.rs form (`src/client.rs`).
 macro_rules! engine_modules {
     ($($vis:vis mod $name:ident;)*) => { $(#[cfg(feature = "engine")] $vis mod $name;)* };
 }
@@ -82,6 +68,7 @@ engine_modules! {
     pub mod plan;
     pub mod reference;
     pub mod report;
+    mod request;
     pub mod rules;
     pub mod sources;
     pub mod surface;
@@ -100,12 +87,26 @@ pub mod pack;
 pub mod progress;
 
 #[cfg(feature = "engine")]
+#[doc(hidden)]
 pub use api::{build, default_jobs, Build};
 #[cfg(feature = "engine")]
 pub use error::{Error, ErrorKind, Result};
 
-// Without the engine: the build.rs client (src/client.rs).
+/// The entry `mcpp-build`'s `engine` feature calls: not for hand use.
+#[cfg(feature = "engine")]
+#[doc(hidden)]
+pub mod __build_script {
+    /// Run a build script's device phase from `mcpp_build::Build`'s request (JSON text): the
+    /// same code as `cargo mcpp build-script`. Prints the cargo directives or the failure;
+    /// returns the exit status (0 done).
+    pub fn run(request: &str) -> i32 {
+        crate::request::run(request)
+    }
+}
+
+// Without the engine: the earlier build.rs form, refused (src/client.rs).
 #[cfg(not(feature = "engine"))]
 mod client;
 #[cfg(not(feature = "engine"))]
+#[allow(deprecated)]
 pub use client::{build, Build};

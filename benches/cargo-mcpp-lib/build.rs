@@ -1,1 +1,1 @@
-fn main() { cargo_mcpp::build(); }
+fn main() { mcpp_build::build(); }

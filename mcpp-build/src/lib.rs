@@ -1,90 +1,74 @@
-//! `mcpp-build`: the device phase of a crate's `build.rs`, with no dependencies.
-//!
-//! The whole `build.rs` is
+//! The device phase of a crate's `build.rs`: compile the crate's shaders and kernels
+//! (`[package.metadata.mcpp]` in its `Cargo.toml`) and generate their Rust surface in `OUT_DIR`.
 //!
 //! ```no_run
-//! // build.rs (Cargo.toml: [build-dependencies] mcpp-build = "0.1")
+//! // build.rs: `fn main() { mcpp_build::build(); }`
 //! mcpp_build::build();
 //! ```
 //!
-//! It does what `cargo_mcpp::build()` does (read `[package.metadata.mcpp]`, compile the device
-//! sources, generate the surface into `OUT_DIR`, print the cargo directives) by running the
-//! installed `cargo-mcpp` executable (the *engine*) as `cargo-mcpp mcpp build-script`, with this
-//! build script's environment, standard output (the directives reach cargo) and jobserver.
+//! [`Build`] gives finer control (accelerator set, tools, environment, jobs, optimisation).
 //!
-//! Why two ways: `cargo_mcpp` as a build-dependency brings ~40 packages (serde, toml, sha2, cc,
-//! ...) that cargo resolves and fingerprints on every `cargo build`, even one with nothing to
-//! do; this crate brings none, so a no-op build costs what it costs a crate without build
-//! dependencies. The price is that the engine must be installed (`cargo install cargo-mcpp`),
-//! as it already is for `cargo mcpp build` and `cargo mcpp fetch`.
+//! The work is done by the cargo-mcpp *engine*, in one of two places:
+//! - **in the build script** with the `engine` feature (`mcpp-build = { version = "0.1",
+//!   features = ["engine"] }`). Nothing needs to be installed. Use it for a library: its
+//!   dependents build it with a plain `cargo build`. The `bindgen` feature adds the Rust
+//!   bindings of a CUDA or HIP island.
+//! - **in the installed `cargo-mcpp`** without it. This crate then has no dependencies, so a
+//!   `cargo build` with nothing to do stays fast. Use it for an application whose developers
+//!   run `cargo install cargo-mcpp`. The engine is `Build::engine`'s path, else `CARGO_MCPP`,
+//!   else `$CARGO_HOME/bin/cargo-mcpp` (never a program found on `PATH`). It must be the
+//!   version of this crate.
 //!
-//! The engine is found, in this order (never on PATH: a program found by accident is the
-//! defect this project exists to avoid):
-//! 1. [`Build::engine`] in build.rs;
-//! 2. `CARGO_MCPP`, the path of a `cargo-mcpp` executable (`cargo mcpp build` sets it to itself
-//!    when it is unset and the command is not the installed one of step 3, so the build script
-//!    runs the same engine as the command);
-//! 3. where `cargo install` puts it: `$CARGO_HOME/bin/cargo-mcpp` (`CARGO_HOME` defaults to
-//!    `$HOME/.cargo`, `%USERPROFILE%\.cargo` on Windows).
-//!
-//! Nothing found is a refusal naming the three ways. The engine refuses a client of another
-//! version ([`VERSION`] against its own), naming both: install the matching one.
-//! The build script reruns when `CARGO_MCPP` or `CARGO_HOME` changes or the engine file does.
-//!
-//! What the engine reads is what `cargo_mcpp::build()` reads: the manifest (including
-//! `[package.metadata.mcpp.tools]`) and the environment (`MCPP_TOOL_<NAME>`, `NVCC`,
-//! `CUDA_PATH`, `MCPP_ACCEL`, ...; see the cargo-mcpp README). The builder's finer controls
-//! ([`Build::tool`], [`Build::env`], [`Build::env_remove`], [`Build::jobs`], [`Build::release`])
-//! are passed to the engine as arguments, and it applies them through `cargo_mcpp::Build`'s
-//! methods of the same names, so they mean exactly what they mean in process.
-//!
-//! The `cargo-mcpp` library built without its `engine` feature (a build-dependency with
-//! `default-features = false`) is this client under its own name: `cargo_mcpp::build()` and
-//! `cargo_mcpp::Build` run the engine through this crate.
+//! Under docs.rs (`DOCS_RS` set) no compiler runs and the surface is still generated, so the
+//! crate's documentation builds.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-/// The environment variable naming the engine (a `cargo-mcpp` executable), an absolute path.
+/// The environment variable naming the engine (a `cargo-mcpp` executable).
+#[doc(hidden)]
 pub const ENGINE_ENV: &str = "CARGO_MCPP";
 
-/// The first line an engine prints, followed by its version; a program that does not print it
-/// is not a cargo-mcpp engine (or one older than this client), and the build is refused.
+/// The first line an engine prints, followed by its version.
+#[doc(hidden)]
 pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
 
-/// This client's version; the engine runs only for its own version.
+/// This crate's version; the engine runs only requests of its own version.
+#[doc(hidden)]
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The version of the request format ([`Build::request`]).
+#[doc(hidden)]
+pub const REQUEST_FORMAT: u32 = 1;
+
 /// The variable naming `cargo mcpp build`'s progress channel (a Unix socket taking one JSON
-/// event per line; cargo-mcpp's `report::PROGRESS_ENV`): a failure of this client itself (no
-/// engine, an engine killed) is sent there, so `cargo mcpp build` exits with its code instead of
-/// cargo's 101.
+/// event per line): a failure of this crate itself (no engine) is sent there.
+#[doc(hidden)]
 pub const PROGRESS_ENV: &str = "MCPP_PROGRESS_SOCKET";
 
-/// The progress channel's `failed` event for `package` (cargo-mcpp's `DeviceEvent::Failed`:
-/// `{"event":"failed","package":...,"exit_code":...,"message":...}`), one line without its
-/// newline. JSON written here, this crate having no dependencies; the engine's tests parse it.
+/// `s` as a JSON string literal.
+fn json(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The progress channel's `failed` event for `package` (`{"event":"failed","package":...,
+/// "exit_code":...,"message":...}`), one line without its newline.
 #[doc(hidden)]
 pub fn failure_event(package: &str, exit_code: i32, message: &str) -> String {
-    fn json(s: &str) -> String {
-        let mut out = String::from("\"");
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
     format!(
         "{{\"event\":\"failed\",\"package\":{},\"exit_code\":{exit_code},\"message\":{}}}",
         json(package),
@@ -92,7 +76,7 @@ pub fn failure_event(package: &str, exit_code: i32, message: &str) -> String {
     )
 }
 
-/// Send this client's own failure to `cargo mcpp build`'s progress channel, when there is one.
+/// Send this crate's own failure to `cargo mcpp build`'s progress channel, when there is one.
 fn report_failure(code: i32, message: &str) {
     #[cfg(unix)]
     if let Some(path) = std::env::var_os(PROGRESS_ENV).filter(|p| !p.is_empty()) {
@@ -115,8 +99,10 @@ enum Accel {
     None,
 }
 
-/// The device phase of a build script, configured: which engine, which accelerator set, and the
-/// finer controls the engine applies (tools, environment view, jobs, optimisation).
+/// The device phase of a build script, configured.
+///
+/// Defaults: the manifest's accelerator set, cargo's `OPT_LEVEL` and `DEBUG`, `NUM_JOBS` and
+/// cargo's jobserver, the resolver's order for every tool, the build script's environment.
 #[derive(Debug, Clone, Default)]
 pub struct Build {
     engine: Option<PathBuf>,
@@ -127,8 +113,6 @@ pub struct Build {
     tools: BTreeMap<String, (PathBuf, String)>,
     /// name -> value to set, or `None`: hidden from the engine's view.
     env: BTreeMap<String, Option<OsString>>,
-    /// The crate the build script depends on, for the engine's version refusal (`None`: this one).
-    client: Option<&'static str>,
 }
 
 /// Why the device phase did not complete.
@@ -138,10 +122,8 @@ pub struct Error {
     pub message: String,
     /// The way out (one line), or empty.
     pub help: String,
-    /// The exit status to leave with, and `cargo mcpp build`'s: the engine's own when it failed
-    /// (1 compiler failed or refused in build.rs, 3 version refused), 3 when no engine could be
-    /// found, started or answered (a missing tool, as the engine's own refusal of one), 1 when
-    /// it was killed.
+    /// The exit status to leave with: 1 a compiler failed or the manifest was refused, 3 no
+    /// engine could be found, started or used (cargo-mcpp's code of a missing tool).
     pub code: i32,
 }
 
@@ -161,12 +143,12 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Build {
-    /// A builder with every default: the engine from `CARGO_MCPP` or the `cargo install`
-    /// location, the manifest's accelerator set.
+    /// A builder with every default (see the type docs).
     pub fn new() -> Build {
         Build::default()
     }
-    /// Run this `cargo-mcpp` executable (first in the order, before `CARGO_MCPP`).
+    /// Run this `cargo-mcpp` executable (a relative path is taken from the package directory).
+    /// Not used with the `engine` feature, where the device phase runs in the build script.
     pub fn engine(&mut self, path: impl Into<PathBuf>) -> &mut Build {
         self.engine = Some(path.into());
         self
@@ -182,20 +164,19 @@ impl Build {
         self
     }
     /// Optimise device code (`true`: as `OPT_LEVEL=3`) or not (`false`: as `OPT_LEVEL=0` with
-    /// debug info). Default: cargo's `OPT_LEVEL` and `DEBUG`. (`cargo_mcpp::Build::release`.)
+    /// debug info). Default: cargo's `OPT_LEVEL` and `DEBUG`.
     pub fn release(&mut self, release: bool) -> &mut Build {
         self.release = Some(release);
         self
     }
     /// Parallel compilers when cargo's jobserver is absent (default `NUM_JOBS`, else the CPUs).
-    /// (`cargo_mcpp::Build::jobs`.)
     pub fn jobs(&mut self, jobs: usize) -> &mut Build {
         self.jobs = Some(jobs);
         self
     }
-    /// Name a tool's program explicitly (first in the resolver's order), e.g.
-    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`; the calling line is recorded with the decision
-    /// (`cargo mcpp why tool glslc` prints it). (`cargo_mcpp::Build::tool`.)
+    /// Name a tool's program, first in the resolver's order, e.g.
+    /// `.tool("glslc", "/opt/shaderc/bin/glslc")`. The calling line is recorded with the
+    /// decision (`cargo mcpp why tool glslc` prints it).
     #[track_caller]
     pub fn tool(&mut self, name: &str, path: impl Into<PathBuf>) -> &mut Build {
         let at = std::panic::Location::caller();
@@ -206,24 +187,68 @@ impl Build {
         self
     }
     /// Set an environment variable in the engine's view of the build (the build script's own
-    /// environment is untouched). (`cargo_mcpp::Build::env`.)
+    /// environment is untouched).
     pub fn env(&mut self, name: &str, value: impl Into<OsString>) -> &mut Build {
         self.env.insert(name.to_string(), Some(value.into()));
         self
     }
     /// Hide an environment variable from the engine's view of the build.
-    /// (`cargo_mcpp::Build::env_remove`.)
     pub fn env_remove(&mut self, name: &str) -> &mut Build {
         self.env.insert(name.to_string(), None);
         self
     }
-    /// The crate this build script depends on, named in the engine's refusal of a client of
-    /// another version (the `cargo-mcpp` library without its `engine` feature says
-    /// `"cargo-mcpp"`). Default: `mcpp-build`.
+    /// This build's settings as the engine's request: one JSON object, format
+    /// [`REQUEST_FORMAT`]. The engine reads it with serde (the same code in process and as a
+    /// child): `{"format":1,"client":"mcpp-build","client_version":"0.1.0","accel":"manifest"
+    /// |"none"|{"spec":S},"release":null|bool,"jobs":null|N,"tools":{NAME:{"program":P,
+    /// "at":"file:line"}},"env":{NAME:VALUE|null}}`.
+    ///
+    /// # Errors
+    /// A tool path or an environment value that is not UTF-8 (the request is text).
     #[doc(hidden)]
-    pub fn client(&mut self, name: &'static str) -> &mut Build {
-        self.client = Some(name);
-        self
+    pub fn request(&self) -> Result<String, Error> {
+        let text = |what: String, v: &std::ffi::OsStr| -> Result<String, Error> {
+            v.to_str().map(json).ok_or_else(|| Error {
+                message: format!("{what} is not UTF-8 ({v:?}), and the engine's request is text"),
+                help: "give a UTF-8 value in build.rs".into(),
+                code: 1,
+            })
+        };
+        let accel = match &self.accel {
+            Accel::Manifest => "\"manifest\"".to_string(),
+            Accel::None => "\"none\"".to_string(),
+            Accel::Spec(s) => format!("{{\"spec\":{}}}", json(s)),
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "null".into());
+        let mut tools = Vec::new();
+        for (name, (program, at)) in &self.tools {
+            let program = text(
+                format!("Build::tool(\"{name}\")'s path"),
+                program.as_os_str(),
+            )?;
+            tools.push(format!(
+                "{}:{{\"program\":{program},\"at\":{}}}",
+                json(name),
+                json(at)
+            ));
+        }
+        let mut env = Vec::new();
+        for (name, value) in &self.env {
+            let value = match value {
+                Some(v) => text(format!("Build::env(\"{name}\")'s value"), v)?,
+                None => "null".into(),
+            };
+            env.push(format!("{}:{value}", json(name)));
+        }
+        Ok(format!(
+            "{{\"format\":{REQUEST_FORMAT},\"client\":{},\"client_version\":{},\"accel\":{accel},\"release\":{},\"jobs\":{},\"tools\":{{{}}},\"env\":{{{}}}}}",
+            json("mcpp-build"),
+            json(VERSION),
+            opt(self.release.map(|r| r.to_string())),
+            opt(self.jobs.map(|j| j.to_string())),
+            tools.join(","),
+            env.join(","),
+        ))
     }
 
     /// The engine this build would run and where it came from (`"Build::engine"`,
@@ -231,6 +256,7 @@ impl Build {
     ///
     /// # Errors
     /// A named engine that is not a file; no engine where `cargo install` puts it.
+    #[doc(hidden)]
     pub fn locate_engine(&self) -> Result<(PathBuf, &'static str), Error> {
         let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         // A relative name is a file of the package (a build script runs in its directory), made
@@ -276,85 +302,70 @@ impl Build {
             Some(p) if p.is_file() => Ok((p, "cargo install location")),
             other => Err(Error {
                 message: format!(
-                    "no cargo-mcpp engine: {}CARGO_MCPP is unset, and {}",
-                    if self.client.is_some() { "" } else { "build.rs names none (Build::engine), " },
+                    "no cargo-mcpp engine: build.rs names none (Build::engine), CARGO_MCPP is unset, and {}",
                     match other {
                         Some(p) => format!("`{}` (the `cargo install` location, $CARGO_HOME/bin) does not exist", p.display()),
                         None => "neither CARGO_HOME nor HOME is set (the `cargo install` location)".into(),
                     }
                 ),
                 help: format!(
-                    "set CARGO_MCPP=/path/to/cargo-mcpp (a plain `cargo build` or `cargo run` needs it when cargo-mcpp {VERSION} was installed elsewhere, e.g. with `cargo install --root`), install it into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), {}",
-                    match self.client {
-                        // The library without its `engine` feature: the other way is the feature.
-                        Some(_) => "or turn on the library's `engine` feature (`cargo-mcpp = { ..., default-features = false, features = [\"engine\"] }` in [build-dependencies]) to run the device phase in the build script itself",
-                        None => "or call Build::engine(path) in build.rs",
-                    }
+                    "turn on this crate's `engine` feature to run the device phase in the build script (`mcpp-build = {{ version = \"{VERSION}\", features = [\"engine\"] }}` in [build-dependencies]), or install cargo-mcpp {VERSION} into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), or set CARGO_MCPP=/path/to/cargo-mcpp"
                 ),
                 code: MISSING_ENGINE,
             }),
         }
     }
 
-    /// The engine's arguments for this build (after the program name): `mcpp build-script
-    /// --client-version V`, then, where set, `--client NAME`, `--accel SPEC` or `--no-accel`,
-    /// `--release true|false`, `--jobs N`, `--tool NAME PROGRAM LINE` per tool, `--env NAME VALUE`
-    /// and `--env-remove NAME` per variable (names in order).
-    pub fn engine_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = ["mcpp", "build-script", "--client-version", VERSION]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        if let Some(client) = self.client {
-            args.extend(["--client".into(), client.into()]);
-        }
-        match &self.accel {
-            Accel::Manifest => {}
-            Accel::Spec(s) => args.extend([OsString::from("--accel"), OsString::from(s)]),
-            Accel::None => args.push("--no-accel".into()),
-        }
-        if let Some(release) = self.release {
-            args.extend(["--release".into(), release.to_string().into()]);
-        }
-        if let Some(jobs) = self.jobs {
-            args.extend(["--jobs".into(), jobs.to_string().into()]);
-        }
-        for (name, (program, line)) in &self.tools {
-            args.extend(["--tool".into(), name.into(), program.into(), line.into()]);
-        }
-        for (name, value) in &self.env {
-            match value {
-                Some(v) => args.extend(["--env".into(), name.into(), v.clone()]),
-                None => args.extend(["--env-remove".into(), name.into()]),
-            }
-        }
-        args
-    }
-
-    /// Run the device phase: print the rerun directives of the engine choice, then run the
-    /// engine, whose directives and messages go straight to cargo.
+    /// Run the device phase and print its cargo directives.
     ///
     /// # Errors
-    /// No engine (see [`Build::locate_engine`]), an engine that cannot be started, or one that
-    /// exits non-zero (it has printed why; [`Error::message`] is then empty).
+    /// No engine, an engine that cannot be started, or a device phase that failed (the engine
+    /// has printed why; [`Error::message`] is then empty).
     pub fn try_compile(&self) -> Result<(), Error> {
+        let request = self.request()?;
+        #[cfg(feature = "engine")]
+        {
+            match cargo_mcpp::__build_script::run(&request) {
+                0 => Ok(()),
+                code => Err(Error {
+                    message: String::new(),
+                    help: String::new(),
+                    code,
+                }),
+            }
+        }
+        #[cfg(not(feature = "engine"))]
+        self.run_engine(&request)
+    }
+
+    /// The installed engine run as `cargo-mcpp mcpp build-script`, the request on its standard
+    /// input, with this build script's environment, standard error and jobserver; its standard
+    /// output is passed on line by line (the directives reach cargo), the handshake taken out.
+    #[cfg(not(feature = "engine"))]
+    fn run_engine(&self, request: &str) -> Result<(), Error> {
+        use std::io::{BufRead, BufReader, Write};
+        use std::process::{Command, Stdio};
         println!("cargo:rerun-if-env-changed={ENGINE_ENV}");
         println!("cargo:rerun-if-env-changed=CARGO_HOME");
         let (engine, how) = self.locate_engine()?;
         println!("cargo:rerun-if-changed={}", engine.display());
-        // argv only; stderr and the jobserver's descriptors are inherited, stdout is passed on
-        // line by line (the directives reach cargo) after the handshake line is taken out.
-        let mut child = Command::new(&engine).args(self.engine_args()).stdout(Stdio::piped()).spawn().map_err(|e| Error {
-            message: format!("cannot start the cargo-mcpp engine `{}` ({how}): {e}", engine.display()),
-            help: "check that it is an executable for this machine, or set CARGO_MCPP to one that is".into(),
-            code: MISSING_ENGINE,
-        })?;
+        let mut child = Command::new(&engine)
+            .args(["mcpp", "build-script"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| Error {
+                message: format!("cannot start the cargo-mcpp engine `{}` ({how}): {e}", engine.display()),
+                help: "check that it is an executable for this machine, or set CARGO_MCPP to one that is".into(),
+                code: MISSING_ENGINE,
+            })?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // An engine that exits before reading (not an engine) is found out below.
+            let _ = stdin.write_all(request.as_bytes());
+        }
         let mut answered = None;
         if let Some(out) = child.stdout.take() {
-            for line in BufReader::new(out)
-                .lines()
-                .map_while(std::result::Result::ok)
-            {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
                 match line.strip_prefix(ENGINE_HANDSHAKE) {
                     Some(v) if answered.is_none() => answered = Some(v.to_string()),
                     _ => println!("{line}"),
@@ -371,7 +382,6 @@ impl Build {
             (Some(_), false) => match status.code() {
                 // It failed and said why (its messages are already on cargo's streams).
                 Some(code) => Err(Error { message: String::new(), help: String::new(), code }),
-                // Killed (a signal: a crash, the OOM killer) before it could say anything.
                 None => Err(Error {
                     message: format!("the cargo-mcpp engine `{}` ({how}) was killed before it finished ({status})", engine.display()),
                     help: "a crash of the engine or a killed process (out of memory?): rerun the build; if it happens again, report it with the build's output".into(),
@@ -380,25 +390,20 @@ impl Build {
             },
             (None, _) => Err(Error {
                 message: format!(
-                    "`{}` ({how}) is not a cargo-mcpp engine this client can use: it ran `mcpp build-script` and did not answer ({status})",
+                    "`{}` ({how}) is not a cargo-mcpp engine this build script can use: it ran `mcpp build-script` and did not answer ({status})",
                     engine.display()
                 ),
-                help: format!(
-                    "name cargo-mcpp {VERSION} (`cargo install cargo-mcpp --version {VERSION}`) with CARGO_MCPP{}",
-                    if self.client.is_some() { "" } else { " or Build::engine" }
-                ),
+                help: format!("name cargo-mcpp {VERSION} with CARGO_MCPP or Build::engine, or turn on this crate's `engine` feature"),
                 code: MISSING_ENGINE,
             }),
         }
     }
 
     /// Run the device phase; on failure print the error (cargo shows a failed build script's
-    /// output) and exit with the engine's status, without a panic backtrace.
+    /// output) and exit with its status, without a panic backtrace.
     pub fn compile(&self) {
         if let Err(e) = self.try_compile() {
-            // Only this client's own failures are printed here, without a prefix (they name the
-            // engine themselves; cargo shows `warning: <pkg>@<ver>: <message>`). The engine's
-            // failures were printed by the engine, whose warnings carry `cargo-mcpp: ` once.
+            // Only this crate's own failures are printed here (the engine printed its own).
             if !e.message.is_empty() {
                 eprintln!("\nerror: {e}\n");
                 println!("cargo::warning={}", e.message);
@@ -409,7 +414,7 @@ impl Build {
     }
 }
 
-/// The whole `build.rs`: `fn main() { mcpp_build::build(); }` (see the crate docs).
+/// The whole `build.rs`: `fn main() { mcpp_build::build(); }`, every default.
 pub fn build() {
     Build::new().compile();
 }
@@ -419,50 +424,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn engine_arguments_carry_the_version_and_the_accelerator_choice() {
-        let mut b = Build::new();
+    fn the_request_carries_the_format_the_version_and_every_setting() {
+        let b = Build::new();
         assert_eq!(
-            b.engine_args(),
-            ["mcpp", "build-script", "--client-version", VERSION]
+            b.request().unwrap(),
+            format!("{{\"format\":1,\"client\":\"mcpp-build\",\"client_version\":\"{VERSION}\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{{}},\"env\":{{}}}}")
         );
-        b.accel("vulkan1.3");
-        assert_eq!(b.engine_args()[4..], ["--accel", "vulkan1.3"]);
-        b.no_accel();
-        assert_eq!(b.engine_args()[4..], ["--no-accel"]);
-    }
-
-    #[test]
-    fn the_finer_controls_are_engine_arguments_one_per_setting_the_last_call_winning() {
         let mut b = Build::new();
-        b.release(false)
+        b.no_accel()
+            .release(false)
             .jobs(3)
-            .env("A", "1")
-            .env_remove("B")
-            .env("B", "x y")
-            .env_remove("A")
-            .client("cargo-mcpp");
+            .env("A", "-O2\n\"x\"")
+            .env_remove("B");
         let line = line!() + 1;
         b.tool("glslc", "/opt/with space/glslc");
-        let at = format!("{}:{line}", file!());
-        assert_eq!(
-            b.engine_args()[4..],
-            [
-                "--client",
-                "cargo-mcpp",
-                "--release",
-                "false",
-                "--jobs",
-                "3",
-                "--tool",
-                "glslc",
-                "/opt/with space/glslc",
-                at.as_str(),
-                "--env-remove",
-                "A",
-                "--env",
-                "B",
-                "x y"
-            ]
+        let r = b.request().unwrap();
+        assert!(
+            r.contains("\"accel\":\"none\",\"release\":false,\"jobs\":3"),
+            "{r}"
+        );
+        assert!(
+            r.contains(&format!("\"tools\":{{\"glslc\":{{\"program\":\"/opt/with space/glslc\",\"at\":\"{}:{line}\"}}}}", file!())),
+            "{r}"
+        );
+        assert!(
+            r.contains("\"env\":{\"A\":\"-O2\\n\\\"x\\\"\",\"B\":null}"),
+            "{r}"
+        );
+        b.accel("vulkan1.3");
+        assert!(b
+            .request()
+            .unwrap()
+            .contains("\"accel\":{\"spec\":\"vulkan1.3\"}"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_by_its_name() {
+        use std::os::unix::ffi::OsStringExt;
+        let e = Build::new()
+            .env("CXXFLAGS", OsString::from_vec(vec![0xff]))
+            .request()
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("Build::env(\"CXXFLAGS\")'s value is not UTF-8"),
+            "{e}"
         );
     }
 

@@ -1,7 +1,7 @@
 //! `cargo mcpp build`: validate every selected package's device phase before cargo starts,
 //! fetch the toolchain packages they need, then run `cargo build` with the user's arguments and show the
-//! progress its build scripts report; and the hidden `build-script` command, the engine of
-//! `mcpp_build::build()`. The one place the command line starts cargo (argv).
+//! progress its build scripts report; and the hidden `build-script` command, the installed
+//! engine of `mcpp_build::build()`. The one place the command line starts cargo (argv).
 
 use super::fetch::fetch_one;
 use super::locate::{cargo_program, locate, Located};
@@ -316,7 +316,7 @@ fn validate_packages(
                 Error::new(ErrorKind::Manifest, format!("the package `{name}` declares [package.metadata.mcpp] but has no build script to run its device phase"))
                     .file(manifest_path)
                     .key("package.metadata.mcpp")
-                    .help("add build.rs with `fn main() { cargo_mcpp::build(); }` (build-dependency cargo-mcpp) or `fn main() { mcpp_build::build(); }` (build-dependency mcpp-build)"),
+                    .help("add build.rs with `fn main() { mcpp_build::build(); }` (build-dependency mcpp-build)"),
             );
         }
     }
@@ -480,10 +480,10 @@ fn exit_code_of(
 
 /// The engine `cargo mcpp build` names to the build scripts of its `cargo build`: this
 /// executable, unless `CARGO_MCPP` already names one or this is the one `mcpp_build` finds
-/// anyway (its own lookup, [`mcpp_build::Build::locate_engine`]). Setting the variable only
-/// when it changes the choice keeps `cargo build` and `cargo mcpp build` from rerunning each
-/// other's build scripts (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp
-/// init`'s `Next:` line asks the same question: what a plain `cargo run` must be told.
+/// anyway (its last step, [`installed_engine`]). Setting the variable only when it changes the
+/// choice keeps `cargo build` and `cargo mcpp build` from rerunning each other's build scripts
+/// (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp init`'s `Next:` line
+/// asks the same question: what a plain `cargo run` must be told.
 pub(crate) fn engine_to_name() -> Option<PathBuf> {
     if crate::env::Env::process()
         .get_nonempty(ENGINE_ENV)
@@ -492,79 +492,58 @@ pub(crate) fn engine_to_name() -> Option<PathBuf> {
         return None;
     }
     let me = std::env::current_exe().ok()?;
-    let found = mcpp_build::Build::new()
-        .locate_engine()
-        .ok()
-        .and_then(|(p, _)| std::fs::canonicalize(p).ok());
+    let found = installed_engine().and_then(|p| std::fs::canonicalize(p).ok());
     match found {
         Some(f) if std::fs::canonicalize(&me).is_ok_and(|m| m == f) => None,
         _ => Some(me),
     }
 }
 
-/// The engine of `mcpp_build::build()`: this process runs with the build script's environment
-/// and standard output, so it is `cargo_mcpp::build()` run in a child process; a client of
-/// another version is refused (its arguments and expectations may differ).
+/// Where `cargo install` puts the engine, as `mcpp_build` looks for it last:
+/// `$CARGO_HOME/bin/cargo-mcpp` (`CARGO_HOME` defaulting to `$HOME/.cargo`,
+/// `%USERPROFILE%\.cargo` on Windows). tests/build_client.rs checks that both find the same.
+#[doc(hidden)]
+pub fn installed_engine() -> Option<PathBuf> {
+    let env = crate::env::Env::process();
+    let home = env
+        .get_nonempty("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            env.get_nonempty(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
+                .map(|h| PathBuf::from(h).join(".cargo"))
+        })?;
+    let path = home
+        .join("bin")
+        .join(format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX));
+    path.is_file().then_some(path)
+}
+
+/// `cargo mcpp mcpp build-script`, the installed engine of `mcpp_build::build()`: this process
+/// runs with the build script's environment and standard output; it prints the handshake, reads
+/// the request (standard input, or `--request FILE`) and runs it through the same code as
+/// `mcpp-build`'s `engine` feature.
 ///
 /// # Errors
-/// [`ErrorKind::ToolNotFound`] for a client of another version (also printed as a warning for
-/// cargo); the device phase itself exits the process on failure ([`crate::Build::compile`]).
+/// [`ErrorKind::Io`] when the request cannot be read; the device phase's own failure is its
+/// exit status, already printed.
 pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
-    let engine_version = env!("CARGO_PKG_VERSION");
+    use std::io::Read;
     // The handshake `mcpp_build` waits for (cargo ignores stdout lines not starting `cargo:`).
-    println!("{ENGINE_HANDSHAKE}{engine_version}");
-    if args.client_version != engine_version {
-        let message = format!(
-            "{} {} (this package's build-dependency) started cargo-mcpp {engine_version} ({}); they must be the same version",
-            args.client,
-            args.client_version,
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "this executable".into())
-        );
-        let mut out = crate::cargo_output::CargoOutput::default();
-        out.warning(&message);
-        out.print();
-        // `cargo mcpp build` exits with this refusal's code, not cargo's 101.
-        let env = Env::process();
-        let package = env.get("CARGO_PKG_NAME").unwrap_or_default();
-        let code = Error::new(ErrorKind::ToolNotFound, "").exit_code();
-        crate::report::Reporter::from_env(&env, &package).send(
-            &crate::report::DeviceEvent::Failed {
-                package: package.clone(),
-                exit_code: code,
-                message: message.clone(),
-            },
-        );
-        return Err(Error::new(ErrorKind::ToolNotFound, message).help(format!(
-            "install the engine of the client's version (`cargo install cargo-mcpp --version {}`) or set CARGO_MCPP to one, or make the build-dependency {} = \"{engine_version}\"",
-            args.client_version, args.client
-        )));
+    println!("{ENGINE_HANDSHAKE}{}", env!("CARGO_PKG_VERSION"));
+    let mut request = String::new();
+    match &args.request {
+        Some(path) => {
+            request = std::fs::read_to_string(path)
+                .map_err(|e| Error::io("cannot read the request", path, e))?;
+        }
+        None => {
+            std::io::stdin().read_to_string(&mut request).map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot read the request from standard input: {e}"),
+                )
+            })?;
+        }
     }
-    let mut b = crate::Build::new();
-    if args.no_accel {
-        b.no_accel();
-    } else if let Some(spec) = &args.accel {
-        b.accel(spec);
-    }
-    if let Some(release) = args.release {
-        b.release(release);
-    }
-    if let Some(jobs) = args.jobs {
-        b.jobs(jobs);
-    }
-    // The client's names are `&str`s, so UTF-8; lossy only for a hand-made command line.
-    for t in args.tool.chunks_exact(3) {
-        b.tool_at(
-            &t[0].to_string_lossy(),
-            &t[1],
-            t[2].to_string_lossy().into_owned(),
-        );
-    }
-    for e in args.env.chunks_exact(2) {
-        b.env(&e[0].to_string_lossy(), e[1].clone());
-    }
-    for name in &args.env_remove {
-        b.env_remove(name);
-    }
-    b.compile();
-    Ok(exit_code::SUCCESS)
+    Ok(crate::request::run(&request))
 }

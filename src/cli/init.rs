@@ -1,5 +1,6 @@
-//! `cargo mcpp init` and `cargo mcpp new NAME`: add to a crate (or create one with)
-//! the `[package.metadata.mcpp]` table, the `mcpp-build` build dependency, `build.rs`, one
+//! `cargo mcpp init` and `cargo mcpp new NAME`: add to a crate (or create one with) the
+//! `[package.metadata.mcpp]` table, the `mcpp-build` build dependency (with its `engine`
+//! feature for a library, `new --lib`; see `Form`), `build.rs`, one
 //! example device source of the chosen lane and the Rust code that calls it, from the files
 //! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
 //! written, an existing build script (`build.rs` or `[package] build`) that does not call the
@@ -84,6 +85,42 @@ type NewFile = (PathBuf, String);
 
 /// The `ash` dependency the Vulkan lanes' program uses to dispatch the shader.
 const ASH: &str = "0.38";
+
+/// Where a package's build script runs its device phase, which decides the build dependency
+/// written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// An application (or a package with a `src/main.rs`): `mcpp-build` with no features, a
+    /// client of the installed `cargo-mcpp` with no dependencies (the fastest no-op build), and
+    /// a `mcpp-engine` feature turning the engine on, which docs.rs builds with
+    /// (`[package.metadata.docs.rs]`): docs.rs has no installed engine.
+    Client,
+    /// A library (`src/lib.rs` and no `src/main.rs`): `mcpp-build` with its `engine` feature
+    /// (and `bindgen` for an island), so its dependents build it with nothing installed.
+    InProcess,
+}
+
+/// The feature of the client form that turns the engine on (docs.rs builds with it).
+const ENGINE_FEATURE: &str = "mcpp-engine";
+
+impl Form {
+    /// The form of the package at `dir`.
+    fn of(dir: &Path) -> Form {
+        if dir.join("src/lib.rs").exists() && !dir.join("src/main.rs").exists() {
+            Form::InProcess
+        } else {
+            Form::Client
+        }
+    }
+    /// The `mcpp-build` features of the build dependency.
+    fn features(self, lane: Lane) -> Vec<&'static str> {
+        match (self, lane.is_island()) {
+            (Form::Client, _) => vec![],
+            (Form::InProcess, false) => vec!["engine"],
+            (Form::InProcess, true) => vec!["engine", "bindgen"],
+        }
+    }
+}
 
 /// The lane chosen by `--lane` and `--island`, and the accelerator set to write, checked: an
 /// island of a shader lane, an accelerator string that does not parse, or one that does not
@@ -230,6 +267,10 @@ fn toml_string(s: &str) -> String {
     toml_edit::Value::from(s).to_string().trim().to_string()
 }
 
+/// This engine's version: `mcpp-build`'s too (they are released together, and a client runs
+/// only its own version of the engine).
+const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The `mcpp-build` crate of the source this cargo-mcpp was built from (a checkout's
 /// `mcpp-build/`): the default build dependency while it is there (`cargo install --path`).
 const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcpp-build");
@@ -250,17 +291,36 @@ fn is_mcpp_build(dir: &Path) -> bool {
 /// The build dependency line: `--mcpp-build-path` made absolute (cargo reads a relative path
 /// from the new manifest, not from where the command ran); without it, the `mcpp-build/` of
 /// the source this cargo-mcpp was built from when it is still there ([`BUILT_FROM`]), else
-/// the crates.io version, which is the engine's own.
+/// the crates.io version, which is the engine's own; with `features` (`engine`, `bindgen`:
+/// the [`Form::InProcess`] of a library) when there are any.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] when `--mcpp-build-path` does not exist or is not the
 /// `mcpp-build` crate (its `Cargo.toml` names another package, or there is none).
-fn build_dependency(path: Option<&Path>) -> Result<String> {
+fn build_dependency(path: Option<&Path>, features: &[&str]) -> Result<String> {
+    let features = match features {
+        [] => String::new(),
+        f => format!(
+            ", features = [{}]",
+            f.iter()
+                .map(|f| toml_string(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let Some(p) = path else {
         return Ok(if is_mcpp_build(Path::new(BUILT_FROM)) {
-            format!("mcpp-build = {{ path = {} }}", toml_string(BUILT_FROM))
+            format!(
+                "mcpp-build = {{ path = {}{features} }}",
+                toml_string(BUILT_FROM)
+            )
+        } else if features.is_empty() {
+            format!("mcpp-build = {}", toml_string(ENGINE_VERSION))
         } else {
-            format!("mcpp-build = {}", toml_string(mcpp_build::VERSION))
+            format!(
+                "mcpp-build = {{ version = {}{features} }}",
+                toml_string(ENGINE_VERSION)
+            )
         });
     };
     let help = "give the `mcpp-build/` directory (or its Cargo.toml) of a cargo-mcpp checkout (relative to the current directory, or absolute), or leave `--mcpp-build-path` out";
@@ -283,7 +343,7 @@ fn build_dependency(path: Option<&Path>) -> Result<String> {
             .help(help));
     }
     Ok(format!(
-        "mcpp-build = {{ path = {} }}",
+        "mcpp-build = {{ path = {}{features} }}",
         toml_string(&abs.display().to_string())
     ))
 }
@@ -367,8 +427,9 @@ fn ash_without_loader(
     doc: &toml_edit::DocumentMut,
     text: &str,
     manifest_path: &Path,
+    table: &str,
 ) -> Option<Error> {
-    let ash = doc.get("dependencies")?.get("ash")?.as_table_like()?;
+    let ash = doc.get(table)?.get("ash")?.as_table_like()?;
     let no_defaults = ["default-features", "default_features"]
         .iter()
         .any(|k| ash.get(k).and_then(toml_edit::Item::as_bool) == Some(false));
@@ -377,9 +438,9 @@ fn ash_without_loader(
         .and_then(toml_edit::Item::as_array)
         .is_some_and(|a| a.iter().any(|f| f.as_str() == Some("loaded")));
     (no_defaults && !loaded).then(|| {
-        Error::new(ErrorKind::Manifest, "[dependencies] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it")
-            .file(key_position(text, manifest_path, &["dependencies", "ash"]))
-            .key("dependencies.ash")
+        Error::new(ErrorKind::Manifest, format!("[{table}] ash has default-features = false without the `loaded` feature: the program cargo mcpp init writes loads Vulkan with ash::Entry::load, which needs it"))
+            .file(key_position(text, manifest_path, &[table, "ash"]))
+            .key(format!("{table}.ash"))
             .help("add `features = [\"loaded\"]` to it (or remove default-features = false), then run `cargo mcpp init` again")
     })
 }
@@ -849,7 +910,7 @@ fn workspace_to_join(dir: &Path) -> Result<Option<(PathBuf, String, String)>> {
 /// [`ErrorKind::Manifest`] (nothing written) when `NAME` exists, is no package name or one
 /// cargo refuses, the options are refused, or the enclosing workspace's `members` is no array;
 /// [`ErrorKind::Io`] when a file cannot be written.
-pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
+pub fn new(name: &str, lib: bool, args: &InitArgs) -> Result<i32> {
     let dir = PathBuf::from(name);
     let package = dir
         .file_name()
@@ -882,8 +943,8 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
         .help("choose another name (cargo new refuses it too)"));
     }
     // The options refused before the directory exists, so a refusal leaves nothing behind.
-    choose(args)?;
-    build_dependency(args.mcpp_build_path.as_deref())?;
+    let (lane, _) = choose(args)?;
+    build_dependency(args.mcpp_build_path.as_deref(), &[])?;
     if dir.exists() {
         return Err(Error::new(
             ErrorKind::Manifest,
@@ -917,6 +978,13 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
     std::fs::create_dir_all(dir.join("src")).map_err(|e| Error::io("cannot create", &dir, e))?;
     let manifest = format!("[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n");
     crate::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
+    if lib {
+        crate::fingerprint::write_if_changed(
+            &dir.join("src/lib.rs"),
+            library_root(lane).as_bytes(),
+        )?;
+        println!("     Created src/lib.rs");
+    }
     let code = init_in(&dir, args)?;
     if let Some((root, text, member)) = workspace {
         crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
@@ -927,6 +995,15 @@ pub fn new(name: &str, args: &InitArgs) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// The `src/lib.rs` of `cargo mcpp new --lib`: the generated surface of the lane, public.
+fn library_root(lane: Lane) -> String {
+    if lane.is_island() {
+        "//! Device code built by cargo-mcpp: the island's entry points, callable from Rust.\n\n/// The Rust bindings of the island's marked entry points (generated by the build script).\n#[allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]\npub mod kernels {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_kernels.rs\"));\n}\n".to_string()
+    } else {
+        "//! Device code built by cargo-mcpp: compiled shaders, embedded as SPIR-V.\n\n/// The compiled shaders (generated by the build script): one function per shader, returning\n/// its SPIR-V words.\npub mod shaders {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\"));\n}\n".to_string()
+    }
 }
 
 /// `cargo mcpp init` in the current directory's package.
@@ -1010,10 +1087,11 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         }
     }
     let (lane, accel) = choose(args)?;
-    let dependency = build_dependency(args.mcpp_build_path.as_deref())?;
+    let form = Form::of(dir);
+    let dependency = build_dependency(args.mcpp_build_path.as_deref(), &form.features(lane))?;
     // An existing dependency the template's code needs, of a version it does not build with.
     let mut problems = Vec::new();
-    let engine = cargo_metadata::semver::Version::parse(mcpp_build::VERSION).ok();
+    let engine = cargo_metadata::semver::Version::parse(ENGINE_VERSION).ok();
     if let Some(engine) = &engine {
         problems.extend(stale_dependency(
             &doc,
@@ -1022,23 +1100,29 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             "build-dependencies",
             "mcpp-build",
             engine,
-            &format!("mcpp-build = {}", toml_string(mcpp_build::VERSION)),
+            &format!("mcpp-build = {}", toml_string(ENGINE_VERSION)),
         ));
     }
+    // The program's ash: a library's program is an example, so ash is a dev-dependency (its
+    // dependents do not build it).
+    let ash_table = match form {
+        Form::Client => "dependencies",
+        Form::InProcess => "dev-dependencies",
+    };
     if matches!(lane, Lane::Spirv | Lane::Slang) {
         problems.extend(stale_dependency(
             &doc,
             &text,
             &manifest_path,
-            "dependencies",
+            ash_table,
             "ash",
             &cargo_metadata::semver::Version::new(0, 38, 0),
             &format!("ash = {}", toml_string(ASH)),
         ));
-        problems.extend(ash_without_loader(&doc, &text, &manifest_path));
+        problems.extend(ash_without_loader(&doc, &text, &manifest_path, ash_table));
     }
     // The program: src/main.rs when the crate has none, else an example target beside it.
-    let (program_path, run) = if dir.join("src/main.rs").exists() {
+    let (program_path, run) = if dir.join("src/main.rs").exists() || form == Form::InProcess {
         let name = format!("mcpp_{}", lane.name());
         (
             PathBuf::from(format!("examples/{name}.rs")),
@@ -1112,18 +1196,42 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     if matches!(lane, Lane::Spirv | Lane::Slang)
         && add_dependency(
             &mut doc,
-            "dependencies",
+            ash_table,
             &["ash"],
             &format!("ash = {}", toml_string(ASH)),
         )?
     {
         added.push("the ash dependency");
     }
+    let has_docs_rs = doc
+        .get("package")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("docs"))
+        .and_then(|d| d.get("rs"))
+        .is_some();
+    if form == Form::Client {
+        let engine = if lane.is_island() {
+            "[\"mcpp-build/engine\", \"mcpp-build/bindgen\"]"
+        } else {
+            "[\"mcpp-build/engine\"]"
+        };
+        if add_dependency(
+            &mut doc,
+            "features",
+            &[ENGINE_FEATURE],
+            &format!("{ENGINE_FEATURE} = {engine}"),
+        )? {
+            added.push("the mcpp-engine feature (docs.rs builds with it)");
+        }
+    }
     let mut text = doc.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
     }
     text.push_str(&format!("\n[package.metadata.mcpp]\n{table}"));
+    if form == Form::Client && !has_docs_rs {
+        text.push_str(&format!("\n# docs.rs has no installed cargo-mcpp: it runs the device phase in the build script\n# (no compiler runs there; the surface is still generated).\n[package.metadata.docs.rs]\nfeatures = [\"{ENGINE_FEATURE}\"]\n"));
+    }
     for (rel, content) in &files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
@@ -1145,6 +1253,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     // find it ($CARGO_HOME/bin); a plain `cargo run` reruns the build script without that, so
     // the user must export it (the one computation of `cargo mcpp build`: `engine_to_name`).
     let export = super::build::engine_to_name()
+        .filter(|_| form == Form::Client)
         .map(|me| {
             format!(
                 "export {}={} && ",
@@ -1161,6 +1270,9 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     };
     if let Some(toolkit) = toolkit {
         println!("      without {toolkit}, the CPU fallback: {fallback}");
+    }
+    if form == Form::Client && has_docs_rs {
+        println!("      docs.rs: add \"{ENGINE_FEATURE}\" to the features of [package.metadata.docs.rs] (docs.rs has no installed cargo-mcpp)");
     }
     Ok(crate::error::exit_code::SUCCESS)
 }

@@ -21,10 +21,8 @@ pub use locate::select_packages;
 use crate::error::exit_code;
 use crate::plan::accel::AccelChoice;
 
+pub use crate::request::{ENGINE_ENV, ENGINE_HANDSHAKE};
 use clap::{Args, Parser, Subcommand};
-/// The variable naming the engine `mcpp_build` runs, and the first line the engine prints in
-/// `build-script` mode (followed by its version): the client's own constants.
-pub use mcpp_build::{ENGINE_ENV, ENGINE_HANDSHAKE};
 use std::path::PathBuf;
 
 /// `cargo mcpp`, as cargo invokes it.
@@ -59,49 +57,19 @@ pub enum Command_ {
     Init(init::InitArgs),
     /// Create a package NAME with device code (as `init` does in it).
     New(NewArgs),
-    /// The device phase of a build script whose build.rs calls `mcpp_build::build()` (the
-    /// dependency-free client); not for hand use.
+    /// The device phase of a build script whose build.rs calls `mcpp_build::build()` without
+    /// its `engine` feature (the request on standard input); not for hand use.
     #[command(hide = true)]
     BuildScript(BuildScriptArgs),
 }
 
-/// `cargo mcpp build-script` options, as `mcpp_build` passes them. Values may start with `-`
-/// (`Build::env("CXXFLAGS", "-O2")`): each option takes its values whatever they look like.
+/// `cargo mcpp mcpp build-script` options: where the build script's request is
+/// (`mcpp_build::Build`'s settings, JSON).
 #[derive(Debug, Args)]
 pub struct BuildScriptArgs {
-    /// The version of the `mcpp-build` crate that started this engine.
-    #[arg(long, value_name = "VERSION")]
-    pub client_version: String,
-    /// The accelerator set (`mcpp_build::Build::accel`).
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "SPEC",
-        conflicts_with = "no_accel"
-    )]
-    pub accel: Option<String>,
-    /// No accelerator (`mcpp_build::Build::no_accel`).
-    #[arg(long)]
-    pub no_accel: bool,
-    /// The crate the build script depends on (`mcpp-build`, or `cargo-mcpp` for the library
-    /// without its `engine` feature), named in the version refusal.
-    #[arg(long, value_name = "CRATE", default_value = "mcpp-build")]
-    pub client: String,
-    /// `Build::release`.
-    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
-    pub release: Option<bool>,
-    /// `Build::jobs`.
-    #[arg(long, value_name = "N")]
-    pub jobs: Option<usize>,
-    /// `Build::tool`: name, program and the build.rs line that named it, per tool.
-    #[arg(long, allow_hyphen_values = true, num_args = 3, value_names = ["NAME", "PROGRAM", "LINE"], action = clap::ArgAction::Append)]
-    pub tool: Vec<std::ffi::OsString>,
-    /// `Build::env`: name and value, per variable.
-    #[arg(long, allow_hyphen_values = true, num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
-    pub env: Vec<std::ffi::OsString>,
-    /// `Build::env_remove`, per variable.
-    #[arg(long, allow_hyphen_values = true, value_name = "NAME")]
-    pub env_remove: Vec<String>,
+    /// The request file; standard input when absent (what `mcpp-build` gives).
+    #[arg(long, value_name = "FILE")]
+    pub request: Option<PathBuf>,
 }
 
 /// `cargo mcpp new` options.
@@ -110,6 +78,11 @@ pub struct NewArgs {
     /// The new package's directory (its last component is the package name).
     #[arg(value_name = "NAME")]
     pub name: String,
+    /// A library (`src/lib.rs` with the generated surface public, the example program under
+    /// `examples/`): its build dependency runs the device phase in the build script
+    /// (`mcpp-build`'s `engine` feature), so its dependents build it with nothing installed.
+    #[arg(long)]
+    pub lib: bool,
     /// The lane, the accelerator set and the build dependency.
     #[command(flatten)]
     pub init: init::InitArgs,
@@ -321,7 +294,7 @@ pub fn main_with_args(mut args: Vec<std::ffi::OsString>) -> i32 {
         }) => why::why_tool(&w),
         Command_::Pack(p) => pack::pack(&p),
         Command_::Init(a) => init::init(&a),
-        Command_::New(n) => init::new(&n.name, &n.init),
+        Command_::New(n) => init::new(&n.name, n.lib, &n.init),
         Command_::BuildScript(b) => build::build_script(&b),
     };
     match result {

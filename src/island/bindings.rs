@@ -55,5 +55,5 @@ fn run_bindgen(header: &Path, _names: &[&str]) -> Result<String> {
     Err(Error::new(ErrorKind::Manifest, "the island's Rust bindings need cargo-mcpp's `bindgen` feature")
         .file(header)
         .key("package.metadata.mcpp.island")
-        .help("in [build-dependencies]: cargo-mcpp = { ..., features = [\"bindgen\"] }"))
+        .help("in [build-dependencies]: mcpp-build = { ..., features = [\"engine\", \"bindgen\"] }"))
 }

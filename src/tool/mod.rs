@@ -768,7 +768,7 @@ fn refusal(spec: &ToolSpec, choices: &ToolChoices, headline: String) -> Error {
     let prog = spec.programs[0];
     let mut e = Error::new(ErrorKind::ToolNotFound, headline);
     let mut first = format!(
-        "in build.rs: cargo_mcpp::Build::new().tool(\"{}\", \"/path/to/{prog}\")\n     or in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{prog}\"",
+        "in build.rs: mcpp_build::Build::new().tool(\"{}\", \"/path/to/{prog}\")\n     or in Cargo.toml: [package.metadata.mcpp.tools] {} = \"/path/to/{prog}\"",
         spec.name, spec.name
     );
     if let Some(k) = spec.toolkit.and_then(|k| k.root_key) {

@@ -1,6 +1,9 @@
-//! `mcpp_build::build()`, the dependency-free build.rs client, end to end: a real package whose
-//! build.rs runs this repository's `cargo-mcpp` as its engine (named by `CARGO_MCPP`) under a
-//! plain `cargo build`, with the real glslangValidator behind a counting wrapper.
+//! `mcpp_build::build()` end to end, with the real glslangValidator behind a counting wrapper:
+//! the client form (a package whose build.rs runs this repository's `cargo-mcpp` as its engine,
+//! named by `CARGO_MCPP`, under a plain `cargo build`), the in-process form (mcpp-build's
+//! `engine` feature: a library its dependents build with nothing installed, two engine versions
+//! in one graph), and the earlier `cargo-mcpp` build-dependency (kept with `engine`, refused
+//! without it).
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use crate::harness;
@@ -65,6 +68,16 @@ fn the_client_and_this_engine_agree_on_the_variable_and_the_version() {
         env!("CARGO_PKG_VERSION"),
         "mcpp-build's version must follow cargo-mcpp's"
     );
+    // Where `cargo install` puts the engine: both sides look in the same place.
+    if std::env::var_os("CARGO_MCPP").is_none() {
+        assert_eq!(
+            cargo_mcpp::cli::build::installed_engine(),
+            mcpp_build::Build::new()
+                .locate_engine()
+                .ok()
+                .map(|(p, _)| p)
+        );
+    }
 }
 
 #[test]
@@ -152,21 +165,46 @@ fn without_an_engine_the_build_is_refused_naming_the_ways_to_provide_one() {
     let out = cargo_build(&pkg, Some(Path::new("/bin/true")), None);
     assert!(!out.status.success());
     assert!(
-        text(&out)
-            .contains("`/bin/true` (CARGO_MCPP) is not a cargo-mcpp engine this client can use"),
+        text(&out).contains(
+            "`/bin/true` (CARGO_MCPP) is not a cargo-mcpp engine this build script can use"
+        ),
         "{}",
         text(&out)
     );
 }
 
-#[test]
-fn the_engine_refuses_a_client_of_another_version() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .args(["mcpp", "build-script", "--client-version", "0.0.0"])
-        .output()
+/// `cargo-mcpp mcpp build-script` with `request` on its standard input.
+fn build_script(request: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "build-script"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_engine_refuses_a_request_of_another_version_or_format() {
+    let request = mcpp_build::Build::new().request().unwrap().replace(
+        &format!("\"client_version\":\"{}\"", mcpp_build::VERSION),
+        "\"client_version\":\"0.0.0\"",
+    );
+    let out = build_script(&request);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let t = text(&out);
+    assert!(
+        t.starts_with(&format!("mcpp-engine={}\n", env!("CARGO_PKG_VERSION"))),
+        "the handshake first: {t}"
+    );
     assert!(
         t.contains(&format!(
             "mcpp-build 0.0.0 (this package's build-dependency) started cargo-mcpp {}",
@@ -175,8 +213,18 @@ fn the_engine_refuses_a_client_of_another_version() {
         "{t}"
     );
     assert!(
-        t.contains("cargo::warning=") && t.contains("cargo install cargo-mcpp --version 0.0.0"),
+        t.contains("cargo::warning=")
+            && t.contains("cargo install cargo-mcpp --version 0.0.0")
+            && t.contains("features = [\"engine\"]"),
         "{t}"
+    );
+
+    let out = build_script("{\"format\":99}");
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("format 99, this engine reads format 1"),
+        "{}",
+        text(&out)
     );
 }
 
@@ -287,29 +335,17 @@ fn a_deleted_or_edited_sidecar_is_restored_by_the_next_build_and_a_no_op_runs_no
     );
 }
 
-/// The `cargo-mcpp` library without its `engine` feature (`default-features = false`) is the
-/// client: the package's whole build-dependency tree is `cargo-mcpp` and `mcpp-build`, and the
-/// builder's finer controls (`tool`, `env`, `env_remove`, `release`, `jobs`) reach the engine,
-/// which applies them as the in-process builder does.
+/// The client's builder: the package's whole build-dependency tree is `mcpp-build`, and the
+/// builder's finer controls (`tool`, `env`, `env_remove`, `release`, `jobs`) reach the engine
+/// through the request, which applies them as the in-process builder does.
 #[test]
-fn the_library_without_its_engine_feature_is_a_client_of_two_packages_and_its_builder_reaches_the_engine(
-) {
+fn the_clients_build_dependency_tree_is_one_package_and_its_builder_reaches_the_engine() {
     let pkg = client_package("");
     let glslang = pkg.counting_tool("glslangValidator");
-    let manifest = std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap();
-    let library = format!(
-        "[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false }}\n",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::write(
-        pkg.path("Cargo.toml"),
-        manifest.replace(&harness::client_dependency(), &library),
-    )
-    .unwrap();
     pkg.write(
         "build.rs",
         &format!(
-            "fn main() {{\n    cargo_mcpp::Build::new()\n        .tool(\"glslangValidator\", {glslang:?})\n        .env_remove(\"MCPP_NO_ACCEL\")\n        .env(\"CXXFLAGS\", \"-O2 -g\")\n        .env(\"MCPP_UNREAD\", \"--no-accel\")\n        .env_remove(\"-x\")\n        .env(\"MCPP_ACCEL\", \"vulkan1.3\")\n        .release(true)\n        .jobs(1)\n        .compile();\n}}\n"
+            "fn main() {{\n    mcpp_build::Build::new()\n        .tool(\"glslangValidator\", {glslang:?})\n        .env_remove(\"MCPP_NO_ACCEL\")\n        .env(\"CXXFLAGS\", \"-O2 -g\")\n        .env(\"MCPP_UNREAD\", \"--no-accel\")\n        .env_remove(\"-x\")\n        .env(\"MCPP_ACCEL\", \"vulkan1.3\")\n        .release(true)\n        .jobs(1)\n        .compile();\n}}\n"
         ),
     );
     // Cargo's environment says the opposite of every setting: a control that did not reach the
@@ -342,28 +378,43 @@ fn the_library_without_its_engine_feature_is_a_client_of_two_packages_and_its_bu
         .filter_map(|l| l.strip_prefix("name = "))
         .collect();
     packages.sort_unstable();
-    assert_eq!(
-        packages,
-        ["\"cargo-mcpp\"", "\"client-pkg\"", "\"mcpp-build\""],
-        "{lock}"
-    );
+    assert_eq!(packages, ["\"client-pkg\"", "\"mcpp-build\""], "{lock}");
+}
 
-    // No engine: the refusal offers the library's own way out, the `engine` feature.
-    let empty_home = pkg.dir.path().join("empty-cargo-home");
-    std::fs::create_dir_all(&empty_home).unwrap();
-    let out = cmd
-        .env_remove("CARGO_MCPP")
-        .env("CARGO_HOME", &empty_home)
-        .output()
-        .unwrap();
+/// The earlier build.rs form, a `cargo-mcpp` build-dependency without its `engine` feature and
+/// `cargo_mcpp::build()`: refused, naming the two lines of the `mcpp-build` form.
+#[test]
+fn the_earlier_cargo_mcpp_build_dependency_without_the_engine_is_refused_with_the_new_lines() {
+    let pkg = client_package("");
+    let manifest = std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap();
+    std::fs::write(
+        pkg.path("Cargo.toml"),
+        manifest.replace(
+            &harness::client_dependency(),
+            &format!(
+                "[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false }}\n",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+        ),
+    )
+    .unwrap();
+    pkg.write("build.rs", "fn main() { cargo_mcpp::build(); }\n");
+    let out = cargo_build(&pkg, None, None);
     assert!(!out.status.success());
     let t = text(&out);
     assert!(
-        t.contains("no cargo-mcpp engine: CARGO_MCPP is unset")
-            && t.contains("features = [\"engine\"]")
-            && !t.contains("Build::engine"),
+        t.contains("the cargo-mcpp library without its `engine` feature no longer runs a build script's device phase")
+            && t.contains(&format!(
+                "write `mcpp-build = \"{}\"` in [build-dependencies] instead of cargo-mcpp, and in build.rs `mcpp_build::build();`",
+                env!("CARGO_PKG_VERSION")
+            )),
         "{t}"
     );
+    assert!(
+        t.contains("use of deprecated function `cargo_mcpp::build`"),
+        "the compiler says it first: {t}"
+    );
+    assert_eq!(compiles(&pkg), 0);
 }
 
 #[test]
@@ -377,28 +428,6 @@ fn an_engine_killed_after_the_handshake_is_named_with_its_signal_not_a_silent_fa
     let t = text(&out);
     assert!(
         t.contains("was killed before it finished") && t.contains("signal: 9"),
-        "{t}"
-    );
-}
-
-#[test]
-fn the_engine_names_the_library_when_it_is_the_client_of_another_version() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-        .args([
-            "mcpp",
-            "build-script",
-            "--client-version",
-            "0.0.0",
-            "--client",
-            "cargo-mcpp",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    let t = text(&out);
-    assert!(
-        t.contains("cargo-mcpp 0.0.0 (this package's build-dependency) started cargo-mcpp")
-            && t.contains("make the build-dependency cargo-mcpp = \""),
         "{t}"
     );
 }
@@ -433,4 +462,280 @@ fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
         "{}",
         text(&out)
     );
+}
+
+/// One target directory for the in-process tests, so the engine (cargo-mcpp with `engine`,
+/// ~45 packages) is compiled once; each test's packages have their own names (the device cache
+/// is `target/<profile>/mcpp/<package>`).
+fn in_process_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("in-process")
+}
+
+/// A `CARGO_HOME` with nothing installed (no `bin/`): its registry is a link to this machine's,
+/// so crates resolve offline, as they would from crates.io.
+fn bare_cargo_home(dir: &Path) -> PathBuf {
+    let real = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let home = dir.join("bare-cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(real.join("registry"), home.join("registry")).unwrap();
+    home
+}
+
+/// `cargo <args>` of the package at `dir` with nothing installed: no `CARGO_MCPP`, a bare
+/// `CARGO_HOME` ([`bare_cargo_home`] under `home_in`), offline, the in-process target directory;
+/// glslangValidator is `glslang` (a counting wrapper), as a toolchain on the machine is.
+fn cargo_with_nothing_installed(
+    dir: &Path,
+    home_in: &Path,
+    glslang: &Path,
+    args: &[&str],
+) -> Output {
+    let home = home_in.join("bare-cargo-home");
+    if !home.exists() {
+        bare_cargo_home(home_in);
+    }
+    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(args)
+        .arg("--offline")
+        .arg("--target-dir")
+        .arg(in_process_target())
+        .current_dir(dir)
+        .env_remove("CARGO_MCPP")
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_HOME", &home)
+        .env("GLSLANG_VALIDATOR", glslang)
+        .env("MCPP_HOME", home_in.join("mcpp-home"))
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .output()
+        .unwrap();
+    assert!(
+        !home.join("bin").exists(),
+        "nothing was installed into CARGO_HOME"
+    );
+    out
+}
+
+/// A library made by `cargo mcpp new --lib` (the in-process form) and an application that
+/// depends on it: a plain `cargo build` of the application with no engine anywhere (no
+/// `CARGO_MCPP`, a `CARGO_HOME` without `bin/`) compiles the library's shader in its build
+/// script, and the program prints the embedded SPIR-V; an edit of the shader changes the bytes.
+#[test]
+fn an_application_builds_a_library_made_by_new_lib_with_no_engine_installed() {
+    let pkg = harness::Package::new(&[(
+        "app/Cargo.toml",
+        "[package]\nname = \"inproc-app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ninproc-shaders = { path = \"../inproc-shaders\" }\n\n[workspace]\n",
+    ), (
+        "app/src/main.rs",
+        "fn main() {\n    let code = inproc_shaders::shaders::double_comp().code;\n    let sum = code.iter().fold(0u64, |s, w| s.wrapping_mul(31).wrapping_add(*w as u64));\n    println!(\"{} words, magic {:#x}, checksum {sum}\", code.len(), code[0]);\n}\n",
+    )]);
+    let glslang = pkg.counting_tool("glslangValidator");
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "new", "inproc-shaders", "--lib", "--lane", "spirv"])
+        .current_dir(pkg.dir.path().join("pkg"))
+        .env_remove("CARGO_MCPP")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("Created src/lib.rs")
+            && said.contains("Next: cargo mcpp build && cargo run --example mcpp_spirv")
+            && !said.contains("export CARGO_MCPP"),
+        "{said}"
+    );
+    let lib = pkg.path("inproc-shaders");
+    let manifest = std::fs::read_to_string(lib.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "mcpp-build = {{ path = {:?}, features = [\"engine\"] }}",
+            harness::repo().join("mcpp-build").display().to_string()
+        )) && !manifest.contains("[package.metadata.docs.rs]"),
+        "{manifest}"
+    );
+    assert!(lib.join("examples/mcpp_spirv.rs").is_file() && !lib.join("src/main.rs").exists());
+    // The library is its own workspace (a temp dir has none above it).
+    std::fs::write(lib.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
+
+    let app = pkg.path("app");
+    let build = || cargo_with_nothing_installed(&app, pkg.dir.path(), &glslang, &["build"]);
+    let out = build();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(pkg.compiles("glslangValidator").len(), 1, "{}", text(&out));
+    let run = || {
+        let out = Command::new(in_process_target().join("debug/inproc-app"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = run();
+    assert!(
+        first.contains(" words, magic 0x7230203, checksum "),
+        "{first}"
+    );
+
+    // A no-op compiles nothing; an edit of the library's shader changes the embedded words.
+    let out = build();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(pkg.compiles("glslangValidator").len(), 1);
+    harness::edit(&lib.join("shaders/double.comp"), "2.0", "3.0");
+    let out = build();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(pkg.compiles("glslangValidator").len(), 2);
+    assert_ne!(
+        run(),
+        first,
+        "stale SPIR-V after an edit of the library's shader"
+    );
+}
+
+/// A copy of this repository's two crates (`cargo-mcpp`, `mcpp-build`) under `dir` with the
+/// version `version` (another semver-major for cargo): the sources the engine compiles, the
+/// manifests with the version changed and the workspace and dev-dependencies left out.
+fn crates_of_version(dir: &Path, version: &str) -> PathBuf {
+    let repo = harness::repo();
+    let root = dir.join(format!("cargo-mcpp-{version}"));
+    let copy = |from: &Path, to: &Path| {
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    std::fs::create_dir_all(root.join("mcpp-build")).unwrap();
+    for d in ["src", "templates"] {
+        copy(&repo.join(d), &root.join(d));
+    }
+    copy(
+        &repo.join("toolchain-packages.toml"),
+        &root.join("toolchain-packages.toml"),
+    );
+    copy(&repo.join("mcpp-build/src"), &root.join("mcpp-build/src"));
+    let ours = env!("CARGO_PKG_VERSION");
+    let manifest = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
+    let manifest = manifest[..manifest.find("\n[dev-dependencies]").unwrap()].replacen(
+        &format!("version = \"{ours}\""),
+        &format!("version = \"{version}\""),
+        1,
+    );
+    std::fs::write(root.join("Cargo.toml"), manifest).unwrap();
+    let client = std::fs::read_to_string(repo.join("mcpp-build/Cargo.toml"))
+        .unwrap()
+        .replacen(
+            &format!("version = \"{ours}\""),
+            &format!("version = \"{version}\""),
+            1,
+        )
+        .replace(
+            &format!("version = \"={ours}\""),
+            &format!("version = \"={version}\""),
+        );
+    assert!(client.contains(&format!("\"={version}\"")), "{client}");
+    std::fs::write(root.join("mcpp-build/Cargo.toml"), client).unwrap();
+    root
+}
+
+/// A shader library in the in-process form on the `mcpp-build` at `client`.
+fn shader_library(name: &str, client: &Path, factor: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            format!("{name}/Cargo.toml"),
+            format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?}, features = [\"engine\"] }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\n\n[workspace]\n", client.display().to_string()),
+        ),
+        (format!("{name}/build.rs"), "fn main() {\n    mcpp_build::build();\n}\n".into()),
+        (
+            format!("{name}/src/lib.rs"),
+            "//! Shaders.\n\n/// The compiled shaders.\npub mod shaders {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\"));\n}\n".into(),
+        ),
+        (
+            format!("{name}/shaders/scale.comp"),
+            format!("#version 450\nlayout(local_size_x = 64) in;\nlayout(std430, binding = 0) buffer Data {{ float data[]; }};\nvoid main() {{ uint i = gl_GlobalInvocationID.x; data[i] = data[i] * {factor}; }}\n"),
+        ),
+    ]
+}
+
+/// Two libraries in one graph whose build scripts use cargo-mcpp of two semver-major versions
+/// (this one and a copy made 0.99.0): each build script links its own engine, the application
+/// builds with nothing installed and embeds both shaders.
+#[test]
+fn two_libraries_on_two_major_versions_of_the_engine_build_in_one_graph() {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-two-majors-")
+        .tempdir()
+        .unwrap();
+    let other = crates_of_version(tmp.path(), "0.99.0");
+    let mut files = shader_library("major-a", &harness::repo().join("mcpp-build"), "2.0");
+    files.extend(shader_library("major-b", &other.join("mcpp-build"), "5.0"));
+    files.push((
+        "major-app/Cargo.toml".into(),
+        "[package]\nname = \"major-app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nmajor-a = { path = \"../major-a\" }\nmajor-b = { path = \"../major-b\" }\n\n[workspace]\n".into(),
+    ));
+    files.push((
+        "major-app/src/main.rs".into(),
+        "fn main() {\n    let a = major_a::shaders::scale_comp().code;\n    let b = major_b::shaders::scale_comp().code;\n    println!(\"a {} words, b {} words, differ {}\", a.len(), b.len(), a != b);\n}\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let pkg = harness::Package::new(&refs);
+    let glslang = pkg.counting_tool("glslangValidator");
+    let app = pkg.path("major-app");
+    let out = cargo_with_nothing_installed(&app, pkg.dir.path(), &glslang, &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(pkg.compiles("glslangValidator").len(), 2, "{}", text(&out));
+    let lock = std::fs::read_to_string(app.join("Cargo.lock")).unwrap();
+    for (name, version) in [
+        ("cargo-mcpp", env!("CARGO_PKG_VERSION")),
+        ("cargo-mcpp", "0.99.0"),
+        ("mcpp-build", env!("CARGO_PKG_VERSION")),
+        ("mcpp-build", "0.99.0"),
+    ] {
+        assert!(
+            lock.contains(&format!("name = \"{name}\"\nversion = \"{version}\"")),
+            "{name} {version} in the graph: {lock}"
+        );
+    }
+    let out = Command::new(in_process_target().join("debug/major-app"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(" words, differ true"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// The earlier build.rs form with the engine (`cargo-mcpp = { default-features = false,
+/// features = ["engine"] }`, `cargo_mcpp::build()`) keeps working, with nothing installed.
+#[test]
+fn the_earlier_cargo_mcpp_build_dependency_with_the_engine_keeps_working() {
+    let pkg = harness::client_package(
+        "earlier-form",
+        "",
+        "mod shaders { include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }\nfn main() { println!(\"{} words\", shaders::a::scale_comp().code.len()); }\n",
+    );
+    let manifest = std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap();
+    std::fs::write(
+        pkg.path("Cargo.toml"),
+        manifest.replace(
+            &harness::client_dependency(),
+            &format!(
+                "[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false, features = [\"engine\"] }}\n",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+        ),
+    )
+    .unwrap();
+    pkg.write("build.rs", "fn main() { cargo_mcpp::build(); }\n");
+    let glslang = pkg.counting_tool("glslangValidator");
+    let out = cargo_with_nothing_installed(&pkg.path(""), pkg.dir.path(), &glslang, &["build"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(compiles(&pkg), 2, "{}", text(&out));
 }

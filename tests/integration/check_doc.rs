@@ -1,5 +1,4 @@
-//! `cargo check`, `cargo doc` and `DOCS_RS` (issue 14; README.md "cargo check, cargo doc,
-//! docs.rs"): `cargo check` runs the device phase as `cargo build` does (what `cc` and `bindgen`
+//! `cargo check`, `cargo doc` and `DOCS_RS`: `cargo check` runs the device phase as `cargo build` does (what `cc` and `bindgen`
 //! users expect: cargo runs the same build script for both and shares its output, so a later
 //! `cargo build` finds it done), and under `DOCS_RS` `cargo doc` starts no device compiler while
 //! the surface is still generated.
@@ -139,4 +138,122 @@ fn docs_rs_neither_resolves_nor_refuses_the_launcher() {
         "a host C++ compile still needs it: {}",
         text(&out)
     );
+}
+
+/// docs.rs emulated for a user crate in each form `cargo mcpp new` writes, with no engine and
+/// no toolkit anywhere: no `CARGO_MCPP`, a `CARGO_HOME` without `bin/` (its registry a link to
+/// this machine's, offline), a `PATH` holding only cargo, rustc, rustdoc, the C/C++ compilers, no
+/// tool variable. `DOCS_RS=1 cargo doc` with the features `[package.metadata.docs.rs]` names
+/// passes, and the documentation has the generated surface as under `--no-accel` (docs.rs
+/// compiles no device code): the shader module, and the island's Rust bindings.
+#[test]
+fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_no_toolkit() {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-docs-rs-")
+        .tempdir()
+        .unwrap();
+    let real_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo")
+        });
+    let home = tmp.path().join("bare-cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::symlink(real_home.join("registry"), home.join("registry")).unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // The C and C++ compilers of a Rust build (the cc crate's; an island's CPU fallback is
+    // host C++), no device toolkit.
+    for tool in ["cargo", "rustc", "rustdoc", "cc", "c++", "ld", "as"] {
+        std::os::unix::fs::symlink(harness::real_tool(tool), bin.join(tool)).unwrap();
+    }
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-rs");
+    // The device caches of an earlier run (other temp paths) are not this run's.
+    let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
+    // (`cargo mcpp new` arguments, the crate, the surface item documented)
+    let forms: [(&[&str], &str, &str); 3] = [
+        (
+            &["docs-app", "--lane", "spirv"],
+            "docs_app",
+            "shaders/fn.all.html",
+        ),
+        (
+            &["docs-lib", "--lib", "--lane", "spirv"],
+            "docs_lib",
+            "shaders/fn.all.html",
+        ),
+        (
+            &["docs-kernels", "--lib", "--island"],
+            "docs_kernels",
+            "kernels/fn.scale_run.html",
+        ),
+    ];
+    for (args, krate, item) in forms {
+        let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .args(["mcpp", "new"])
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let dir = tmp.path().join(args[0]);
+        // The example program's ash is left out (this machine's registry may not have it):
+        // the build dependency is what is tried here.
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let manifest: String = manifest
+            .lines()
+            .filter(|l| !l.starts_with("ash = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(dir.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
+        let _ = std::fs::remove_dir_all(dir.join("examples"));
+        if dir.join("src/main.rs").exists() {
+            std::fs::write(
+                dir.join("src/main.rs"),
+                "//! The program.\nmod shaders {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\"));\n}\nfn main() {\n    println!(\"{}\", shaders::all().len());\n}\n",
+            )
+            .unwrap();
+        }
+        // What docs.rs passes: the features of [package.metadata.docs.rs].
+        let docs_rs: toml::Table = toml::from_str(&manifest).unwrap();
+        let features: Vec<String> = docs_rs
+            .get("package")
+            .and_then(|p| p.get("metadata"))
+            .and_then(|m| m.get("docs"))
+            .and_then(|d| d.get("rs"))
+            .and_then(|d| d.get("features"))
+            .and_then(|f| f.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut cmd = Command::new(bin.join("cargo"));
+        cmd.args(["doc", "--no-deps", "--offline", "--target-dir"])
+            .arg(&target)
+            .current_dir(&dir)
+            .env_clear()
+            .env("PATH", &bin)
+            .env("HOME", std::env::var_os("HOME").unwrap())
+            .env("CARGO_HOME", &home)
+            .env("MCPP_HOME", tmp.path().join("mcpp-home"))
+            .env("DOCS_RS", "1");
+        for v in ["RUSTUP_HOME", "RUSTUP_TOOLCHAIN"] {
+            if let Some(value) = std::env::var_os(v) {
+                cmd.env(v, value);
+            }
+        }
+        if !features.is_empty() {
+            cmd.arg("--features").arg(features.join(","));
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert!(
+            target.join("doc").join(krate).join(item).is_file(),
+            "{args:?}: no {item} in the docs: {}",
+            text(&out)
+        );
+        assert!(!home.join("bin").exists());
+    }
 }

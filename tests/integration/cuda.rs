@@ -288,7 +288,7 @@ fn no_toolkit_is_refused_naming_every_way() {
     // The one resolver's refusal: every way, numbered in order without gaps, then the CUDA way out.
     let ways = [
         "no CUDA toolkit found (for nvcc)",
-        "1. in build.rs: cargo_mcpp::Build::new().tool(\"nvcc\", \"/path/to/nvcc\")",
+        "1. in build.rs: mcpp_build::Build::new().tool(\"nvcc\", \"/path/to/nvcc\")",
         "or in Cargo.toml: [package.metadata.mcpp.tools] nvcc = \"/path/to/nvcc\"",
         "or the CUDA toolkit root in Cargo.toml: [package.metadata.mcpp.cuda] toolkit = \"/path/to/root\"",
         "2. the environment: NVCC=/path/to/nvcc or MCPP_NVCC=/path/to/nvcc",

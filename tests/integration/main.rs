@@ -35,6 +35,7 @@ mod manifest_fuzz;
 mod message_format;
 mod pack_appimage;
 mod pack_msi;
+mod packaging;
 mod refusals;
 mod refusals_cuda;
 mod refusals_embed;

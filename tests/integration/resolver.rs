@@ -218,7 +218,7 @@ fn each_source_answers_when_those_above_it_are_absent_and_why_names_it() {
         .unwrap_err()
         .to_string();
     let ways = [
-        "1. in build.rs: cargo_mcpp::Build::new().tool(\"fakecc\", \"/path/to/fakecc\")",
+        "1. in build.rs: mcpp_build::Build::new().tool(\"fakecc\", \"/path/to/fakecc\")",
         "or in Cargo.toml: [package.metadata.mcpp.tools] fakecc = \"/path/to/fakecc\"",
         "2. the environment: FAKECC=/path/to/fakecc or MCPP_FAKECC=/path/to/fakecc",
         "3. the global override: MCPP_TOOL_FAKECC=/path/to/fakecc",
@@ -745,7 +745,7 @@ fn another_lane_declares_a_toolkit_and_gets_the_same_order_and_refusal() {
         .to_string();
     let ways = [
         "no ROCm found (for hipcc)",
-        "1. in build.rs: cargo_mcpp::Build::new().tool(\"hipcc\", \"/path/to/hipcc\")",
+        "1. in build.rs: mcpp_build::Build::new().tool(\"hipcc\", \"/path/to/hipcc\")",
         "2. the environment: HIPCC=/path/to/hipcc",
         "3. the global override: MCPP_TOOL_HIPCC=/path/to/hipcc",
         "4. the ROCm root: HIP_PATH=/path/to/root or ROCM_PATH=/path/to/root (a root holds bin/hipcc and include/hip/hip_runtime.h)",
@@ -826,7 +826,7 @@ fn a_tool_replaced_in_place_with_cp_p_is_asked_its_version_again() {
 /// another program.
 #[test]
 fn a_builder_tool_of_no_rule_is_refused_naming_its_line_and_the_known_tools() {
-    let line = line!() + 2;
+    let line = line!() + 5;
     let text = harness::package_refusal(
         "accel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]",
         &[("shaders/a.comp", harness::SQUARE_COMP)],

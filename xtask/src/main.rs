@@ -123,7 +123,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
 /// itself, or prints to standard output, which a build script's cargo reads as directives
 /// (the command line, `src/cli/`, prints its own answers: `why tool`, `pack --dry-run`'s plan
 /// and the engine handshake, no directive; the
-/// test-only compiler shim `src/bin/mcpp-shim.rs` prints what the compiler it plays prints).
+/// test-only compiler shim `mcpp-shim/src/main.rs` prints what the compiler it plays prints).
 pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if rel.ends_with("src/cargo_output.rs") {
@@ -144,7 +144,7 @@ pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
             ));
         }
         let prints = ["println!(", "print!("].iter().any(|m| macro_call(code, m));
-        if prints && !rel.starts_with("src/cli/") && !rel.ends_with("src/bin/mcpp-shim.rs") {
+        if prints && !rel.starts_with("src/cli/") && !rel.ends_with("mcpp-shim/src/main.rs") {
             problems.push(format!("{rel}:{}: prints to standard output, which cargo reads as directives; use CargoOutput (or eprintln!)", n + 1));
         }
     }

@@ -5,7 +5,7 @@
 //! - the real toolchains `scripts/setup-toolchains.sh` installs: [`real_tool`], [`cuda13`], [`real_rocm`],
 //!   [`cuda12_clang`], and [`counted_toolkit`] (the real nvcc behind a counting wrapper);
 //! - counting/logging wrappers and fake compilers: [`Shim`] (the recording compiler
-//!   `src/bin/mcpp-shim.rs` under any program name), [`fake_toolkit`] and [`fake_rocm`];
+//!   the `mcpp-shim` package under any program name), [`fake_toolkit`] and [`fake_rocm`];
 //!   a lane's builder with its toolkit: [`cuda_build`], [`hip_build`];
 //! - the text of outputs ([`text`]) and file helpers ([`walk`], [`tree_state`], [`copy_dir`], [`edit`]).
 #![allow(dead_code)]

@@ -1,5 +1,5 @@
-//! `mcpp-shim`: the recording compiler of cargo-mcpp's tests (never shipped: `Cargo.toml`
-//! excludes this file from the package, so the published crate has no such binary).
+//! `mcpp-shim`: the recording compiler of cargo-mcpp's tests. Its own unpublished package
+//! (`publish = false`), so `cargo install` of cargo-mcpp never installs it.
 //!
 //! The test harness (`tests/integration/harness`, `Shim`) copies or hard-links it under any program name
 //! (`nvcc`, `clang++`, `icpx`, `bisheng`, ...). Each start appends one JSON line to
