@@ -12,7 +12,7 @@ mkdir -p .gpu .gl
 (cd examples/cuda-saxpy && "$MCPP" mcpp build --release && cp target/release/cuda-saxpy ../../.gpu/cuda-saxpy-nvcc)
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 cp -r examples/cuda-saxpy "$tmp/saxpy-clang"; rm -rf "$tmp/saxpy-clang/target"
-sed -i "s|path = \"../..\"|path = \"$PWD\"|; s|compiler = \"nvcc\"|compiler = \"clang\"\ntoolkit = \"${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/cuda-12.9-clang\"|" "$tmp/saxpy-clang/Cargo.toml"
+sed -i "s|path = \"../../mcpp-build\"|path = \"$PWD/mcpp-build\"|; s|compiler = \"nvcc\"|compiler = \"clang\"\ntoolkit = \"${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/cuda-12.9-clang\"|" "$tmp/saxpy-clang/Cargo.toml"
 (cd "$tmp/saxpy-clang" && "$MCPP" mcpp build --release --accel "cuda12.9+{sm_90}" && cp target/release/cuda-saxpy "$OLDPWD/.gpu/cuda-saxpy-clang")
 (cd examples/vulkan-compute && "$MCPP" mcpp build --release && cp target/release/vulkan-compute ../../.gpu/)
 (cd examples/cuda-ptx && "$MCPP" mcpp build --release && cp target/release/cuda-ptx ../../.gpu/)

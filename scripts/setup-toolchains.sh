@@ -9,7 +9,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache clangd bench mdbook}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache clangd bench mdbook crates}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -165,6 +165,14 @@ want bench && apt_install time bc
 if want mdbook && [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VER" ]; then
   echo "setup: cargo install mdbook $MDBOOK_VER"
   cargo install --quiet --locked mdbook --version "$MDBOOK_VER" --no-default-features --features search
+fi
+# The crates the tests build offline, in cargo's download cache: this workspace's, and the
+# examples' (ash, cudarc), which the crates `cargo mcpp new` writes use too. Install time, by
+# name and lockfile; `cargo fetch` does nothing when they are there.
+if want crates; then
+  REPO="$(cd "$(dirname "$0")/.." && pwd)"
+  cargo fetch --quiet --manifest-path "$REPO/Cargo.toml"
+  for m in "$REPO"/examples/*/Cargo.toml; do cargo fetch --quiet --manifest-path "$m"; done
 fi
 $SUDO mkdir -p "$PREFIX"
 $SUDO tee "$PREFIX/env.sh" >/dev/null <<ENV

@@ -1,3 +1,3 @@
 fn main() {
-    cargo_mcpp::build();
+    mcpp_build::build();
 }
