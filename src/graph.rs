@@ -448,6 +448,9 @@ fn spawn(action: &Action) -> Result<Vec<String>> {
         for line in text.lines() {
             e = e.detail(line.to_string());
         }
+        if let Some(hint) = crate::rules::cuda::failure_hint(&action.id, &text) {
+            e = e.help(hint);
+        }
         return Err(e);
     }
     Ok(warning_lines(&action.description, &action.args, &String::from_utf8_lossy(&output.stdout), &String::from_utf8_lossy(&output.stderr)))

@@ -97,22 +97,29 @@ pub struct Payload {
     pub path: PathBuf,
     /// What its bytes are.
     pub kind: PayloadKind,
+    /// A sentence for the accessor's doc comment in every language (what it is for, e.g. the
+    /// architecture a CUDA image is built for and where it loads); `None`: none.
+    pub doc: Option<String>,
 }
 
 impl Payload {
+    /// The payload with `doc` as its accessor's doc sentence ([`Payload::doc`]).
+    pub fn with_doc(self, doc: impl Into<String>) -> Payload {
+        Payload { doc: Some(doc.into()), ..self }
+    }
     /// A [`PayloadKind::Words32`] payload (SPIR-V).
     pub fn words(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Words32 }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Words32, doc: None }
     }
     /// A [`PayloadKind::Bytes`] payload.
     pub fn bytes(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Bytes }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Bytes, doc: None }
     }
     /// A payload of `kind` with no bytes (an empty path): the placeholder of a source this
     /// build does not compile ([`crate::rules::Rule::placeholders`]), so its accessor exists
     /// and hands out an empty payload (a text's `c_str` is then `""`).
     pub fn empty(source: impl Into<String>, identifier: impl Into<String>, kind: PayloadKind) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: PathBuf::new(), kind }
+        Payload { source: source.into(), identifier: identifier.into(), path: PathBuf::new(), kind, doc: None }
     }
     /// Whether this payload has no file: the placeholder of [`Payload::empty`].
     pub fn is_placeholder(&self) -> bool {
@@ -120,7 +127,7 @@ impl Payload {
     }
     /// A [`PayloadKind::Text`] payload.
     pub fn text(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Text }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Text, doc: None }
     }
 }
 
