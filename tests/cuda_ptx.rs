@@ -693,3 +693,124 @@ fn the_arch_guard_failing_in_object_mode_gets_the_hint_to_compile_device_only() 
         "{text}"
     );
 }
+
+/// The selection function of each CUDA source and its kernel names, in Rust and in C (through
+/// the C++ implementation unit), built with the real nvcc for `{sm_80,sm_90}`: PTX, cubins and
+/// a fat binary, a C++ kernel among them (its mangled name is the constant's value). A program
+/// asks for several compute capabilities and prints what it got.
+#[test]
+fn the_selection_function_picks_the_best_image_and_entry_names_come_from_the_built_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("k")).unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"pick\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\naccel = \"cuda13.0+{sm_80,sm_90}\"\nmodules = false\nsources = [{ glob = \"k/p.cu\", output = \"ptx\" }, { glob = \"k/c.cu\", output = \"cubin\" }, { glob = \"k/f.cu\", output = \"fatbin\" }]\n").unwrap();
+    std::fs::write(pkg.join("k/p.cu"), "extern \"C\" __global__ void axpy(float* y, float a, unsigned n) { unsigned i = threadIdx.x; if (i < n) y[i] += a; }\nextern \"C\" __global__ void zero(float* y) { y[threadIdx.x] = 0; }\n").unwrap();
+    std::fs::write(pkg.join("k/c.cu"), "__global__ void scale(float* y, unsigned n) { unsigned i = threadIdx.x; if (i < n) y[i] *= 2; }\n").unwrap();
+    std::fs::write(
+        pkg.join("k/f.cu"),
+        "extern \"C\" __global__ void neg(float* y) { y[threadIdx.x] = -y[threadIdx.x]; }\n",
+    )
+    .unwrap();
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .try_compile()
+        .unwrap();
+    let rs = surface(tmp.path());
+    assert!(
+        rs.contains("pub const SCALE: &str = \"_Z5scalePfj\";")
+            && rs.contains("pub const ALL: [&str; 2] = [AXPY, ZERO];"),
+        "{rs}"
+    );
+    let main = tmp.path().join("main.rs");
+    std::fs::write(&main, format!("mod shaders {{ include!({:?}); }}\nuse shaders as k;\n{}", tmp.path().join("out/mcpp_shaders.rs"), r#"
+fn show(r: Result<shaders::CudaImage, shaders::NoCudaImage>) -> String {
+    match r { Ok(i) => format!("{:?} {} {}", i.kind, i.arch, i.bytes.len()), Err(e) => format!("error: {e}") }
+}
+fn main() {
+    for (ma, mi) in [(9, 0), (8, 6), (8, 0), (12, 0), (7, 5)] {
+        println!("{ma}.{mi} ptx: {}", show(k::p_select(ma, mi)));
+        println!("{ma}.{mi} cubin: {}", show(k::c_select(ma, mi)));
+        println!("{ma}.{mi} fatbin: {}", show(k::f_select(ma, mi)));
+    }
+    let p = k::p_select(8, 6).unwrap();
+    assert_eq!(p.ptx(), Some(k::p_ptx_compute_80().text));
+    assert_eq!(k::c_select(9, 0).unwrap().bytes, k::c_cubin_sm_90().bytes);
+    println!("entries: {:?} {:?} {:?}", k::p_entries::ALL, k::c_entries::SCALE, k::f_entries::ALL);
+}
+"#)).unwrap();
+    let exe = tmp.path().join("pick");
+    let out = std::process::Command::new("rustc")
+        .args(["--edition", "2021", "-D", "warnings", "-o"])
+        .arg(&exe)
+        .arg(&main)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(&exe).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<String> = text
+        .lines()
+        .map(|l| l.split(' ').take(4).collect::<Vec<_>>().join(" "))
+        .collect();
+    let want = [
+        "9.0 ptx: Ptx compute_90",
+        "9.0 cubin: Cubin sm_90",
+        "9.0 fatbin: Fatbin sm_80,sm_90,compute_90",
+        "8.6 ptx: Ptx compute_80",
+        "8.6 cubin: Cubin sm_80",
+        "8.6 fatbin: Fatbin sm_80,sm_90,compute_90",
+        "8.0 ptx: Ptx compute_80",
+        "8.0 cubin: Cubin sm_80",
+        "8.0 fatbin: Fatbin sm_80,sm_90,compute_90",
+        "12.0 ptx: Ptx compute_90",
+        "12.0 cubin: error: no",
+        "12.0 fatbin: Fatbin sm_80,sm_90,compute_90",
+        "7.5 ptx: error: no",
+        "7.5 cubin: error: no",
+        "7.5 fatbin: error: no",
+    ];
+    assert_eq!(got[..15], want, "{text}");
+    assert!(text.contains("7.5 cubin: error: no image of k/c.cu loads on a GPU of compute capability 7.5: built sm_80, sm_90;"), "{text}");
+    assert!(
+        text.contains("entries: [\"axpy\", \"zero\"] \"_Z5scalePfj\" [\"neg\"]"),
+        "{text}"
+    );
+
+    // C, through the implementation unit: the same choices.
+    let c_main = tmp.path().join("main.c");
+    std::fs::write(&c_main, "#include <stdio.h>\n#include \"pick.shaders.h\"\nint main(void) {\n    const unsigned char* d; unsigned long n; const char* arch;\n    int k1 = mcpp_embed_4pick7shaders8c_select(8, 6, &d, &n, &arch);\n    printf(\"%d %s %lu\\n\", k1, arch, n);\n    int k2 = mcpp_embed_4pick7shaders8p_select(9, 0, &d, &n, &arch);\n    printf(\"%d %s %d\\n\", k2, arch, d[n - 1]);\n    printf(\"%d %s\\n\", mcpp_embed_4pick7shaders8c_select(7, 5, &d, &n, &arch), mcpp_embed_4pick7shaders8c_select_entry(0));\n    return 0;\n}\n").unwrap();
+    let dir = tmp.path().join("out/mcpp");
+    let cexe = tmp.path().join("pick-c");
+    let out = std::process::Command::new("g++")
+        .args(["-std=c++20", "-x", "c++"])
+        .arg(dir.join("pick.shaders.impl.cpp"))
+        .args(["-x", "c"])
+        .arg(&c_main)
+        .arg("-I")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&cexe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(&cexe).output().unwrap();
+    let c_text = String::from_utf8(out.stdout).unwrap();
+    let cubin_80 = payload(tmp.path(), "c_cubin", "bin").len();
+    assert_eq!(
+        c_text,
+        format!("1 sm_80 {cubin_80}\n2 compute_90 0\n0 _Z5scalePfj\n"),
+        "{c_text}"
+    );
+}

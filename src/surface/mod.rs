@@ -40,6 +40,7 @@
 //!
 //! [`Payload`]: ../../templates/payload.rs
 
+pub(crate) mod cuda;
 pub mod kind;
 pub mod names;
 pub mod storage;
@@ -75,6 +76,8 @@ pub struct PayloadItem {
     pub storage: Option<Storage>,
     /// The accessor's doc sentence ([`Payload::doc`]).
     pub doc: Option<String>,
+    /// What a CUDA image is built for ([`Payload::cuda`]).
+    pub cuda: Option<String>,
 }
 
 impl PayloadItem {
@@ -123,10 +126,11 @@ const RUST_TEMPLATES: &[&str] = &[
     include_str!("../../templates/payload_text.rs"),
     storage::OBJECT_RUST,
     storage::SIDECAR_RUST,
+    include_str!("../../templates/payload_cuda.rs"),
 ];
 
 /// The C++ templates of the surface (their structs are names in the module's namespace).
-const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp")];
+const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp"), include_str!("../../templates/payload_cuda.hpp")];
 
 /// The lists the Rust surface adds at its top level ([`rust_surface`]).
 const LIST_FUNCTIONS: [&str; 3] = ["all", "all_bytes", "all_text"];
@@ -262,6 +266,7 @@ pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec
             rule: rule.to_string(),
             storage: None,
             doc: payload.doc.clone(),
+            cuda: payload.cuda.clone(),
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item_path(&item);
@@ -461,11 +466,14 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     let mut incbins: Vec<(&PayloadItem, String, PathBuf)> = Vec::new();
     let mut sidecars: Vec<(PathBuf, String)> = Vec::new();
     let mut sizes: Vec<usize> = Vec::with_capacity(items.len());
+    // The bytes of each CUDA image (empty for other payloads), read for its kernel names.
+    let mut image_bytes: Vec<Vec<u8>> = Vec::with_capacity(items.len());
     let alias = aliases(items);
     for (index, item) in items.iter().enumerate() {
         if let Some(first) = alias[index] {
             // The same file as an earlier accessor: its bytes are that accessor's, stored once.
             sizes.push(sizes[first]);
+            image_bytes.push(Vec::new());
             continue;
         }
         // An empty path is a placeholder (a source this build leaves out): no bytes.
@@ -486,6 +494,7 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         }
         write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
         sizes.push(bytes.len());
+        image_bytes.push(if item.cuda.is_some() { bytes.clone() } else { Vec::new() });
         let base = accessor_base(&module, item);
         match item.storage_in(opts.storage) {
             Storage::Header => {
@@ -534,12 +543,13 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT).join(&opts.package_name));
         let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT));
     }
-    let rust = rust_surface(items, &sizes, &alias, tables, opts);
+    let groups = cuda::groups(items, &image_bytes);
+    let rust = rust_surface(items, &sizes, &alias, &groups, tables, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
-        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, tables, &module, opts, true))
+        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, &groups, tables, &module, opts, true))
     } else {
-        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, tables, &module, opts, false))
+        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, &groups, tables, &module, opts, false))
     };
     for dir in &cpp_dirs[1..] {
         write(&dir.join(interface_file.file_name().unwrap_or_default()), interface.as_bytes())?;
@@ -603,6 +613,12 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     for (item, first) in items.iter().zip(&alias).filter_map(|(i, a)| a.map(|f| (i, &items[f]))) {
         let (base, of) = (accessor_base(&module, item), accessor_base(&module, first));
         let _ = write!(body, "\nextern \"C\" const {t}* {base}_data() {{ return {of}_data(); }}\nextern \"C\" unsigned long {base}_size() {{ return {of}_size(); }}\n", t = c_type(item.kind));
+    }
+    if !groups.is_empty() {
+        body.push_str(cuda::SELECT_CPP);
+    }
+    for (_, group) in &groups {
+        body.push_str(&cuda::c_impl(&module, group, items));
     }
     for table in tables {
         body.push_str(&table_impl(table, &module));
@@ -746,7 +762,7 @@ fn table_impl(table: &LookupTable, module: &[String]) -> String {
          extern \"C\" const unsigned char* {t}_at(unsigned long i, unsigned long* size) {{\n    const unsigned char* d = nullptr;\n    unsigned long n = 0;\n    switch (i) {{\n"
     );
     for (i, (_, ns, id)) in table.entries.iter().enumerate() {
-        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None };
+        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None };
         let base = accessor_base(module, &item);
         let _ = writeln!(out, "    case {i}: d = {base}_data(); n = {base}_size(); break;");
     }
@@ -804,7 +820,7 @@ fn cpp_table(out: &mut String, table: &LookupTable, module: &[String]) {
 
 /// The Rust surface; `sizes[i]` is the size in bytes of `items[i]`'s payload (a text's without
 /// its NUL), `alias[i]` the item whose bytes it hands out ([`aliases`]).
-fn rust_surface(items: &[PayloadItem], sizes: &[usize], alias: &[Option<usize>], tables: &[LookupTable], opts: &SurfaceOptions) -> String {
+fn rust_surface(items: &[PayloadItem], sizes: &[usize], alias: &[Option<usize>], groups: &[(usize, cuda::Group)], tables: &[LookupTable], opts: &SurfaceOptions) -> String {
     let mut out = format!(
         "// Generated by cargo-mcpp for the package `{}` (module `{}`). Do not edit.\n\
          // Include it in a module: mod shaders {{ include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }}\n\n",
@@ -827,6 +843,10 @@ fn rust_surface(items: &[PayloadItem], sizes: &[usize], alias: &[Option<usize>],
     }
     if items.iter().any(|i| st(i) == Storage::Sidecar) {
         out.push_str(storage::SIDECAR_RUST);
+    }
+    if !groups.is_empty() {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_cuda.rs"));
     }
     let module = names::module_segments(&opts.module_name).unwrap_or_default();
     let path = |item: &PayloadItem| item.namespace.iter().map(String::as_str).chain(std::iter::once(item.identifier.as_str())).collect::<Vec<_>>().join("::");
@@ -897,6 +917,9 @@ fn rust_surface(items: &[PayloadItem], sizes: &[usize], alias: &[Option<usize>],
             let at = mark + 1 + out[mark + 1..].find('\n').unwrap_or(0);
             out.insert_str(at, &format!("\n{ind}///\n{ind}/// {}", doc_text(note)));
         }
+        for (_, group) in groups.iter().filter(|(last, _)| *last == index) {
+            out.push_str(&cuda::rust(group, items, &st, &sup, &ind));
+        }
     }
     while !open.is_empty() {
         if let Some(t) = tables.iter().find(|t| t.namespace == open) {
@@ -952,7 +975,7 @@ fn header_rust(out: &mut String, item: &PayloadItem, size: usize, payload: &str,
     }
 }
 
-fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
+fn cpp_interface(items: &[PayloadItem], groups: &[(usize, cuda::Group)], tables: &[LookupTable], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
     let mut out = format!("// Generated by cargo-mcpp for the package `{}`. Do not edit.\n", comment(&opts.package_name));
     if as_module {
         let _ = writeln!(out, "export module {};\n\nextern \"C\" {{", opts.module_name);
@@ -963,6 +986,9 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
     for item in items {
         let base = accessor_base(module, item);
         let _ = writeln!(out, "const {}* {base}_data({void});\nunsigned long {base}_size({void});", c_type(item.kind));
+    }
+    for (_, group) in groups {
+        out.push_str(&cuda::c_declarations(module, group, void));
     }
     for table in tables {
         let t = table.c_base(module);
@@ -987,6 +1013,10 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
         out.push('\n');
         out.push_str(include_str!("../../templates/payload_text.hpp"));
     }
+    if !groups.is_empty() {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_cuda.hpp"));
+    }
     let mut open: Vec<String> = Vec::new();
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
@@ -1007,6 +1037,9 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
             let _ = writeln!(out, "// {}", doc_text(note));
         }
         let _ = writeln!(out, "inline {} {}() {{ return {{ {base}_data(), {base}_size() }}; }}", cpp_struct(item.kind), item.identifier);
+        if let Some((_, group)) = groups.iter().find(|(last, _)| std::ptr::eq(&items[*last], item)) {
+            out.push_str(&cuda::cpp_inline(module, group));
+        }
     }
     while !open.is_empty() {
         if let Some(t) = tables.iter().find(|t| t.namespace == open) {
@@ -1036,7 +1069,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let payload = dir.path().join("x.spv");
         std::fs::write(&payload, [3u8, 2, 0x23, 7]).unwrap();
-        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None };
+        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None, cuda: None };
         let opts = SurfaceOptions {
             package_name: "p\n#error pkg".into(),
             module_name: "p.shaders".into(),
@@ -1216,7 +1249,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("p");
             std::fs::write(&path, b"abcd").unwrap();
-            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None })], &[]).unwrap();
+            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None, cuda: None })], &[]).unwrap();
             let mut opts = options_in(dir.path(), true);
             opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abce"));
             let e = generate(&items, &opts).unwrap_err();

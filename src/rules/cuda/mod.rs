@@ -253,7 +253,11 @@ impl Rule for CudaRule {
         let mut out = Vec::new();
         for s in sources {
             for unit in payload_units(CudaOutput::of(s, &opts), source_stem(&s.rel), &[], &[], None, &declared, &declared_virt) {
-                out.push(Payload::empty(s.rel.clone(), unit.identifier, unit.kind).with_doc(unit.doc));
+                let p = Payload::empty(s.rel.clone(), unit.identifier, unit.kind).with_doc(unit.doc);
+                out.push(match unit.image {
+                    Some(arch) => p.with_cuda(arch),
+                    None => p,
+                });
             }
         }
         Ok(out)
@@ -567,6 +571,9 @@ struct PayloadUnit<'a> {
     doc: String,
     /// The unit (by architecture) whose file this one's accessor hands out.
     same_as: Option<String>,
+    /// What the image is built for ([`Payload::cuda`]): the architecture, a fat binary's list;
+    /// `None` for the unsuffixed alias (its architecture's own accessor is the image).
+    image: Option<String>,
 }
 
 /// The payloads of a source of `output` named `stem`, for the architectures `built` (real) and
@@ -602,6 +609,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
                 None => "Empty: this build compiles this source for no architecture (its accelerator set leaves CUDA out).".to_string(),
             },
             same_as: lowest.cloned(),
+            image: None,
         });
         for a in &all {
             let b = built.iter().find(|b| *b == a);
@@ -612,6 +620,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
                 kind,
                 doc: if b.is_some() { doc(a) } else { format!("Empty: {a} is declared in the manifest, and this build's accelerator set does not list it.") },
                 same_as: None,
+                image: Some(a.clone()),
             });
         }
     };
@@ -635,6 +644,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
                 format!("A fat binary: cubins for {} and PTX for {}; the driver loads the cubin that fits the GPU, else JIT-compiles the PTX.", built.join(", "), fat_ptx.map_or("none".to_string(), |p| format!("compute_{p}")))
             },
             same_as: None,
+            image: Some(built.iter().cloned().chain(fat_ptx.map(|p| format!("compute_{p}"))).collect::<Vec<_>>().join(",")),
         }),
     }
     units
@@ -704,7 +714,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                 (None, Some(arch)) => file_of(arch),
                 (None, None) => PathBuf::new(),
             };
-            plan.payloads.push(Payload { source: s.rel.clone(), identifier: unit.identifier, path, kind: unit.kind, doc: Some(unit.doc) });
+            plan.payloads.push(Payload { source: s.rel.clone(), identifier: unit.identifier, path, kind: unit.kind, doc: Some(unit.doc), cuda: unit.image });
         }
     }
     Ok(())
