@@ -814,3 +814,98 @@ fn main() {
         "{c_text}"
     );
 }
+
+/// `driver-floor`: a toolkit of a newer major version is refused before anything compiles; PTX
+/// whose `.version` needs a newer driver than the floor is refused once built (clang-19 with
+/// the CUDA 12.9 layout writes PTX ISA 8.5, which needs CUDA 12.5), naming the ways out; a
+/// value that is no version is refused at its key; a floor the PTX meets builds. The refusal
+/// texts are one snapshot (`tests/snapshots/cuda_ptx__driver_floor_refusals.snap`).
+#[test]
+fn driver_floor_refusals() {
+    let floor = |pkg: &Path, value: &str| {
+        edit(
+            &pkg.join("Cargo.toml"),
+            "[package.metadata.mcpp.cuda]\n",
+            &format!("[package.metadata.mcpp.cuda]\ndriver-floor = \"{value}\"\n"),
+        )
+    };
+    let mut cases = Vec::new();
+
+    let (tmp, pkg) = fixture("cuda-ptx");
+    floor(&pkg, "12.4");
+    let (root, nvcc) = counted_toolkit(tmp.path());
+    let e = cuda_build(tmp.path(), &pkg, &root)
+        .try_compile()
+        .unwrap_err();
+    assert_eq!(
+        nvcc.calls().iter().filter(|c| c.has("--ptx")).count(),
+        0,
+        "nothing compiles before the refusal"
+    );
+    cases.push((
+        "nvcc 13.0 and a floor of 12.4",
+        redact(&e.to_string(), tmp.path()),
+    ));
+
+    let (tmp, pkg) = fixture("cuda-ptx");
+    floor(&pkg, "12.4");
+    edit(
+        &pkg.join("Cargo.toml"),
+        "[package.metadata.mcpp.cuda]\n",
+        &format!(
+            "[package.metadata.mcpp.cuda]\ncompiler = \"clang\"\ntoolkit = \"{}\"\n",
+            cuda12_clang().display()
+        ),
+    );
+    let e = cuda_build(tmp.path(), &pkg, &cuda12_clang())
+        .tool("clang++", "/usr/bin/clang++-19")
+        .accel("cuda12.9+{sm_80}")
+        .try_compile()
+        .unwrap_err();
+    cases.push((
+        "clang-19 PTX ISA 8.5 and a floor of 12.4",
+        redact(&e.to_string(), tmp.path())
+            .replace(&cuda12_clang().display().to_string(), "[CUDA12]"),
+    ));
+    // The same build with the floor its PTX needs.
+    edit(
+        &pkg.join("Cargo.toml"),
+        "driver-floor = \"12.4\"",
+        "driver-floor = \"12.5\"",
+    );
+    cuda_build(tmp.path(), &pkg, &cuda12_clang())
+        .tool("clang++", "/usr/bin/clang++-19")
+        .accel("cuda12.9+{sm_80}")
+        .try_compile()
+        .unwrap();
+    assert!(ptx(tmp.path(), "kernels/affine_ptx").contains(".version 8.5"));
+
+    let (tmp, pkg) = fixture("cuda-ptx");
+    floor(&pkg, "twelve");
+    let e = cuda_build(tmp.path(), &pkg, &cuda13())
+        .try_compile()
+        .unwrap_err();
+    cases.push((
+        "a floor that is no version",
+        redact(&e.to_string(), tmp.path()),
+    ));
+
+    // nvcc 13.0 writes PTX ISA 9.0, which a CUDA 13.0 driver loads.
+    let (tmp, pkg) = fixture("cuda-ptx");
+    floor(&pkg, "13.0");
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .try_compile()
+        .unwrap();
+    assert!(ptx(tmp.path(), "kernels/affine_ptx").contains(".version 9.0"));
+
+    let text: String = cases
+        .iter()
+        .map(|(name, t)| {
+            format!(
+                "== {name}\n{}\n",
+                t.replace(&cuda13().display().to_string(), "[CUDA13]")
+            )
+        })
+        .collect();
+    insta::assert_snapshot!("driver_floor_refusals", text);
+}

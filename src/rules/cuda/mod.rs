@@ -152,6 +152,10 @@ pub struct CudaOptions {
     /// What every `.cu` source compiles to, unless its `sources` entry says otherwise: an
     /// object (default), PTX, cubins or a fat binary ([`CudaOutput`]).
     pub output: Option<CudaOutput>,
+    /// The oldest driver the payloads must load on, as the CUDA version it supports
+    /// (`"12.4"`, what `cuDriverGetVersion` reports): PTX of a newer ISA is refused
+    /// ([`check_driver_floor`]), and so is a toolkit of a newer major version.
+    pub driver_floor: Option<String>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
     /// profiles, `-O0` in debug), `flags` (before the depfile, source and output arguments).
     #[serde(skip)]
@@ -175,7 +179,8 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
-    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture, `<stem>_ptx()` for the floor and `<stem>_ptx_compute_NN()` for each other listed architecture), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin()`, or `<stem>_cubin_sm_NN()` each when several are listed), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused). Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...); with `--no-accel` their accessors are generated, empty" },
+    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
+    crate::manifest::KeyDoc { key: "driver-floor", default: "none", meaning: "the oldest driver the program must load its payloads on, as the CUDA version it supports (`\"12.4\"`: what `cuDriverGetVersion` reports, `nvidia-smi` shows). The build reads the PTX ISA version of every PTX payload (its `.version` line) and refuses one that needs a newer driver (PTX ISA 8.4 needs CUDA 12.4, 9.0 needs 13.0: NVIDIA's PTX ISA release history), naming the ways out: embed cubins (`output = \"cubin\"` or `\"fatbin\"` with every GPU's architecture listed), an older toolkit, or a higher floor. A toolkit of a newer major version than the floor is refused before anything compiles" },
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
     crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0` when false. No `-lineinfo`: nvcc writes its file table with the checkout's absolute paths (it has no prefix map), so the bytes would depend on where the package is; add it through `flags` to profile" },
@@ -262,6 +267,18 @@ impl Rule for CudaRule {
         }
         Ok(out)
     }
+    fn check_payloads(&self, manifest: &crate::manifest::Manifest, payloads: &[&crate::surface::Payload]) -> Result<()> {
+        let opts: CudaOptions = super::options::read(manifest, self.name())?;
+        let Some(floor) = driver_floor(manifest, &opts)? else { return Ok(()) };
+        // Each PTX file once, under its architecture's accessor (the unsuffixed one shares it).
+        for p in payloads.iter().filter(|p| p.kind == PayloadKind::Text && !p.is_placeholder()) {
+            let Some(arch) = &p.cuda else { continue };
+            // A file the device phase did not write (docs.rs builds run nothing) is no fact.
+            let Ok(text) = std::fs::read_to_string(&p.path) else { continue };
+            check_driver_floor(manifest, floor, &p.source, arch, &text)?;
+        }
+        Ok(())
+    }
     fn check_entry(&self, entry: &crate::accel::AccelEntry) -> Result<()> {
         probe::check_entry_version(entry)
     }
@@ -294,6 +311,7 @@ impl Rule for CudaRule {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
         let (toolkit, nvcc) = toolkit::locate(ctx, &opts, route, &mut plan.warnings)?;
+        check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
@@ -739,6 +757,83 @@ pub(crate) fn failure_hint(action_id: &str, output: &str) -> Option<String> {
     ))
 }
 
+/// The CUDA version a driver must support to load PTX of ISA `isa` (major, minor): NVIDIA's PTX
+/// ISA document, "Release Notes -> PTX release history" (the same table as `cuda-python`'s
+/// `get_minimal_required_cuda_ver_from_ptx_ver`). `None` for an ISA newer than the table.
+pub(crate) fn ptx_isa_min_cuda(isa: (u32, u32)) -> Option<(u32, u32)> {
+    match isa {
+        (7, m @ 0..=8) => Some((11, m)),
+        (8, m @ 0..=5) => Some((12, m)),
+        (8, m @ 6..=8) => Some((12, m + 1)),
+        (9, m @ 0..=1) => Some((13, m)),
+        (m, _) if m < 7 => Some((10, 2)),
+        _ => None,
+    }
+}
+
+/// The PTX ISA version of PTX text: its `.version X.Y` line.
+pub(crate) fn ptx_isa(text: &str) -> Option<(u32, u32)> {
+    let line = text.lines().map(str::trim).find(|l| l.starts_with(".version"))?;
+    let (major, minor) = line.trim_start_matches(".version").trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.trim().parse().ok()?))
+}
+
+/// `driver-floor` as (major, minor).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key for a value that is not `major.minor`.
+fn driver_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions) -> Result<Option<(u32, u32)>> {
+    let Some(raw) = &opts.driver_floor else { return Ok(None) };
+    let parsed = raw.split_once('.').and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    match parsed {
+        Some(v) => Ok(Some(v)),
+        None => Err(Error::new(ErrorKind::Manifest, format!("`driver-floor = \"{}\"` is not a CUDA version", crate::text::echo(raw)))
+            .file(manifest.at_col("cuda.driver-floor"))
+            .key(format!("{MANIFEST_KEY}.driver-floor"))
+            .help("write the CUDA version the oldest driver supports as major.minor, e.g. driver-floor = \"12.4\" (what `nvidia-smi` shows as \"CUDA Version\")")),
+    }
+}
+
+/// A toolkit of a newer major version than `driver-floor` builds nothing a driver of the floor
+/// loads (CUDA's minor-version compatibility holds within one major): refused before compiling.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at `driver-floor`, naming the toolkit, with the ways out.
+fn check_toolkit_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions, toolkit: &Toolkit) -> Result<()> {
+    let (Some(floor), Some(tk)) = (driver_floor(manifest, opts)?, toolkit.version) else { return Ok(()) };
+    if tk.0 <= floor.0 {
+        return Ok(());
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("the CUDA {}.{} toolkit builds nothing a driver of CUDA {}.{} loads, and `driver-floor` is {}.{}", tk.0, tk.1, floor.0, floor.1, floor.0, floor.1))
+        .file(manifest.at_col("cuda.driver-floor"))
+        .key(format!("{MANIFEST_KEY}.driver-floor"))
+        .detail(format!("toolkit: {} ({})", toolkit.root.display(), toolkit.found_by))
+        .detail(format!("A driver runs cubins of toolkits of its own major version, and JIT-compiles PTX of an ISA it knows: CUDA {}.x writes PTX ISA {}.x, which a CUDA {}.x driver does not know.", tk.0, tk.0 - 4, floor.0))
+        .help(format!("declare a CUDA {}.x toolkit ([{MANIFEST_KEY}] toolkit = \"...\", or CUDA_PATH), or raise driver-floor to \"{}.0\"", floor.0, tk.0)))
+}
+
+/// Refuse PTX (`text`, from `source`, for `arch`) whose ISA version needs a newer driver than
+/// `floor`, with the ways out.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at `driver-floor`.
+pub(crate) fn check_driver_floor(manifest: &crate::manifest::Manifest, floor: (u32, u32), source: &str, arch: &str, text: &str) -> Result<()> {
+    let Some(isa) = ptx_isa(text) else { return Ok(()) };
+    let needs = ptx_isa_min_cuda(isa);
+    if needs.is_some_and(|n| n <= floor) {
+        return Ok(());
+    }
+    let needs_text = needs.map_or(format!("a driver newer than CUDA 13.1 (ISA {}.{} is newer than the table cargo-mcpp knows)", isa.0, isa.1), |(a, b)| format!("a driver of CUDA {a}.{b} or newer"));
+    let raise = needs.map_or("the CUDA version of your oldest driver".to_string(), |(a, b)| format!("\"{a}.{b}\""));
+    Err(Error::new(ErrorKind::Manifest, format!("the PTX of {source} for {arch} needs {needs_text}, and `driver-floor` is {}.{}", floor.0, floor.1))
+        .file(manifest.at_col("cuda.driver-floor"))
+        .key(format!("{MANIFEST_KEY}.driver-floor"))
+        .detail(format!("Its `.version` line says PTX ISA {}.{}. A driver JIT-compiles only PTX of an ISA version it knows; an older one fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (the ISA of each CUDA release: NVIDIA's PTX ISA document, \"PTX release history\").", isa.0, isa.1))
+        .help(format!("embed cubins instead, which a driver of the toolkit's major version loads without JIT: output = \"cubin\" or \"fatbin\" for {source}, with the architecture of every GPU it must run on listed in `accel`"))
+        .help("or declare an older toolkit, whose PTX ISA the floor's driver knows ([package.metadata.mcpp.cuda] toolkit = \"...\", or CUDA_PATH)")
+        .help(format!("or raise driver-floor to {raise}")))
+}
+
 /// The link directives of the CUDA runtime, after the archive: the runtime directory of the
 /// target (when a runtime or the device runtime is linked), `static=cudadevrt` for `rdc`, then
 /// `cudart`: static (`cudart_static` and `dl rt pthread`), shared (`libcudart.so`, or the
@@ -799,4 +894,20 @@ fn runtime_link(lane: &Lane, host: &HostToolchain, warnings: &mut Vec<String>) -
     // nvcc's host stub uses the C++ runtime (`__cxa_guard_acquire`), so it is linked on every route.
     link.extend(link::cpp_runtime(host));
     Ok(link)
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    /// The PTX ISA -> CUDA table of NVIDIA's PTX release history, at its edges.
+    #[test]
+    fn the_ptx_isa_names_the_driver_it_needs() {
+        let cases = [((7, 0), Some((11, 0))), ((7, 8), Some((11, 8))), ((8, 0), Some((12, 0))), ((8, 4), Some((12, 4))), ((8, 5), Some((12, 5))), ((8, 6), Some((12, 7))), ((8, 8), Some((12, 9))), ((9, 0), Some((13, 0))), ((9, 1), Some((13, 1))), ((9, 2), None)];
+        for (isa, cuda) in cases {
+            assert_eq!(ptx_isa_min_cuda(isa), cuda, "{isa:?}");
+        }
+        assert_eq!(ptx_isa("//\n// Generated by NVIDIA NVVM Compiler\n\n.version 9.0\n.target sm_80\n"), Some((9, 0)));
+        assert_eq!(ptx_isa(".target sm_80\n"), None);
+    }
 }
