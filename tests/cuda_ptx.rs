@@ -486,6 +486,8 @@ fn per_architecture_accessors_exist_under_every_accelerator_set() {
     assert!(ptx(tmp.path(), "kernels/affine_ptx").contains(".target sm_90"));
     let rs = surface(tmp.path());
     assert!(rs.contains("pub fn affine_ptx_compute_90() -> super::TextPayload {\n        super::kernels::affine_ptx()\n"), "{rs}");
+    // The entry names are read from the image, also when its accessor shares the default's copy.
+    assert!(rs.contains("pub const AFFINE: &str = \"affine\";"), "{rs}");
 }
 
 #[test]
@@ -703,7 +705,12 @@ fn the_selection_function_picks_the_best_image_and_entry_names_come_from_the_bui
     let tmp = tempfile::tempdir().unwrap();
     let pkg = tmp.path().join("pkg");
     std::fs::create_dir_all(pkg.join("k")).unwrap();
-    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"pick\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\naccel = \"cuda13.0+{sm_80,sm_90}\"\nmodules = false\nsources = [{ glob = \"k/p.cu\", output = \"ptx\" }, { glob = \"k/c.cu\", output = \"cubin\" }, { glob = \"k/f.cu\", output = \"fatbin\" }]\n").unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"pick\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\naccel = \"cuda13.0+{sm_80,sm_90}\"\nmodules = false\nsources = [{ glob = \"k/p.cu\", output = \"ptx\" }, { glob = \"k/c.cu\", output = \"cubin\" }, { glob = \"k/f.cu\", output = \"fatbin\" }, { glob = \"k/b.cu\", output = \"cubin+ptx\" }]\n").unwrap();
+    std::fs::write(
+        pkg.join("k/b.cu"),
+        "extern \"C\" __global__ void both(float* y) { y[threadIdx.x] = 1; }\n",
+    )
+    .unwrap();
     std::fs::write(pkg.join("k/p.cu"), "extern \"C\" __global__ void axpy(float* y, float a, unsigned n) { unsigned i = threadIdx.x; if (i < n) y[i] += a; }\nextern \"C\" __global__ void zero(float* y) { y[threadIdx.x] = 0; }\n").unwrap();
     std::fs::write(pkg.join("k/c.cu"), "__global__ void scale(float* y, unsigned n) { unsigned i = threadIdx.x; if (i < n) y[i] *= 2; }\n").unwrap();
     std::fs::write(
@@ -735,6 +742,8 @@ fn main() {
     assert_eq!(p.ptx(), Some(k::p_ptx_compute_80().text));
     assert_eq!(k::c_select(9, 0).unwrap().bytes, k::c_cubin_sm_90().bytes);
     println!("entries: {:?} {:?} {:?}", k::p_entries::ALL, k::c_entries::SCALE, k::f_entries::ALL);
+    // cubin+ptx: a cubin where one fits, PTX elsewhere.
+    println!("both: {} | {} | {}", show(k::b_select(8, 6)), show(k::b_select(12, 0)), k::b_entries::BOTH);
 }
 "#)).unwrap();
     let exe = tmp.path().join("pick");
@@ -781,6 +790,12 @@ fn main() {
     assert!(text.contains("7.5 cubin: error: no image of k/c.cu loads on a GPU of compute capability 7.5: built sm_80, sm_90;"), "{text}");
     assert!(
         text.contains("entries: [\"axpy\", \"zero\"] \"_Z5scalePfj\" [\"neg\"]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("both: Cubin sm_80 ")
+            && text.contains(" | Ptx compute_90 ")
+            && text.ends_with("| both\n"),
         "{text}"
     );
 

@@ -473,7 +473,7 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         if let Some(first) = alias[index] {
             // The same file as an earlier accessor: its bytes are that accessor's, stored once.
             sizes.push(sizes[first]);
-            image_bytes.push(Vec::new());
+            image_bytes.push(if item.cuda.is_some() { image_bytes[first].clone() } else { Vec::new() });
             continue;
         }
         // An empty path is a placeholder (a source this build leaves out): no bytes.
@@ -494,7 +494,8 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         }
         write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
         sizes.push(bytes.len());
-        image_bytes.push(if item.cuda.is_some() { bytes.clone() } else { Vec::new() });
+        let aliased_by_image = items.iter().zip(&alias).any(|(i, a)| *a == Some(index) && i.cuda.is_some());
+        image_bytes.push(if item.cuda.is_some() || aliased_by_image { bytes.clone() } else { Vec::new() });
         let base = accessor_base(&module, item);
         match item.storage_in(opts.storage) {
             Storage::Header => {

@@ -98,11 +98,15 @@ pub enum CudaOutput {
     /// One fat binary with every listed architecture and the PTX floor, embedded as a bytes
     /// payload (nvcc only).
     Fatbin,
+    /// Both a cubin per real architecture and PTX per virtual architecture, so the selection
+    /// function picks a cubin where one fits and PTX elsewhere (`"cubin+ptx"`).
+    #[serde(rename = "cubin+ptx")]
+    CubinPtx,
 }
 
 impl CudaOutput {
     /// Every spelling, as the manifest writes them ([`Rule::outputs`]).
-    pub const NAMES: &'static [&'static str] = &["object", "ptx", "cubin", "fatbin"];
+    pub const NAMES: &'static [&'static str] = &["object", "ptx", "cubin", "fatbin", "cubin+ptx"];
 
     /// The output of a spelling of [`CudaOutput::NAMES`].
     pub fn parse(name: &str) -> Option<CudaOutput> {
@@ -111,6 +115,7 @@ impl CudaOutput {
             "ptx" => Some(CudaOutput::Ptx),
             "cubin" => Some(CudaOutput::Cubin),
             "fatbin" => Some(CudaOutput::Fatbin),
+            "cubin+ptx" => Some(CudaOutput::CubinPtx),
             _ => None,
         }
     }
@@ -122,6 +127,19 @@ impl CudaOutput {
             CudaOutput::Ptx => "ptx",
             CudaOutput::Cubin => "cubin",
             CudaOutput::Fatbin => "fatbin",
+            CudaOutput::CubinPtx => "cubin+ptx",
+        }
+    }
+
+    /// The outputs it is made of, each compiled into its own directory: `cubin+ptx` is a cubin
+    /// and PTX, any other itself.
+    pub fn parts(self) -> &'static [CudaOutput] {
+        match self {
+            CudaOutput::Object => &[CudaOutput::Object],
+            CudaOutput::Ptx => &[CudaOutput::Ptx],
+            CudaOutput::Cubin => &[CudaOutput::Cubin],
+            CudaOutput::Fatbin => &[CudaOutput::Fatbin],
+            CudaOutput::CubinPtx => &[CudaOutput::Cubin, CudaOutput::Ptx],
         }
     }
 
@@ -179,7 +197,7 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
-    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
+    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused), `\"cubin+ptx\"` (both the cubins and the PTX, so a program loads a cubin where one fits and PTX elsewhere). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
     crate::manifest::KeyDoc { key: "driver-floor", default: "none", meaning: "the oldest driver the program must load its payloads on, as the CUDA version it supports (`\"12.4\"`: what `cuDriverGetVersion` reports, `nvidia-smi` shows). The build reads the PTX ISA version of every PTX payload (its `.version` line) and refuses one that needs a newer driver (PTX ISA 8.4 needs CUDA 12.4, 9.0 needs 13.0: NVIDIA's PTX ISA release history), naming the ways out: embed cubins (`output = \"cubin\"` or `\"fatbin\"` with every GPU's architecture listed), an older toolkit, or a higher floor. A toolkit of a newer major version than the floor is refused before anything compiles" },
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
@@ -257,7 +275,7 @@ impl Rule for CudaRule {
         let (declared, declared_virt) = declared_archs(manifest);
         let mut out = Vec::new();
         for s in sources {
-            for unit in payload_units(CudaOutput::of(s, &opts), source_stem(&s.rel), &[], &[], None, &declared, &declared_virt) {
+            for unit in CudaOutput::of(s, &opts).parts().iter().flat_map(|o| payload_units(*o, source_stem(&s.rel), &[], &[], None, &declared, &declared_virt)) {
                 let p = Payload::empty(s.rel.clone(), unit.identifier, unit.kind).with_doc(unit.doc);
                 out.push(match unit.image {
                     Some(arch) => p.with_cuda(arch),
@@ -643,7 +661,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
         }
     };
     match output {
-        CudaOutput::Object => {}
+        CudaOutput::Object | CudaOutput::CubinPtx => {}
         CudaOutput::Ptx => family("ptx", built_virt, declared_virt, PayloadKind::Text, &|v| DeviceOnly::Ptx(v), &|v| {
             format!("PTX for {v}: the driver JIT-compiles it on GPUs of compute capability {} and higher, if it knows the PTX ISA version in its `.version` line.", capability(v))
         }),
@@ -694,7 +712,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
     let (declared, declared_virt) = declared_archs(ctx.manifest);
     for s in sources {
         let stem = source_stem(&s.rel);
-        let output = CudaOutput::of(s, lane.opts);
+        for &output in CudaOutput::of(s, lane.opts).parts() {
         let dir = ctx.variant.output_dir(LANE, output.name());
         let file_of = |arch: &str| {
             let file_ext = if arch.is_empty() { output.name().to_string() } else { format!("{arch}.{}", output.name()) };
@@ -733,6 +751,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                 (None, None) => PathBuf::new(),
             };
             plan.payloads.push(Payload { source: s.rel.clone(), identifier: unit.identifier, path, kind: unit.kind, doc: Some(unit.doc), cuda: unit.image });
+        }
         }
     }
     Ok(())
