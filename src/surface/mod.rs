@@ -643,9 +643,11 @@ fn doc_text(s: &str) -> String {
 
 /// For each item, the index of the earlier item with the same payload file, if any (a CUDA
 /// source's unsuffixed accessor and its architecture's suffixed one): such an accessor hands
-/// out that item's bytes, stored once. A placeholder (no file) is never an alias.
+/// out that item's bytes, stored once. Only an item of the same kind and storage is one (two
+/// embed entries may take one file as bytes and as text). A placeholder (no file) is never an
+/// alias.
 fn aliases(items: &[PayloadItem]) -> Vec<Option<usize>> {
-    items.iter().enumerate().map(|(i, item)| if item.payload.as_os_str().is_empty() { None } else { items[..i].iter().position(|f| f.payload == item.payload) }).collect()
+    items.iter().enumerate().map(|(i, item)| if item.payload.as_os_str().is_empty() { None } else { items[..i].iter().position(|f| f.payload == item.payload && f.kind == item.kind && f.storage == item.storage) }).collect()
 }
 
 /// The element type a payload's `_data()` points to in C and C++, by kind.
@@ -1241,6 +1243,24 @@ mod tests {
             assert!(e.to_string().contains(&format!("The spirv rule hands this payload to the surface as {}", payload.kind.describe())), "{e}");
             assert!(!out.path().join("mcpp_shaders.rs").exists());
         }
+    }
+
+    /// Two accessors of one file of one kind hand out one stored copy (the second calls the
+    /// first, in Rust and in C); the same file as another kind is its own payload.
+    #[test]
+    fn two_accessors_of_one_file_store_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.ptx");
+        std::fs::write(&file, ".version 9.0\n").unwrap();
+        let payloads = [("cuda", Payload::text("a.cu", "a_ptx", &file)), ("cuda", Payload::text("a.cu", "a_ptx_compute_80", &file)), ("data", Payload::bytes("a.ptx", "a_bin", &file))];
+        let items = name_payloads(&payloads, &[]).unwrap();
+        generate(&items, &options_in(dir.path(), true)).unwrap();
+        let rust = std::fs::read_to_string(dir.path().join("mcpp_shaders.rs")).unwrap();
+        assert!(rust.contains("pub fn a_ptx_compute_80() -> TextPayload {\n    a_ptx()\n}"), "{rust}");
+        let body = std::fs::read_to_string(dir.path().join("mcpp/kinds.shaders.impl.cpp")).unwrap();
+        assert!(body.contains("extern \"C\" const char* mcpp_embed_5kinds7shaders16a_ptx_compute_80_data() { return mcpp_embed_5kinds7shaders5a_ptx_data(); }"), "{body}");
+        let copies = dir.path().join("mcpp/payloads");
+        assert!(copies.join("a_ptx.txt").is_file() && copies.join("a_bin.bin").is_file() && !copies.join("a_ptx_compute_80.txt").exists());
     }
 
     /// The bytes of every kind are checked against the hash the device phase verified.
