@@ -466,6 +466,12 @@ fn per_architecture_accessors_exist_under_every_accelerator_set() {
         payload(tmp.path(), "kernels/affine_ptx_compute_90", "txt"),
         b"\0"
     );
+    // No image to read names from: the kernels the source defines, so code naming them compiles.
+    assert!(
+        rs.contains("pub const AFFINE: &str = \"affine\";")
+            && rs.contains("pub fn affine_select(major: u32, minor: u32)"),
+        "{rs}"
+    );
     let cppm = std::fs::read_to_string(tmp.path().join("out/mcpp/fix_ptx.shaders.cppm")).unwrap();
     assert!(
         cppm.contains("text_payload affine_ptx_compute_90()"),

@@ -73,6 +73,12 @@ pub(crate) fn groups(items: &[PayloadItem], bytes: &[Vec<u8>]) -> Vec<(usize, Gr
             group.entries.extend(names);
         }
     }
+    // A source with no built image (a build without CUDA): the names its rule read from it.
+    for (_, g) in &mut out {
+        if g.images.iter().all(|(i, _)| bytes[*i].is_empty()) {
+            g.entries = g.images.iter().flat_map(|(i, _)| items[*i].kernels.clone()).collect();
+        }
+    }
     for (_, g) in &mut out {
         g.entries.sort();
         g.entries.dedup();
@@ -215,7 +221,7 @@ pub(crate) fn rust(group: &Group, items: &[PayloadItem], storage: &dyn Fn(&Paylo
 
 /// The C symbol base of a group's functions (`<accessor base of <stem>_select>`).
 fn c_base(module: &[String], group: &Group) -> String {
-    let item = PayloadItem { source: String::new(), namespace: group.namespace.clone(), identifier: format!("{}_select", group.stem), payload: Default::default(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None };
+    let item = PayloadItem { source: String::new(), namespace: group.namespace.clone(), identifier: format!("{}_select", group.stem), payload: Default::default(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
     accessor_base(module, &item)
 }
 

@@ -78,6 +78,8 @@ pub struct PayloadItem {
     pub doc: Option<String>,
     /// What a CUDA image is built for ([`Payload::cuda`]).
     pub cuda: Option<String>,
+    /// The kernels its rule read from the source ([`Payload::kernels`]).
+    pub kernels: Vec<String>,
 }
 
 impl PayloadItem {
@@ -267,6 +269,7 @@ pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec
             storage: None,
             doc: payload.doc.clone(),
             cuda: payload.cuda.clone(),
+            kernels: payload.kernels.clone(),
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item_path(&item);
@@ -765,7 +768,7 @@ fn table_impl(table: &LookupTable, module: &[String]) -> String {
          extern \"C\" const unsigned char* {t}_at(unsigned long i, unsigned long* size) {{\n    const unsigned char* d = nullptr;\n    unsigned long n = 0;\n    switch (i) {{\n"
     );
     for (i, (_, ns, id)) in table.entries.iter().enumerate() {
-        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None };
+        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let base = accessor_base(module, &item);
         let _ = writeln!(out, "    case {i}: d = {base}_data(); n = {base}_size(); break;");
     }
@@ -1072,7 +1075,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let payload = dir.path().join("x.spv");
         std::fs::write(&payload, [3u8, 2, 0x23, 7]).unwrap();
-        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None, cuda: None };
+        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let opts = SurfaceOptions {
             package_name: "p\n#error pkg".into(),
             module_name: "p.shaders".into(),
@@ -1270,7 +1273,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("p");
             std::fs::write(&path, b"abcd").unwrap();
-            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None, cuda: None })], &[]).unwrap();
+            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None, cuda: None, kernels: Vec::new() })], &[]).unwrap();
             let mut opts = options_in(dir.path(), true);
             opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abce"));
             let e = generate(&items, &opts).unwrap_err();
