@@ -8,7 +8,7 @@
 //!
 //! | `OPT_LEVEL` | nvcc / clang CUDA | glslangValidator | glslc |
 //! |---|---|---|---|
-//! | `0` | `-O0 -lineinfo` (clang: `-O0`) | no `-O` flag | `-O0` |
+//! | `0` | `-O0` | no `-O` flag | `-O0` |
 //! | `1`, `2`, `3` | `-O3` | `-Os` | `-O` |
 //! | `s`, `z` | `-O3` | `-Os` | `-Os` |
 //!

@@ -683,6 +683,7 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
         depfile,
         deps,
         builtin: None,
+        failure_hint: None,
         expect: None,
     };
     let provides = modules.lines[i].provides.clone();

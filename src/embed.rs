@@ -186,7 +186,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                 PayloadKind::Bytes => {}
             }
             let ns = namespace.iter().cloned().chain(dirs.iter().map(|d| names::identifier(d, "dir"))).collect();
-            let item = PayloadItem { source: rel, namespace: ns, identifier: names::identifier(&file, "file"), payload: path, kind, rule: RULE.into(), storage: form };
+            let item = PayloadItem { source: rel, namespace: ns, identifier: names::identifier(&file, "file"), payload: path, kind, rule: RULE.into(), storage: form, doc: None, cuda: None, kernels: Vec::new() };
             add(&mut out.items, EmbeddedItem { item, key: key.clone(), at: at.clone() })?;
         }
         watch(&mut out, manifest, &opts.glob);
@@ -234,7 +234,7 @@ pub fn collect(manifest: &Manifest) -> Result<Embedded> {
                     .key(&key)
                     .help("rename the file (an extension is part of the name: `get.bin` is `get_bin`)"));
             }
-            let item = PayloadItem { source: rel.clone(), namespace: ns.clone(), identifier: identifier.clone(), payload: path, kind: PayloadKind::Bytes, rule: RULE.into(), storage: form };
+            let item = PayloadItem { source: rel.clone(), namespace: ns.clone(), identifier: identifier.clone(), payload: path, kind: PayloadKind::Bytes, rule: RULE.into(), storage: form, doc: None, cuda: None, kernels: Vec::new() };
             add(&mut out.items, EmbeddedItem { item, key: key.clone(), at: at.clone() })?;
             sources.push(rel);
             lookup.entries.push((entry_key, ns, identifier));
@@ -422,7 +422,7 @@ mod tests {
     fn a_compiled_payload_and_a_file_of_one_name_are_refused_naming_both() {
         let (_d, m) = package("files = [\"d/*\"]", &[("d/x_comp", b"1")]);
         let e = collect(&m).unwrap();
-        let shader = PayloadItem { source: "shaders/x.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload: PathBuf::from("/x.spv"), kind: PayloadKind::Words32, rule: "spirv".into(), storage: None };
+        let shader = PayloadItem { source: "shaders/x.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload: PathBuf::from("/x.spv"), kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let err = merge(vec![shader.clone()], &e).unwrap_err();
         assert_eq!(err.detail[..2], ["shaders/x.comp".to_string(), "d/x_comp".to_string()]);
         let (_d, m) = package("files = [\"d/**/*\"]", &[("d/x_comp/y", b"1")]);

@@ -22,6 +22,10 @@ pub enum Role {
     Object,
 }
 
+/// A rule's hint for a failed action: given the action's id and what the compiler printed, the
+/// way out to add to the refusal, or `None` when the failure is not one the rule recognises.
+pub type FailureHint = fn(&str, &str) -> Option<String>;
+
 /// One compiler invocation.
 #[derive(Debug, Clone)]
 pub struct Action {
@@ -51,6 +55,9 @@ pub struct Action {
     /// Work done in process instead of starting `tool` (which then only names it for messages):
     /// a [`Step`] a rule hands the graph ([`Action::in_process`]); its identity is part of the key.
     pub builtin: Option<std::sync::Arc<dyn Step>>,
+    /// What to tell the user when this action's compiler fails, given the action's id and the
+    /// compiler's output (a rule's hint for a failure it recognises); `None` for no hint.
+    pub failure_hint: Option<FailureHint>,
     /// What every output must be, checked from its first bytes when the tool exits 0 (an object
     /// file of the target, a cubin, a fat binary): a tool that writes something else has failed.
     pub expect: Option<Expect>,
@@ -193,6 +200,7 @@ impl Action {
             include_dirs: Vec::new(),
             deps: Vec::new(),
             builtin: Some(p.step),
+            failure_hint: None,
             expect: p.expect,
         }
     }
@@ -531,6 +539,9 @@ fn spawn(action: &Action) -> Result<Vec<String>> {
         for line in text.lines() {
             e = e.detail(line.to_string());
         }
+        if let Some(hint) = action.failure_hint.and_then(|hint| hint(&action.id, &text)) {
+            e = e.help(hint);
+        }
         return Err(e);
     }
     Ok(warning_lines(&action.description, &action.args, &String::from_utf8_lossy(&output.stdout), &String::from_utf8_lossy(&output.stderr)))
@@ -639,6 +650,7 @@ pub(crate) fn test_action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action
         include_dirs: Vec::new(),
         deps: Vec::new(),
         builtin: None,
+        failure_hint: None,
         expect: None,
     }
 }

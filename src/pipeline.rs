@@ -196,6 +196,12 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             return Err(e);
         }
     };
+    for rule in &registry {
+        let made: Vec<&surface::Payload> = planned.payloads.iter().filter(|(r, _)| *r == rule.name()).map(|(_, p)| p).collect();
+        if !made.is_empty() {
+            rule.check_payloads(manifest, &made)?;
+        }
+    }
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
     run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
     crate::plan::directives::emit(

@@ -2,7 +2,8 @@
 //! `[package.metadata.mcpp]` table, the `mcpp-build` build dependency (with its `engine`
 //! feature for a library, `new --lib`; see `Form`), `build.rs`, one
 //! example device source of the chosen lane and the Rust code that calls it, from the files
-//! under `templates/init/`. Nothing is overwritten: every file is checked before anything is
+//! under `templates/init/` (for `--lane cuda`, the island form, or with `--payload` the kernel
+//! embedded as cubins and PTX and loaded with cudarc). Nothing is overwritten: every file is checked before anything is
 //! written, an existing build script (`build.rs` or `[package] build`) that does not call the
 //! device phase outside comments is refused naming the one line to add, and a manifest that
 //! already has `[package.metadata.mcpp]`, has no `[package]` or an inline `metadata = { }`, is
@@ -69,6 +70,11 @@ pub struct InitArgs {
     /// bindings, with a C++ CPU fallback. The form of the `cuda` (the default with it) and `hip` lanes.
     #[arg(long)]
     pub island: bool,
+    /// The CUDA payload form (`--lane cuda`): the kernel compiled to a cubin and PTX per
+    /// architecture, embedded, and loaded at run time with cudarc through the generated
+    /// selection function and kernel-name constant.
+    #[arg(long, conflicts_with = "island")]
+    pub payload: bool,
     /// The accelerator set written into the manifest (default: the lane's, `vulkan1.2`,
     /// `cuda13.0+{sm_80}` or `hip+{gfx90a}`); it must name the lane's backend.
     #[arg(long, value_name = "SPEC")]
@@ -122,13 +128,32 @@ impl Form {
     }
 }
 
+/// The `cudarc` dependency of the CUDA payload form's program, for the CUDA version of the
+/// accelerator set's entry (`cuda13.0` -> the feature `cuda-13000`): the driver API loaded at
+/// run time (`dynamic-loading`), so the crate builds and links without a CUDA driver.
+fn cudarc_line(accel: &str) -> String {
+    let version = crate::accel::AccelSet::parse(accel)
+        .ok()
+        .and_then(|s| s.entry(Backend::Cuda).and_then(|e| e.version.clone()))
+        .unwrap_or_else(|| "13.0".to_string());
+    let (major, minor) = version.split_once('.').unwrap_or((version.as_str(), "0"));
+    let feature = format!("cuda-{major}{:02}0", minor.parse::<u32>().unwrap_or(0));
+    format!("cudarc = {{ version = \"0.19\", default-features = false, features = [\"std\", \"driver\", \"nvrtc\", \"dynamic-loading\", \"{feature}\"] }}")
+}
+
 /// The lane chosen by `--lane` and `--island`, and the accelerator set to write, checked: an
 /// island of a shader lane, an accelerator string that does not parse, or one that does not
 /// name the lane's backend, refused with the way out.
 fn choose(args: &InitArgs) -> Result<(Lane, String)> {
-    let lane = args
-        .lane
-        .unwrap_or(if args.island { Lane::Cuda } else { Lane::Spirv });
+    let lane = args.lane.unwrap_or(if args.island || args.payload {
+        Lane::Cuda
+    } else {
+        Lane::Spirv
+    });
+    if args.payload && lane != Lane::Cuda {
+        return Err(Error::new(ErrorKind::Manifest, format!("--payload with --lane {}: the payload form is the CUDA lane's", lane.name()))
+            .help("use `--lane cuda --payload` (a kernel embedded as cubins and PTX, loaded with cudarc), or leave `--payload` out"));
+    }
     if args.island && !lane.is_island() {
         return Err(Error::new(ErrorKind::Manifest, format!("--island with --lane {}: a shader has no entry points the host calls", lane.name()))
             .help("an island is a CUDA or HIP kernel with its CPU fallback: use `--island` (CUDA) or `--lane hip`; or leave `--island` out for a shader"));
@@ -190,7 +215,12 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
 
 /// What the lane adds: the manifest's table (TOML text), the device files and the Rust program;
 /// `fallback` is the command that runs the program's CPU fallback (an island's message names it).
-fn lane_files(lane: Lane, accel: &str, fallback: &str) -> (String, Vec<NewFile>, String) {
+fn lane_files(
+    lane: Lane,
+    accel: &str,
+    fallback: &str,
+    payload: bool,
+) -> (String, Vec<NewFile>, String) {
     let accel = toml_string(accel);
     let vulkan = |source: &str, shader: &str| {
         include_str!("../../templates/init/vulkan/main.rs")
@@ -210,6 +240,11 @@ fn lane_files(lane: Lane, accel: &str, fallback: &str) -> (String, Vec<NewFile>,
         format!("\n[package.metadata.mcpp.island]\nsources = [\"{source}\", \"host/scale.cpp\"]\nfallback = [\"host/scale.cpp\"]\n")
     };
     match lane {
+        Lane::Cuda if payload => (
+            format!("accel = {accel}\nsources = [{{ glob = \"kernels/*.cu\", output = \"cubin+ptx\" }}]\n"),
+            vec![(PathBuf::from("kernels/scale.cu"), include_str!("../../templates/init/cuda-payload/scale.cu").to_string())],
+            include_str!("../../templates/init/cuda-payload/main.rs").to_string(),
+        ),
         Lane::Spirv => (
             format!("accel = {accel}\nsources = [\"shaders/*.comp\"]\n"),
             vec![(
@@ -1135,7 +1170,7 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
     // given (MCPP_NO_ACCEL is declared with rerun-if-env-changed), so `cargo mcpp build
     // --no-accel` before a plain `cargo run` would not last: the variable goes with the run.
     let fallback = format!("MCPP_NO_ACCEL=1 {run}");
-    let (table, mut files, program) = lane_files(lane, &accel, &fallback);
+    let (table, mut files, program) = lane_files(lane, &accel, &fallback, args.payload);
     files.push((program_path, program));
     match build_script(&doc, &text, &manifest_path) {
         Err(e) => problems.push(e),
@@ -1224,6 +1259,12 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
             added.push("the mcpp-engine feature (docs.rs builds with it)");
         }
     }
+    if lane == Lane::Cuda
+        && args.payload
+        && add_dependency(&mut doc, "dependencies", &["cudarc"], &cudarc_line(&accel))?
+    {
+        added.push("the cudarc dependency");
+    }
     let mut text = doc.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -1264,6 +1305,8 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         .unwrap_or_default();
     println!("Next: {export}cargo mcpp build && {run}");
     let toolkit = match lane {
+        // The payload form has no CPU fallback: without CUDA its payloads are empty.
+        Lane::Cuda if args.payload => None,
         Lane::Cuda => Some("a CUDA toolkit"),
         Lane::Hip => Some("a ROCm"),
         Lane::Spirv | Lane::Slang => None,

@@ -237,6 +237,7 @@ impl Rule for AscendRule {
                     include_dirs: all_includes.clone(),
                     deps: Vec::new(),
                     builtin: None,
+                    failure_hint: None,
                     expect: Expect::object(host.archive_format),
                 });
                 objects.push(obj);

@@ -472,6 +472,7 @@ impl Rule for HipRule {
                 include_dirs: includes.clone(),
                 deps: Vec::new(),
                 builtin: None,
+                failure_hint: None,
                 expect: Expect::object(host.archive_format),
             });
             objects.push(obj);

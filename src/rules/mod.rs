@@ -180,6 +180,14 @@ pub trait Rule: Send + Sync {
     fn placeholders(&self, _manifest: &Manifest, _sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         Ok(Vec::new())
     }
+    /// Check the payloads this rule made once the device phase wrote them, for what only their
+    /// bytes tell (the CUDA rule: the PTX ISA version against `driver-floor`). Default: nothing.
+    ///
+    /// # Errors
+    /// A payload the manifest's constraints refuse, naming the key and the way out.
+    fn check_payloads(&self, _manifest: &Manifest, _payloads: &[&crate::surface::Payload]) -> Result<()> {
+        Ok(())
+    }
     /// Whether the rule hands the surface a payload for `source` (bytes whose `storage` can be
     /// chosen, [`crate::plan::storage`]), rather than only objects that are linked. Default:
     /// whether it names a placeholder for it ([`Rule::placeholders`]).
@@ -259,6 +267,7 @@ pub fn package_step(step: PackageStep) -> Action {
         include_dirs: Vec::new(),
         deps: Vec::new(),
         builtin: None,
+        failure_hint: None,
         expect: step.expect,
     }
 }

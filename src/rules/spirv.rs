@@ -194,6 +194,7 @@ impl Rule for SpirvRule {
                 include_dirs: includes.clone(),
                 deps: Vec::new(),
                 builtin: None,
+                failure_hint: None,
                 expect: None,
             });
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", s.ext), out));

@@ -218,6 +218,7 @@ impl Rule for SyclRule {
                 include_dirs: includes.clone(),
                 deps: Vec::new(),
                 builtin: None,
+                failure_hint: None,
                 expect,
             });
             objects.push(obj);

@@ -95,22 +95,46 @@ pub struct Payload {
     pub path: PathBuf,
     /// What its bytes are.
     pub kind: PayloadKind,
+    /// A sentence for the accessor's doc comment in every language (what it is for, e.g. the
+    /// architecture a CUDA image is built for and where it loads); `None`: none.
+    pub doc: Option<String>,
+    /// What a CUDA image is built for: `sm_90` (a cubin), `compute_80` (PTX), or a fat binary's
+    /// images (`sm_80,sm_90,compute_90`); `None` for any other payload. The surface groups the
+    /// images of one source into its selection function and entry-name constants
+    /// ([`super::cuda`]).
+    pub cuda: Option<String>,
+    /// The kernels a CUDA source defines, as its rule read them without compiling (for a
+    /// placeholder, whose image has no names to read): the surface's entry-name constants then
+    /// exist in a build without CUDA too. Empty: none, or read from the built image.
+    pub kernels: Vec<String>,
 }
 
 impl Payload {
+    /// The payload with the kernel names `kernels` ([`Payload::kernels`]).
+    pub fn with_kernels(self, kernels: Vec<String>) -> Payload {
+        Payload { kernels, ..self }
+    }
+    /// The payload as a CUDA image built for `arch` ([`Payload::cuda`]).
+    pub fn with_cuda(self, arch: impl Into<String>) -> Payload {
+        Payload { cuda: Some(arch.into()), ..self }
+    }
+    /// The payload with `doc` as its accessor's doc sentence ([`Payload::doc`]).
+    pub fn with_doc(self, doc: impl Into<String>) -> Payload {
+        Payload { doc: Some(doc.into()), ..self }
+    }
     /// A [`PayloadKind::Words32`] payload (SPIR-V).
     pub fn words(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Words32 }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Words32, doc: None, cuda: None, kernels: Vec::new() }
     }
     /// A [`PayloadKind::Bytes`] payload.
     pub fn bytes(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Bytes }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Bytes, doc: None, cuda: None, kernels: Vec::new() }
     }
     /// A payload of `kind` with no bytes (an empty path): the placeholder of a source this
     /// build does not compile ([`crate::rules::Rule::placeholders`]), so its accessor exists
     /// and hands out an empty payload (a text's `c_str` is then `""`).
     pub fn empty(source: impl Into<String>, identifier: impl Into<String>, kind: PayloadKind) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: PathBuf::new(), kind }
+        Payload { source: source.into(), identifier: identifier.into(), path: PathBuf::new(), kind, doc: None, cuda: None, kernels: Vec::new() }
     }
     /// Whether this payload has no file: the placeholder of [`Payload::empty`].
     pub fn is_placeholder(&self) -> bool {
@@ -118,7 +142,7 @@ impl Payload {
     }
     /// A [`PayloadKind::Text`] payload.
     pub fn text(source: impl Into<String>, identifier: impl Into<String>, path: impl Into<PathBuf>) -> Payload {
-        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Text }
+        Payload { source: source.into(), identifier: identifier.into(), path: path.into(), kind: PayloadKind::Text, doc: None, cuda: None, kernels: Vec::new() }
     }
 }
 

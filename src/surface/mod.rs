@@ -40,6 +40,7 @@
 //!
 //! [`Payload`]: ../../templates/payload.rs
 
+pub(crate) mod cuda;
 pub mod kind;
 pub mod names;
 pub mod storage;
@@ -73,6 +74,12 @@ pub struct PayloadItem {
     /// rule's, a `sources` entry's or an `embed` entry's own `storage`, already effective
     /// ([`storage::effective`]). `None`: the surface's.
     pub storage: Option<Storage>,
+    /// The accessor's doc sentence ([`Payload::doc`]).
+    pub doc: Option<String>,
+    /// What a CUDA image is built for ([`Payload::cuda`]).
+    pub cuda: Option<String>,
+    /// The kernels its rule read from the source ([`Payload::kernels`]).
+    pub kernels: Vec<String>,
 }
 
 impl PayloadItem {
@@ -121,10 +128,11 @@ const RUST_TEMPLATES: &[&str] = &[
     include_str!("../../templates/payload_text.rs"),
     storage::OBJECT_RUST,
     storage::SIDECAR_RUST,
+    include_str!("../../templates/payload_cuda.rs"),
 ];
 
 /// The C++ templates of the surface (their structs are names in the module's namespace).
-const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp")];
+const CPP_TEMPLATES: &[&str] = &[include_str!("../../templates/payload.hpp"), include_str!("../../templates/payload_bytes.hpp"), include_str!("../../templates/payload_text.hpp"), include_str!("../../templates/payload_cuda.hpp")];
 
 /// The lists the Rust surface adds at its top level ([`rust_surface`]).
 const LIST_FUNCTIONS: [&str; 3] = ["all", "all_bytes", "all_text"];
@@ -259,6 +267,9 @@ pub fn name_payloads(entries: &[(&str, Payload)], base: &[String]) -> Result<Vec
             kind: payload.kind,
             rule: rule.to_string(),
             storage: None,
+            doc: payload.doc.clone(),
+            cuda: payload.cuda.clone(),
+            kernels: payload.kernels.clone(),
         };
         if let Some(first) = items.iter().find(|i| i.namespace == item.namespace && i.identifier == item.identifier) {
             let key = item_path(&item);
@@ -457,7 +468,17 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     let mut data_headers = Vec::new();
     let mut incbins: Vec<(&PayloadItem, String, PathBuf)> = Vec::new();
     let mut sidecars: Vec<(PathBuf, String)> = Vec::new();
-    for item in items {
+    let mut sizes: Vec<usize> = Vec::with_capacity(items.len());
+    // The bytes of each CUDA image (empty for other payloads), read for its kernel names.
+    let mut image_bytes: Vec<Vec<u8>> = Vec::with_capacity(items.len());
+    let alias = aliases(items);
+    for (index, item) in items.iter().enumerate() {
+        if let Some(first) = alias[index] {
+            // The same file as an earlier accessor: its bytes are that accessor's, stored once.
+            sizes.push(sizes[first]);
+            image_bytes.push(if item.cuda.is_some() { image_bytes[first].clone() } else { Vec::new() });
+            continue;
+        }
         // An empty path is a placeholder (a source this build leaves out): no bytes.
         let bytes = if item.payload.as_os_str().is_empty() { Vec::new() } else { std::fs::read(&item.payload).map_err(|e| Error::io("cannot read the payload", &item.payload, e))? };
         if let Err(problem) = item.kind.check(&bytes) {
@@ -475,6 +496,9 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
             }
         }
         write(&payload_copy(opts, item), &item.kind.copy_bytes(&bytes))?;
+        sizes.push(bytes.len());
+        let aliased_by_image = items.iter().zip(&alias).any(|(i, a)| *a == Some(index) && i.cuda.is_some());
+        image_bytes.push(if item.cuda.is_some() || aliased_by_image { bytes.clone() } else { Vec::new() });
         let base = accessor_base(&module, item);
         match item.storage_in(opts.storage) {
             Storage::Header => {
@@ -523,12 +547,13 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT).join(&opts.package_name));
         let _ = std::fs::remove_dir(opts.artifact_dir.join(storage::SIDECAR_ROOT));
     }
-    let rust = rust_surface(items, tables, opts);
+    let groups = cuda::groups(items, &image_bytes);
+    let rust = rust_surface(items, &sizes, &alias, &groups, tables, opts);
     write(&opts.rust_file, rust.as_bytes())?;
     let (interface_file, interface) = if opts.modules {
-        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, tables, &module, opts, true))
+        (opts.cpp_dir.join(format!("{}.cppm", opts.module_name)), cpp_interface(items, &groups, tables, &module, opts, true))
     } else {
-        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, tables, &module, opts, false))
+        (opts.cpp_dir.join(format!("{}.h", opts.module_name)), cpp_interface(items, &groups, tables, &module, opts, false))
     };
     for dir in &cpp_dirs[1..] {
         write(&dir.join(interface_file.file_name().unwrap_or_default()), interface.as_bytes())?;
@@ -541,7 +566,8 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         remove_if_present(&dir.join(other_form.file_name().unwrap_or_default()))?;
     }
     let impl_file = opts.cpp_dir.join(format!("{}.impl.cpp", opts.module_name));
-    let stored = |st: Storage| items.iter().filter(move |i| i.storage_in(opts.storage) == st);
+    let own = || items.iter().zip(&alias).filter(|(_, a)| a.is_none()).map(|(i, _)| i);
+    let stored = |st: Storage| own().filter(move |i| i.storage_in(opts.storage) == st);
     let forms: Vec<&str> = [Storage::Header, Storage::Object, Storage::Sidecar].into_iter().filter(|st| stored(*st).next().is_some()).map(Storage::name).collect();
     let form = if forms.len() > 1 { format!("{} storage", forms.join(" + ")) } else { format!("{} storage", forms.first().copied().unwrap_or(opts.storage.name())) };
     let mut body = format!("// Generated by cargo-mcpp for the package `{}`: the bytes of `{}` ({form}). Do not edit.\n", comment(&opts.package_name), comment(&opts.module_name));
@@ -580,13 +606,23 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
         let _ = writeln!(body, "extern \"C\" const {}* {base}_data() {{ return {data}; }}", c_type(item.kind));
         let _ = writeln!(body, "extern \"C\" unsigned long {base}_size() {{ return {size}; }}");
     }
-    for item in items.iter().filter(|i| i.storage_in(opts.storage) != Storage::Header) {
+    for item in own().filter(|i| i.storage_in(opts.storage) != Storage::Header) {
         let base = accessor_base(&module, item);
         let def = match item.storage_in(opts.storage) {
             Storage::Object => storage::object_impl(&base, c_type(item.kind)),
             _ => storage::sidecar_impl(&base, c_type(item.kind), &storage::sidecar_relative(&opts.package_name, item)),
         };
         let _ = write!(body, "\n{def}");
+    }
+    for (item, first) in items.iter().zip(&alias).filter_map(|(i, a)| a.map(|f| (i, &items[f]))) {
+        let (base, of) = (accessor_base(&module, item), accessor_base(&module, first));
+        let _ = write!(body, "\nextern \"C\" const {t}* {base}_data() {{ return {of}_data(); }}\nextern \"C\" unsigned long {base}_size() {{ return {of}_size(); }}\n", t = c_type(item.kind));
+    }
+    if !groups.is_empty() {
+        body.push_str(cuda::SELECT_CPP);
+    }
+    for (_, group) in &groups {
+        body.push_str(&cuda::c_impl(&module, group, items));
     }
     for table in tables {
         body.push_str(&table_impl(table, &module));
@@ -596,6 +632,25 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
     }
     write(&impl_file, body.as_bytes())?;
     Ok(Generated { rust_file: opts.rust_file.clone(), interface_file, impl_file, written, assembly, sidecars })
+}
+
+/// A payload's doc sentence as one comment line, whole: control characters escaped (no line
+/// can end the comment), a trailing `\` spaced off.
+fn doc_text(s: &str) -> String {
+    let mut out = crate::text::escape_control(s);
+    if out.ends_with('\\') {
+        out.push(' ');
+    }
+    out
+}
+
+/// For each item, the index of the earlier item with the same payload file, if any (a CUDA
+/// source's unsuffixed accessor and its architecture's suffixed one): such an accessor hands
+/// out that item's bytes, stored once. Only an item of the same kind and storage is one (two
+/// embed entries may take one file as bytes and as text). A placeholder (no file) is never an
+/// alias.
+fn aliases(items: &[PayloadItem]) -> Vec<Option<usize>> {
+    items.iter().enumerate().map(|(i, item)| if item.payload.as_os_str().is_empty() { None } else { items[..i].iter().position(|f| f.payload == item.payload && f.kind == item.kind && f.storage == item.storage) }).collect()
 }
 
 /// The element type a payload's `_data()` points to in C and C++, by kind.
@@ -713,7 +768,7 @@ fn table_impl(table: &LookupTable, module: &[String]) -> String {
          extern \"C\" const unsigned char* {t}_at(unsigned long i, unsigned long* size) {{\n    const unsigned char* d = nullptr;\n    unsigned long n = 0;\n    switch (i) {{\n"
     );
     for (i, (_, ns, id)) in table.entries.iter().enumerate() {
-        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None };
+        let item = PayloadItem { source: String::new(), namespace: ns.clone(), identifier: id.clone(), payload: PathBuf::new(), kind: PayloadKind::Bytes, rule: String::new(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let base = accessor_base(module, &item);
         let _ = writeln!(out, "    case {i}: d = {base}_data(); n = {base}_size(); break;");
     }
@@ -769,7 +824,9 @@ fn cpp_table(out: &mut String, table: &LookupTable, module: &[String]) {
     );
 }
 
-fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOptions) -> String {
+/// The Rust surface; `sizes[i]` is the size in bytes of `items[i]`'s payload (a text's without
+/// its NUL), `alias[i]` the item whose bytes it hands out ([`aliases`]).
+fn rust_surface(items: &[PayloadItem], sizes: &[usize], alias: &[Option<usize>], groups: &[(usize, cuda::Group)], tables: &[LookupTable], opts: &SurfaceOptions) -> String {
     let mut out = format!(
         "// Generated by cargo-mcpp for the package `{}` (module `{}`). Do not edit.\n\
          // Include it in a module: mod shaders {{ include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\")); }}\n\n",
@@ -792,6 +849,10 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
     }
     if items.iter().any(|i| st(i) == Storage::Sidecar) {
         out.push_str(storage::SIDECAR_RUST);
+    }
+    if !groups.is_empty() {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_cuda.rs"));
     }
     let module = names::module_segments(&opts.module_name).unwrap_or_default();
     let path = |item: &PayloadItem| item.namespace.iter().map(String::as_str).chain(std::iter::once(item.identifier.as_str())).collect::<Vec<_>>().join("::");
@@ -821,7 +882,7 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
         out.push_str("    ]\n}\n");
     }
     let mut open: Vec<String> = Vec::new();
-    for item in items {
+    for (index, item) in items.iter().enumerate() {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
         while open.len() > common {
             if let Some(t) = tables.iter().find(|t| t.namespace == open) {
@@ -838,15 +899,49 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
         let ind = "    ".repeat(open.len());
         let sup = "super::".repeat(open.len());
         let payload = format!("{:?}", payload_copy(opts, item).to_string_lossy());
-        let (src, doc, id) = (&item.source, comment(&item.source), &item.identifier);
-        if st(item) != Storage::Header {
+        let (doc, id) = (comment(&item.source), &item.identifier);
+        let mark = out.len();
+        if let Some(first) = alias[index].map(|f| &items[f]) {
+            let ty = match item.kind {
+                PayloadKind::Words32 => "Payload",
+                PayloadKind::Bytes => "BytesPayload",
+                PayloadKind::Text => "TextPayload",
+            };
+            let ret = if st(first) == Storage::Sidecar { format!("Result<{sup}{ty}, {sup}SidecarError>") } else { format!("{sup}{ty}") };
+            let _ = write!(out, "\n{ind}/// `{doc}`: the payload `{}()` hands out.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {ret} {{\n{ind}    {sup}{}()\n{ind}}}\n", path(first), path(first));
+        } else if st(item) != Storage::Header {
             let _ = write!(out, "\n{ind}/// `{doc}` ({} storage).\n", st(item).name());
             out.push_str(&match st(item) {
                 Storage::Object => storage::object_rust(item, &accessor_base(&module, item), &sup, &ind),
                 _ => storage::sidecar_rust(item, &storage::sidecar_relative(&opts.package_name, item), &sup, &ind),
             });
-            continue;
+        } else {
+            header_rust(&mut out, item, sizes[index], &payload, &sup, &ind);
         }
+        // The item's own sentence, after the first doc line.
+        if let Some(note) = &item.doc {
+            let at = mark + 1 + out[mark + 1..].find('\n').unwrap_or(0);
+            out.insert_str(at, &format!("\n{ind}///\n{ind}/// {}", doc_text(note)));
+        }
+        for (_, group) in groups.iter().filter(|(last, _)| *last == index) {
+            out.push_str(&cuda::rust(group, items, &st, &sup, &ind));
+        }
+    }
+    while !open.is_empty() {
+        if let Some(t) = tables.iter().find(|t| t.namespace == open) {
+            rust_table(&mut out, t, &|ns, id| items.iter().any(|i| i.namespace == ns && i.identifier == id && st(i) == Storage::Sidecar));
+        }
+        open.pop();
+        let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
+    }
+    out
+}
+
+/// The Rust accessor of `item` under header storage (`size`: its bytes, a text's without the
+/// NUL; `payload`: the copy's path as a Rust string literal).
+fn header_rust(out: &mut String, item: &PayloadItem, size: usize, payload: &str, sup: &str, ind: &str) {
+    let (src, doc, id) = (&item.source, comment(&item.source), &item.identifier);
+    {
         let _ = match item.kind {
             PayloadKind::Words32 => write!(
                 out,
@@ -870,25 +965,23 @@ fn rust_surface(items: &[PayloadItem], tables: &[LookupTable], opts: &SurfaceOpt
                  {ind}    static BYTES: &{sup}AlignedBytes<[u8]> = &{sup}AlignedBytes {{ bytes: *include_bytes!({payload}) }};\n\
                  {ind}    {sup}BytesPayload {{ bytes: &BYTES.bytes, source: {src:?} }}\n{ind}}}\n",
             ),
+            // The copy's length (the text and its NUL) is the type of the included array, so a
+            // copy that is not the one generated fails to compile; its last byte is checked in
+            // const (one read): no const evaluation reads the text.
             PayloadKind::Text => write!(
                 out,
                 "\n{ind}/// `{doc}`: its text, and the same bytes NUL-terminated.\n{ind}#[allow(non_snake_case, dead_code)]\n{ind}pub fn {id}() -> {sup}TextPayload {{\n\
-                 {ind}    const TEXT: {sup}TextPayload = {sup}text_payload(include_bytes!({payload}), {src:?});\n\
-                 {ind}    TEXT\n{ind}}}\n",
+                 {ind}    const BYTES: &[u8; {n}] = include_bytes!({payload});\n\
+                 {ind}    const _: () = assert!(BYTES[{last}] == 0, \"cargo-mcpp: a text payload's copy is not its text and one NUL\");\n\
+                 {ind}    {sup}text_payload(BYTES, {src:?})\n{ind}}}\n",
+                n = size + 1,
+                last = size,
             ),
         };
     }
-    while !open.is_empty() {
-        if let Some(t) = tables.iter().find(|t| t.namespace == open) {
-            rust_table(&mut out, t, &|ns, id| items.iter().any(|i| i.namespace == ns && i.identifier == id && st(i) == Storage::Sidecar));
-        }
-        open.pop();
-        let _ = writeln!(out, "{}}}", "    ".repeat(open.len()));
-    }
-    out
 }
 
-fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
+fn cpp_interface(items: &[PayloadItem], groups: &[(usize, cuda::Group)], tables: &[LookupTable], module: &[String], opts: &SurfaceOptions, as_module: bool) -> String {
     let mut out = format!("// Generated by cargo-mcpp for the package `{}`. Do not edit.\n", comment(&opts.package_name));
     if as_module {
         let _ = writeln!(out, "export module {};\n\nextern \"C\" {{", opts.module_name);
@@ -899,6 +992,9 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
     for item in items {
         let base = accessor_base(module, item);
         let _ = writeln!(out, "const {}* {base}_data({void});\nunsigned long {base}_size({void});", c_type(item.kind));
+    }
+    for (_, group) in groups {
+        out.push_str(&cuda::c_declarations(module, group, void));
     }
     for table in tables {
         let t = table.c_base(module);
@@ -923,6 +1019,10 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
         out.push('\n');
         out.push_str(include_str!("../../templates/payload_text.hpp"));
     }
+    if !groups.is_empty() {
+        out.push('\n');
+        out.push_str(include_str!("../../templates/payload_cuda.hpp"));
+    }
     let mut open: Vec<String> = Vec::new();
     for item in items {
         let common = open.iter().zip(&item.namespace).take_while(|(a, b)| a == b).count();
@@ -939,7 +1039,13 @@ fn cpp_interface(items: &[PayloadItem], tables: &[LookupTable], module: &[String
             open.push(seg.clone());
         }
         let base = accessor_base(module, item);
+        if let Some(note) = &item.doc {
+            let _ = writeln!(out, "// {}", doc_text(note));
+        }
         let _ = writeln!(out, "inline {} {}() {{ return {{ {base}_data(), {base}_size() }}; }}", cpp_struct(item.kind), item.identifier);
+        if let Some((_, group)) = groups.iter().find(|(last, _)| std::ptr::eq(&items[*last], item)) {
+            out.push_str(&cuda::cpp_inline(module, group));
+        }
     }
     while !open.is_empty() {
         if let Some(t) = tables.iter().find(|t| t.namespace == open) {
@@ -969,7 +1075,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let payload = dir.path().join("x.spv");
         std::fs::write(&payload, [3u8, 2, 0x23, 7]).unwrap();
-        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None };
+        let item = PayloadItem { source: "s/x\n#error injected\n.comp".into(), namespace: vec![], identifier: "x_comp".into(), payload, kind: PayloadKind::Words32, rule: "spirv".into(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let opts = SurfaceOptions {
             package_name: "p\n#error pkg".into(),
             module_name: "p.shaders".into(),
@@ -1142,6 +1248,24 @@ mod tests {
         }
     }
 
+    /// Two accessors of one file of one kind hand out one stored copy (the second calls the
+    /// first, in Rust and in C); the same file as another kind is its own payload.
+    #[test]
+    fn two_accessors_of_one_file_store_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.ptx");
+        std::fs::write(&file, ".version 9.0\n").unwrap();
+        let payloads = [("cuda", Payload::text("a.cu", "a_ptx", &file)), ("cuda", Payload::text("a.cu", "a_ptx_compute_80", &file)), ("data", Payload::bytes("a.ptx", "a_bin", &file))];
+        let items = name_payloads(&payloads, &[]).unwrap();
+        generate(&items, &options_in(dir.path(), true)).unwrap();
+        let rust = std::fs::read_to_string(dir.path().join("mcpp_shaders.rs")).unwrap();
+        assert!(rust.contains("pub fn a_ptx_compute_80() -> TextPayload {\n    a_ptx()\n}"), "{rust}");
+        let body = std::fs::read_to_string(dir.path().join("mcpp/kinds.shaders.impl.cpp")).unwrap();
+        assert!(body.contains("extern \"C\" const char* mcpp_embed_5kinds7shaders16a_ptx_compute_80_data() { return mcpp_embed_5kinds7shaders5a_ptx_data(); }"), "{body}");
+        let copies = dir.path().join("mcpp/payloads");
+        assert!(copies.join("a_ptx.txt").is_file() && copies.join("a_bin.bin").is_file() && !copies.join("a_ptx_compute_80.txt").exists());
+    }
+
     /// The bytes of every kind are checked against the hash the device phase verified.
     #[test]
     fn a_payload_of_any_kind_changed_after_its_compiler_is_refused() {
@@ -1149,7 +1273,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("p");
             std::fs::write(&path, b"abcd").unwrap();
-            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind })], &[]).unwrap();
+            let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None, cuda: None, kernels: Vec::new() })], &[]).unwrap();
             let mut opts = options_in(dir.path(), true);
             opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abce"));
             let e = generate(&items, &opts).unwrap_err();

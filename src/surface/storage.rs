@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn the_assembly_brackets_each_payload_with_its_symbols_in_its_section() {
-        let item = PayloadItem { source: "s/t.txt".into(), namespace: vec![], identifier: "t_txt".into(), payload: PathBuf::from("/p/t.txt"), kind: PayloadKind::Text, rule: "embed".into(), storage: None };
+        let item = PayloadItem { source: "s/t.txt".into(), namespace: vec![], identifier: "t_txt".into(), payload: PathBuf::from("/p/t.txt"), kind: PayloadKind::Text, rule: "embed".into(), storage: None, doc: None, cuda: None, kernels: Vec::new() };
         let elf = assembly(&[(&item, "mcpp_embed_1p5t_txt".into(), PathBuf::from("/o/a \"b\".txt"))], ObjectFormat::Elf, "p");
         assert!(elf.contains(".section .rodata.mcpp.mcpp_embed_1p5t_txt,\"a\"\n    .balign 16\n    .globl mcpp_embed_1p5t_txt_begin\nmcpp_embed_1p5t_txt_begin:\n    .incbin \"/o/a \\\"b\\\".txt\"\n    .globl mcpp_embed_1p5t_txt_end\nmcpp_embed_1p5t_txt_end:\n    .byte 0\n"), "{elf}");
         let macho = assembly(&[(&item, "s".into(), PathBuf::from("/o/x"))], ObjectFormat::MachO, "p");

@@ -1,6 +1,7 @@
-//! `examples/cuda-ptx` built with `cargo build` as a user would (real nvcc: PTX and a fat
-//! binary embedded, cudarc with dynamic loading): on a machine without a GPU (CI) it says
-//! "no CUDA device" and exits 2; where there is one, both kernels run and agree.
+//! `examples/cuda-ptx` built with `cargo build` as a user would (real nvcc: a cubin and PTX
+//! chosen by the selection function, and a fat binary, embedded; cudarc with dynamic loading):
+//! on a machine without a GPU (CI) it says "no CUDA device" and exits 2; where there is one,
+//! both kernels run and agree.
 #![allow(clippy::disallowed_methods)] // tests start processes and read the environment freely
 
 use crate::harness;
@@ -65,6 +66,8 @@ fn the_example_embeds_ptx_and_a_fat_binary_and_says_no_cuda_device_without_one()
         ptx.contains(".entry affine") && ptx.contains(".target sm_90"),
         "{ptx}"
     );
+    let cubin = std::fs::read(out_dirs[0].with_file_name("affine_cubin.bin")).unwrap();
+    assert!(cubin.starts_with(b"\x7fELF"), "the sm_90 cubin of affine");
     let fatbin = std::fs::read(out_dirs[0].with_file_name("scale_fatbin.bin")).unwrap();
     assert!(fatbin.starts_with(&[0x50, 0xed, 0x55, 0xba]));
 }

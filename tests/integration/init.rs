@@ -998,3 +998,48 @@ fn an_mcpp_build_path_to_its_cargo_toml_is_taken() {
         text(&out)
     );
 }
+
+/// `cargo mcpp new --lane cuda --payload`: the kernel compiled to cubins and PTX, embedded, and
+/// loaded with cudarc through the selection function and the kernel-name constant; without a
+/// GPU the program says so and exits 2. `--payload` of another lane is refused.
+#[test]
+fn new_cuda_payload_package_builds_and_loads_the_image_the_selection_function_picks() {
+    let toolkit = harness::cuda13().display().to_string();
+    let (_tmp, dir, said) = new_package("cuda-payload-app", &["--lane", "cuda", "--payload"]);
+    assert!(!said.contains("CPU fallback"), "{said}");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("cudarc = { version = \"0.19\", default-features = false, features = [\"std\", \"driver\", \"nvrtc\", \"dynamic-loading\", \"cuda-13000\"] }"), "{manifest}");
+    assert!(manifest.contains("accel = \"cuda13.0+{sm_80}\"\nsources = [{ glob = \"kernels/*.cu\", output = \"cubin+ptx\" }]\n"), "{manifest}");
+    let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
+    assert!(
+        main.contains("kernels::scale_select(major, minor)")
+            && main.contains("kernels::scale_entries::SCALE"),
+        "{main}"
+    );
+    let run = build_and_run(&dir, &[], &[], &[("CUDA_PATH", &toolkit)]);
+    if has_nvidia_gpu() {
+        assert!(
+            run.status.success() && stdout(&run).contains("scale doubled 1024 floats on"),
+            "{}",
+            text(&run)
+        );
+    } else {
+        assert_eq!(run.status.code(), Some(2), "{}", text(&run));
+        assert!(
+            text(&run).contains("no CUDA device is present"),
+            "{}",
+            text(&run)
+        );
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = mcpp(tmp.path(), &["new", "p", "--lane", "hip", "--payload"]);
+    assert!(
+        !out.status.success()
+            && text(&out)
+                .contains("--payload with --lane hip: the payload form is the CUDA lane's"),
+        "{}",
+        text(&out)
+    );
+    assert!(!tmp.path().join("p").exists(), "nothing written");
+}

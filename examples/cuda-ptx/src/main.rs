@@ -1,8 +1,14 @@
-//! Launch two kernels embedded by cargo-mcpp: `affine` from PTX text (`kernels::affine_ptx()`)
-//! and `scale` from a fat binary (`kernels::scale_fatbin()`), through cudarc's driver API. On a
-//! machine without a CUDA driver or device it says "no CUDA device" and exits 2; a build
-//! without an accelerator (`--no-accel`) has empty payloads and exits 3.
+//! Launch two kernels embedded by cargo-mcpp through cudarc's driver API: `affine`, compiled
+//! to a cubin and PTX per listed architecture, loaded from the image the generated selection
+//! function picks for the GPU (`kernels::kernels::affine_select(major, minor)`: the cubin that fits,
+//! else PTX the driver JIT-compiles), and `scale` from a fat binary. Kernel names are the
+//! generated constants (`kernels::kernels::affine_entries::AFFINE`), read from the built images.
+//!
+//! Exit codes: 0 the results match the CPU; 1 a CUDA error or a wrong result; 2 no CUDA driver
+//! or device on this machine (said in one line, never a crash); 3 a build without CUDA
+//! (`--no-accel`: empty payloads) or no image for this GPU (the error names what was built).
 
+use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use std::process::ExitCode;
@@ -30,38 +36,76 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let (ptx, fatbin) = (
-        kernels::kernels::affine_ptx(),
-        kernels::kernels::scale_fatbin(),
-    );
-    if ptx.text.is_empty() || fatbin.bytes.is_empty() {
-        eprintln!("built without an accelerator (--no-accel): the payloads are empty; build with the manifest's `accel`");
-        return ExitCode::from(3);
-    }
-    match run(ptx.text, fatbin.bytes) {
+    match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::NoImage(e)) => {
+            eprintln!("{e}");
+            ExitCode::from(3)
+        }
+        Err(Failure::Cuda(e)) => {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
     }
 }
 
-fn run(ptx: &str, fatbin: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+enum Failure {
+    /// No embedded image fits this GPU (or the build has none).
+    NoImage(String),
+    /// The driver or the results said no.
+    Cuda(Box<dyn std::error::Error>),
+}
+
+impl<E: std::error::Error + 'static> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Cuda(Box::new(e))
+    }
+}
+
+/// The module of `image`, the way the driver takes it: PTX as text, a cubin or fat binary as bytes.
+fn module(
+    ctx: &std::sync::Arc<CudaContext>,
+    image: &kernels::CudaImage,
+) -> Result<std::sync::Arc<cudarc::driver::CudaModule>, Failure> {
+    let ptx = match image.ptx() {
+        Some(text) => Ptx::from_src(text),
+        None => Ptx::from_binary(image.bytes.to_vec()),
+    };
+    Ok(ctx.load_module(ptx)?)
+}
+
+fn run() -> Result<(), Failure> {
     let ctx = CudaContext::new(0)?;
+    let major =
+        ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+    let minor =
+        ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+    let mut driver = 0;
+    // SAFETY: the driver library is loaded (is_culib_present above); the pointer is a valid int.
+    let _ = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
     println!(
-        "device: {} (PTX {} bytes, fat binary {} bytes)",
+        "device: {} (compute capability {major}.{minor}), driver CUDA {}.{}",
         ctx.name()?,
-        ptx.len(),
-        fatbin.len()
+        driver / 1000,
+        driver % 1000 / 10
     );
+    let affine_image = kernels::kernels::affine_select(major, minor)
+        .map_err(|e| Failure::NoImage(e.to_string()))?;
+    let scale_image = kernels::kernels::scale_select(major, minor)
+        .map_err(|e| Failure::NoImage(e.to_string()))?;
+    println!(
+        "affine: {:?} for {} ({} bytes); scale: {:?} ({} bytes)",
+        affine_image.kind,
+        affine_image.arch,
+        affine_image.bytes.len(),
+        scale_image.kind,
+        scale_image.bytes.len()
+    );
+    let affine =
+        module(&ctx, &affine_image)?.load_function(kernels::kernels::affine_entries::AFFINE)?;
+    let scale =
+        module(&ctx, &scale_image)?.load_function(kernels::kernels::scale_entries::SCALE)?;
     let stream = ctx.default_stream();
-    let affine = ctx
-        .load_module(Ptx::from_src(ptx))?
-        .load_function("affine")?;
-    let scale = ctx
-        .load_module(Ptx::from_binary(fatbin.to_vec()))?
-        .load_function("scale")?;
     let n: u32 = 1 << 20;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let x_dev = stream.clone_htod(&x)?;
@@ -91,11 +135,13 @@ fn run(ptx: &str, fatbin: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
         .filter(|&i| y[i] != (a * x[i] + b) * s)
         .count();
     println!(
-        "affine (PTX) then scale (fat binary) on {n} elements: y[12345] = {}",
-        y[12345]
+        "affine ({:?}) then scale ({:?}) on {n} elements: y[12345] = {}",
+        affine_image.kind, scale_image.kind, y[12345]
     );
     if bad > 0 {
-        return Err(format!("{bad} elements differ from (2x + 1) / 2").into());
+        return Err(Failure::Cuda(
+            format!("{bad} elements differ from (2x + 1) / 2").into(),
+        ));
     }
     println!("OK: both kernels ran from embedded device code");
     Ok(())

@@ -188,7 +188,8 @@ pub struct Invocation<'a> {
     pub archs: &'a [String],
     /// The PTX architecture number (nvcc route).
     pub ptx: Option<u64>,
-    /// Optimise (release) or not (debug, with `-lineinfo` on nvcc).
+    /// Optimise (release) or not (debug: `-O0`, and no `-lineinfo`, whose file table nvcc
+    /// writes with the checkout's absolute paths).
     pub optimize: bool,
     /// Relocatable device code.
     pub rdc: bool,
@@ -245,7 +246,7 @@ pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsS
             if inv.optimize {
                 a.push("-O3".into());
             } else {
-                a.extend(["-O0".into(), "-lineinfo".into()]);
+                a.push("-O0".into());
             }
             if inv.rdc {
                 a.push("-rdc=true".into());
@@ -327,7 +328,7 @@ pub fn device_argv(inv: &Invocation, what: DeviceOnly, src: &Path, out: &Path, d
             if inv.optimize {
                 a.push("-O3".into());
             } else {
-                a.extend(["-O0".into(), "-lineinfo".into()]);
+                a.push("-O0".into());
             }
         }
         CudaCompilerName::Clang => {

@@ -5,7 +5,8 @@
 //! - nvcc: `-ccbin <host c++> -gencode arch=compute_XX,code=sm_XX` per architecture, plus
 //!   `-gencode arch=compute_P,code=compute_P` for the portable floor (`ptx>=`/`floor>=`, default
 //!   the highest architecture), so the binary runs without JIT on the listed GPUs and JITs on
-//!   newer ones; `-Xcompiler -fPIC`; `-O3` (any `OPT_LEVEL` but 0) or `-O0 -lineinfo` (`OPT_LEVEL=0`); `-MMD -MF`.
+//!   newer ones; `-Xcompiler -fPIC`; `-O3` (any `OPT_LEVEL` but 0) or `-O0` (`OPT_LEVEL=0`; no `-lineinfo`: nvcc writes its file
+//!   table with absolute paths, and has no prefix map); `-MMD -MF`.
 //! - clang: `-x cuda --cuda-path=<toolkit> --cuda-gpu-arch=<arch>` per architecture, PTX for
 //!   the same portable floor only (`--no-cuda-include-ptx=all --cuda-include-ptx=sm_P`),
 //!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`.
@@ -97,11 +98,15 @@ pub enum CudaOutput {
     /// One fat binary with every listed architecture and the PTX floor, embedded as a bytes
     /// payload (nvcc only).
     Fatbin,
+    /// Both a cubin per real architecture and PTX per virtual architecture, so the selection
+    /// function picks a cubin where one fits and PTX elsewhere (`"cubin+ptx"`).
+    #[serde(rename = "cubin+ptx")]
+    CubinPtx,
 }
 
 impl CudaOutput {
     /// Every spelling, as the manifest writes them ([`Rule::outputs`]).
-    pub const NAMES: &'static [&'static str] = &["object", "ptx", "cubin", "fatbin"];
+    pub const NAMES: &'static [&'static str] = &["object", "ptx", "cubin", "fatbin", "cubin+ptx"];
 
     /// The output of a spelling of [`CudaOutput::NAMES`].
     pub fn parse(name: &str) -> Option<CudaOutput> {
@@ -110,6 +115,7 @@ impl CudaOutput {
             "ptx" => Some(CudaOutput::Ptx),
             "cubin" => Some(CudaOutput::Cubin),
             "fatbin" => Some(CudaOutput::Fatbin),
+            "cubin+ptx" => Some(CudaOutput::CubinPtx),
             _ => None,
         }
     }
@@ -121,6 +127,19 @@ impl CudaOutput {
             CudaOutput::Ptx => "ptx",
             CudaOutput::Cubin => "cubin",
             CudaOutput::Fatbin => "fatbin",
+            CudaOutput::CubinPtx => "cubin+ptx",
+        }
+    }
+
+    /// The outputs it is made of, each compiled into its own directory: `cubin+ptx` is a cubin
+    /// and PTX, any other itself.
+    pub fn parts(self) -> &'static [CudaOutput] {
+        match self {
+            CudaOutput::Object => &[CudaOutput::Object],
+            CudaOutput::Ptx => &[CudaOutput::Ptx],
+            CudaOutput::Cubin => &[CudaOutput::Cubin],
+            CudaOutput::Fatbin => &[CudaOutput::Fatbin],
+            CudaOutput::CubinPtx => &[CudaOutput::Cubin, CudaOutput::Ptx],
         }
     }
 
@@ -151,8 +170,12 @@ pub struct CudaOptions {
     /// What every `.cu` source compiles to, unless its `sources` entry says otherwise: an
     /// object (default), PTX, cubins or a fat binary ([`CudaOutput`]).
     pub output: Option<CudaOutput>,
+    /// The oldest driver the payloads must load on, as the CUDA version it supports
+    /// (`"12.4"`, what `cuDriverGetVersion` reports): PTX of a newer ISA is refused
+    /// ([`check_driver_floor`]), and so is a toolkit of a newer major version.
+    pub driver_floor: Option<String>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
-    /// profiles, off with `-lineinfo` in debug), `flags` (before the depfile, source and output arguments).
+    /// profiles, `-O0` in debug), `flags` (before the depfile, source and output arguments).
     #[serde(skip)]
     pub common: super::options::CommonOptions,
 }
@@ -174,10 +197,11 @@ const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
     crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
     crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
-    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture, `<stem>_ptx()` for the floor and `<stem>_ptx_compute_NN()` for each other listed architecture), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin()`, or `<stem>_cubin_sm_NN()` each when several are listed), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused). Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...); with `--no-accel` their accessors are generated, empty" },
+    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused), `\"cubin+ptx\"` (both the cubins and the PTX, so a program loads a cubin where one fits and PTX elsewhere). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
+    crate::manifest::KeyDoc { key: "driver-floor", default: "none", meaning: "the oldest driver the program must load its payloads on, as the CUDA version it supports (`\"12.4\"`: what `cuDriverGetVersion` reports, `nvidia-smi` shows). The build reads the PTX ISA version of every PTX payload (its `.version` line) and refuses one that needs a newer driver (PTX ISA 8.4 needs CUDA 12.4, 9.0 needs 13.0: NVIDIA's PTX ISA release history), naming the ways out: embed cubins (`output = \"cubin\"` or `\"fatbin\"` with every GPU's architecture listed), an older toolkit, or a higher floor. A toolkit of a newer major version than the floor is refused before anything compiles" },
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
-    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0 -lineinfo` (clang `-O0`) when false" },
+    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0` when false. No `-lineinfo`: nvcc writes its file table with the checkout's absolute paths (it has no prefix map), so the bytes would depend on where the package is; add it through `flags` to profile" },
     crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before the depfile, source and output arguments (so the rule's `-MF` and `-o` win), unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
 ];
 
@@ -242,23 +266,38 @@ impl Rule for CudaRule {
     fn outputs(&self) -> &'static [&'static str] {
         CudaOutput::NAMES
     }
-    /// A left-out source with a device-only output keeps its accessor, empty: `<stem>_ptx()`
-    /// (text), `<stem>_cubin()`, `<stem>_fatbin()` (bytes). The per-architecture accessors of a
-    /// build that lists several architectures have no placeholder (no architecture is known).
+    /// A left-out source with a device-only output keeps its accessors, empty: `<stem>_ptx()`
+    /// and `<stem>_ptx_compute_NN()` (text), `<stem>_cubin()` and `<stem>_cubin_sm_NN()`,
+    /// `<stem>_fatbin()` (bytes), for every architecture the manifest declares
+    /// ([`declared_archs`]).
     fn placeholders(&self, manifest: &crate::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         let opts: CudaOptions = super::options::read(manifest, self.name())?;
-        Ok(sources
-            .iter()
-            .filter_map(|s| {
-                let stem = source_stem(&s.rel);
-                match CudaOutput::of(s, &opts) {
-                    CudaOutput::Object => None,
-                    CudaOutput::Ptx => Some(Payload::empty(s.rel.clone(), format!("{stem}_ptx"), PayloadKind::Text)),
-                    CudaOutput::Cubin => Some(Payload::empty(s.rel.clone(), format!("{stem}_cubin"), PayloadKind::Bytes)),
-                    CudaOutput::Fatbin => Some(Payload::empty(s.rel.clone(), format!("{stem}_fatbin"), PayloadKind::Bytes)),
-                }
-            })
-            .collect())
+        let (declared, declared_virt) = declared_archs(manifest);
+        let mut out = Vec::new();
+        for s in sources {
+            // No image to read names from: the kernels the source itself defines.
+            let kernels = std::fs::read_to_string(&s.path).map(|t| source_kernels(&t)).unwrap_or_default();
+            for unit in CudaOutput::of(s, &opts).parts().iter().flat_map(|o| payload_units(*o, source_stem(&s.rel), &[], &[], None, &declared, &declared_virt)) {
+                let p = Payload::empty(s.rel.clone(), unit.identifier, unit.kind).with_doc(unit.doc).with_kernels(kernels.clone());
+                out.push(match unit.image {
+                    Some(arch) => p.with_cuda(arch),
+                    None => p,
+                });
+            }
+        }
+        Ok(out)
+    }
+    fn check_payloads(&self, manifest: &crate::manifest::Manifest, payloads: &[&crate::surface::Payload]) -> Result<()> {
+        let opts: CudaOptions = super::options::read(manifest, self.name())?;
+        let Some(floor) = driver_floor(manifest, &opts)? else { return Ok(()) };
+        // Each PTX file once, under its architecture's accessor (the unsuffixed one shares it).
+        for p in payloads.iter().filter(|p| p.kind == PayloadKind::Text && !p.is_placeholder()) {
+            let Some(arch) = &p.cuda else { continue };
+            // A file the device phase did not write (docs.rs builds run nothing) is no fact.
+            let Ok(text) = std::fs::read_to_string(&p.path) else { continue };
+            check_driver_floor(manifest, floor, &p.source, arch, &text)?;
+        }
+        Ok(())
     }
     fn check_entry(&self, entry: &crate::accel::AccelEntry) -> Result<()> {
         probe::check_entry_version(entry)
@@ -292,6 +331,7 @@ impl Rule for CudaRule {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
         let (toolkit, nvcc) = toolkit::locate(ctx, &opts, route, &mut plan.warnings)?;
+        check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
         let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
@@ -422,6 +462,20 @@ fn invocation<'a>(lane: &'a Lane, archs: &'a [String], includes: &'a [PathBuf], 
     }
 }
 
+/// `dirs` as the compiler sees them from the package directory `pkg`, its working directory:
+/// those below it relative (`kernels/include`), others as they are. Sources are named the
+/// same way (their package-relative path), so no path of the checkout reaches `__FILE__`
+/// (`assert`'s message) or line info, and two checkouts of one commit compile identical bytes.
+fn package_relative(pkg: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .map(|d| match d.strip_prefix(pkg) {
+            Ok(r) if r.as_os_str().is_empty() => PathBuf::from("."),
+            Ok(r) => r.to_path_buf(),
+            Err(_) => d.clone(),
+        })
+        .collect()
+}
+
 /// One compile action per source (`cuda:<rel>`), its object at [`link::object_path`] with the
 /// depfile beside it, checked to be an object file of the target ([`Expect::object`]); the
 /// island's device half gets the boundary header as a forced include (and as an input).
@@ -433,6 +487,7 @@ fn invocation<'a>(lane: &'a Lane, archs: &'a [String], includes: &'a [PathBuf], 
 fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) -> Result<Vec<PathBuf>> {
     let ctx = lane.ctx;
     let includes = lane.opts.common.resolve_includes(ctx.manifest, LANE)?;
+    let rel_includes = package_relative(ctx.manifest.dir(), &includes);
     let optimize = lane.opts.common.optimize_or(ctx.facts.opt_level.optimizes());
     let compiler = &lane.compilers.compiler;
     let mut objects = Vec::new();
@@ -440,7 +495,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
         let obj = link::object_path(ctx.variant, LANE, &s.rel);
         let depfile = obj.with_extension("d");
         let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
-        let inv = invocation(lane, &lane.archs.archs, &includes, optimize, lane.rdc, island_half);
+        let inv = invocation(lane, &lane.archs.archs, &rel_includes, optimize, lane.rdc, island_half);
         let mut inputs = vec![s.path.clone()];
         inputs.extend(island_half.map(Path::to_path_buf));
         plan.actions.push(Action {
@@ -448,7 +503,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
             description: format!("{} {}", compiler.name, s.rel),
             role: Role::Object,
             tool: compiler.clone(),
-            args: argv::argv(&inv, &s.path, &obj, &depfile),
+            args: argv::argv(&inv, Path::new(&s.rel), &obj, &depfile),
             cwd: ctx.manifest.dir().to_path_buf(),
             inputs,
             outputs: vec![obj.clone()],
@@ -456,6 +511,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
             include_dirs: includes.clone(),
             deps: Vec::new(),
             builtin: None,
+            failure_hint: Some(failure_hint),
             expect: Expect::object(lane.host.archive_format),
         });
         objects.push(obj);
@@ -496,17 +552,150 @@ fn source_stem(rel: &str) -> &str {
     name.rsplit_once('.').map_or(name, |(stem, _)| stem)
 }
 
+/// The architectures the manifest declares for CUDA: the real ones (`sm_80`, `sm_90a`) of the
+/// `accel` key's CUDA entry and of every `sources` entry's `accel`, and the virtual ones their
+/// PTX is built for (each real one's and each floor's: `compute_80`), each sorted by number.
+/// `{native}` declares none. These name the per-architecture accessors every build generates
+/// ([`payload_units`]), so code naming one compiles under any accelerator set, `--no-accel`
+/// included.
+pub(crate) fn declared_archs(manifest: &crate::manifest::Manifest) -> (Vec<String>, Vec<String>) {
+    let mut texts: Vec<&str> = manifest.mcpp.accel.iter().map(String::as_str).collect();
+    for e in &manifest.mcpp.sources {
+        if let crate::manifest::SourceEntry::Constrained(c) = e {
+            texts.extend(c.accel.as_deref());
+        }
+    }
+    let mut real: Vec<String> = Vec::new();
+    let mut floors: Vec<u64> = Vec::new();
+    for text in texts {
+        let Ok(set) = crate::accel::AccelSet::parse(text) else { continue };
+        for entry in set.entries.iter().filter(|e| e.backend == Backend::Cuda) {
+            real.extend(entry.archs.iter().filter(|a| a.starts_with("sm_")).cloned());
+            floors.extend(entry.floor.as_deref().and_then(crate::accel::arch_number));
+        }
+    }
+    arch_lists(real, &floors)
+}
+
+/// Real architectures and PTX floors as the two sorted lists of [`declared_archs`].
+fn arch_lists(mut real: Vec<String>, floors: &[u64]) -> (Vec<String>, Vec<String>) {
+    let key = |a: &String| (crate::accel::arch_number(a).unwrap_or(0), a.clone());
+    real.sort_by_key(key);
+    real.dedup();
+    let mut virt: Vec<String> = real.iter().map(|a| format!("compute_{}", arch_suffix(a))).chain(floors.iter().map(|f| format!("compute_{f}"))).collect();
+    virt.sort_by_key(key);
+    virt.dedup();
+    (real, virt)
+}
+
+/// `90a` of `sm_90a` or `compute_90a`.
+fn arch_suffix(arch: &str) -> &str {
+    arch.strip_prefix("sm_").or_else(|| arch.strip_prefix("compute_")).unwrap_or(arch)
+}
+
+/// The compute capability an architecture names, as the driver reports it (`sm_86` -> 8.6).
+fn capability(arch: &str) -> String {
+    let n = crate::accel::arch_number(arch).unwrap_or(0);
+    format!("{}.{}", n / 10, n % 10)
+}
+
+/// One payload of a device-only source: what compiles it (`None`: a placeholder, or an alias
+/// of another unit's file), the architecture part of its action id and file name, its
+/// identifier, kind and doc sentence.
+struct PayloadUnit<'a> {
+    what: Option<DeviceOnly<'a>>,
+    arch: String,
+    identifier: String,
+    kind: PayloadKind,
+    doc: String,
+    /// The unit (by architecture) whose file this one's accessor hands out.
+    same_as: Option<String>,
+    /// What the image is built for ([`Payload::cuda`]): the architecture, a fat binary's list;
+    /// `None` for the unsuffixed alias (its architecture's own accessor is the image).
+    image: Option<String>,
+}
+
+/// The payloads of a source of `output` named `stem`, for the architectures `built` (real) and
+/// virtual `built_virt` this build compiles, over the declared ones (`declared`, virtual
+/// `declared_virt`, [`declared_archs`]):
+///
+/// - ptx: `<stem>_ptx_compute_NN` for every virtual architecture built or declared, and
+///   `<stem>_ptx`, the lowest one built (the floor: the driver JIT-compiles it on every GPU the
+///   build lists, and on newer ones);
+/// - cubin: `<stem>_cubin_sm_NN` for every real architecture built or declared, and
+///   `<stem>_cubin`, the lowest one built (it loads on that major architecture only);
+/// - fatbin: `<stem>_fatbin`, every built architecture and PTX for `fat_ptx` (the floor).
+///
+/// Those not built are placeholders (no bytes); with nothing built, every accessor is one.
+fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_virt: &'a [String], fat_ptx: Option<u64>, declared: &[String], declared_virt: &[String]) -> Vec<PayloadUnit<'a>> {
+    let mut units = Vec::new();
+    let mut family = |kind_name: &str, built: &'a [String], declared: &[String], kind: PayloadKind, make: &dyn Fn(&'a str) -> DeviceOnly<'a>, doc: &dyn Fn(&str) -> String| {
+        let (all, _) = arch_lists(built.iter().chain(declared).cloned().collect(), &[]);
+        let lowest = built.first();
+        let unsuffixed = format!("{stem}_{kind_name}");
+        units.push(PayloadUnit {
+            what: None,
+            arch: String::new(),
+            identifier: unsuffixed,
+            kind,
+            doc: match lowest {
+                Some(a) => {
+                    let d = doc(a);
+                    // "A cubin ..." reads on as "a cubin ..."; "PTX ..." stays.
+                    let d = d.strip_prefix("A ").map_or(d.clone(), |rest| format!("a {rest}"));
+                    format!("The default, the lowest architecture this build lists: {d}")
+                }
+                None => "Empty: this build compiles this source for no architecture (its accelerator set leaves CUDA out).".to_string(),
+            },
+            same_as: lowest.cloned(),
+            image: None,
+        });
+        for a in &all {
+            let b = built.iter().find(|b| *b == a);
+            units.push(PayloadUnit {
+                what: b.map(|b| make(b)),
+                arch: a.clone(),
+                identifier: format!("{stem}_{kind_name}_{a}"),
+                kind,
+                doc: if b.is_some() { doc(a) } else { format!("Empty: {a} is declared in the manifest, and this build's accelerator set does not list it.") },
+                same_as: None,
+                image: Some(a.clone()),
+            });
+        }
+    };
+    match output {
+        CudaOutput::Object | CudaOutput::CubinPtx => {}
+        CudaOutput::Ptx => family("ptx", built_virt, declared_virt, PayloadKind::Text, &|v| DeviceOnly::Ptx(v), &|v| {
+            format!("PTX for {v}: the driver JIT-compiles it on GPUs of compute capability {} and higher, if it knows the PTX ISA version in its `.version` line.", capability(v))
+        }),
+        CudaOutput::Cubin => family("cubin", built, declared, PayloadKind::Bytes, &|a| DeviceOnly::Cubin(a), &|a| {
+            let n = crate::accel::arch_number(a).unwrap_or(0);
+            format!("A cubin for {a}: it loads on GPUs of compute capability {} up to {}.9 (the same major, an equal or higher minor), with no JIT.", capability(a), n / 10)
+        }),
+        CudaOutput::Fatbin => units.push(PayloadUnit {
+            what: (!built.is_empty()).then_some(DeviceOnly::Fatbin),
+            arch: String::new(),
+            identifier: format!("{stem}_fatbin"),
+            kind: PayloadKind::Bytes,
+            doc: if built.is_empty() {
+                "Empty: this build compiles this source for no architecture (its accelerator set leaves CUDA out).".to_string()
+            } else {
+                format!("A fat binary: cubins for {} and PTX for {}; the driver loads the cubin that fits the GPU, else JIT-compiles the PTX.", built.join(", "), fat_ptx.map_or("none".to_string(), |p| format!("compute_{p}")))
+            },
+            same_as: None,
+            image: Some(built.iter().cloned().chain(fat_ptx.map(|p| format!("compute_{p}"))).collect::<Vec<_>>().join(",")),
+        }),
+    }
+    units
+}
+
 /// The device-only compiles of `sources` (each with a non-object output), one action per
 /// (source, architecture) where the kind has several, each writing into the lane's directory
 /// of its kind ([`crate::layout::Variant::output_dir`]) with its depfile beside it, and the
-/// payloads they make:
-///
-/// - ptx: one per virtual architecture, the floor first (`<stem>_ptx`), then each listed
-///   architecture's own (`<stem>_ptx_compute_NN`) when it differs from the floor; text;
-/// - cubin: one per listed architecture, `<stem>_cubin` when there is one, `<stem>_cubin_sm_NN`
-///   each when there are several; bytes, checked to be ELF;
-/// - fatbin: one, `<stem>_fatbin`, every architecture and the PTX floor; bytes, checked to be a
-///   fat binary.
+/// payloads they make ([`payload_units`]: per-architecture accessors for every architecture
+/// built or declared, the unsuffixed one the lowest built). PTX is built for every virtual
+/// architecture of the build (each listed one's and the floor's), cubins for every listed
+/// one; text and bytes, cubins checked to be ELF, a fat binary to be one.
 ///
 /// Action ids are `cuda:<kind>[:<arch>]:<rel>`, apart from the object's `cuda:<rel>`.
 ///
@@ -518,67 +707,177 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
     }
     let ctx = lane.ctx;
     let includes = lane.opts.common.resolve_includes(ctx.manifest, LANE)?;
+    let rel_includes = package_relative(ctx.manifest.dir(), &includes);
     let optimize = lane.opts.common.optimize_or(ctx.facts.opt_level.optimizes());
     let compiler = &lane.compilers.compiler;
     let archs = &lane.archs.archs;
-    let suffix = |arch: &str| arch.strip_prefix("sm_").unwrap_or(arch).to_string();
+    let (built, built_virt) = arch_lists(archs.clone(), &lane.archs.ptx.into_iter().collect::<Vec<_>>());
+    let (declared, declared_virt) = declared_archs(ctx.manifest);
     for s in sources {
         let stem = source_stem(&s.rel);
-        let output = CudaOutput::of(s, lane.opts);
-        // (what, the arch part of the id and file name, the payload's identifier, its kind, its check)
-        let mut units: Vec<(DeviceOnly, String, String, PayloadKind, Option<Expect>)> = Vec::new();
-        let virtuals: Vec<String>;
-        match output {
-            CudaOutput::Object => continue,
-            CudaOutput::Ptx => {
-                let floor = lane.archs.ptx.map(|p| format!("compute_{p}"));
-                let mut v: Vec<String> = floor.iter().cloned().collect();
-                for a in archs {
-                    let c = format!("compute_{}", suffix(a));
-                    if !v.contains(&c) {
-                        v.push(c);
-                    }
-                }
-                virtuals = v;
-                for (i, c) in virtuals.iter().enumerate() {
-                    let id = if i == 0 && floor.is_some() { format!("{stem}_ptx") } else { format!("{stem}_ptx_{c}") };
-                    units.push((DeviceOnly::Ptx(c), c.clone(), id, PayloadKind::Text, None));
-                }
-            }
-            CudaOutput::Cubin => {
-                for a in archs {
-                    let id = if archs.len() == 1 { format!("{stem}_cubin") } else { format!("{stem}_cubin_{a}") };
-                    units.push((DeviceOnly::Cubin(a), a.clone(), id, PayloadKind::Bytes, Some(Expect::ELF)));
-                }
-            }
-            CudaOutput::Fatbin => units.push((DeviceOnly::Fatbin, String::new(), format!("{stem}_fatbin"), PayloadKind::Bytes, Some(Expect::FATBIN))),
-        }
+        for &output in CudaOutput::of(s, lane.opts).parts() {
         let dir = ctx.variant.output_dir(LANE, output.name());
-        for (what, arch, identifier, kind, expect) in units {
+        let file_of = |arch: &str| {
             let file_ext = if arch.is_empty() { output.name().to_string() } else { format!("{arch}.{}", output.name()) };
-            let out = dir.join(link::object_name(&s.rel, &file_ext));
-            let depfile = out.with_extension("d");
-            let inv = invocation(lane, archs, &includes, optimize, false, None);
-            let tag = if arch.is_empty() { output.name().to_string() } else { format!("{}:{arch}", output.name()) };
-            plan.actions.push(Action {
-                id: format!("cuda:{tag}:{}", s.rel),
-                description: format!("{} {} ({tag})", compiler.name, s.rel),
-                role: Role::Source,
-                tool: compiler.clone(),
-                args: device_argv(&inv, what, &s.path, &out, &depfile),
-                cwd: ctx.manifest.dir().to_path_buf(),
-                inputs: vec![s.path.clone()],
-                outputs: vec![out.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                expect,
-            });
-            plan.payloads.push(Payload { source: s.rel.clone(), identifier, path: out, kind });
+            dir.join(link::object_name(&s.rel, &file_ext))
+        };
+        for unit in payload_units(output, stem, &built, &built_virt, lane.archs.ptx, &declared, &declared_virt) {
+            let path = match (&unit.what, &unit.same_as) {
+                (Some(what), _) => {
+                    let out = file_of(&unit.arch);
+                    let depfile = out.with_extension("d");
+                    let inv = invocation(lane, archs, &rel_includes, optimize, false, None);
+                    let tag = if unit.arch.is_empty() { output.name().to_string() } else { format!("{}:{}", output.name(), unit.arch) };
+                    let expect = match output {
+                        CudaOutput::Cubin => Some(Expect::ELF),
+                        CudaOutput::Fatbin => Some(Expect::FATBIN),
+                        _ => None,
+                    };
+                    plan.actions.push(Action {
+                        id: format!("cuda:{tag}:{}", s.rel),
+                        description: format!("{} {} ({tag})", compiler.name, s.rel),
+                        role: Role::Source,
+                        tool: compiler.clone(),
+                        args: device_argv(&inv, *what, Path::new(&s.rel), &out, &depfile),
+                        cwd: ctx.manifest.dir().to_path_buf(),
+                        inputs: vec![s.path.clone()],
+                        outputs: vec![out.clone()],
+                        depfile: Some(depfile),
+                        include_dirs: includes.clone(),
+                        deps: Vec::new(),
+                        builtin: None,
+                        failure_hint: None,
+                        expect,
+                    });
+                    out
+                }
+                (None, Some(arch)) => file_of(arch),
+                (None, None) => PathBuf::new(),
+            };
+            plan.payloads.push(Payload { source: s.rel.clone(), identifier: unit.identifier, path, kind: unit.kind, doc: Some(unit.doc), cuda: unit.image, kernels: Vec::new() });
+        }
         }
     }
     Ok(())
+}
+
+/// The way out to add to a failed CUDA compile, from its action id and its output: an object
+/// compile (`cuda:<rel>`) whose compiler reports a redefinition (nvcc: `has already been
+/// defined`, clang: `redefinition of`) most often meets a header that defines a function only
+/// below an architecture (`#if __CUDA_ARCH__ < 800`): the host pass of an object compile sees
+/// `__CUDA_ARCH__` undefined (0 in `#if`), so the guarded definition collides with the
+/// toolkit's. A device-only output has no host pass.
+pub(crate) fn failure_hint(action_id: &str, output: &str) -> Option<String> {
+    let rel = action_id.strip_prefix("cuda:")?;
+    if CudaOutput::NAMES.iter().any(|k| rel.starts_with(&format!("{k}:"))) || rel == "device-link" {
+        return None;
+    }
+    if !(output.contains("has already been defined") || output.contains("redefinition of")) {
+        return None;
+    }
+    Some(format!(
+        "if a header defines this only for some architectures (`#if __CUDA_ARCH__ < ...`), the host pass of an object compile sees `__CUDA_ARCH__` undefined and collides with the toolkit's definition: compile {rel} device-only instead, with output = \"ptx\" (or \"cubin\", \"fatbin\") in [{MANIFEST_KEY}] or a `sources` entry {{ glob = \"{rel}\", output = \"ptx\" }}, and load it through the driver API"
+    ))
+}
+
+/// The kernels a CUDA source defines itself, read without compiling: the name before `(` of
+/// each `__global__` definition (`extern "C" __global__ void scale(`, `__global__
+/// __launch_bounds__(256) void k(`). Templates and kernels in included headers are not seen.
+/// A placeholder's entry-name constants come from this list, so they exist in a build without
+/// CUDA; a built image's names are read from the image instead.
+pub(crate) fn source_kernels(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (at, _) in text.match_indices("__global__") {
+        let before = &text[..at];
+        if before.trim_end().ends_with('>') {
+            continue; // template<...> __global__: no name without an instantiation
+        }
+        let rest = &text[at + "__global__".len()..];
+        let Some(paren) = rest.find("void").map(|v| v + 4) else { continue };
+        let tail = &rest[paren..];
+        let name: String = tail.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() && tail.trim_start()[name.len()..].trim_start().starts_with('(') && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The CUDA version a driver must support to load PTX of ISA `isa` (major, minor): NVIDIA's PTX
+/// ISA document, "Release Notes -> PTX release history" (the same table as `cuda-python`'s
+/// `get_minimal_required_cuda_ver_from_ptx_ver`). `None` for an ISA newer than the table.
+pub(crate) fn ptx_isa_min_cuda(isa: (u32, u32)) -> Option<(u32, u32)> {
+    match isa {
+        (7, m @ 0..=8) => Some((11, m)),
+        (8, m @ 0..=5) => Some((12, m)),
+        (8, m @ 6..=8) => Some((12, m + 1)),
+        (9, m @ 0..=1) => Some((13, m)),
+        (m, _) if m < 7 => Some((10, 2)),
+        _ => None,
+    }
+}
+
+/// The PTX ISA version of PTX text: its `.version X.Y` line.
+pub(crate) fn ptx_isa(text: &str) -> Option<(u32, u32)> {
+    let line = text.lines().map(str::trim).find(|l| l.starts_with(".version"))?;
+    let (major, minor) = line.trim_start_matches(".version").trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.trim().parse().ok()?))
+}
+
+/// `driver-floor` as (major, minor).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key for a value that is not `major.minor`.
+fn driver_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions) -> Result<Option<(u32, u32)>> {
+    let Some(raw) = &opts.driver_floor else { return Ok(None) };
+    let parsed = raw.split_once('.').and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    match parsed {
+        Some(v) => Ok(Some(v)),
+        None => Err(Error::new(ErrorKind::Manifest, format!("`driver-floor = \"{}\"` is not a CUDA version", crate::text::echo(raw)))
+            .file(manifest.at_col("cuda.driver-floor"))
+            .key(format!("{MANIFEST_KEY}.driver-floor"))
+            .help("write the CUDA version the oldest driver supports as major.minor, e.g. driver-floor = \"12.4\" (what `nvidia-smi` shows as \"CUDA Version\")")),
+    }
+}
+
+/// A toolkit of a newer major version than `driver-floor` builds nothing a driver of the floor
+/// loads (CUDA's minor-version compatibility holds within one major): refused before compiling.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at `driver-floor`, naming the toolkit, with the ways out.
+fn check_toolkit_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions, toolkit: &Toolkit) -> Result<()> {
+    let (Some(floor), Some(tk)) = (driver_floor(manifest, opts)?, toolkit.version) else { return Ok(()) };
+    if tk.0 <= floor.0 {
+        return Ok(());
+    }
+    Err(Error::new(ErrorKind::Manifest, format!("the CUDA {}.{} toolkit builds nothing a driver of CUDA {}.{} loads, and `driver-floor` is {}.{}", tk.0, tk.1, floor.0, floor.1, floor.0, floor.1))
+        .file(manifest.at_col("cuda.driver-floor"))
+        .key(format!("{MANIFEST_KEY}.driver-floor"))
+        .detail(format!("toolkit: {} ({})", toolkit.root.display(), toolkit.found_by))
+        .detail(format!("A driver runs cubins of toolkits of its own major version, and JIT-compiles PTX of an ISA it knows: CUDA {}.x writes PTX ISA {}.x, which a CUDA {}.x driver does not know.", tk.0, tk.0 - 4, floor.0))
+        .help(format!("declare a CUDA {}.x toolkit ([{MANIFEST_KEY}] toolkit = \"...\", or CUDA_PATH), or raise driver-floor to \"{}.0\"", floor.0, tk.0)))
+}
+
+/// Refuse PTX (`text`, from `source`, for `arch`) whose ISA version needs a newer driver than
+/// `floor`, with the ways out.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at `driver-floor`.
+pub(crate) fn check_driver_floor(manifest: &crate::manifest::Manifest, floor: (u32, u32), source: &str, arch: &str, text: &str) -> Result<()> {
+    let Some(isa) = ptx_isa(text) else { return Ok(()) };
+    let needs = ptx_isa_min_cuda(isa);
+    if needs.is_some_and(|n| n <= floor) {
+        return Ok(());
+    }
+    let needs_text = needs.map_or(format!("a driver newer than CUDA 13.1 (ISA {}.{} is newer than the table cargo-mcpp knows)", isa.0, isa.1), |(a, b)| format!("a driver of CUDA {a}.{b} or newer"));
+    let raise = needs.map_or("the CUDA version of your oldest driver".to_string(), |(a, b)| format!("\"{a}.{b}\""));
+    Err(Error::new(ErrorKind::Manifest, format!("the PTX of {source} for {arch} needs {needs_text}, and `driver-floor` is {}.{}", floor.0, floor.1))
+        .file(manifest.at_col("cuda.driver-floor"))
+        .key(format!("{MANIFEST_KEY}.driver-floor"))
+        .detail(format!("Its `.version` line says PTX ISA {}.{}. A driver JIT-compiles only PTX of an ISA version it knows; an older one fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (the ISA of each CUDA release: NVIDIA's PTX ISA document, \"PTX release history\").", isa.0, isa.1))
+        .help(format!("embed cubins instead, which a driver of the toolkit's major version loads without JIT: output = \"cubin\" or \"fatbin\" for {source}, with the architecture of every GPU it must run on listed in `accel`"))
+        .help("or declare an older toolkit, whose PTX ISA the floor's driver knows ([package.metadata.mcpp.cuda] toolkit = \"...\", or CUDA_PATH)")
+        .help(format!("or raise driver-floor to {raise}")))
 }
 
 /// The link directives of the CUDA runtime, after the archive: the runtime directory of the
@@ -641,4 +940,27 @@ fn runtime_link(lane: &Lane, host: &HostToolchain, warnings: &mut Vec<String>) -
     // nvcc's host stub uses the C++ runtime (`__cxa_guard_acquire`), so it is linked on every route.
     link.extend(link::cpp_runtime(host));
     Ok(link)
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    /// The PTX ISA -> CUDA table of NVIDIA's PTX release history, at its edges.
+    #[test]
+    fn the_ptx_isa_names_the_driver_it_needs() {
+        let cases = [((7, 0), Some((11, 0))), ((7, 8), Some((11, 8))), ((8, 0), Some((12, 0))), ((8, 4), Some((12, 4))), ((8, 5), Some((12, 5))), ((8, 6), Some((12, 7))), ((8, 8), Some((12, 9))), ((9, 0), Some((13, 0))), ((9, 1), Some((13, 1))), ((9, 2), None)];
+        for (isa, cuda) in cases {
+            assert_eq!(ptx_isa_min_cuda(isa), cuda, "{isa:?}");
+        }
+        assert_eq!(ptx_isa("//\n// Generated by NVIDIA NVVM Compiler\n\n.version 9.0\n.target sm_80\n"), Some((9, 0)));
+        assert_eq!(ptx_isa(".target sm_80\n"), None);
+    }
+
+    /// The kernels a source defines, read without compiling.
+    #[test]
+    fn kernels_are_read_from_the_source() {
+        let src = "#include \"x.cuh\"\n// __global__ in a comment without a definition\nextern \"C\" __global__ void affine(float* y) {}\n__global__ __launch_bounds__(256) void scale (float* y) {}\ntemplate <typename T> __global__ void generic(T* y) {}\n__device__ void helper() {}\n";
+        assert_eq!(source_kernels(src), ["affine", "scale"]);
+    }
 }
