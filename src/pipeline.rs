@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{accel_origin, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
+use crate::plan::accel::{accel_origin, check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -537,27 +537,6 @@ fn watch_sidecars(cargo: &mut CargoOutput, out_dir: &Path, sidecars: &[(PathBuf,
         cargo.rerun_if_changed(file);
     }
     Ok(())
-}
-
-/// Every rule's check of its entries of `accel` ([`rules::Rule::check_entry`]), each problem a
-/// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
-pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
-    let mut out = Vec::new();
-    for entry in &accel.entries {
-        for rule in registry.iter().filter(|r| r.backend() == entry.backend) {
-            let Err(e) = rule.check_entry(entry) else { continue };
-            let mut refusal = match origin {
-                Some(o) => o.refusal(e.message),
-                None => Error::new(ErrorKind::Accel, e.message),
-            };
-            refusal.detail.extend(e.detail);
-            refusal.help.extend(e.help);
-            if !out.iter().any(|o: &Error| o.detail == refusal.detail) {
-                out.push(refusal);
-            }
-        }
-    }
-    out
 }
 
 /// The names every rule's tools answer to, each once (rules may share one: clang++ for CUDA's

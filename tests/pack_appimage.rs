@@ -716,6 +716,13 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
         out_dir.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out));
+    // What `cargo mcpp build` shows, not the device phase's JSON lines (pack reads cargo's
+    // messages as JSON; the device phase's are not for the user).
+    assert!(
+        !text(&out).contains("\"reason\":\"mcpp-device"),
+        "{}",
+        text(&out)
+    );
     let image = out_dir.join("vulkan-compute-0.1.0-x86_64.AppImage");
     packed(&out, &image);
     let run = Command::new(&image)

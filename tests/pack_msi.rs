@@ -462,3 +462,26 @@ fn a_wix4_msi_is_argv_verified_through_the_recording_shim_with_a_v4_source() {
     assert_eq!(refs, ids, "every component in the feature:\n{source}");
     assert!(msi.is_file(), "the shim's -o output");
 }
+
+/// A `[package.metadata.mcpp.pack]` table does not make `cargo mcpp build` need the AppImage
+/// runtime (a toolchain package only `pack --format appimage` takes): before, every
+/// `cargo mcpp build --offline` of such a package was refused for want of it in the cache,
+/// also for a package only ever packed as an MSI.
+#[test]
+fn a_pack_table_does_not_make_an_offline_build_need_the_appimage_runtime() {
+    let pkg = harness::Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"msi-only\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\nembed = [\"data/*\"]\n\n[package.metadata.mcpp.pack]\napp-name = \"MsiOnly\"\n\n[workspace]\n",
+                harness::client_dependency()
+            ),
+        ),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("data/greeting.txt", "good day\n"),
+    ]);
+    let out = pkg.cargo_mcpp_build(&["--offline"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("appimage-runtime"), "{}", text(&out));
+}

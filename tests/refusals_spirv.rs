@@ -41,6 +41,8 @@ fn spirv_refusals() {
         ("another backend's constraint", "accel = \"vulkan\"\nsources = [{ glob = \"s/*.comp\", accel = \"cuda12.9+{sm_90}\" }]", &[("s/x.comp", COMP)]),
         ("define name", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ndefines = { \"A B\" = \"1\" }", &[("s/x.comp", COMP)]),
         ("vulkan version", "accel = \"vulkan1.9\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
+        ("empty target-env", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ntarget-env = \"\"", &[("s/x.comp", COMP)]),
+        ("a SYCL standard's year as the sycl entry's version, with no SYCL source", "accel = \"vulkan, sycl2020\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
     ];
     let mut all = String::new();
     for (name, mcpp, files) in cases {

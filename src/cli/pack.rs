@@ -54,6 +54,9 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
             .help("drop --profile; to change how the packed program is built, set [profile.release] in Cargo.toml (--release is accepted and changes nothing)"));
     }
     let (facts, package_id, profile_dir) = locate(args)?;
+    // The accelerator set, refused now as the build would refuse it (also in a dry run).
+    let accel = super::accel_choice(args.accel.as_deref(), args.no_accel);
+    crate::plan::accel::resolve_checked(&accel, &facts.manifest, &env)?;
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it. A dry run writes nothing: its decisions go
     // to a temporary device cache.
@@ -103,6 +106,9 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     let built = read_messages(std::io::Cursor::new(messages), &package_id);
+    for line in &built.text {
+        eprintln!("{line}");
+    }
     let program = choose_program(&facts, args.bin.as_deref(), &built)?;
     let plan = prepared.plan(&facts, &program, Some(&built), &out_dir)?;
     std::fs::create_dir_all(&out_dir)
@@ -133,6 +139,7 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
 /// [`ErrorKind::Usage`] when the selection is not one package.
 fn locate(args: &PackArgs) -> Result<(PackageFacts, String, PathBuf)> {
     let metadata = metadata(args.manifest_path.as_deref())?;
+    super::locate::check_target_dir(&metadata, args.target_dir.as_deref())?;
     let selection = PackageSelection {
         package: args.package.iter().cloned().collect(),
         ..Default::default()
@@ -230,6 +237,12 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     }
     if args.offline {
         cmd.arg("--offline");
+    }
+    if let Some(a) = &args.accel {
+        cmd.arg("--accel").arg(a);
+    }
+    if args.no_accel {
+        cmd.arg("--no-accel");
     }
     cmd.arg("--")
         .arg("--message-format=json-render-diagnostics")

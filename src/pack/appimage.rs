@@ -187,7 +187,7 @@ fn runtime(
     env: &Env,
 ) -> Result<(PathBuf, &'static str, String)> {
     if let Some(p) = arg {
-        check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime for the target's architecture (an ELF file with `AI\\x02` at offset 8)"))?;
+        check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help(format!("name a type-2 AppImage runtime for the target's architecture (a regular ELF file of at most {} with `AI\\x02` at offset 8)", super::mib(super::RUNTIME_MAX_BYTES))))?;
         return Ok((p.to_path_buf(), "choice", "--runtime-file".into()));
     }
     if let Some(rel) = facts.options().appimage.and_then(|a| a.runtime_file) {
@@ -196,7 +196,7 @@ fn runtime(
             Error::new(ErrorKind::Manifest, format!("runtime-file `{}`: {m}", crate::text::echo(&rel.display().to_string())))
                 .file(facts.at("pack.appimage.runtime-file"))
                 .key("package.metadata.mcpp.pack.appimage.runtime-file")
-                .help("name a type-2 AppImage runtime (relative to the package root), or remove the key to use the `appimage-runtime` toolchain package")
+                .help(format!("name a type-2 AppImage runtime (a regular file of at most {}, relative to the package root), or remove the key to use the `appimage-runtime` toolchain package", super::mib(super::RUNTIME_MAX_BYTES)))
         })?;
         return Ok((
             p,
@@ -264,7 +264,7 @@ pub fn elf_machine(arch: &str) -> Option<u16> {
 /// `Err(reason)` unless `path` is a readable ELF file with the type-2 magic `AI\x02` at offset 8
 /// whose `e_machine` (offset 18, in the header's byte order) is the architecture `arch`'s.
 fn check_runtime_file(path: &Path, arch: &str) -> std::result::Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let bytes = super::read_bounded(path, super::RUNTIME_MAX_BYTES)?;
     if !bytes.starts_with(b"\x7fELF") || bytes.get(8..11) != Some(b"AI\x02".as_slice()) {
         return Err(
             "is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into(),
@@ -776,8 +776,17 @@ pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
             );
         }
     }
-    let mut bytes = std::fs::read(&prepared.runtime)
-        .map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
+    let mut bytes =
+        super::read_bounded(&prepared.runtime, super::RUNTIME_MAX_BYTES).map_err(|reason| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "the AppImage runtime {} {reason}",
+                    prepared.runtime.display()
+                ),
+            )
+            .file(&prepared.runtime)
+        })?;
     bytes.extend(squashfs(&entries, prepared.epoch)?);
     crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
     #[cfg(unix)]
