@@ -95,6 +95,14 @@ fn pack_refusals() {
     let truncated_png = png[..png.len() - 20].to_vec();
     let mut bad_crc_png = png.to_vec();
     bad_crc_png[29] ^= 0xff;
+    // A real 300x300 PNG: a valid icon for an AppImage, too large for an MSI's ICO image.
+    let mut large_png = Vec::new();
+    {
+        let mut e = png::Encoder::new(&mut large_png, 300, 300);
+        e.set_color(png::ColorType::Rgba);
+        let mut w = e.write_header().unwrap();
+        w.write_image_data(&vec![0u8; 300 * 300 * 4]).unwrap();
+    }
     let cases: &[Case] = &[
         ("unknown format", "", "1.0.0", &["--format", "bogus"], &[]),
         ("unknown key", "ap-name = \"x\"", "1.0.0", appimage, &[]),
@@ -124,6 +132,7 @@ fn pack_refusals() {
         ("MSI of a pre-release", "", "1.2.3-beta.1", msi_windows, &[]),
         ("MSI version out of range", "version = \"1.256.0\"", "1.0.0", msi_windows, &[]),
         ("MSI upgrade code not a GUID", "[package.metadata.mcpp.pack.msi]\nupgrade-code = \"1234\"", "1.0.0", msi_windows, &[]),
+        ("MSI icon larger than an ICO image holds", "icon = \"icon.png\"", "1.0.0", msi_windows, &[("icon.png", &large_png)]),
         ("MSI tool that does not exist", "[package.metadata.mcpp.pack.msi]\ntool = \"no/such/wixl\"", "1.0.0", msi_windows, &[]),
         ("accelerator set the build refuses", "", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--dry-run", "--accel", "cuda13+{sm_80}"], &[("rt", RUNTIME)]),
         ("no such binary target", "", "1.0.0", &["--format", "appimage", "--runtime-file", "rt", "--bin", "nope"], &[("rt", RUNTIME)]),

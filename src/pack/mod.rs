@@ -248,7 +248,7 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u
 
 /// The width and height a PNG's header (`IHDR`, right after the signature) claims, read
 /// without decoding anything; `None` when the bytes do not start that way.
-fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
     if bytes.get(..8)? != b"\x89PNG\r\n\x1a\n" || bytes.get(12..16)? != b"IHDR" {
         return None;
     }
