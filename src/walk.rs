@@ -257,6 +257,13 @@ impl Walker<'_> {
                 .detail("The name is written into the generated Rust, C and C++ surface and into cargo's directives, which cannot carry a newline or control character.")
                 .help("rename the file"));
         }
+        if name.len() > MAX_NAME_BYTES {
+            return Err(self
+                .asker
+                .refuse(format!("{} matches `{}`, a file name of {} bytes", self.asker.subject, echo(&rel), name.len()))
+                .detail(format!("cargo-mcpp names its outputs after the file (`<name>.spv`, `<name>.spv.d`, a payload's copy), and a file system allows 255 bytes in one name: {MAX_NAME_BYTES} leaves room for the suffixes."))
+                .help(format!("rename the file to at most {MAX_NAME_BYTES} bytes")));
+        }
         let path = self.given_root.join(&rel);
         self.out.push(Matched { path, rel, real });
         Ok(())
@@ -302,6 +309,10 @@ impl Walker<'_> {
         names
     }
 }
+
+/// The longest file name a glob may match, in bytes: the outputs named after it add a suffix
+/// (`.spv.d`, `.<hash>.json`) within the 255 bytes of one name.
+pub(crate) const MAX_NAME_BYTES: usize = 200;
 
 /// What the file of `meta` (followed through symbolic links) is when it is not a regular
 /// file: `a directory`, `a FIFO`, `a socket`, `a character device` (`/dev/zero`), `a block
