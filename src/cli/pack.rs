@@ -111,6 +111,10 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     }
     let program = choose_program(&facts, args.bin.as_deref(), &built)?;
     let plan = prepared.plan(&facts, &program, Some(&built), &out_dir)?;
+    // What the plan decided from the build (the libraries bundled, the RUNPATH), said.
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| Error::io("cannot create the output directory", &out_dir, e))?;
     let spinner = indicatif::ProgressBar::new_spinner();

@@ -44,6 +44,90 @@ pub const PATCHELF: crate::tool::ToolSpec = crate::tool::ToolSpec {
     toolkit: None,
 };
 
+/// `ldd` (the C library's), for the one resolver: lists the shared libraries a program loads
+/// and where this system has them.
+pub const LDD: crate::tool::ToolSpec = crate::tool::ToolSpec {
+    name: "ldd",
+    programs: &["ldd"],
+    env_vars: &["LDD"],
+    version_args: &["--version"],
+    install_hint: "ldd comes with the C library (Debian: libc-bin)",
+    toolchain_package: None,
+    toolkit: None,
+};
+
+/// The libraries every desktop Linux system has, which an AppImage never carries: the active
+/// entries of the AppImage project's exclude list (`excludelist` of
+/// <https://github.com/AppImageCommunity/pkg2appimage>, the list linuxdeploy and
+/// linuxdeployqt use: the C library, the C++ runtime, OpenGL/EGL and the display server's
+/// client libraries, ALSA, fontconfig, freetype, zlib, ...), plus the NVIDIA driver's
+/// `libcuda.so.1`, which must match the kernel driver installed where the program runs.
+pub const EXCLUDED_LIBRARIES: &[&str] = &[
+    // The GNU C library.
+    "ld-linux.so.2",
+    "ld-linux-x86-64.so.2",
+    "libanl.so.1",
+    "libBrokenLocale.so.1",
+    "libcidn.so.1",
+    "libc.so.6",
+    "libdl.so.2",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libnss_compat.so.2",
+    "libnss_dns.so.2",
+    "libnss_files.so.2",
+    "libnss_hesiod.so.2",
+    "libnss_nisplus.so.2",
+    "libnss_nis.so.2",
+    "libpthread.so.0",
+    "libresolv.so.2",
+    "librt.so.1",
+    "libthread_db.so.1",
+    "libutil.so.1",
+    // The C++ runtime.
+    "libstdc++.so.6",
+    // Graphics drivers and the display server.
+    "libGL.so.1",
+    "libEGL.so.1",
+    "libGLdispatch.so.0",
+    "libGLX.so.0",
+    "libOpenGL.so.0",
+    "libdrm.so.2",
+    "libglapi.so.0",
+    "libgbm.so.1",
+    "libxcb.so.1",
+    "libX11.so.6",
+    "libX11-xcb.so.1",
+    "libwayland-client.so.0",
+    "libxcb-dri3.so.0",
+    "libxcb-dri2.so.0",
+    // Sound, fonts and text.
+    "libasound.so.2",
+    "libfontconfig.so.1",
+    "libfreetype.so.6",
+    "libharfbuzz.so.0",
+    "libfribidi.so.0",
+    "libjack.so.0",
+    "libpipewire-0.3.so.0",
+    // The base system.
+    "libcom_err.so.2",
+    "libexpat.so.1",
+    "libgcc_s.so.1",
+    "libgpg-error.so.0",
+    "libICE.so.6",
+    "libSM.so.6",
+    "libusb-1.0.so.0",
+    "libuuid.so.1",
+    "libz.so.1",
+    "libgmp.so.10",
+    // cargo-mcpp's addition: the CUDA driver library.
+    "libcuda.so.1",
+];
+
+/// The RUNPATH of a system library the package carries: `usr/lib` itself, so the bundled
+/// libraries find each other.
+pub const LIB_RPATH: &str = "$ORIGIN";
+
 /// What the AppImage needs that is checked before the build.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -59,6 +143,9 @@ pub struct Prepared {
     /// resolver's refusal, which refuses the package only when it carries shared libraries
     /// (known after the build).
     pub patchelf: std::result::Result<(crate::tool::Tool, Option<String>), Error>,
+    /// `ldd`, or why not: without it the system libraries the program loads are not examined
+    /// (a note of the plan says so).
+    pub ldd: std::result::Result<crate::tool::Tool, Error>,
 }
 
 /// Check the target (Linux, x86_64), the icon, the runtime (its decision recorded in the
@@ -113,12 +200,15 @@ pub fn prepare(
         })?,
     };
     let patchelf = resolve_patchelf(facts, env, cache);
+    let ldd = crate::tool::resolve(&LDD, &crate::tool::ToolChoices::default(), env, cache)
+        .map(|(t, _)| t);
     Ok(Prepared {
         runtime,
         runtime_from,
         icon,
         epoch,
         patchelf,
+        ldd,
     })
 }
 
@@ -523,6 +613,72 @@ pub fn app_run(program: &str) -> String {
     format!("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\nexec \"$APPDIR/usr/bin/{program}\" \"$@\"\n")
 }
 
+/// The system libraries a program loads that a package carries, `(name, path)` each, and the
+/// names `ldd` did not find.
+pub type SystemLibraries = (Vec<(String, PathBuf)>, Vec<String>);
+
+/// The shared libraries `program` loads from this system that the package carries, as `ldd`
+/// answers (run with the build's own library directories `search` in `LD_LIBRARY_PATH`, so
+/// the build's libraries resolve): every one but those of [`EXCLUDED_LIBRARIES`] and those
+/// named in `carried` (the build's, packed already); and the names `ldd` did not find.
+///
+/// # Errors
+/// [`ErrorKind::ToolFailed`] when `ldd` cannot run or fails on the program.
+pub fn system_libraries(
+    program: &Path,
+    ldd: &crate::tool::Tool,
+    search: &[PathBuf],
+    carried: &[String],
+    env: &Env,
+) -> Result<SystemLibraries> {
+    #[allow(clippy::disallowed_methods)] // pack runs the system's ldd (argv)
+    let mut cmd = std::process::Command::new(&ldd.path);
+    cmd.arg(program);
+    crate::env::apply_to(&mut cmd, env);
+    ldd.apply_env(&mut cmd);
+    if !search.is_empty() {
+        cmd.env(
+            "LD_LIBRARY_PATH",
+            std::env::join_paths(search).unwrap_or_default(),
+        );
+    }
+    let out = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolFailed,
+            format!("cannot run {}: {e}", ldd.path.display()),
+        )
+    })?;
+    if !out.status.success() {
+        return Err(Error::new(ErrorKind::ToolFailed, format!("{} failed ({}) on {}", ldd.path.display(), out.status, program.display()))
+            .detail(crate::text::escape_control(String::from_utf8_lossy(&out.stderr).trim()))
+            .help("the program must be a dynamically linked ELF executable of this machine's architecture"));
+    }
+    Ok(parse_ldd(&String::from_utf8_lossy(&out.stdout), carried))
+}
+
+/// [`system_libraries`]' reading of `ldd`'s output: `name => /path (0x...)` lines kept unless
+/// excluded or carried, `name => not found` lines as missing; the vDSO and the loader (no
+/// `=>`) left out.
+fn parse_ldd(text: &str, carried: &[String]) -> SystemLibraries {
+    let (mut found, mut missing) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let Some((name, rest)) = line.trim().split_once(" => ") else {
+            continue;
+        };
+        if EXCLUDED_LIBRARIES.contains(&name) || carried.iter().any(|c| c == name) {
+            continue;
+        }
+        let path = rest.rsplit_once(" (").map_or(rest, |(p, _)| p).trim();
+        if path == "not found" {
+            missing.push(name.to_string());
+        } else if path.starts_with('/') && !found.iter().any(|(n, _): &(String, PathBuf)| n == name)
+        {
+            found.push((name.to_string(), PathBuf::from(path)));
+        }
+    }
+    (found, missing)
+}
+
 /// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-<target arch>.AppImage`.
 /// With `built` (a real pack), the shared libraries the build links go to `usr/lib/`, the
 /// program's copy then gets the RUNPATH [`RPATH`] ([`Origin::Patched`]), and the sidecars the
@@ -546,9 +702,38 @@ pub fn plan(
     let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
     let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
     let mut notes = Vec::new();
+    // The system's libraries the program loads beyond the exclude list, found by ldd on this
+    // machine (so only for a program of its architecture).
+    let mut system: Vec<(String, PathBuf)> = Vec::new();
+    if let (Some(_), Origin::File(exe)) = (built, &program.origin) {
+        let carried: Vec<String> = libs.iter().map(|(n, _)| n.clone()).collect();
+        let search: Vec<PathBuf> = libs
+            .iter()
+            .filter_map(|(_, p)| p.parent().map(Path::to_path_buf))
+            .collect();
+        match &prepared.ldd {
+            _ if super::arch_of(&facts.target) != std::env::consts::ARCH => notes.push(format!("the system libraries the program loads are not examined: it is built for {}, and ldd reads programs of this machine ({})", super::arch_of(&facts.target), std::env::consts::ARCH)),
+            Err(e) => notes.push(format!("the system libraries the program loads are not examined, since ldd is not available: {}", e.message)),
+            Ok(ldd) => {
+                let (found, missing) = system_libraries(exe, ldd, &search, &carried, &Env::process())?;
+                if !found.is_empty() {
+                    notes.push(format!("bundled from this system into usr/lib/ (libraries not every desktop has; the exclude list is the AppImage project's): {}", found.iter().map(|(n, p)| format!("{n} ({})", p.display())).collect::<Vec<_>>().join(", ")));
+                }
+                if !missing.is_empty() {
+                    notes.push(format!("ldd did not find {}: the program needs them where it runs", missing.join(", ")));
+                }
+                system = found;
+            }
+        }
+    }
     let exe = match &program.origin {
-        Origin::File(source) if !libs.is_empty() => {
-            let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", libs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))))?;
+        Origin::File(source) if !libs.is_empty() || !system.is_empty() => {
+            let all: Vec<&str> = libs
+                .iter()
+                .chain(&system)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", all.join(", "))))?;
             notes.push(format!(
                 "the program's RUNPATH: {RPATH}, set on the packed copy by {} ({})",
                 tool.path.display(),
@@ -596,6 +781,16 @@ pub fn plan(
         entries.push(Entry {
             dest: format!("usr/lib/{lib}"),
             origin: Origin::File(path),
+            executable: false,
+        });
+    }
+    for (lib, path) in system {
+        entries.push(Entry {
+            dest: format!("usr/lib/{lib}"),
+            origin: Origin::Patched {
+                source: path,
+                rpath: LIB_RPATH.to_string(),
+            },
             executable: false,
         });
     }
@@ -836,6 +1031,20 @@ mod tests {
             !e.trim_end().ends_with("image:") && e.contains("usr/bin/hello"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn ldd_lines_give_the_libraries_beyond_the_exclude_list() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibpng16.so.16 => /lib/x86_64-linux-gnu/libpng16.so.16 (0x00007f10)\n\tlibz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x00007f20)\n\tlibgreet.so.1 => /tmp/g/libgreet.so.1 (0x00007f30)\n\tlibgone.so.2 => not found\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f40)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f50)\n";
+        let (found, missing) = parse_ldd(text, &["libgreet.so.1".to_string()]);
+        assert_eq!(
+            found,
+            [(
+                "libpng16.so.16".to_string(),
+                PathBuf::from("/lib/x86_64-linux-gnu/libpng16.so.16")
+            )]
+        );
+        assert_eq!(missing, ["libgone.so.2"]);
     }
 
     #[test]
