@@ -242,6 +242,32 @@ pub fn shadow_candidates(found: &[PathBuf], search: &[PathBuf]) -> Vec<PathBuf> 
     out
 }
 
+/// Whether the files `paths` look as if they live on a file system with 1-second timestamps
+/// (FAT, ext3, some network mounts): every one that exists has a modification time of whole
+/// seconds. On a file system with finer times a file has one by chance once in a billion, so
+/// two or more (the manifest and a source) are taken for the file system's doing.
+pub(crate) fn whole_second_times(paths: &[&Path]) -> bool {
+    let mut seen = 0;
+    for p in paths {
+        let Some(t) = std::fs::metadata(p).ok().and_then(|m| m.modified().ok()) else { continue };
+        match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) if d.subsec_nanos() == 0 => seen += 1,
+            _ => return false,
+        }
+    }
+    seen >= 2
+}
+
+/// The warning for [`whole_second_times`], said once per device cache: `marker` records that it
+/// was (written when the warning is returned).
+pub(crate) fn whole_second_warning(paths: &[&Path], marker: &Path) -> Option<String> {
+    if marker.exists() || !whole_second_times(paths) {
+        return None;
+    }
+    let _ = write_if_changed(marker, b"warned: the package's files have whole-second modification times\n");
+    Some("this package's files have whole-second modification times, as on a file system with 1-second timestamps (FAT, ext3, some network mounts): cargo decides whether to rerun the build script by comparing them with the time it last ran, so an edit made in the same second as a build is not seen and the old bytes stay embedded; after such an edit, `touch` the file (or edit it again) before building, or keep the package on a file system with finer timestamps (ext4, btrfs, xfs, tmpfs). Said once for this package and profile.".to_string())
+}
+
 /// The files a Makefile-style depfile lists as prerequisites (all rules, all targets),
 /// relative paths resolved against `cwd`. Understands `\` line continuations, `\ ` escaped
 /// spaces and `$$`.

@@ -91,6 +91,12 @@ impl DeviceCache {
         self.dir.join("tool-probes.json")
     }
 
+    /// `whole-second-times-warned`: written once the build warned that the package's files
+    /// have whole-second modification times ([`crate::fingerprint::whole_second_warning`]).
+    pub fn whole_second_marker(&self) -> PathBuf {
+        self.dir.join("whole-second-times-warned")
+    }
+
     /// `host-toolchain.json`: the `cc` crate's host compiler choice, keyed by what it reads.
     pub fn host_toolchain(&self) -> PathBuf {
         self.dir.join("host-toolchain.json")

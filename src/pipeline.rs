@@ -166,6 +166,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     for w in &validated.embedded.warnings {
         cargo.warning(w);
     }
+    let inputs: Vec<&Path> = std::iter::once(manifest.path.as_path()).chain(collected.sources.iter().map(|s| s.path.as_path())).chain(validated.embedded.files().map(PathBuf::as_path)).collect();
+    if let Some(w) = crate::fingerprint::whole_second_warning(&inputs, &config.cache.whole_second_marker()) {
+        cargo.warning(&w);
+    }
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
