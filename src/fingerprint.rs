@@ -18,6 +18,17 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The hex sha256 of the file at `path`, read in pieces (a payload or a package of gigabytes
+/// is never held whole), not remembered.
+///
+/// # Errors
+/// The read's.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The hex sha256 of the file at `path`, or `None` if it cannot be read.
 ///
 /// The criterion is the content; the file's stat data (size, mtime, ctime, inode) only lets an
@@ -39,7 +50,7 @@ pub fn hash_file(path: &Path) -> Option<String> {
         }
     }
     let hashed_at = now_ns();
-    let hash = sha256_hex(&std::fs::read(path).ok()?);
+    let hash = sha256_file(path).ok()?;
     if let (Some(k), Ok(mut cache)) = (key, hash_cache().lock()) {
         // Only a key taken after the read may be cached: a write during the read changes it.
         if stat_key(path).as_ref() == Some(&k) {

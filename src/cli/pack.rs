@@ -123,13 +123,15 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let written = prepared.write(&facts, &program.name, &plan, &env);
     spinner.finish_and_clear();
     written?;
-    let bytes = std::fs::read(&plan.output)
+    // Read in pieces: a package of gigabytes is never held whole.
+    let size = std::fs::metadata(&plan.output)
+        .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?
+        .len();
+    let sha256 = crate::fingerprint::sha256_file(&plan.output)
         .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;
     eprintln!(
-        "      Packed {} ({} bytes, sha256 {})",
+        "      Packed {} ({size} bytes, sha256 {sha256})",
         plan.output.display(),
-        bytes.len(),
-        crate::fingerprint::sha256_hex(&bytes)
     );
     Ok(exit_code::SUCCESS)
 }

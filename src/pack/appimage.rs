@@ -825,8 +825,9 @@ pub fn plan(
     })
 }
 
-/// The bytes of `source` with the RUNPATH `rpath`: a copy in a temporary directory, edited by
-/// `patchelf --set-rpath` (argv), read back; `source` is not changed.
+/// A copy of `source` in the directory `tmp` (named `<index>-<file name>`) with the RUNPATH
+/// `rpath`, edited by `patchelf --set-rpath` (argv); returns the copy's path. `source` is not
+/// changed, and the copy is made file to file (never held in memory).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] for the copy; [`ErrorKind::ToolFailed`] with patchelf's output.
@@ -835,23 +836,24 @@ pub fn patched(
     rpath: &str,
     patchelf: &crate::tool::Tool,
     env: &Env,
-) -> Result<Vec<u8>> {
-    let tmp = tempfile::Builder::new()
-        .prefix("mcpp-pack-")
-        .tempdir()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Io,
-                format!("cannot create a temporary directory: {e}"),
-            )
-        })?;
-    let copy = tmp.path().join(
+    tmp: &Path,
+    index: usize,
+) -> Result<PathBuf> {
+    let copy = tmp.join(format!(
+        "{index}-{}",
         source
             .file_name()
-            .unwrap_or_else(|| std::ffi::OsStr::new("program")),
-    );
-    let bytes = std::fs::read(source).map_err(|e| Error::io("cannot read", source, e))?;
-    crate::fingerprint::write_if_changed(&copy, &bytes)?;
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "program".to_string())
+    ));
+    std::fs::copy(source, &copy).map_err(|e| Error::io("cannot copy", source, e))?;
+    #[cfg(unix)]
+    {
+        // A library copied from a read-only system file must be writable for patchelf.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("cannot make writable", &copy, e))?;
+    }
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&patchelf.path);
     cmd.arg("--set-rpath").arg(rpath).arg(&copy);
@@ -882,15 +884,31 @@ pub fn patched(
         }
         return Err(e.help("the program must be a dynamically linked ELF executable; name another patchelf with [package.metadata.mcpp.pack.appimage] patchelf"));
     }
-    std::fs::read(&copy).map_err(|e| Error::io("cannot read the patched copy", &copy, e))
+    Ok(copy)
 }
 
-/// The squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`, directories
-/// created for every parent), as bytes.
+/// The squashfs image of `entries` as bytes ([`squashfs_to`] into memory; for tests).
+///
+/// # Errors
+/// [`squashfs_to`]'s.
+pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    squashfs_to(entries, epoch, &mut out, 0)?;
+    Ok(out.into_inner())
+}
+
+/// Write the squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`,
+/// directories created for every parent) into `w` at `offset` (after the runtime), streaming:
+/// a file entry is opened and read when its turn comes, never held whole.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when a source cannot be read or backhand refuses the tree.
-pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
+pub fn squashfs_to<W: std::io::Write + std::io::Seek>(
+    entries: &[Entry],
+    epoch: u32,
+    w: W,
+    offset: u64,
+) -> Result<()> {
     // Some of backhand's errors display as nothing: the debug form then says which.
     let cause = |e: &backhand::BackhandError| {
         if e.to_string().trim().is_empty() {
@@ -934,21 +952,31 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
         }
         let header =
             backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
-        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header)
-            .map_err(|err| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!(
-                        "cannot write the squashfs image: the file `{}`: {}",
-                        e.dest,
-                        cause(&err)
-                    ),
-                )
-            })?;
+        let pushed = match &e.origin {
+            Origin::File(p) => fs.push_file_from_path(p, &e.dest, header),
+            Origin::Generated(_, b) => {
+                fs.push_file(std::io::Cursor::new(b.as_slice()), &e.dest, header)
+            }
+            Origin::BuiltAtPack(_) | Origin::Patched { .. } => {
+                return Err(Error::new(
+                    ErrorKind::Manifest,
+                    format!("`{}` has no bytes yet: {}", e.dest, e.origin.shown()),
+                ))
+            }
+        };
+        pushed.map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "cannot write the squashfs image: the file `{}`: {}",
+                    e.dest,
+                    cause(&err)
+                ),
+            )
+        })?;
     }
-    let mut out = std::io::Cursor::new(Vec::new());
-    fs.write(&mut out).map_err(fail)?;
-    Ok(out.into_inner())
+    fs.write_with_offset(w, offset).map_err(fail)?;
+    Ok(())
 }
 
 /// Write the AppImage: the runtime followed by the squashfs image, atomically, mode 0755;
@@ -958,20 +986,28 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
 /// [`ErrorKind::Io`] for reading the runtime or the sources, or writing the package;
 /// [`patched`]'s.
 pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-pack-")
+        .tempdir()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot create a temporary directory: {e}"),
+            )
+        })?;
     let mut entries = plan.entries.clone();
-    for e in &mut entries {
+    let mut warned = false;
+    for (i, e) in entries.iter_mut().enumerate() {
         if let Origin::Patched { source, rpath } = &e.origin {
             let (tool, warning) = prepared.patchelf.as_ref().map_err(Clone::clone)?;
-            if let Some(w) = warning {
+            if let Some(w) = warning.as_ref().filter(|_| !warned) {
                 eprintln!("warning: {w}");
+                warned = true;
             }
-            e.origin = Origin::Generated(
-                "program with its RUNPATH set",
-                patched(source, rpath, tool, env)?,
-            );
+            e.origin = Origin::File(patched(source, rpath, tool, env, tmp.path(), i)?);
         }
     }
-    let mut bytes =
+    let runtime =
         super::read_bounded(&prepared.runtime, super::RUNTIME_MAX_BYTES).map_err(|reason| {
             Error::new(
                 ErrorKind::Io,
@@ -982,14 +1018,35 @@ pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
             )
             .file(&prepared.runtime)
         })?;
-    bytes.extend(squashfs(&entries, prepared.epoch)?);
-    crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
+    // Written into a temporary file beside the package and renamed over it (atomic), unless
+    // the package already has these bytes (then left as it is).
+    let dir = plan.output.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(file.as_file_mut());
+        w.write_all(&runtime)
+            .map_err(|e| Error::io("cannot write", &plan.output, e))?;
+        squashfs_to(&entries, prepared.epoch, &mut w, runtime.len() as u64)?;
+        w.flush()
+            .map_err(|e| Error::io("cannot write", &plan.output, e))?;
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&plan.output, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| Error::io("cannot make executable", &plan.output, e))?;
+        std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("cannot make executable", file.path(), e))?;
     }
+    let same = |a: &Path, b: &Path| {
+        std::fs::metadata(a).ok().map(|m| m.len()) == std::fs::metadata(b).ok().map(|m| m.len())
+            && crate::fingerprint::sha256_file(a).ok() == crate::fingerprint::sha256_file(b).ok()
+    };
+    if plan.output.is_file() && same(file.path(), &plan.output) {
+        return Ok(());
+    }
+    file.persist(&plan.output)
+        .map_err(|e| Error::io("cannot write", &plan.output, e.error))?;
     Ok(())
 }
 
