@@ -6,6 +6,8 @@
 # usage: benches/pack-peak.sh [SIZE_MIB] [CARGO_MCPP] [pack|both]
 #   (default 1024, target/debug/cargo-mcpp, both; the embed half compiles the bytes with rustc,
 #   whose own peak is several times the file's size)
+# STORAGE=object|header|sidecar chooses the embedded file's storage form (default header, whose
+# C/C++ array text is several times the file's size).
 # Needs the appimage-runtime toolchain package (cargo mcpp fetch appimage-runtime) in MCPP_HOME.
 set -euo pipefail
 SIZE=${1:-1024}
@@ -42,9 +44,10 @@ edition = "2021"
 mcpp-build = { path = "$REPO/mcpp-build" }
 
 [package.metadata.mcpp]
+storage = "${STORAGE:-header}"
 embed = ["data/*.bin"]
 
 [workspace]
 TOML
 echo 'fn main() { mcpp_build::build(); }' > "$tmp/pkg/build.rs"
-echo "embed ${SIZE} MiB: $(cd "$tmp/pkg" && CARGO_MCPP="$ME" CARGO_TARGET_DIR="$tmp/target" peak "$ME" mcpp build) KiB peak (largest process of the build: cargo, rustc or the engine)"
+echo "embed ${SIZE} MiB (storage ${STORAGE:-header}): $(cd "$tmp/pkg" && CARGO_MCPP="$ME" CARGO_TARGET_DIR="$tmp/target" peak "$ME" mcpp build) KiB peak (largest process of the build: cargo, rustc or the engine)"

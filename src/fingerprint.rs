@@ -162,7 +162,7 @@ pub fn save_hash_cache(file: &Path, paths: &[PathBuf]) -> Result<()> {
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     let resolved = through_links(path);
     let path = resolved.as_path();
-    if std::fs::read(path).map(|old| old == bytes).unwrap_or(false) {
+    if same_content(path, bytes) {
         return Ok(false);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -182,6 +182,25 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     tmp.write_all(bytes).map_err(|e| Error::io("cannot write", tmp.path(), e))?;
     tmp.persist(path).map_err(|e| Error::io("cannot replace", path, e.error))?;
     Ok(true)
+}
+
+/// Whether the file at `path` holds exactly `bytes`: its size first, then its content read in
+/// pieces (an old copy of a large payload is never held whole beside the new one).
+fn same_content(path: &Path, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    if std::fs::metadata(path).map(|m| m.len() != bytes.len() as u64).unwrap_or(true) {
+        return false;
+    }
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = 0;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return at == bytes.len(),
+            Ok(n) if at + n <= bytes.len() && buf[..n] == bytes[at..at + n] => at += n,
+            Ok(_) | Err(_) => return false,
+        }
+    }
 }
 
 /// `path` with every symbolic link at its end followed (a relative target read from the link's
