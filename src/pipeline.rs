@@ -155,6 +155,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 /// failed compiler.
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
     let env = &config.env;
+    refuse_control_in_out_dirs(config)?;
     let validated = validate(&config.manifest_path, &config.accel, env)?;
     let Validated { manifest, accel, collected, .. } = &validated;
     let registry = rules::registry();
@@ -258,6 +259,20 @@ pub fn lock_variant(manifest: &Manifest, variant: &Variant) -> Result<crate::loc
     crate::lock::FileLock::acquire_or_wait(&variant.lock_file(), || {
         eprintln!("Blocking: waiting for file lock on the device cache of {} ({})", manifest.package_name, variant.dir().display());
     })
+}
+
+/// Refuse an `OUT_DIR` or device cache whose path holds a control character (a newline from a
+/// `CARGO_TARGET_DIR`), before anything is written: the build script's directives to cargo are
+/// lines, so the link would fail on a cut path.
+fn refuse_control_in_out_dirs(config: &Config) -> Result<()> {
+    for (what, dir) in [("OUT_DIR", config.out_dir.as_deref()), ("the device cache", Some(config.cache.dir()))] {
+        if let Some(d) = dir.filter(|d| crate::text::has_control(&d.to_string_lossy())) {
+            return Err(Error::new(ErrorKind::Usage, format!("{what} `{}` holds a newline or another control character", crate::text::echo_path(d)))
+                .detail("cargo derives it from the target directory (CARGO_TARGET_DIR, --target-dir, build.target-dir); the build script's directives to cargo are lines, so such a path cannot be passed on and the link would fail")
+                .help("choose a target directory whose path has no newline or control character"));
+        }
+    }
+    Ok(())
 }
 
 /// The collection's warnings, and the one that says an empty or absent accelerator set leaves

@@ -413,3 +413,29 @@ fn whole_second_timestamps_are_detected_and_warned_about_once() {
     let second = text(&p.compile(&b));
     assert!(!second.contains("1-second"), "warned twice:\n{second}");
 }
+
+/// A build script whose `OUT_DIR` holds a newline (a `CARGO_TARGET_DIR` with one, under plain
+/// `cargo build`) is refused before anything is written, naming `OUT_DIR` and the way out:
+/// cargo's directives are lines, and the link failed on a cut path.
+#[test]
+fn an_out_dir_with_a_newline_is_refused_before_anything_is_written() {
+    let p = Package::new(&[
+        (
+            "Cargo.toml",
+            &manifest("nl-out", "[package.metadata.mcpp.embed]\nfiles = [\"d/*\"]"),
+        ),
+        ("d/a.txt", "one"),
+    ]);
+    let out = p.dir.path().join("tar\nget/out");
+    let mut b = p.build();
+    b.out_dir(&out).env("CXX", real_tool("g++"));
+    let e = p.refuse(&b);
+    assert!(
+        e.contains("OUT_DIR") && e.contains("CARGO_TARGET_DIR") && e.contains("newline"),
+        "{e}"
+    );
+    assert!(
+        !p.dir.path().join("tar\nget").exists(),
+        "something was written"
+    );
+}
