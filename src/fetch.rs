@@ -819,8 +819,11 @@ pub struct FetchReport {
 }
 
 /// `cargo mcpp fetch` for one package: the toolchain packages its build needs after both gates (or
-/// those `names` lists), installed or verified, their hashes recorded in `mcpp.lock`. Offline
-/// when `offline` or `CARGO_NET_OFFLINE` is `true`/`1`.
+/// those `names` lists), and with `pack` those `cargo mcpp pack` takes
+/// ([`crate::plan::toolchain_packages::pack_requirements`]: `cargo mcpp fetch` asks for them,
+/// the fetch step of `cargo mcpp build` does not, so a build never needs them), installed or
+/// verified, their hashes recorded in `mcpp.lock`. Offline when `offline` or
+/// `CARGO_NET_OFFLINE` is `true`/`1`.
 ///
 /// # Errors
 /// Any refusal of the manifest, the accelerator set, the sources, the version rules, a hash
@@ -831,12 +834,13 @@ pub fn fetch_package(
     env: &Env,
     offline: bool,
     names: &[String],
+    pack: bool,
 ) -> Result<FetchReport> {
     use crate::plan::toolchain_packages;
     use crate::toolchain_package::{Requirement, VersionReq};
     let manifest = crate::manifest::Manifest::read(manifest_path)?;
     let catalog = Catalog::builtin()?;
-    let accel_set = crate::plan::accel::resolve_accel(accel, &manifest, env)?;
+    let accel_set = crate::plan::accel::resolve_checked(accel, &manifest, env)?;
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
         let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
@@ -848,7 +852,9 @@ pub fn fetch_package(
             env,
             &Default::default(),
         )?;
-        v.extend(toolchain_packages::pack_requirements(&manifest));
+        if pack {
+            v.extend(toolchain_packages::pack_requirements(&manifest));
+        }
         v
     } else {
         let mut v = Vec::new();

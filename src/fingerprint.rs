@@ -18,6 +18,17 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The hex sha256 of the file at `path`, read in pieces (a payload or a package of gigabytes
+/// is never held whole), not remembered.
+///
+/// # Errors
+/// The read's.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The hex sha256 of the file at `path`, or `None` if it cannot be read.
 ///
 /// The criterion is the content; the file's stat data (size, mtime, ctime, inode) only lets an
@@ -39,7 +50,7 @@ pub fn hash_file(path: &Path) -> Option<String> {
         }
     }
     let hashed_at = now_ns();
-    let hash = sha256_hex(&std::fs::read(path).ok()?);
+    let hash = sha256_file(path).ok()?;
     if let (Some(k), Ok(mut cache)) = (key, hash_cache().lock()) {
         // Only a key taken after the read may be cached: a write during the read changes it.
         if stat_key(path).as_ref() == Some(&k) {
@@ -151,7 +162,7 @@ pub fn save_hash_cache(file: &Path, paths: &[PathBuf]) -> Result<()> {
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     let resolved = through_links(path);
     let path = resolved.as_path();
-    if std::fs::read(path).map(|old| old == bytes).unwrap_or(false) {
+    if same_content(path, bytes) {
         return Ok(false);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -171,6 +182,25 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
     tmp.write_all(bytes).map_err(|e| Error::io("cannot write", tmp.path(), e))?;
     tmp.persist(path).map_err(|e| Error::io("cannot replace", path, e.error))?;
     Ok(true)
+}
+
+/// Whether the file at `path` holds exactly `bytes`: its size first, then its content read in
+/// pieces (an old copy of a large payload is never held whole beside the new one).
+fn same_content(path: &Path, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    if std::fs::metadata(path).map(|m| m.len() != bytes.len() as u64).unwrap_or(true) {
+        return false;
+    }
+    let Ok(mut file) = std::fs::File::open(path) else { return false };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = 0;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return at == bytes.len(),
+            Ok(n) if at + n <= bytes.len() && buf[..n] == bytes[at..at + n] => at += n,
+            Ok(_) | Err(_) => return false,
+        }
+    }
 }
 
 /// `path` with every symbolic link at its end followed (a relative target read from the link's
@@ -240,6 +270,32 @@ pub fn shadow_candidates(found: &[PathBuf], search: &[PathBuf]) -> Vec<PathBuf> 
         }
     }
     out
+}
+
+/// Whether the files `paths` look as if they live on a file system with 1-second timestamps
+/// (FAT, ext3, some network mounts): every one that exists has a modification time of whole
+/// seconds. On a file system with finer times a file has one by chance once in a billion, so
+/// two or more (the manifest and a source) are taken for the file system's doing.
+pub(crate) fn whole_second_times(paths: &[&Path]) -> bool {
+    let mut seen = 0;
+    for p in paths {
+        let Some(t) = std::fs::metadata(p).ok().and_then(|m| m.modified().ok()) else { continue };
+        match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) if d.subsec_nanos() == 0 => seen += 1,
+            _ => return false,
+        }
+    }
+    seen >= 2
+}
+
+/// The warning for [`whole_second_times`], said once per device cache: `marker` records that it
+/// was (written when the warning is returned).
+pub(crate) fn whole_second_warning(paths: &[&Path], marker: &Path) -> Option<String> {
+    if marker.exists() || !whole_second_times(paths) {
+        return None;
+    }
+    let _ = write_if_changed(marker, b"warned: the package's files have whole-second modification times\n");
+    Some("this package's files have whole-second modification times, as on a file system with 1-second timestamps (FAT, ext3, some network mounts): cargo decides whether to rerun the build script by comparing them with the time it last ran, so an edit made in the same second as a build is not seen and the old bytes stay embedded; after such an edit, `touch` the file (or edit it again) before building, or keep the package on a file system with finer timestamps (ext4, btrfs, xfs, tmpfs). Said once for this package and profile.".to_string())
 }
 
 /// The files a Makefile-style depfile lists as prerequisites (all rules, all targets),

@@ -201,6 +201,16 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
     } else {
         Family::Gnu
     };
+    // cc names a cross compiler by its bare name (`x86_64-w64-mingw32-g++`) whether or not it
+    // is installed: one not on PATH is refused here, named as searched, not made absolute
+    // against the working directory (a path nobody chose). (The host's own compiler missing is
+    // refused later, by the lane that runs it, after the device tools' refusals.)
+    if target != host && tool.path().components().count() == 1 && crate::tool::find_on_path(&tool.path().to_string_lossy(), env).is_none() {
+        let upper = target.replace(['-', '.'], "_");
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("the C++ compiler for the target {target}, `{}`, is not on PATH", tool.path().display()))
+            .detail(format!("the cc crate names it for this target; it was looked for in every PATH directory: {}", env.get("PATH").unwrap_or_default()))
+            .help(format!("install the cross compiler for {target}{}, or name one with CXX_{upper}=/path/to/c++ (or CXX)", if target.contains("windows-gnu") { " (Debian: g++-mingw-w64-x86-64)" } else { "" })));
+    }
     let cxx = absolute_program(tool.path(), env);
     let cpp_stdlib = match family {
         Family::Msvc => None,

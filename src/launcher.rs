@@ -49,6 +49,9 @@ pub struct Launcher {
 /// as `-19` and a target prefix such as `aarch64-linux-gnu-` taken off first).
 const C_FAMILY: &[&str] = &["cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc", "nvc", "nvc++", "hipcc", "icpx", "icx"];
 
+/// The shader compilers, by program file name: no launcher takes them, and none is one.
+const SHADER_COMPILERS: &[&str] = &["glslangValidator", "glslang", "glslc", "slangc"];
+
 /// The compiler name of `program`: its file name without `.exe`, a trailing `-<digits>` version
 /// and a leading target triple (`aarch64-linux-gnu-g++-12` -> `g++`).
 pub fn compiler_name(program: &Path) -> String {
@@ -177,6 +180,16 @@ fn resolve_one(value: &str, manifest: &Manifest, env: &Env, origin: &str) -> Res
                 .detail(format!("chosen by {origin}; cargo-mcpp looks it up by name, on PATH only (an executable file)"))
         })?
     };
+    // A launcher runs `<launcher> <compiler> <args>`: a compiler there would take the real
+    // compiler's path for a source file. Judged on the file the path leads to (`cc` is gcc,
+    // ccache's `/usr/lib/ccache/gcc` is ccache).
+    let real = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+    let name = compiler_name(&real);
+    if C_FAMILY.contains(&name.as_str()) || SHADER_COMPILERS.contains(&name.as_str()) {
+        return Err(Error::new(ErrorKind::Manifest, format!("the launcher `{}` is a compiler ({name}), not a launcher", crate::text::echo_path(&program)))
+            .detail(format!("chosen by {origin}; a launcher is started as `<launcher> <compiler> <arguments>` (sccache, ccache, a wrapper script), so a compiler there would take the real compiler for a source file"))
+            .detail("to choose the compiler itself, name it in [package.metadata.mcpp.tools] or with its variable (CXX, NVCC, ...)"));
+    }
     let kind = match compiler_name(&program).as_str() {
         "sccache" => LauncherKind::Sccache,
         "ccache" => LauncherKind::Ccache,

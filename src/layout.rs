@@ -95,6 +95,12 @@ impl DeviceCache {
         self.dir.join("tool-probes.json")
     }
 
+    /// `whole-second-times-warned`: written once the build warned that the package's files
+    /// have whole-second modification times ([`crate::fingerprint::whole_second_warning`]).
+    pub fn whole_second_marker(&self) -> PathBuf {
+        self.dir.join("whole-second-times-warned")
+    }
+
     /// `host-toolchain.json`: the `cc` crate's host compiler choice, keyed by what it reads.
     pub fn host_toolchain(&self) -> PathBuf {
         self.dir.join("host-toolchain.json")
@@ -170,9 +176,12 @@ impl Variant {
     }
 
     /// `fingerprints/<id>.<8 hex>.json`: the recorded state of the action `id` (its characters
-    /// other than ASCII letters, digits, `.` and `-` written `_`, the hash keeping ids apart).
+    /// other than ASCII letters, digits, `.` and `-` written `_`, the hash keeping ids apart;
+    /// an id longer than 200 characters keeps its last 200, so the name stays within the 255
+    /// bytes a file system allows however deep or long the source's path is).
     pub fn action_record(&self, id: &str) -> PathBuf {
         let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
+        let safe = &safe[safe.len().saturating_sub(200)..];
         let short = &crate::fingerprint::sha256_hex(id.as_bytes())[..8];
         self.fingerprints_dir().join(format!("{safe}.{short}.json"))
     }
@@ -278,6 +287,11 @@ mod tests {
         assert!(name.len() == 16 && name.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
         assert_ne!(v, cache.variant(&AccelSet::parse("vulkan1.3").unwrap()));
         assert_eq!(v.hash_cache(), v.dir().join("fingerprints/file-hashes.json"));
+        // A 254-byte file name deep in directories: the record's name stays within 255 bytes.
+        let long = format!("spirv:shaders/a/b/{}.comp", "x".repeat(254));
+        let record = v.action_record(&long);
+        assert!(record.file_name().unwrap().len() <= 255, "{}", record.display());
+        assert_ne!(record, v.action_record(&format!("spirv:shaders/a/c/{}.comp", "x".repeat(254))));
         assert_eq!(v.objects_dir("cuda"), v.dir().join("cuda/obj"));
         let a = v.action_record("cuda:a/b.cu");
         assert!(a.starts_with(v.fingerprints_dir()) && a.file_name().unwrap().to_str().unwrap().starts_with("cuda_a_b.cu."), "{}", a.display());

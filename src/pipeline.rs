@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{accel_origin, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
+use crate::plan::accel::{accel_origin, check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -155,6 +155,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 /// failed compiler.
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
     let env = &config.env;
+    refuse_control_in_out_dirs(config)?;
     let validated = validate(&config.manifest_path, &config.accel, env)?;
     let Validated { manifest, accel, collected, .. } = &validated;
     let registry = rules::registry();
@@ -165,6 +166,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     source_warnings(&mut cargo, &validated, config);
     for w in &validated.embedded.warnings {
         cargo.warning(w);
+    }
+    let inputs: Vec<&Path> = std::iter::once(manifest.path.as_path()).chain(collected.sources.iter().map(|s| s.path.as_path())).chain(validated.embedded.files().map(PathBuf::as_path)).collect();
+    if let Some(w) = crate::fingerprint::whole_second_warning(&inputs, &config.cache.whole_second_marker()) {
+        cargo.warning(&w);
     }
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
@@ -260,6 +265,20 @@ pub fn lock_variant(manifest: &Manifest, variant: &Variant) -> Result<crate::loc
     crate::lock::FileLock::acquire_or_wait(&variant.lock_file(), || {
         eprintln!("Blocking: waiting for file lock on the device cache of {} ({})", manifest.package_name, variant.dir().display());
     })
+}
+
+/// Refuse an `OUT_DIR` or device cache whose path holds a control character (a newline from a
+/// `CARGO_TARGET_DIR`), before anything is written: the build script's directives to cargo are
+/// lines, so the link would fail on a cut path.
+fn refuse_control_in_out_dirs(config: &Config) -> Result<()> {
+    for (what, dir) in [("OUT_DIR", config.out_dir.as_deref()), ("the device cache", Some(config.cache.dir()))] {
+        if let Some(d) = dir.filter(|d| crate::text::has_control(&d.to_string_lossy())) {
+            return Err(Error::new(ErrorKind::Usage, format!("{what} `{}` holds a newline or another control character", crate::text::echo_path(d)))
+                .detail("cargo derives it from the target directory (CARGO_TARGET_DIR, --target-dir, build.target-dir); the build script's directives to cargo are lines, so such a path cannot be passed on and the link would fail")
+                .help("choose a target directory whose path has no newline or control character"));
+        }
+    }
+    Ok(())
 }
 
 /// The collection's warnings, and the one that says an empty or absent accelerator set leaves
@@ -543,27 +562,6 @@ fn watch_sidecars(cargo: &mut CargoOutput, out_dir: &Path, sidecars: &[(PathBuf,
         cargo.rerun_if_changed(file);
     }
     Ok(())
-}
-
-/// Every rule's check of its entries of `accel` ([`rules::Rule::check_entry`]), each problem a
-/// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
-pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn rules::Rule>]) -> Vec<Error> {
-    let mut out = Vec::new();
-    for entry in &accel.entries {
-        for rule in registry.iter().filter(|r| r.backend() == entry.backend) {
-            let Err(e) = rule.check_entry(entry) else { continue };
-            let mut refusal = match origin {
-                Some(o) => o.refusal(e.message),
-                None => Error::new(ErrorKind::Accel, e.message),
-            };
-            refusal.detail.extend(e.detail);
-            refusal.help.extend(e.help);
-            if !out.iter().any(|o: &Error| o.detail == refusal.detail) {
-                out.push(refusal);
-            }
-        }
-    }
-    out
 }
 
 /// The names every rule's tools answer to, each once (rules may share one: clang++ for CUDA's

@@ -227,6 +227,21 @@ impl Walker<'_> {
                 .refuse(format!("{} matches `{}`, a symbolic link to `{}`, which does not exist", self.asker.subject, echo(&normal(&rel)), echo(&target)))
                 .help("remove the link or fix its target, or narrow the glob so it does not match it"));
         }
+        // Followed through symbolic links: a FIFO, a socket or a device (a link to /dev/zero)
+        // would hang or never end when read, so it is refused by name rather than left out.
+        if let Some(kind) = std::fs::metadata(&p).ok().and_then(|m| not_regular(&m)) {
+            if kind != "a directory" {
+                let what = match std::fs::read_link(&p) {
+                    Ok(target) => format!("a symbolic link to `{}`, {kind}", echo(&target.display().to_string())),
+                    Err(_) => kind.to_string(),
+                };
+                return Err(self
+                    .asker
+                    .refuse(format!("{} matches `{}`, which is {what}, not a regular file", self.asker.subject, echo(&normal(&rel))))
+                    .detail("Reading it could block forever or never end, so nothing is read from it.")
+                    .help("remove it from the directory, or narrow the glob so it does not match it"));
+            }
+        }
         if !p.is_file() {
             return Ok(());
         }
@@ -241,6 +256,13 @@ impl Walker<'_> {
                 .refuse(format!("{} matches `{}`, a file name with a control character", self.asker.subject, echo(&rel)))
                 .detail("The name is written into the generated Rust, C and C++ surface and into cargo's directives, which cannot carry a newline or control character.")
                 .help("rename the file"));
+        }
+        if name.len() > MAX_NAME_BYTES {
+            return Err(self
+                .asker
+                .refuse(format!("{} matches `{}`, a file name of {} bytes", self.asker.subject, echo(&rel), name.len()))
+                .detail(format!("cargo-mcpp names its outputs after the file (`<name>.spv`, `<name>.spv.d`, a payload's copy), and a file system allows 255 bytes in one name: {MAX_NAME_BYTES} leaves room for the suffixes."))
+                .help(format!("rename the file to at most {MAX_NAME_BYTES} bytes")));
         }
         let path = self.given_root.join(&rel);
         self.out.push(Matched { path, rel, real });
@@ -286,6 +308,41 @@ impl Walker<'_> {
         names.sort();
         names
     }
+}
+
+/// The longest file name a glob may match, in bytes: the outputs named after it add a suffix
+/// (`.spv.d`, `.<hash>.json`) within the 255 bytes of one name.
+pub(crate) const MAX_NAME_BYTES: usize = 200;
+
+/// What the file of `meta` (followed through symbolic links) is when it is not a regular
+/// file: `a directory`, `a FIFO`, `a socket`, `a character device` (`/dev/zero`), `a block
+/// device`; `None` for a regular file. The one test of "a file that can be read to its end"
+/// (globs here, `cargo mcpp pack`'s icon and runtime file).
+pub(crate) fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("a FIFO (named pipe)");
+        }
+        if t.is_socket() {
+            return Some("a socket");
+        }
+        if t.is_char_device() {
+            return Some("a character device");
+        }
+        if t.is_block_device() {
+            return Some("a block device");
+        }
+    }
+    Some("a special file")
 }
 
 /// Whether the walk leaves directory `dir` out: a `.git` directory, or a cargo target

@@ -43,7 +43,8 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
 }
 
 /// Fetch for one package and say what happened; `verbose` (the `fetch` command) also says
-/// when nothing was needed and which toolchain packages were already installed.
+/// when nothing was needed and which toolchain packages were already installed, and fetches
+/// what `cargo mcpp pack` takes too (the AppImage runtime: the build itself never needs it).
 ///
 /// # Errors
 /// As [`crate::fetch::fetch_package`].
@@ -56,7 +57,7 @@ pub fn fetch_one(
     verbose: bool,
 ) -> Result<()> {
     let env = crate::env::Env::process();
-    let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names)?;
+    let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names, verbose)?;
     for r in &report.reports {
         eprintln!("    Override {r}");
     }

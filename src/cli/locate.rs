@@ -34,6 +34,7 @@ pub struct Located {
 /// ([`select_packages`]).
 pub fn locate(location: &BuildLocation, selection: &PackageSelection) -> Result<Located> {
     let metadata = metadata(location.manifest_path.as_deref())?;
+    check_target_dir(&metadata, location.target_dir.as_deref())?;
     let packages = select_packages(&metadata, location.manifest_path.as_deref(), selection)?;
     let profile_path = profile_path(&metadata, location);
     let without_build_script = packages
@@ -80,6 +81,44 @@ pub fn metadata(manifest_path: Option<&Path>) -> Result<cargo_metadata::Metadata
         .detail(e.to_string())
         .help("run from a package directory or pass --manifest-path path/to/Cargo.toml")
     })
+}
+
+/// Refuse a target directory whose path has a control character (a newline): cargo passes it
+/// on in `OUT_DIR` and the build scripts' `cargo::` directives are lines, so the build would
+/// end in a link failure naming a cut path. The path is `--target-dir` (`arg`), else the
+/// workspace's (`CARGO_TARGET_DIR`, `build.target-dir`, `target/`), named by where it came from.
+///
+/// # Errors
+/// [`ErrorKind::Usage`] naming the option, the variable or the setting, before anything runs.
+pub fn check_target_dir(metadata: &cargo_metadata::Metadata, arg: Option<&Path>) -> Result<()> {
+    let (path, from) = match arg {
+        Some(p) => (p.to_path_buf(), "--target-dir"),
+        None if crate::env::Env::process()
+            .get_os("CARGO_TARGET_DIR")
+            .is_some() =>
+        {
+            (
+                metadata.target_directory.clone().into_std_path_buf(),
+                "CARGO_TARGET_DIR",
+            )
+        }
+        None => (
+            metadata.target_directory.clone().into_std_path_buf(),
+            "the target directory (`build.target-dir` in .cargo/config.toml, or the workspace's)",
+        ),
+    };
+    if !crate::text::has_control(&path.to_string_lossy()) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Usage,
+        format!(
+            "{from} `{}` holds a newline or another control character",
+            crate::text::echo_path(&path)
+        ),
+    )
+    .detail("cargo hands the directory to build scripts, whose directives to cargo are lines: a path with a newline cannot be passed on, and the link would fail")
+    .help("choose a target directory whose path has no newline or control character"))
 }
 
 /// Where cargo puts `location`'s profile output: `<target dir>[/<triple>]/<profile dir>`, the

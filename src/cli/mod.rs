@@ -217,6 +217,17 @@ pub struct PackArgs {
     /// AppImage: a type-2 runtime file instead of the `appimage-runtime` toolchain package.
     #[arg(long, value_name = "PATH")]
     pub runtime_file: Option<PathBuf>,
+    /// Override `[package.metadata.mcpp] accel` for the build, e.g. "vulkan1.3" (as `cargo mcpp build --accel`).
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "SPEC",
+        conflicts_with = "no_accel"
+    )]
+    pub accel: Option<String>,
+    /// Build with no accelerator (as `cargo mcpp build --no-accel`).
+    #[arg(long)]
+    pub no_accel: bool,
     /// Further `cargo build` arguments (`--features x`, ...).
     #[arg(
         trailing_var_arg = true,
@@ -323,7 +334,7 @@ pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
         .collect()
 }
 
-/// `cargo mcpp build`'s own options first, wherever they stand before a `--`: clap passes
+/// `cargo mcpp build`'s (and `pack`'s) own options first, wherever they stand before a `--`: clap passes
 /// everything from the first argument it does not know (`--features`, a misspelt `--bogus`) to
 /// `cargo build`, so without this `cargo mcpp build --features x --accel vulkan1.3` would hand
 /// `--accel` to cargo (which refuses it) and `... --features x -p b` would select `b` for cargo
@@ -335,13 +346,18 @@ pub fn split_attached_jobs(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
 /// commands are returned as they are.
 pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
-    if args.get(2).is_none_or(|a| a != "build") {
+    let Some(command) = args
+        .get(2)
+        .and_then(|a| a.to_str())
+        .filter(|a| ["build", "pack"].contains(a))
+        .map(str::to_string)
+    else {
         return args;
-    }
+    };
     let cli = CargoCli::command();
     let Some(build) = cli
         .find_subcommand("mcpp")
-        .and_then(|m| m.find_subcommand("build"))
+        .and_then(|m| m.find_subcommand(&command))
     else {
         return args;
     };
@@ -595,6 +611,36 @@ mod tests {
             )
         );
         assert_eq!(p.cargo_args, ["--features", "x"]);
+        // The accelerator options `cargo mcpp build` takes, wherever they stand (before, cargo
+        // was handed `--accel` and refused it as unknown).
+        let parse_pack = |args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            let CargoCli::Mcpp(m) = CargoCli::try_parse_from(build_options_first(args)).unwrap();
+            let Command_::Pack(p) = m.command else {
+                panic!("not pack")
+            };
+            p
+        };
+        let p = parse_pack(&[
+            "cargo-mcpp",
+            "mcpp",
+            "pack",
+            "--format",
+            "appimage",
+            "--features",
+            "x",
+            "--accel",
+            "vulkan1.3",
+        ]);
+        assert_eq!(
+            (p.accel.as_deref(), p.cargo_args.as_slice()),
+            (
+                Some("vulkan1.3"),
+                ["--features".to_string(), "x".to_string()].as_slice()
+            )
+        );
+        let p = parse_pack(&["cargo-mcpp", "mcpp", "pack", "--no-accel", "--format=msi"]);
+        assert!(p.no_accel && p.accel.is_none() && p.cargo_args.is_empty());
         let e = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "bogus"])
             .unwrap_err()
             .to_string();

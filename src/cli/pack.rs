@@ -54,6 +54,9 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
             .help("drop --profile; to change how the packed program is built, set [profile.release] in Cargo.toml (--release is accepted and changes nothing)"));
     }
     let (facts, package_id, profile_dir) = locate(args)?;
+    // The accelerator set, refused now as the build would refuse it (also in a dry run).
+    let accel = super::accel_choice(args.accel.as_deref(), args.no_accel);
+    crate::plan::accel::resolve_checked(&accel, &facts.manifest, &env)?;
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it. A dry run writes nothing: its decisions go
     // to a temporary device cache.
@@ -103,8 +106,15 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     let built = read_messages(std::io::Cursor::new(messages), &package_id);
+    for line in &built.text {
+        eprintln!("{line}");
+    }
     let program = choose_program(&facts, args.bin.as_deref(), &built)?;
     let plan = prepared.plan(&facts, &program, Some(&built), &out_dir)?;
+    // What the plan decided from the build (the libraries bundled, the RUNPATH), said.
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| Error::io("cannot create the output directory", &out_dir, e))?;
     let spinner = indicatif::ProgressBar::new_spinner();
@@ -113,13 +123,15 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let written = prepared.write(&facts, &program.name, &plan, &env);
     spinner.finish_and_clear();
     written?;
-    let bytes = std::fs::read(&plan.output)
+    // Read in pieces: a package of gigabytes is never held whole.
+    let size = std::fs::metadata(&plan.output)
+        .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?
+        .len();
+    let sha256 = crate::fingerprint::sha256_file(&plan.output)
         .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;
     eprintln!(
-        "      Packed {} ({} bytes, sha256 {})",
+        "      Packed {} ({size} bytes, sha256 {sha256})",
         plan.output.display(),
-        bytes.len(),
-        crate::fingerprint::sha256_hex(&bytes)
     );
     Ok(exit_code::SUCCESS)
 }
@@ -133,6 +145,7 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
 /// [`ErrorKind::Usage`] when the selection is not one package.
 fn locate(args: &PackArgs) -> Result<(PackageFacts, String, PathBuf)> {
     let metadata = metadata(args.manifest_path.as_deref())?;
+    super::locate::check_target_dir(&metadata, args.target_dir.as_deref())?;
     let selection = PackageSelection {
         package: args.package.iter().cloned().collect(),
         ..Default::default()
@@ -230,6 +243,12 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     }
     if args.offline {
         cmd.arg("--offline");
+    }
+    if let Some(a) = &args.accel {
+        cmd.arg("--accel").arg(a);
+    }
+    if args.no_accel {
+        cmd.arg("--no-accel");
     }
     cmd.arg("--")
         .arg("--message-format=json-render-diagnostics")

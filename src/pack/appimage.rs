@@ -44,6 +44,90 @@ pub const PATCHELF: crate::tool::ToolSpec = crate::tool::ToolSpec {
     toolkit: None,
 };
 
+/// `ldd` (the C library's), for the one resolver: lists the shared libraries a program loads
+/// and where this system has them.
+pub const LDD: crate::tool::ToolSpec = crate::tool::ToolSpec {
+    name: "ldd",
+    programs: &["ldd"],
+    env_vars: &["LDD"],
+    version_args: &["--version"],
+    install_hint: "ldd comes with the C library (Debian: libc-bin)",
+    toolchain_package: None,
+    toolkit: None,
+};
+
+/// The libraries every desktop Linux system has, which an AppImage never carries: the active
+/// entries of the AppImage project's exclude list (`excludelist` of
+/// <https://github.com/AppImageCommunity/pkg2appimage>, the list linuxdeploy and
+/// linuxdeployqt use: the C library, the C++ runtime, OpenGL/EGL and the display server's
+/// client libraries, ALSA, fontconfig, freetype, zlib, ...), plus the NVIDIA driver's
+/// `libcuda.so.1`, which must match the kernel driver installed where the program runs.
+pub const EXCLUDED_LIBRARIES: &[&str] = &[
+    // The GNU C library.
+    "ld-linux.so.2",
+    "ld-linux-x86-64.so.2",
+    "libanl.so.1",
+    "libBrokenLocale.so.1",
+    "libcidn.so.1",
+    "libc.so.6",
+    "libdl.so.2",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libnss_compat.so.2",
+    "libnss_dns.so.2",
+    "libnss_files.so.2",
+    "libnss_hesiod.so.2",
+    "libnss_nisplus.so.2",
+    "libnss_nis.so.2",
+    "libpthread.so.0",
+    "libresolv.so.2",
+    "librt.so.1",
+    "libthread_db.so.1",
+    "libutil.so.1",
+    // The C++ runtime.
+    "libstdc++.so.6",
+    // Graphics drivers and the display server.
+    "libGL.so.1",
+    "libEGL.so.1",
+    "libGLdispatch.so.0",
+    "libGLX.so.0",
+    "libOpenGL.so.0",
+    "libdrm.so.2",
+    "libglapi.so.0",
+    "libgbm.so.1",
+    "libxcb.so.1",
+    "libX11.so.6",
+    "libX11-xcb.so.1",
+    "libwayland-client.so.0",
+    "libxcb-dri3.so.0",
+    "libxcb-dri2.so.0",
+    // Sound, fonts and text.
+    "libasound.so.2",
+    "libfontconfig.so.1",
+    "libfreetype.so.6",
+    "libharfbuzz.so.0",
+    "libfribidi.so.0",
+    "libjack.so.0",
+    "libpipewire-0.3.so.0",
+    // The base system.
+    "libcom_err.so.2",
+    "libexpat.so.1",
+    "libgcc_s.so.1",
+    "libgpg-error.so.0",
+    "libICE.so.6",
+    "libSM.so.6",
+    "libusb-1.0.so.0",
+    "libuuid.so.1",
+    "libz.so.1",
+    "libgmp.so.10",
+    // cargo-mcpp's addition: the CUDA driver library.
+    "libcuda.so.1",
+];
+
+/// The RUNPATH of a system library the package carries: `usr/lib` itself, so the bundled
+/// libraries find each other.
+pub const LIB_RPATH: &str = "$ORIGIN";
+
 /// What the AppImage needs that is checked before the build.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -59,6 +143,9 @@ pub struct Prepared {
     /// resolver's refusal, which refuses the package only when it carries shared libraries
     /// (known after the build).
     pub patchelf: std::result::Result<(crate::tool::Tool, Option<String>), Error>,
+    /// `ldd`, or why not: without it the system libraries the program loads are not examined
+    /// (a note of the plan says so).
+    pub ldd: std::result::Result<crate::tool::Tool, Error>,
 }
 
 /// Check the target (Linux, x86_64), the icon, the runtime (its decision recorded in the
@@ -113,12 +200,15 @@ pub fn prepare(
         })?,
     };
     let patchelf = resolve_patchelf(facts, env, cache);
+    let ldd = crate::tool::resolve(&LDD, &crate::tool::ToolChoices::default(), env, cache)
+        .map(|(t, _)| t);
     Ok(Prepared {
         runtime,
         runtime_from,
         icon,
         epoch,
         patchelf,
+        ldd,
     })
 }
 
@@ -187,7 +277,7 @@ fn runtime(
     env: &Env,
 ) -> Result<(PathBuf, &'static str, String)> {
     if let Some(p) = arg {
-        check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help("name a type-2 AppImage runtime for the target's architecture (an ELF file with `AI\\x02` at offset 8)"))?;
+        check_runtime_file(p, super::arch_of(&facts.target)).map_err(|m| Error::new(ErrorKind::Manifest, format!("--runtime-file {}: {m}", p.display())).help(format!("name a type-2 AppImage runtime for the target's architecture (a regular ELF file of at most {} with `AI\\x02` at offset 8)", super::mib(super::RUNTIME_MAX_BYTES))))?;
         return Ok((p.to_path_buf(), "choice", "--runtime-file".into()));
     }
     if let Some(rel) = facts.options().appimage.and_then(|a| a.runtime_file) {
@@ -196,7 +286,7 @@ fn runtime(
             Error::new(ErrorKind::Manifest, format!("runtime-file `{}`: {m}", crate::text::echo(&rel.display().to_string())))
                 .file(facts.at("pack.appimage.runtime-file"))
                 .key("package.metadata.mcpp.pack.appimage.runtime-file")
-                .help("name a type-2 AppImage runtime (relative to the package root), or remove the key to use the `appimage-runtime` toolchain package")
+                .help(format!("name a type-2 AppImage runtime (a regular file of at most {}, relative to the package root), or remove the key to use the `appimage-runtime` toolchain package", super::mib(super::RUNTIME_MAX_BYTES)))
         })?;
         return Ok((
             p,
@@ -264,7 +354,7 @@ pub fn elf_machine(arch: &str) -> Option<u16> {
 /// `Err(reason)` unless `path` is a readable ELF file with the type-2 magic `AI\x02` at offset 8
 /// whose `e_machine` (offset 18, in the header's byte order) is the architecture `arch`'s.
 fn check_runtime_file(path: &Path, arch: &str) -> std::result::Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let bytes = super::read_bounded(path, super::RUNTIME_MAX_BYTES)?;
     if !bytes.starts_with(b"\x7fELF") || bytes.get(8..11) != Some(b"AI\x02".as_slice()) {
         return Err(
             "is not a type-2 AppImage runtime (no ELF header with `AI\\x02` at offset 8)".into(),
@@ -523,6 +613,72 @@ pub fn app_run(program: &str) -> String {
     format!("#!/bin/sh\n# Written by cargo mcpp pack: runs the program with the arguments, wherever the AppDir is.\nAPPDIR=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexport APPDIR\nexec \"$APPDIR/usr/bin/{program}\" \"$@\"\n")
 }
 
+/// The system libraries a program loads that a package carries, `(name, path)` each, and the
+/// names `ldd` did not find.
+pub type SystemLibraries = (Vec<(String, PathBuf)>, Vec<String>);
+
+/// The shared libraries `program` loads from this system that the package carries, as `ldd`
+/// answers (run with the build's own library directories `search` in `LD_LIBRARY_PATH`, so
+/// the build's libraries resolve): every one but those of [`EXCLUDED_LIBRARIES`] and those
+/// named in `carried` (the build's, packed already); and the names `ldd` did not find.
+///
+/// # Errors
+/// [`ErrorKind::ToolFailed`] when `ldd` cannot run or fails on the program.
+pub fn system_libraries(
+    program: &Path,
+    ldd: &crate::tool::Tool,
+    search: &[PathBuf],
+    carried: &[String],
+    env: &Env,
+) -> Result<SystemLibraries> {
+    #[allow(clippy::disallowed_methods)] // pack runs the system's ldd (argv)
+    let mut cmd = std::process::Command::new(&ldd.path);
+    cmd.arg(program);
+    crate::env::apply_to(&mut cmd, env);
+    ldd.apply_env(&mut cmd);
+    if !search.is_empty() {
+        cmd.env(
+            "LD_LIBRARY_PATH",
+            std::env::join_paths(search).unwrap_or_default(),
+        );
+    }
+    let out = cmd.output().map_err(|e| {
+        Error::new(
+            ErrorKind::ToolFailed,
+            format!("cannot run {}: {e}", ldd.path.display()),
+        )
+    })?;
+    if !out.status.success() {
+        return Err(Error::new(ErrorKind::ToolFailed, format!("{} failed ({}) on {}", ldd.path.display(), out.status, program.display()))
+            .detail(crate::text::escape_control(String::from_utf8_lossy(&out.stderr).trim()))
+            .help("the program must be a dynamically linked ELF executable of this machine's architecture"));
+    }
+    Ok(parse_ldd(&String::from_utf8_lossy(&out.stdout), carried))
+}
+
+/// [`system_libraries`]' reading of `ldd`'s output: `name => /path (0x...)` lines kept unless
+/// excluded or carried, `name => not found` lines as missing; the vDSO and the loader (no
+/// `=>`) left out.
+fn parse_ldd(text: &str, carried: &[String]) -> SystemLibraries {
+    let (mut found, mut missing) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let Some((name, rest)) = line.trim().split_once(" => ") else {
+            continue;
+        };
+        if EXCLUDED_LIBRARIES.contains(&name) || carried.iter().any(|c| c == name) {
+            continue;
+        }
+        let path = rest.rsplit_once(" (").map_or(rest, |(p, _)| p).trim();
+        if path == "not found" {
+            missing.push(name.to_string());
+        } else if path.starts_with('/') && !found.iter().any(|(n, _): &(String, PathBuf)| n == name)
+        {
+            found.push((name.to_string(), PathBuf::from(path)));
+        }
+    }
+    (found, missing)
+}
+
 /// The AppImage's plan: the AppDir's files and `<out>/<app>-<version>-<target arch>.AppImage`.
 /// With `built` (a real pack), the shared libraries the build links go to `usr/lib/`, the
 /// program's copy then gets the RUNPATH [`RPATH`] ([`Origin::Patched`]), and the sidecars the
@@ -546,9 +702,38 @@ pub fn plan(
     let sidecars = built.map(super::sidecars).transpose()?.unwrap_or_default();
     let sidecar_sources: Vec<PathBuf> = sidecars.iter().map(|(_, p)| p.clone()).collect();
     let mut notes = Vec::new();
+    // The system's libraries the program loads beyond the exclude list, found by ldd on this
+    // machine (so only for a program of its architecture).
+    let mut system: Vec<(String, PathBuf)> = Vec::new();
+    if let (Some(_), Origin::File(exe)) = (built, &program.origin) {
+        let carried: Vec<String> = libs.iter().map(|(n, _)| n.clone()).collect();
+        let search: Vec<PathBuf> = libs
+            .iter()
+            .filter_map(|(_, p)| p.parent().map(Path::to_path_buf))
+            .collect();
+        match &prepared.ldd {
+            _ if super::arch_of(&facts.target) != std::env::consts::ARCH => notes.push(format!("the system libraries the program loads are not examined: it is built for {}, and ldd reads programs of this machine ({})", super::arch_of(&facts.target), std::env::consts::ARCH)),
+            Err(e) => notes.push(format!("the system libraries the program loads are not examined, since ldd is not available: {}", e.message)),
+            Ok(ldd) => {
+                let (found, missing) = system_libraries(exe, ldd, &search, &carried, &Env::process())?;
+                if !found.is_empty() {
+                    notes.push(format!("bundled from this system into usr/lib/ (libraries not every desktop has; the exclude list is the AppImage project's): {}", found.iter().map(|(n, p)| format!("{n} ({})", p.display())).collect::<Vec<_>>().join(", ")));
+                }
+                if !missing.is_empty() {
+                    notes.push(format!("ldd did not find {}: the program needs them where it runs", missing.join(", ")));
+                }
+                system = found;
+            }
+        }
+    }
     let exe = match &program.origin {
-        Origin::File(source) if !libs.is_empty() => {
-            let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", libs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))))?;
+        Origin::File(source) if !libs.is_empty() || !system.is_empty() => {
+            let all: Vec<&str> = libs
+                .iter()
+                .chain(&system)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            let (tool, _) = prepared.patchelf.clone().map_err(|e| e.detail(format!("the package carries shared libraries ({}), so the program's copy needs the RUNPATH {RPATH}", all.join(", "))))?;
             notes.push(format!(
                 "the program's RUNPATH: {RPATH}, set on the packed copy by {} ({})",
                 tool.path.display(),
@@ -599,6 +784,16 @@ pub fn plan(
             executable: false,
         });
     }
+    for (lib, path) in system {
+        entries.push(Entry {
+            dest: format!("usr/lib/{lib}"),
+            origin: Origin::Patched {
+                source: path,
+                rpath: LIB_RPATH.to_string(),
+            },
+            executable: false,
+        });
+    }
     // Sidecars and extra files keep their executable bit (a helper script, a tool).
     for (place, path) in sidecars
         .into_iter()
@@ -630,8 +825,9 @@ pub fn plan(
     })
 }
 
-/// The bytes of `source` with the RUNPATH `rpath`: a copy in a temporary directory, edited by
-/// `patchelf --set-rpath` (argv), read back; `source` is not changed.
+/// A copy of `source` in the directory `tmp` (named `<index>-<file name>`) with the RUNPATH
+/// `rpath`, edited by `patchelf --set-rpath` (argv); returns the copy's path. `source` is not
+/// changed, and the copy is made file to file (never held in memory).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] for the copy; [`ErrorKind::ToolFailed`] with patchelf's output.
@@ -640,23 +836,24 @@ pub fn patched(
     rpath: &str,
     patchelf: &crate::tool::Tool,
     env: &Env,
-) -> Result<Vec<u8>> {
-    let tmp = tempfile::Builder::new()
-        .prefix("mcpp-pack-")
-        .tempdir()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Io,
-                format!("cannot create a temporary directory: {e}"),
-            )
-        })?;
-    let copy = tmp.path().join(
+    tmp: &Path,
+    index: usize,
+) -> Result<PathBuf> {
+    let copy = tmp.join(format!(
+        "{index}-{}",
         source
             .file_name()
-            .unwrap_or_else(|| std::ffi::OsStr::new("program")),
-    );
-    let bytes = std::fs::read(source).map_err(|e| Error::io("cannot read", source, e))?;
-    crate::fingerprint::write_if_changed(&copy, &bytes)?;
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "program".to_string())
+    ));
+    std::fs::copy(source, &copy).map_err(|e| Error::io("cannot copy", source, e))?;
+    #[cfg(unix)]
+    {
+        // A library copied from a read-only system file must be writable for patchelf.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("cannot make writable", &copy, e))?;
+    }
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&patchelf.path);
     cmd.arg("--set-rpath").arg(rpath).arg(&copy);
@@ -687,15 +884,31 @@ pub fn patched(
         }
         return Err(e.help("the program must be a dynamically linked ELF executable; name another patchelf with [package.metadata.mcpp.pack.appimage] patchelf"));
     }
-    std::fs::read(&copy).map_err(|e| Error::io("cannot read the patched copy", &copy, e))
+    Ok(copy)
 }
 
-/// The squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`, directories
-/// created for every parent), as bytes.
+/// The squashfs image of `entries` as bytes ([`squashfs_to`] into memory; for tests).
+///
+/// # Errors
+/// [`squashfs_to`]'s.
+pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    squashfs_to(entries, epoch, &mut out, 0)?;
+    Ok(out.into_inner())
+}
+
+/// Write the squashfs image of `entries` (gzip, root-owned, every entry dated `epoch`,
+/// directories created for every parent) into `w` at `offset` (after the runtime), streaming:
+/// a file entry is opened and read when its turn comes, never held whole.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when a source cannot be read or backhand refuses the tree.
-pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
+pub fn squashfs_to<W: std::io::Write + std::io::Seek>(
+    entries: &[Entry],
+    epoch: u32,
+    w: W,
+    offset: u64,
+) -> Result<()> {
     // Some of backhand's errors display as nothing: the debug form then says which.
     let cause = |e: &backhand::BackhandError| {
         if e.to_string().trim().is_empty() {
@@ -739,21 +952,31 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
         }
         let header =
             backhand::NodeHeader::new(if e.executable { 0o755 } else { 0o644 }, 0, 0, epoch);
-        fs.push_file(std::io::Cursor::new(e.bytes()?), &e.dest, header)
-            .map_err(|err| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!(
-                        "cannot write the squashfs image: the file `{}`: {}",
-                        e.dest,
-                        cause(&err)
-                    ),
-                )
-            })?;
+        let pushed = match &e.origin {
+            Origin::File(p) => fs.push_file_from_path(p, &e.dest, header),
+            Origin::Generated(_, b) => {
+                fs.push_file(std::io::Cursor::new(b.as_slice()), &e.dest, header)
+            }
+            Origin::BuiltAtPack(_) | Origin::Patched { .. } => {
+                return Err(Error::new(
+                    ErrorKind::Manifest,
+                    format!("`{}` has no bytes yet: {}", e.dest, e.origin.shown()),
+                ))
+            }
+        };
+        pushed.map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "cannot write the squashfs image: the file `{}`: {}",
+                    e.dest,
+                    cause(&err)
+                ),
+            )
+        })?;
     }
-    let mut out = std::io::Cursor::new(Vec::new());
-    fs.write(&mut out).map_err(fail)?;
-    Ok(out.into_inner())
+    fs.write_with_offset(w, offset).map_err(fail)?;
+    Ok(())
 }
 
 /// Write the AppImage: the runtime followed by the squashfs image, atomically, mode 0755;
@@ -763,29 +986,67 @@ pub fn squashfs(entries: &[Entry], epoch: u32) -> Result<Vec<u8>> {
 /// [`ErrorKind::Io`] for reading the runtime or the sources, or writing the package;
 /// [`patched`]'s.
 pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-pack-")
+        .tempdir()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot create a temporary directory: {e}"),
+            )
+        })?;
     let mut entries = plan.entries.clone();
-    for e in &mut entries {
+    let mut warned = false;
+    for (i, e) in entries.iter_mut().enumerate() {
         if let Origin::Patched { source, rpath } = &e.origin {
             let (tool, warning) = prepared.patchelf.as_ref().map_err(Clone::clone)?;
-            if let Some(w) = warning {
+            if let Some(w) = warning.as_ref().filter(|_| !warned) {
                 eprintln!("warning: {w}");
+                warned = true;
             }
-            e.origin = Origin::Generated(
-                "program with its RUNPATH set",
-                patched(source, rpath, tool, env)?,
-            );
+            e.origin = Origin::File(patched(source, rpath, tool, env, tmp.path(), i)?);
         }
     }
-    let mut bytes = std::fs::read(&prepared.runtime)
-        .map_err(|e| Error::io("cannot read the AppImage runtime", &prepared.runtime, e))?;
-    bytes.extend(squashfs(&entries, prepared.epoch)?);
-    crate::fingerprint::write_if_changed(&plan.output, &bytes)?;
+    let runtime =
+        super::read_bounded(&prepared.runtime, super::RUNTIME_MAX_BYTES).map_err(|reason| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "the AppImage runtime {} {reason}",
+                    prepared.runtime.display()
+                ),
+            )
+            .file(&prepared.runtime)
+        })?;
+    // Written into a temporary file beside the package and renamed over it (atomic), unless
+    // the package already has these bytes (then left as it is).
+    let dir = plan.output.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io("cannot create a temporary file in", dir, e))?;
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(file.as_file_mut());
+        w.write_all(&runtime)
+            .map_err(|e| Error::io("cannot write", &plan.output, e))?;
+        squashfs_to(&entries, prepared.epoch, &mut w, runtime.len() as u64)?;
+        w.flush()
+            .map_err(|e| Error::io("cannot write", &plan.output, e))?;
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&plan.output, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| Error::io("cannot make executable", &plan.output, e))?;
+        std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("cannot make executable", file.path(), e))?;
     }
+    let same = |a: &Path, b: &Path| {
+        std::fs::metadata(a).ok().map(|m| m.len()) == std::fs::metadata(b).ok().map(|m| m.len())
+            && crate::fingerprint::sha256_file(a).ok() == crate::fingerprint::sha256_file(b).ok()
+    };
+    if plan.output.is_file() && same(file.path(), &plan.output) {
+        return Ok(());
+    }
+    file.persist(&plan.output)
+        .map_err(|e| Error::io("cannot write", &plan.output, e.error))?;
     Ok(())
 }
 
@@ -827,6 +1088,20 @@ mod tests {
             !e.trim_end().ends_with("image:") && e.contains("usr/bin/hello"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn ldd_lines_give_the_libraries_beyond_the_exclude_list() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibpng16.so.16 => /lib/x86_64-linux-gnu/libpng16.so.16 (0x00007f10)\n\tlibz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x00007f20)\n\tlibgreet.so.1 => /tmp/g/libgreet.so.1 (0x00007f30)\n\tlibgone.so.2 => not found\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f40)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f50)\n";
+        let (found, missing) = parse_ldd(text, &["libgreet.so.1".to_string()]);
+        assert_eq!(
+            found,
+            [(
+                "libpng16.so.16".to_string(),
+                PathBuf::from("/lib/x86_64-linux-gnu/libpng16.so.16")
+            )]
+        );
+        assert_eq!(missing, ["libgone.so.2"]);
     }
 
     #[test]

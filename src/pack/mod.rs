@@ -199,6 +199,66 @@ pub const DEFAULT_ICON_PNG: &[u8] = &[
     0xae, 0x42, 0x60, 0x82,
 ];
 
+/// The most bytes an icon file (`pack.icon`) may have: 4 MiB.
+pub const ICON_MAX_BYTES: u64 = 4 << 20;
+
+/// The most pixels a PNG icon may have on each side: 1024 (the largest size of the
+/// freedesktop.org icon theme).
+pub const ICON_MAX_PIXELS: u32 = 1024;
+
+/// The most bytes an AppImage runtime file (`--runtime-file`, `pack.appimage.runtime-file`)
+/// may have: 16 MiB (a type-2 runtime is about 1 MB).
+pub const RUNTIME_MAX_BYTES: u64 = 16 << 20;
+
+/// A byte count as a refusal shows a limit (`4 MiB`).
+fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+/// The bytes of `path`, checked before a byte is read: it must be a regular file (followed
+/// through symbolic links: a FIFO would block forever, `/dev/zero` never ends) of at most
+/// `limit` bytes; the read itself stops after `limit` bytes, so a file that grows meanwhile
+/// is refused too. `Err` is the reason, one line, naming the limit.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
+    if let Some(kind) = crate::walk::not_regular(&meta) {
+        return Err(format!("is {kind}, not a regular file"));
+    }
+    let too_big = |n: u64| {
+        format!(
+            "is {n} bytes, more than the {} this file may have",
+            mib(limit)
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_big(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// The width and height a PNG's header (`IHDR`, right after the signature) claims, read
+/// without decoding anything; `None` when the bytes do not start that way.
+pub(crate) fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.get(..8)? != b"\x89PNG\r\n\x1a\n" || bytes.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    Some((word(16)?, word(20)?))
+}
+
 /// The icon: `pack.icon` checked, or the built-in PNG. Returns the extension (`png`/`svg`)
 /// and the origin. A `.png` is decoded whole by the `png` crate (signature, header, every
 /// chunk's CRC, the image data: a corrupt or truncated file is refused); an `.svg` is parsed
@@ -230,12 +290,21 @@ pub fn icon(facts: &PackageFacts) -> Result<(&'static str, Origin)> {
         "svg" => "svg",
         _ => return Err(refuse(format!("the icon `{shown}` is neither a PNG nor an SVG file")).help("an AppImage icon is a `.png` or `.svg` file; convert it (e.g. to a 256x256 PNG) and name that")),
     };
-    let bytes = std::fs::read(&path).map_err(|e| {
-        refuse(format!("the icon `{shown}` cannot be read: {e}")).help(format!(
-            "the path is relative to the package root, {}",
+    let bytes = read_bounded(&path, ICON_MAX_BYTES).map_err(|reason| {
+        refuse(format!("the icon `{shown}` {reason}")).help(format!(
+            "name a regular image file of at most {} and {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS} pixels; the path is relative to the package root, {}",
+            mib(ICON_MAX_BYTES),
             facts.manifest.dir().display()
         ))
     })?;
+    // The size the header claims decides before anything is decoded (a 20000x20000 PNG of a
+    // few bytes would otherwise take gigabytes).
+    if let Some((w, h)) = (ext == "png").then(|| png_dimensions(&bytes)).flatten() {
+        if w > ICON_MAX_PIXELS || h > ICON_MAX_PIXELS {
+            return Err(refuse(format!("the icon `{shown}` is {w}x{h} pixels, more than the {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS} an icon may have"))
+                .help(format!("scale it down to at most {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS} pixels (256x256 is the usual size)")));
+        }
+    }
     let problem = match ext {
         "png" => png_problem(&bytes),
         _ => svg_problem(&bytes),
@@ -449,6 +518,10 @@ pub struct Built {
     /// The `OUT_DIR` of every `build-script-executed` message (every package whose build
     /// script ran or was fresh), where a build script lists its sidecars ([`SIDECARS_FILE`]).
     pub out_dirs: Vec<PathBuf>,
+    /// The lines of the build's standard output that are for the user: text that is no JSON
+    /// message (neither cargo's nor the device phase's `mcpp-device-*`, which `cargo mcpp
+    /// build` prints only when asked for JSON), in order. `cargo mcpp pack` prints them.
+    pub text: Vec<String>,
 }
 
 /// The file a build script writes into its `OUT_DIR` to list the sidecars its package's
@@ -521,6 +594,9 @@ pub fn sidecars(built: &Built) -> Result<Vec<(String, PathBuf)>> {
             {
                 return Err(refuse(format!("sidecars[{i}].relative `{}` is not a relative `/`-separated path below the program's directory (no `..`, `.` or empty parts)", crate::text::echo(rel))));
             }
+            if crate::text::has_control(rel) {
+                return Err(refuse(format!("sidecars[{i}].relative `{}` holds a control character (a newline), which a file name in a package cannot carry", crate::text::echo(rel))));
+            }
             if !s.source.is_absolute() {
                 return Err(refuse(format!(
                     "sidecars[{i}].source `{}` is not an absolute path",
@@ -541,7 +617,7 @@ pub fn sidecars(built: &Built) -> Result<Vec<(String, PathBuf)>> {
 
 /// Read cargo's JSON messages (`--message-format=json-render-diagnostics`) from `reader`:
 /// the executables of the package `package_id`'s binary targets and every build script's
-/// link lines. Other lines (text) are passed to standard error.
+/// link lines. Other lines that are text, not a JSON message, are kept in [`Built::text`].
 pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
     let mut built = Built::default();
     for message in cargo_metadata::Message::parse_stream(reader).map_while(std::result::Result::ok)
@@ -573,7 +649,15 @@ pub fn read_messages(reader: impl BufRead, package_id: &str) -> Built {
                         .collect(),
                 ));
             }
-            cargo_metadata::Message::TextLine(t) if !t.trim().is_empty() => eprintln!("{t}"),
+            // A JSON message cargo_metadata does not know (the device phase's
+            // `mcpp-device-artifact`, ...) is a message too, not text for the user.
+            cargo_metadata::Message::TextLine(t)
+                if !t.trim().is_empty()
+                    && serde_json::from_str::<serde_json::Value>(&t)
+                        .map_or(true, |v| v.get("reason").is_none()) =>
+            {
+                built.text.push(t)
+            }
             _ => {}
         }
     }
@@ -985,6 +1069,17 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_device_phases_json_lines_are_not_shown_and_text_is() {
+        let text = r#"{"reason":"mcpp-device-artifact","package":"app","path":"/p/x.spv","sha256":"00"}
+{"reason":"mcpp-device-finished","package":"app","success":true,"accel":"vulkan1.2","compiled":1,"fresh":0,"warnings":0}
+a line of text
+{"reason":"build-finished","success":true}
+"#;
+        let built = read_messages(std::io::Cursor::new(text), "path+file:///p#app@0.1.0");
+        assert_eq!(built.text, ["a line of text"]);
+    }
+
     /// `Built` with one `OUT_DIR` holding `list` as its sidecar list (when `Some`).
     fn out_dir_with(list: Option<&str>) -> (tempfile::TempDir, Built) {
         let d = tempfile::tempdir().unwrap();
@@ -1043,6 +1138,10 @@ mod tests {
             (
                 format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\\k.bin"}}]}}"#),
                 "is not a relative",
+            ),
+            (
+                format!(r#"{{"version":1,"sidecars":[{{"source":"{s}","relative":"a\nb"}}]}}"#),
+                "relative `a\\nb` holds a control character",
             ),
         ] {
             let (d, built) = out_dir_with(Some(&list));

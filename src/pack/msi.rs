@@ -119,6 +119,70 @@ pub struct Prepared {
     pub version: String,
     /// The Manufacturer.
     pub manufacturer: String,
+    /// The product icon (`pack.icon`, a PNG wrapped as an ICO image: [`ico`]) with the file it
+    /// came from; `None` without `pack.icon` (or with an SVG one, warned).
+    pub icon: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// The name of the product icon in the MSI's Icon table, which `ARPPRODUCTICON` names
+/// (Windows takes the type from the extension).
+pub const ICON_ID: &str = "ProductIcon.ico";
+
+/// The most pixels an MSI's icon may have on each side: 256, the most an ICO image entry
+/// describes.
+pub const ICON_MAX_PIXELS: u32 = 256;
+
+/// An ICO file of one image, the PNG `png` of `width` x `height` pixels (each 1 to 256)
+/// stored whole, as Windows Vista and later read it: the 6-byte directory (type 1, one
+/// image), one 16-byte entry (a side of 256 written as 0, 32 bits per pixel, the PNG's size
+/// and its offset, 22), then the PNG.
+pub fn ico(png: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let side = |n: u32| if n >= 256 { 0 } else { n as u8 };
+    let mut out = Vec::with_capacity(22 + png.len());
+    out.extend_from_slice(&[0, 0, 1, 0, 1, 0]);
+    out.extend_from_slice(&[side(width), side(height), 0, 0]);
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&32u16.to_le_bytes());
+    out.extend_from_slice(&(png.len() as u32).to_le_bytes());
+    out.extend_from_slice(&22u32.to_le_bytes());
+    out.extend_from_slice(png);
+    out
+}
+
+/// The product icon of `pack.icon` ([`super::icon`]'s checks first): a PNG of at most
+/// [`ICON_MAX_PIXELS`] on each side as an ICO image; an SVG is warned about and left out
+/// (Windows Installer shows ICO images, and an SVG would need a renderer).
+///
+/// # Errors
+/// [`super::icon`]'s refusals; [`ErrorKind::Manifest`] naming `pack.icon` for a PNG larger
+/// than [`ICON_MAX_PIXELS`].
+fn product_icon(facts: &PackageFacts) -> Result<Option<(PathBuf, Vec<u8>)>> {
+    if facts.options().icon.is_none() {
+        return Ok(None);
+    }
+    let (ext, origin) = super::icon(facts)?;
+    let Origin::File(path) = origin else {
+        return Ok(None);
+    };
+    if ext != "png" {
+        eprintln!("warning: the MSI carries no product icon: pack.icon `{}` is an SVG image, and Windows Installer shows ICO images; name a PNG of at most {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS} pixels to give the MSI its icon", path.display());
+        return Ok(None);
+    }
+    let png = super::read_bounded(&path, super::ICON_MAX_BYTES).map_err(|reason| {
+        Error::new(
+            ErrorKind::Io,
+            format!("the icon {} {reason}", path.display()),
+        )
+        .file(&path)
+    })?;
+    let (w, h) = super::png_dimensions(&png).unwrap_or((0, 0));
+    if w > ICON_MAX_PIXELS || h > ICON_MAX_PIXELS {
+        return Err(Error::new(ErrorKind::Manifest, format!("the icon is {w}x{h} pixels, and an MSI's product icon (an ICO image) has at most {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS}"))
+            .file(facts.at("pack.icon"))
+            .key("package.metadata.mcpp.pack.icon")
+            .help(format!("scale the PNG to {ICON_MAX_PIXELS}x{ICON_MAX_PIXELS} pixels or less")));
+    }
+    Ok(Some((path, ico(&png, w, h))))
 }
 
 /// The MSI ProductVersion of a package version: `major.minor.patch` of semver, each within
@@ -276,6 +340,7 @@ pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<P
     let named = facts.options().msi.and_then(|m| m.tool);
     let route = Route::of(named.as_deref());
     let tool = resolve_tool(facts, route, env, cache)?;
+    let icon = product_icon(facts)?;
     Ok(Prepared {
         route,
         tool,
@@ -283,6 +348,7 @@ pub fn prepare(facts: &PackageFacts, env: &Env, cache: &DeviceCache) -> Result<P
         product_code,
         version,
         manufacturer: manufacturer(facts),
+        icon,
     })
 }
 
@@ -399,11 +465,12 @@ pub fn plan(
             prepared.product_code,
             prepared.version
         ),
-        notes: if built.is_none() {
-            vec![super::DRY_RUN_NOTE.to_string()]
-        } else {
-            Vec::new()
-        },
+        notes: prepared
+            .icon
+            .iter()
+            .map(|(p, _)| format!("the product icon (Icon table `{ICON_ID}`, ARPPRODUCTICON): {}, as an ICO image written beside the package", p.display()))
+            .chain(built.is_none().then(|| super::DRY_RUN_NOTE.to_string()))
+            .collect(),
     })
 }
 
@@ -571,6 +638,22 @@ pub fn render(
     } else {
         TEMPLATE
     };
+    let icon = match &prepared.icon {
+        Some(_) => {
+            let file = icon_file(&plan.output);
+            // wixl takes a SourceFile relative to `/`, where it runs; wix an absolute one.
+            let source = match prepared.route {
+                Route::Wixl => file
+                    .display()
+                    .to_string()
+                    .trim_start_matches('/')
+                    .to_string(),
+                Route::Wix => file.display().to_string(),
+            };
+            format!("    <Icon Id=\"{ICON_ID}\" SourceFile=\"{}\" />\n    <Property Id=\"ARPPRODUCTICON\" Value=\"{ICON_ID}\" />\n", xml(&source))
+        }
+        None => String::new(),
+    };
     Ok(template
         .replace("{{PRODUCT_CODE}}", &prepared.product_code)
         .replace("{{UPGRADE_CODE}}", &prepared.upgrade_code)
@@ -581,8 +664,14 @@ pub fn render(
             &xml(description.lines().next().unwrap_or_default()),
         )
         .replace("{{NAME}}", &xml(&facts.app_name(program)))
+        .replace("{{ICON}}", &icon)
         .replace("{{DIRECTORIES}}\n", &directories)
         .replace("{{COMPONENT_REFS}}\n", &refs))
+}
+
+/// The ICO file of the product icon, written beside the package and its `.wxs`.
+fn icon_file(output: &Path) -> PathBuf {
+    output.with_extension("ico")
 }
 
 /// Write the `.wxs` beside the package and run the route's tool (argv) on it: `wixl -a x64 -o
@@ -600,6 +689,9 @@ pub fn write(
     env: &Env,
 ) -> Result<()> {
     let wxs = plan.output.with_extension("wxs");
+    if let Some((_, bytes)) = &prepared.icon {
+        crate::fingerprint::write_if_changed(&icon_file(&plan.output), bytes)?;
+    }
     crate::fingerprint::write_if_changed(&wxs, render(facts, program, plan, prepared)?.as_bytes())?;
     let _ = std::fs::remove_file(&plan.output);
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
@@ -736,6 +828,16 @@ mod tests {
             Some("{12345678-9ABC-DEF0-1234-56789ABCDEF0}")
         );
         assert_eq!(parse_guid("{1234}"), None);
+    }
+
+    #[test]
+    fn an_ico_holds_the_png_whole_and_256_is_written_as_0() {
+        let png = super::super::DEFAULT_ICON_PNG;
+        let i = ico(png, 1, 1);
+        assert_eq!(&i[..8], &[0, 0, 1, 0, 1, 0, 1, 1]);
+        assert_eq!(&i[22..], png);
+        assert_eq!(u32::from_le_bytes(i[18..22].try_into().unwrap()), 22);
+        assert_eq!(&ico(png, 256, 48)[6..8], &[0, 48]);
     }
 
     #[test]

@@ -110,3 +110,37 @@ pub fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
         AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{}\" (`cargo mcpp build --accel`)", crate::text::echo(&v))),
     }
 }
+
+/// Every rule's check of its entries of `accel` ([`crate::rules::Rule::check_entry`]), each problem a
+/// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
+pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>]) -> Vec<Error> {
+    let mut out = Vec::new();
+    for entry in &accel.entries {
+        for rule in registry.iter().filter(|r| r.backend() == entry.backend) {
+            let Err(e) = rule.check_entry(entry) else { continue };
+            let mut refusal = match origin {
+                Some(o) => o.refusal(e.message),
+                None => Error::new(ErrorKind::Accel, e.message),
+            };
+            refusal.detail.extend(e.detail);
+            refusal.help.extend(e.help);
+            if !out.iter().any(|o: &Error| o.detail == refusal.detail) {
+                out.push(refusal);
+            }
+        }
+    }
+    out
+}
+
+/// The accelerator set of `choice` as a build takes it: [`resolve_accel_with_origin`] (the
+/// grammar), then every rule's check of its entries ([`check_entries`]), each refusal naming
+/// where the set came from. One parse, one check, for `cargo mcpp fetch` and `cargo mcpp pack`
+/// as for the device phase's validation: a set the build refuses is refused by them too.
+///
+/// # Errors
+/// [`ErrorKind::Accel`], every problem at once.
+pub fn resolve_checked(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
+    let (set, origin) = resolve_accel_with_origin(choice, manifest, env)?;
+    Error::all(check_entries(&set, origin.as_ref(), &crate::rules::registry()))?;
+    Ok(set)
+}

@@ -125,7 +125,15 @@ impl Rule for SpirvRule {
     }
 
     fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
-        options::read::<SpirvOptions>(manifest, self.name()).map(drop)
+        let opts = options::read::<SpirvOptions>(manifest, self.name())?;
+        // An empty or spaced value would reach the compiler as an argument it fails on.
+        match opts.target_env.as_deref() {
+            Some(env) if env.is_empty() || env.chars().any(|c| c.is_whitespace() || c.is_control()) => Err(Error::new(ErrorKind::Manifest, format!("`target-env = \"{}\"` names no target environment", crate::text::echo(env)))
+                .file(manifest.at_col("spirv.target-env"))
+                .key("package.metadata.mcpp.spirv.target-env")
+                .help("write one such as \"vulkan1.2\" or \"spirv1.4\" (one word), or remove the key to derive it from `accel`")),
+            _ => Ok(()),
+        }
     }
     fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
         OPTION_KEYS

@@ -131,6 +131,10 @@ pub const ACPP: ToolSpec = ToolSpec {
     toolkit: Some(&ADAPTIVECPP),
 };
 
+/// The SYCL standards' names as a sycl entry's version would spell them (`sycl1.2.1`): no
+/// compiler has these releases.
+const SYCL_STANDARDS: &[&str] = &["1.2", "1.2.1", "121"];
+
 /// The `-fsycl-targets` a `sycl` entry may list (`sycl+{spir64_x86_64}`) when the set has no
 /// `cuda` entry: DPC++'s SPIR-V targets.
 pub const SPIR_TARGETS: &[&str] = &["spir64", "spir64_x86_64", "spir64_gen", "spir64_fpga"];
@@ -166,6 +170,13 @@ impl Rule for SyclRule {
         options::read::<SyclOptions>(manifest, self.name()).map(drop)
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
+        // A SYCL standard's name (1.2, 1.2.1, 2020) is no compiler release: refused whether or
+        // not a SYCL source is built, as the set's other checks are.
+        if let Some(v) = entry.version.as_deref().filter(|v| SYCL_STANDARDS.contains(v) || v.split('.').next() == Some("2020")) {
+            return Err(Error::new(ErrorKind::Accel, format!("`sycl{}` names the SYCL {} standard, and a sycl entry's version is the compiler's release", crate::text::echo(v), crate::text::echo(v)))
+                .detail("The compilers implement SYCL 2020; their releases are numbered otherwise (DPC++ 2025.0, AdaptiveCpp 24.10).")
+                .help("write a bare `sycl` (any release), or the compiler's version, e.g. `sycl2025.0`"));
+        }
         match entry.archs.iter().find(|a| !SPIR_TARGETS.contains(&a.as_str())) {
             Some(a) => Err(Error::new(ErrorKind::Accel, format!("`{}` in the sycl entry is no SYCL target this rule knows", crate::text::echo(a)))
                 .detail(format!("known: {}; an NVIDIA device is named by a cuda entry beside it (`sycl, cuda12.9+{{sm_89}}`)", SPIR_TARGETS.join(", ")))

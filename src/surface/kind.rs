@@ -71,12 +71,14 @@ impl PayloadKind {
 
     /// The bytes of that copy, the file the Rust surface includes: the payload's bytes, and for
     /// [`PayloadKind::Text`] one NUL after them (the text and its C form are one copy).
-    pub fn copy_bytes(self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        if self == PayloadKind::Text {
-            out.push(0);
+    /// Borrowed (no second copy in memory) for every kind but text.
+    pub fn copy_bytes(self, bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+        if self != PayloadKind::Text {
+            return std::borrow::Cow::Borrowed(bytes);
         }
-        out
+        let mut out = bytes.to_vec();
+        out.push(0);
+        std::borrow::Cow::Owned(out)
     }
 }
 
@@ -163,9 +165,9 @@ mod tests {
 
     #[test]
     fn a_text_copy_carries_one_nul_and_the_others_are_the_bytes() {
-        assert_eq!(PayloadKind::Text.copy_bytes(b"x"), b"x\0");
-        assert_eq!(PayloadKind::Bytes.copy_bytes(b"x\0"), b"x\0");
-        assert_eq!(PayloadKind::Words32.copy_bytes(&[1, 2, 3, 4]), [1, 2, 3, 4]);
+        assert_eq!(&*PayloadKind::Text.copy_bytes(b"x"), b"x\0");
+        assert_eq!(&*PayloadKind::Bytes.copy_bytes(b"x\0"), b"x\0");
+        assert_eq!(&*PayloadKind::Words32.copy_bytes(&[1, 2, 3, 4]), [1, 2, 3, 4]);
         assert_eq!([PayloadKind::Words32, PayloadKind::Bytes, PayloadKind::Text].map(PayloadKind::copy_extension), ["spv", "bin", "txt"]);
     }
 }

@@ -704,7 +704,7 @@ fn data_header(item: &PayloadItem, base: &str, bytes: &[u8], opts: &SurfaceOptio
         }
     };
     let stored = match item.kind {
-        PayloadKind::Bytes if bytes.is_empty() => vec![0],
+        PayloadKind::Bytes if bytes.is_empty() => std::borrow::Cow::Owned(vec![0]),
         kind => kind.copy_bytes(bytes),
     };
     for chunk in stored.chunks(16) {
@@ -1281,7 +1281,7 @@ mod tests {
             opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abcd"));
             generate(&items, &opts).unwrap();
             let copy = dir.path().join("mcpp/payloads").join(format!("p.{}", kind.copy_extension()));
-            assert_eq!(std::fs::read(copy).unwrap(), kind.copy_bytes(b"abcd"));
+            assert_eq!(std::fs::read(copy).unwrap(), &*kind.copy_bytes(b"abcd"));
         }
     }
 }

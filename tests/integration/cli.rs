@@ -295,3 +295,53 @@ fn refusals_exit_3_before_cargo_starts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// A target directory whose path holds a newline (from `CARGO_TARGET_DIR` or `--target-dir`)
+/// is refused before cargo starts, naming where it came from and writing nothing: before, the
+/// build ran and ended in a link failure (cargo's directives are lines, and a `-L` path cut in
+/// two names no directory).
+#[test]
+fn a_target_directory_with_a_newline_is_refused_before_cargo_starts() {
+    let pkg = harness::Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"nl\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\nembed = [\"data/*\"]\n\n[workspace]\n",
+                harness::client_dependency()
+            ),
+        ),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("data/greeting.txt", "good day\n"),
+    ]);
+    let bad = pkg.dir.path().join("tar\nget");
+    for (how, by_env) in [("CARGO_TARGET_DIR", true), ("--target-dir", false)] {
+        for command in ["build", "pack"] {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
+            c.args(["mcpp", command, "--manifest-path"])
+                .arg(pkg.path("Cargo.toml"))
+                .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+                .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"))
+                .env_remove("CARGO_TARGET_DIR");
+            if command == "pack" {
+                c.args(["--format", "appimage"]);
+            }
+            if by_env {
+                c.env("CARGO_TARGET_DIR", &bad);
+            } else {
+                c.arg("--target-dir").arg(&bad);
+            }
+            let out = c.output().unwrap();
+            let t = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{how} {command}: {t}");
+            assert!(
+                t.contains(how) && t.contains("newline") && !t.contains("Compiling"),
+                "{how} {command}: {t}"
+            );
+            assert!(
+                !bad.exists(),
+                "{how} {command}: the target directory was written"
+            );
+        }
+    }
+}

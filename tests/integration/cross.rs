@@ -196,3 +196,42 @@ fn elf_e_machine_reads_the_header_field() {
     assert_eq!(elf_e_machine(&header), Some(62), "x86-64");
     assert_eq!(elf_e_machine(b"!<arch>\n"), None);
 }
+
+/// A cross C++ compiler the cc crate names but that is not installed is reported by the name
+/// searched and where (PATH), not under a path nobody chose (`<package dir>/x86_64-w64-mingw32-g++`,
+/// the bare name made absolute against the working directory).
+#[test]
+fn a_missing_cross_compiler_is_named_as_searched_on_path() {
+    let pkg = harness::Package::new(&[
+        (
+            "Cargo.toml",
+            &harness::manifest("cross-missing", "cxx-sources = [\"cpp/add.cpp\"]"),
+        ),
+        (
+            "cpp/add.cpp",
+            "extern \"C\" int add(int a, int b) { return a + b; }\n",
+        ),
+    ]);
+    let empty = pkg.dir.path().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut b = pkg.build();
+    b.env("TARGET", "x86_64-pc-windows-gnu")
+        .env("HOST", "x86_64-unknown-linux-gnu")
+        .env("PATH", &empty);
+    for v in [
+        "CXX",
+        "TARGET_CXX",
+        "CXX_x86_64_pc_windows_gnu",
+        "CXX_x86_64-pc-windows-gnu",
+        "HOST_CXX",
+    ] {
+        b.env_remove(v);
+    }
+    let e = pkg.refuse(&b);
+    assert!(
+        e.contains("`x86_64-w64-mingw32-g++`, is not on PATH")
+            && e.contains(&empty.display().to_string())
+            && !e.contains(&pkg.path("x86_64-w64-mingw32-g++").display().to_string()),
+        "{e}"
+    );
+}

@@ -369,3 +369,73 @@ fn the_list_form_of_embed_builds_and_reads_the_files() {
         text(&out)
     );
 }
+
+/// On a file system with 1-second timestamps (FAT, ext3, some network mounts) cargo misses an
+/// edit made in the same second as a build: the build says so once, with the cause and the way
+/// out. The package's files are given whole-second modification times, as such a file system
+/// keeps them; the second build says nothing more, and a package whose times carry
+/// nanoseconds is never warned.
+#[test]
+fn whole_second_timestamps_are_detected_and_warned_about_once() {
+    let p = Package::new(&[
+        (
+            "Cargo.toml",
+            &manifest("coarse", "[package.metadata.mcpp.embed]\nfiles = [\"d/*\"]"),
+        ),
+        ("d/a.txt", "one"),
+        ("d/b.txt", "two"),
+    ]);
+    let mut b = p.build();
+    b.env("CXX", real_tool("g++"));
+    let text = |o: &cargo_mcpp::pipeline::Outcome| o.cargo.lines().join("\n");
+    let fine = text(&p.compile(&b));
+    assert!(!fine.contains("1-second"), "{fine}");
+    let whole = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    for f in ["Cargo.toml", "d/a.txt", "d/b.txt"] {
+        std::fs::File::options()
+            .write(true)
+            .open(p.path(f))
+            .unwrap()
+            .set_modified(whole)
+            .unwrap();
+    }
+    let first = text(&p.compile(&b));
+    let warning = first
+        .lines()
+        .find(|l| l.contains("1-second"))
+        .unwrap_or_else(|| panic!("no warning:\n{first}"));
+    assert!(
+        warning.starts_with("cargo::warning=")
+            && warning.contains("same second")
+            && warning.contains("touch"),
+        "{warning}"
+    );
+    let second = text(&p.compile(&b));
+    assert!(!second.contains("1-second"), "warned twice:\n{second}");
+}
+
+/// A build script whose `OUT_DIR` holds a newline (a `CARGO_TARGET_DIR` with one, under plain
+/// `cargo build`) is refused before anything is written, naming `OUT_DIR` and the way out:
+/// cargo's directives are lines, and the link failed on a cut path.
+#[test]
+fn an_out_dir_with_a_newline_is_refused_before_anything_is_written() {
+    let p = Package::new(&[
+        (
+            "Cargo.toml",
+            &manifest("nl-out", "[package.metadata.mcpp.embed]\nfiles = [\"d/*\"]"),
+        ),
+        ("d/a.txt", "one"),
+    ]);
+    let out = p.dir.path().join("tar\nget/out");
+    let mut b = p.build();
+    b.out_dir(&out).env("CXX", real_tool("g++"));
+    let e = p.refuse(&b);
+    assert!(
+        e.contains("OUT_DIR") && e.contains("CARGO_TARGET_DIR") && e.contains("newline"),
+        "{e}"
+    );
+    assert!(
+        !p.dir.path().join("tar\nget").exists(),
+        "something was written"
+    );
+}

@@ -252,6 +252,8 @@ fn a_bad_launcher_is_refused_by_cargo_mcpp_build_before_cargo_starts() {
         ("a launcher on a rule whose compilers take none", "launcher = \"tools/wrap\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"tools/wrap\"\n", &[]),
         ("MCPP_LAUNCHER not on PATH", "", &[("MCPP_LAUNCHER", "nonexistent-tool")]),
         ("MCPP_LAUNCHER not executable", "", &[("MCPP_LAUNCHER", "tools/not-exec")]),
+        ("a launcher that is a compiler itself", "launcher = \"g++\"\n", &[]),
+        ("MCPP_LAUNCHER that is a compiler itself", "", &[("MCPP_LAUNCHER", "gcc")]),
         ("every problem at once", "launcher = \"\"\n\n[package.metadata.mcpp.spirv]\nlauncher = \"nonexistent-tool\"\n", &[]),
     ];
     let mut all = String::new();

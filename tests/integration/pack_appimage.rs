@@ -716,6 +716,13 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
         out_dir.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out));
+    // What `cargo mcpp build` shows, not the device phase's JSON lines (pack reads cargo's
+    // messages as JSON; the device phase's are not for the user).
+    assert!(
+        !text(&out).contains("\"reason\":\"mcpp-device"),
+        "{}",
+        text(&out)
+    );
     let image = out_dir.join("vulkan-compute-0.1.0-x86_64.AppImage");
     packed(&out, &image);
     let run = Command::new(&image)
@@ -727,4 +734,107 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
         "{}",
         text(&run)
     );
+}
+
+/// A program linking a system library that not every desktop has (libpng16, libjpeg) gets it
+/// bundled into `usr/lib/` (with the program's RUNPATH `$ORIGIN/../lib`), and pack says so;
+/// the C library and the others of the exclude list stay the system's. Run from the extracted
+/// AppDir with the system's copies hidden (bubblewrap mounts an empty file over each), the
+/// program still starts: before, it failed with
+/// `libpng16.so.16: cannot open shared object file`.
+#[test]
+fn system_libraries_beyond_the_exclude_list_are_bundled_and_used() {
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-pack-syslib-")
+        .tempdir()
+        .unwrap();
+    let pkg = tmp.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("src")).unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        "[package]\nname = \"pngver\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("build.rs"),
+        "fn main() {\n    println!(\"cargo::rustc-link-lib=dylib=png16\");\n    println!(\"cargo::rustc-link-lib=dylib=jpeg\");\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("src/main.rs"),
+        "extern \"C\" {\n    fn png_access_version_number() -> u32;\n    fn jpeg_std_error(err: *mut u8) -> *mut u8;\n}\nfn main() {\n    let mut err = vec![0u8; 4096];\n    let e = unsafe { jpeg_std_error(err.as_mut_ptr()) };\n    println!(\"png {} jpeg {}\", unsafe { png_access_version_number() }, !e.is_null());\n}\n",
+    )
+    .unwrap();
+    let mcpp = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .arg("mcpp")
+            .args(args)
+            .current_dir(&pkg)
+            .env("MCPP_HOME", tmp.path().join("mcpp-home"))
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .unwrap()
+    };
+    let f = mcpp(&["fetch", "appimage-runtime"]);
+    assert!(f.status.success(), "{}", text(&f));
+    let out = mcpp(&["pack", "--format", "appimage"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("libpng16.so.16")
+            && said.contains("libjpeg.so.62")
+            && said.contains("bundled"),
+        "pack does not say what it bundled:\n{said}"
+    );
+    let image = pkg.join("target/release/pack/pngver-0.1.0-x86_64.AppImage");
+    packed(&out, &image);
+    let x = tempfile::tempdir().unwrap();
+    let ex = Command::new(&image)
+        .arg("--appimage-extract")
+        .current_dir(x.path())
+        .output()
+        .unwrap();
+    assert!(ex.status.success(), "{}", text(&ex));
+    let root = x.path().join("squashfs-root");
+    let lib = root.join("usr/lib");
+    for (bundled, excluded) in [
+        ("libpng16.so.16", "libc.so.6"),
+        ("libjpeg.so.62", "libz.so.1"),
+    ] {
+        assert!(lib.join(bundled).is_file(), "{bundled} is not in usr/lib");
+        assert!(
+            !lib.join(excluded).exists(),
+            "{excluded} (on the exclude list) was bundled"
+        );
+    }
+    assert_eq!(
+        patchelf(&["--print-rpath"], &root.join("usr/bin/pngver")),
+        "$ORIGIN/../lib"
+    );
+    // The system's copies hidden: bubblewrap runs the program with an empty file mounted over
+    // each (the library files the system's links lead to).
+    let empty = tmp.path().join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let hidden = |program: &Path| {
+        let mut c = Command::new(real_tool("bwrap"));
+        c.args(["--dev-bind", "/", "/"]);
+        for lib in ["libpng16.so.16", "libjpeg.so.62"] {
+            let real =
+                std::fs::canonicalize(Path::new("/usr/lib/x86_64-linux-gnu").join(lib)).unwrap();
+            c.arg("--ro-bind").arg(&empty).arg(real);
+        }
+        c.arg(program)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let run = hidden(&root.join("usr/bin/pngver"));
+    assert!(
+        run.status.success() && String::from_utf8_lossy(&run.stdout).starts_with("png 106"),
+        "{}",
+        text(&run)
+    );
+    // The built program (no RUNPATH, no bundle) does not start so: the hiding works.
+    let built = hidden(&pkg.join("target/release/pngver"));
+    assert!(!built.status.success(), "{}", text(&built));
 }

@@ -462,3 +462,71 @@ fn a_wix4_msi_is_argv_verified_through_the_recording_shim_with_a_v4_source() {
     assert_eq!(refs, ids, "every component in the feature:\n{source}");
     assert!(msi.is_file(), "the shim's -o output");
 }
+
+/// A `[package.metadata.mcpp.pack]` table does not make `cargo mcpp build` need the AppImage
+/// runtime (a toolchain package only `pack --format appimage` takes): before, every
+/// `cargo mcpp build --offline` of such a package was refused for want of it in the cache,
+/// also for a package only ever packed as an MSI.
+#[test]
+fn a_pack_table_does_not_make_an_offline_build_need_the_appimage_runtime() {
+    let pkg = harness::Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"msi-only\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\nembed = [\"data/*\"]\n\n[package.metadata.mcpp.pack]\napp-name = \"MsiOnly\"\n\n[workspace]\n",
+                harness::client_dependency()
+            ),
+        ),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("data/greeting.txt", "good day\n"),
+    ]);
+    let out = pkg.cargo_mcpp_build(&["--offline"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("appimage-runtime"), "{}", text(&out));
+}
+
+/// `pack.icon` is the MSI's product icon (Programs and Features shows it): an Icon table row
+/// holding the PNG wrapped as an ICO image, named by `ARPPRODUCTICON` (before, the Icon table
+/// was empty and the property absent). The icon's bytes are read back from the MSI.
+#[test]
+fn an_msi_carries_the_pack_icon_as_its_product_icon() {
+    let w = Win::new();
+    let png = cargo_mcpp::pack::DEFAULT_ICON_PNG;
+    std::fs::write(w.pkg().join("icon.png"), png).unwrap();
+    let manifest = std::fs::read_to_string(w.pkg().join("Cargo.toml")).unwrap();
+    std::fs::write(
+        w.pkg().join("Cargo.toml"),
+        manifest.replace(
+            "app-name = \"WinHello\"\n",
+            "app-name = \"WinHello\"\nicon = \"icon.png\"\n",
+        ),
+    )
+    .unwrap();
+    let out = w.cargo_mcpp(&["pack", "--format", "msi", "--target", TARGET]);
+    assert!(out.status.success(), "{}", text(&out));
+    let msi = w.msi("1.2.3");
+    let icon = property(&msi, "ARPPRODUCTICON");
+    assert!(icon.ends_with(".ico"), "ARPPRODUCTICON = `{icon}`");
+    let rows = table(&msi, "Icon");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][0], icon);
+    let x = tempfile::tempdir().unwrap();
+    let stream = Command::new(real_tool("msiinfo"))
+        .arg("extract")
+        .arg(&msi)
+        .arg(format!("Icon.{icon}"))
+        .current_dir(x.path())
+        .output()
+        .unwrap();
+    assert!(stream.status.success(), "{}", text(&stream));
+    let ico = stream.stdout;
+    // An ICO directory of one image (type 1, count 1), 1x1, 32 bits, the PNG at offset 22.
+    assert_eq!(&ico[..6], b"\0\0\x01\0\x01\0");
+    assert_eq!((ico[6], ico[7]), (1, 1));
+    assert_eq!(
+        u32::from_le_bytes(ico[14..18].try_into().unwrap()) as usize,
+        png.len()
+    );
+    assert_eq!(&ico[22..], png);
+}

@@ -45,3 +45,45 @@ fn embed_refusals() {
     }
     insta::assert_snapshot!("embed_refusals", all);
 }
+
+/// A glob matching a FIFO, a socket or a symbolic link to `/dev/zero` is refused naming the
+/// file (before, each was silently left out and the build succeeded): reading one would block
+/// or never end.
+#[test]
+fn embed_refuses_files_that_are_not_regular_by_name() {
+    type Make = fn(&std::path::Path);
+    let cases: &[(&str, Make)] = &[
+        ("a FIFO", |p| {
+            let s = std::process::Command::new("mkfifo")
+                .arg(p)
+                .status()
+                .unwrap();
+            assert!(s.success());
+        }),
+        ("a socket", |p| {
+            std::os::unix::net::UnixListener::bind(p).unwrap();
+        }),
+        ("a symbolic link to /dev/zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+    ];
+    let mut all = String::new();
+    for (name, make) in cases {
+        let pkg = Package::new(&[
+            (
+                "Cargo.toml",
+                &manifest(
+                    "refusals",
+                    "[package.metadata.mcpp.embed]\nfiles = [\"d/*\"]",
+                ),
+            ),
+            ("d/a.txt", "1"),
+        ]);
+        make(&pkg.path("d/odd"));
+        let mut b = pkg.build();
+        b.env("CXX", real_tool("g++"));
+        let text = redact(&pkg.refuse(&b), pkg.dir.path());
+        all.push_str(&format!("===== {name}\n{text}\n\n"));
+    }
+    insta::assert_snapshot!("embed_special_files", all);
+}

@@ -10,6 +10,9 @@ use harness::*;
 /// One bad input: its name, the `[package.metadata.mcpp]` body and the files.
 type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
 
+/// `s/` and a file name of 254 bytes (legal: a name may have 255), a compute shader.
+const LONG_NAME: &str = "s/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.comp";
+
 const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n";
 
 /// The refusal of a package with `[package.metadata.mcpp]` body `mcpp` and `files`, normalised.
@@ -41,6 +44,9 @@ fn spirv_refusals() {
         ("another backend's constraint", "accel = \"vulkan\"\nsources = [{ glob = \"s/*.comp\", accel = \"cuda12.9+{sm_90}\" }]", &[("s/x.comp", COMP)]),
         ("define name", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ndefines = { \"A B\" = \"1\" }", &[("s/x.comp", COMP)]),
         ("vulkan version", "accel = \"vulkan1.9\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
+        ("a file name of 254 bytes", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]", &[(LONG_NAME, COMP)]),
+        ("empty target-env", "accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\ntarget-env = \"\"", &[("s/x.comp", COMP)]),
+        ("a SYCL standard's year as the sycl entry's version, with no SYCL source", "accel = \"vulkan, sycl2020\"\nsources = [\"s/*.comp\"]", &[("s/x.comp", COMP)]),
     ];
     let mut all = String::new();
     for (name, mcpp, files) in cases {

@@ -940,3 +940,40 @@ fn a_corrupted_cached_archive_without_a_lock_is_never_installed_or_locked() {
     );
     assert_eq!(std::fs::read(&marker_file).unwrap(), marker);
 }
+
+/// `cargo mcpp fetch --accel` runs the checks `cargo mcpp build` runs on the set (one parse,
+/// one check): `cuda13+{sm_80}` (a CUDA entry without its minor version) was fetched for with
+/// exit 0 while the build refused it. The refusal is the build's, and nothing is fetched.
+#[test]
+fn fetch_refuses_an_accelerator_set_the_build_refuses_with_the_same_text() {
+    let fx = Fixture::vulkan();
+    let spec = "cuda13+{sm_80}";
+    let fetched = assert_refused(&fx.fetch(&["--accel", spec]));
+    let built = fx
+        .command(&[
+            "build",
+            "--manifest-path",
+            fx.manifest().to_str().unwrap(),
+            "--target-dir",
+            fx.target.to_str().unwrap(),
+            "--accel",
+            spec,
+        ])
+        .output()
+        .unwrap();
+    let built = assert_refused(&built);
+    let first = |t: &str| {
+        t.lines()
+            .skip_while(|l| !l.starts_with("error:"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(first(&fetched).contains("cuda13"), "{fetched}");
+    assert_eq!(
+        first(&fetched),
+        first(&built),
+        "fetch:\n{fetched}\nbuild:\n{built}"
+    );
+    assert!(!fx.home.join("packages").exists() && !fx.lock_path().exists());
+}
