@@ -82,7 +82,7 @@ pub const ENVIRONMENT: &[EnvDoc] = &[
     EnvDoc { name: crate::plan::accel::NO_ACCEL_ENV, reader: BUILD, meaning: "non-empty: build with the empty accelerator set (an island builds its CPU fallback); `cargo mcpp build --no-accel` sets it" },
     EnvDoc { name: crate::env::DOCS_RS_ENV, reader: BUILD, meaning: "set by docs.rs: no device compiler runs, the surface and bindings are generated as with `MCPP_NO_ACCEL=1`" },
     EnvDoc { name: crate::launcher::LAUNCHER_ENV, reader: "the build, `cargo mcpp build`", meaning: "the compiler launcher (`sccache`, `ccache`, a path, or `none`), over the manifest's `launcher`" },
-    EnvDoc { name: crate::request::ENGINE_ENV, reader: "the build (`mcpp-build`, the library's client)", meaning: "the `cargo-mcpp` executable a build script runs as its engine; default `$CARGO_HOME/bin/cargo-mcpp`, never PATH" },
+    EnvDoc { name: crate::request::ENGINE_ENV, reader: "the build (`mcpp-build` without its `engine` feature)", meaning: "the `cargo-mcpp` executable a build script runs as its engine; default `$CARGO_HOME/bin/cargo-mcpp`, never PATH" },
     EnvDoc { name: "MCPP_HOME", reader: "the build, `cargo mcpp fetch`", meaning: "where toolchain packages are installed; default `$CARGO_HOME/mcpp`, else `~/.cargo/mcpp`" },
     EnvDoc { name: "MCPP_PYTHON", reader: "`cargo mcpp fetch`", meaning: "the Python interpreter that runs `pip download`; default `python3` on PATH" },
     EnvDoc { name: crate::report::PROGRESS_ENV, reader: "the build", meaning: "set by `cargo mcpp build`: the socket build scripts report progress to; not an input of the build, so not declared to cargo" },
