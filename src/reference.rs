@@ -82,7 +82,7 @@ pub const ENVIRONMENT: &[EnvDoc] = &[
     EnvDoc { name: crate::plan::accel::NO_ACCEL_ENV, reader: BUILD, meaning: "non-empty: build with the empty accelerator set (an island builds its CPU fallback); `cargo mcpp build --no-accel` sets it" },
     EnvDoc { name: crate::env::DOCS_RS_ENV, reader: BUILD, meaning: "set by docs.rs: no device compiler runs, the surface and bindings are generated as with `MCPP_NO_ACCEL=1`" },
     EnvDoc { name: crate::launcher::LAUNCHER_ENV, reader: "the build, `cargo mcpp build`", meaning: "the compiler launcher (`sccache`, `ccache`, a path, or `none`), over the manifest's `launcher`" },
-    EnvDoc { name: crate::request::ENGINE_ENV, reader: "the build (`mcpp-build`, the library's client)", meaning: "the `cargo-mcpp` executable a build script runs as its engine; default `$CARGO_HOME/bin/cargo-mcpp`, never PATH" },
+    EnvDoc { name: crate::request::ENGINE_ENV, reader: "the build (`mcpp-build` without its `engine` feature)", meaning: "the `cargo-mcpp` executable a build script runs as its engine; default `$CARGO_HOME/bin/cargo-mcpp`, never PATH" },
     EnvDoc { name: "CARGO_TARGET_DIR", reader: "`cargo mcpp build`, `cargo mcpp pack`", meaning: "cargo's target directory, read as cargo reads it; one holding a newline is refused before cargo starts" },
     EnvDoc { name: "LDD", reader: "`cargo mcpp pack`", meaning: "the `ldd` that lists the shared libraries an AppImage's program loads (its one resolver's variable)" },
     EnvDoc { name: "MCPP_HOME", reader: "the build, `cargo mcpp fetch`", meaning: "where toolchain packages are installed; default `$CARGO_HOME/mcpp`, else `~/.cargo/mcpp`" },
