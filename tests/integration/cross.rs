@@ -33,11 +33,11 @@ fn cross_package(dir: &Path) -> PathBuf {
         (
             "Cargo.toml",
             format!(
-                "[package]\nname = \"{PKG}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\ncargo-mcpp = {{ path = {:?}, default-features = false, features = [\"engine\"] }}\n\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/**/*.cpp\"]\n\n[workspace]\n",
-                repo().display().to_string()
+                "[package]\nname = \"{PKG}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?}, features = [\"engine\"] }}\n\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/**/*.cpp\"]\n\n[workspace]\n",
+                repo().join("mcpp-build").display().to_string()
             ),
         ),
-        ("build.rs", "fn main() { cargo_mcpp::build(); }\n".to_string()),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n".to_string()),
         ("cpp/add.cpp", "extern \"C\" int cross_add(int a, int b) { return a + b; }\n".to_string()),
         ("cpp/more/twice.cpp", "extern \"C\" int cross_twice(int a) { return 2 * a; }\n".to_string()),
         (
