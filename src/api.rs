@@ -3,11 +3,11 @@
 //! one; it stays public, hidden from the docs, for the old `cargo_mcpp::build()` form and as
 //! the tests' way to run a device phase in process and read its [`Outcome`].
 
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pipeline::{self, Config, Outcome};
 use crate::plan::accel::AccelChoice;
-use crate::report::{DeviceEvent, Reporter};
+use crate::output::report::{DeviceEvent, Reporter};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// Defaults come from the variables cargo gives a build script: `CARGO_MANIFEST_DIR`
 /// (the manifest), `OUT_DIR` (generated surface; the device cache sits beside the profile
 /// directory, `target/<profile>/mcpp/<package>`), cargo's facts `TARGET`, `HOST`, `PROFILE`,
-/// `OPT_LEVEL`, `DEBUG` ([`crate::cargo_facts::CargoFacts`]: `OPT_LEVEL` decides device
+/// `OPT_LEVEL`, `DEBUG` ([`crate::config::cargo_facts::CargoFacts`]: `OPT_LEVEL` decides device
 /// optimisation), `NUM_JOBS` and cargo's jobserver (parallel compilers).
 #[derive(Debug, Clone)]
 pub struct Build {
@@ -136,13 +136,13 @@ impl Build {
         };
         let manifest_path = manifest_dir.join("Cargo.toml");
         let cache = match &self.work_dir {
-            Some(d) => crate::layout::DeviceCache::at(d),
+            Some(d) => crate::engine::layout::DeviceCache::at(d),
             None => {
                 let package = self.env.get("CARGO_PKG_NAME").unwrap_or_else(|| "package".into());
-                crate::layout::DeviceCache::from_out_dir(&out_dir, &package)
+                crate::engine::layout::DeviceCache::from_out_dir(&out_dir, &package)
             }
         };
-        let facts = crate::cargo_facts::CargoFacts::from_env(&self.env);
+        let facts = crate::config::cargo_facts::CargoFacts::from_env(&self.env);
         let facts = match self.release {
             Some(release) => facts.with_release(release),
             None => facts,
@@ -170,7 +170,7 @@ impl Build {
     }
 
     /// Run the device phase, sending its progress to `reporter` (the side channel of `cargo
-    /// mcpp build`, [`crate::report`]), and the outcome: done or failed.
+    /// mcpp build`, [`crate::output::report`]), and the outcome: done or failed.
     fn run(&self, reporter: &Reporter) -> Result<Outcome> {
         let result = self.config().and_then(|config| {
             // SAFETY (of the call): cargo's jobserver file descriptors are inherited by this
@@ -179,7 +179,7 @@ impl Build {
             pipeline::run(&config, reporter, client.as_ref())
         });
         let package = reporter.package().to_string();
-        for event in crate::report::detail_events(&package, result.as_ref().map(|o| &o.report)) {
+        for event in crate::output::report::detail_events(&package, result.as_ref().map(|o| &o.report)) {
             reporter.send(&event);
         }
         reporter.send(&match &result {
@@ -188,7 +188,7 @@ impl Build {
                 accel: o.accel.to_string(),
                 compiled: o.report.ran.len(),
                 fresh: o.report.fresh.len(),
-                warnings: crate::report::warning_count(&o.report.warnings),
+                warnings: crate::output::report::warning_count(&o.report.warnings),
             },
             Err(e) => DeviceEvent::Failed { package, exit_code: e.exit_code(), message: e.message.clone() },
         });
@@ -198,7 +198,7 @@ impl Build {
     /// Run the device phase and print the cargo directives. On a refusal or failure, print the
     /// error (cargo shows a build script's output when it fails) and exit with status 1,
     /// without a panic backtrace. Under `cargo mcpp build`, progress and the outcome also go
-    /// to it ([`crate::report`]).
+    /// to it ([`crate::output::report`]).
     pub fn compile(&self) {
         let code = self.compile_status();
         if code != 0 {
@@ -225,11 +225,11 @@ impl Build {
 
 /// Print `error` the way a failing build script should: the whole error on stderr (cargo shows
 /// it under `--- stderr`) and its headline as one warning, through
-/// [`crate::cargo_output::CargoOutput::warning`], the one place that adds the `cargo-mcpp: `
+/// [`crate::output::cargo_output::CargoOutput::warning`], the one place that adds the `cargo-mcpp: `
 /// prefix (so cargo prints `warning: <pkg>@<ver>: cargo-mcpp: <headline>`, the prefix once).
 pub(crate) fn print_failure(error: &Error) {
     eprintln!("\nerror: {error}\n");
-    let mut out = crate::cargo_output::CargoOutput::default();
+    let mut out = crate::output::cargo_output::CargoOutput::default();
     out.warning(&error.message);
     out.print();
 }

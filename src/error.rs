@@ -13,7 +13,7 @@ use std::path::PathBuf;
 pub enum ErrorKind {
     /// The manifest (`[package.metadata.mcpp]`) is malformed or names an unknown key.
     Manifest,
-    /// The accelerator string does not parse (see [`crate::accel`]).
+    /// The accelerator string does not parse (see [`crate::config::accel`]).
     Accel,
     /// A source list problem: unclaimed device source, unknown extension, glob matching
     /// nothing, a constraint the build does not cover, two payloads with one name.

@@ -44,30 +44,14 @@ macro_rules! engine_modules {
 }
 
 engine_modules! {
-    pub mod accel;
+    pub mod output;
+    pub mod engine;
+    pub mod config;
     mod api;
-    pub mod archive;
-    pub mod cargo_facts;
-    pub mod cargo_output;
-    pub mod compile_db;
-    pub mod diagnostic;
-    pub mod embed;
-    pub mod env;
-    pub mod cxx;
     pub mod error;
-    pub mod fingerprint;
-    pub mod graph;
-    pub mod host;
-    pub mod island;
-    pub mod launcher;
-    pub mod layout;
-    pub mod link;
-    pub mod lock;
-    pub mod manifest;
     pub mod pipeline;
     pub mod plan;
     pub mod reference;
-    pub mod report;
     mod request;
     pub mod rules;
     pub mod sources;
@@ -75,16 +59,11 @@ engine_modules! {
     pub mod text;
     pub mod tool;
     pub mod toolchain_package;
-    pub mod walk;
 }
 #[cfg(feature = "cli")]
 pub mod cli;
-#[cfg(feature = "fetch")]
-pub mod fetch;
 #[cfg(feature = "cli")]
 pub mod pack;
-#[cfg(feature = "cli")]
-pub mod progress;
 
 #[cfg(feature = "engine")]
 #[doc(hidden)]

@@ -1,16 +1,16 @@
 //! The device phase, shared by build.rs ([`crate::Build`]) and `cargo mcpp build`:
 //! manifest -> accelerator set -> sources -> island -> rules' and host C++ plans -> action
 //! graph -> surface -> cargo directives. Orchestration: [`run`] is a list of named steps, each
-//! living in its own module ([`crate::plan`], [`crate::sources`], [`crate::graph`],
-//! [`crate::surface`], [`crate::link`]), with the device cache's paths from [`crate::layout`].
+//! living in its own module ([`crate::plan`], [`crate::sources`], [`crate::engine::graph`],
+//! [`crate::surface`], [`crate::rules::link`]), with the device cache's paths from [`crate::engine::layout`].
 
-use crate::accel::AccelSet;
-use crate::cargo_output::CargoOutput;
-use crate::env::Env;
+use crate::config::accel::AccelSet;
+use crate::output::cargo_output::CargoOutput;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{self, Action, Observer, RunOptions, RunReport};
-use crate::layout::{OutDir, Variant};
-use crate::manifest::Manifest;
+use crate::engine::graph::{self, Action, Observer, RunOptions, RunReport};
+use crate::engine::layout::{OutDir, Variant};
+use crate::config::manifest::Manifest;
 use crate::plan::directives::DirectiveInputs;
 use crate::plan::island::IslandState;
 use crate::plan::lanes::{LaneInputs, Planned};
@@ -56,8 +56,8 @@ pub struct Validated {
     /// The C++ module (and namespace) of the surface.
     pub module_name: String,
     /// The data files of `[package.metadata.mcpp.embed]`, expanded and checked
-    /// ([`crate::embed::collect`]): embedded in every build, with or without an accelerator.
-    pub embedded: crate::embed::Embedded,
+    /// ([`crate::sources::embed::collect`]): embedded in every build, with or without an accelerator.
+    pub embedded: crate::sources::embed::Embedded,
     /// Where each payload's bytes live ([`crate::plan::storage::resolve`]).
     pub storage: crate::plan::storage::StoragePlan,
 }
@@ -70,8 +70,8 @@ pub struct Validated {
 /// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
 /// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
 /// came from), the tools table (names and paths), the module name, the sources, the host
-/// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::cxx::check_sources`]) or the
-/// launcher ([`crate::launcher::Launchers::resolve`], [`crate::launcher::refuse_rule_launcher`]).
+/// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::rules::cxx::check_sources`]) or the
+/// launcher ([`crate::rules::launcher::Launchers::resolve`], [`crate::rules::launcher::refuse_rule_launcher`]).
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
     let manifest = Manifest::read(manifest_path)?;
     let registry = rules::registry();
@@ -83,11 +83,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
         problems.extend(rule.check_options(&manifest).err());
     }
     if let Some(cxx) = &manifest.mcpp.cxx {
-        problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
+        problems.extend(crate::rules::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
     }
     // The host C++ lane runs after the device phase; what of it needs no compiler is refused now.
-    problems.extend(crate::cxx::check_sources(&manifest));
-    problems.extend(crate::compile_db::check_manifest_dir(&manifest).err());
+    problems.extend(crate::rules::cxx::check_sources(&manifest));
+    problems.extend(crate::engine::compile_db::check_manifest_dir(&manifest).err());
     let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
@@ -124,13 +124,13 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // action would start it: `MCPP_NO_ACCEL=1 cargo doc` of a shader crate needs no launcher).
     let may_compile = used.as_ref().is_none_or(|u| !u.is_empty()) || !manifest.mcpp.cxx_sources.is_empty() || manifest.mcpp.island.is_some();
     if may_compile {
-        problems.extend(crate::launcher::Launchers::resolve(&manifest, env).err());
+        problems.extend(crate::rules::launcher::Launchers::resolve(&manifest, env).err());
     }
     for rule in &registry {
         let programs: Vec<&str> = rule.tools().iter().map(|t| t.name).collect();
-        problems.extend(crate::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));
+        problems.extend(crate::rules::launcher::refuse_rule_launcher(&manifest, rule.name(), &programs));
     }
-    let embedded = crate::embed::collect(&manifest).map_err(|e| problems.push(e)).unwrap_or_default();
+    let embedded = crate::sources::embed::collect(&manifest).map_err(|e| problems.push(e)).unwrap_or_default();
     // The package's storage is checked whether or not the sources could be read; the rules'
     // and entries' once they are.
     let storage = match &collected {
@@ -168,7 +168,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         cargo.warning(w);
     }
     let inputs: Vec<&Path> = std::iter::once(manifest.path.as_path()).chain(collected.sources.iter().map(|s| s.path.as_path())).chain(validated.embedded.files().map(PathBuf::as_path)).collect();
-    if let Some(w) = crate::fingerprint::whole_second_warning(&inputs, &config.cache.whole_second_marker()) {
+    if let Some(w) = crate::engine::fingerprint::whole_second_warning(&inputs, &config.cache.whole_second_marker()) {
         cargo.warning(&w);
     }
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
@@ -221,32 +221,32 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
 }
 
-/// `compile_commands.json` of every planned translation unit ([`crate::compile_db`]): the
+/// `compile_commands.json` of every planned translation unit ([`crate::engine::compile_db`]): the
 /// rules' (`device`) and the host C++ lane's (`host`, planned after the surface), written once
 /// per device phase (before the host lane runs, or when the device run failed) into the
 /// variant; and, under plain `cargo build` only, its copy into the manifest's
 /// `compile-commands` directory (relative to the package root), merged with what it holds as
-/// `cargo mcpp build` merges ([`crate::compile_db::merge`]: another package's entries in a shared
+/// `cargo mcpp build` merges ([`crate::engine::compile_db::merge`]: another package's entries in a shared
 /// directory are kept). Under `cargo mcpp build` the command line writes every copy after cargo
 /// finishes (merging the packages). Nothing under docs.rs (no compiler runs there). A copy that
 /// was not a JSON array is written again, with a warning.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
-fn write_compile_commands(cargo: &mut CargoOutput, manifest: &Manifest, device: &[Action], host: &[Action], (cache, variant): (&crate::layout::DeviceCache, &Variant), env: &Env) -> Result<()> {
+fn write_compile_commands(cargo: &mut CargoOutput, manifest: &Manifest, device: &[Action], host: &[Action], (cache, variant): (&crate::engine::layout::DeviceCache, &Variant), env: &Env) -> Result<()> {
     if docs_rs(env) {
         return Ok(());
     }
     let all: Vec<Action> = device.iter().chain(host).cloned().collect();
     let database = variant.compile_commands();
-    crate::compile_db::write(&all, &database)?;
-    if crate::report::started_by_cargo_mcpp(env) {
+    crate::engine::compile_db::write(&all, &database)?;
+    if crate::output::report::started_by_cargo_mcpp(env) {
         return Ok(());
     }
-    if let Some(dir) = crate::compile_db::manifest_dir(manifest) {
+    if let Some(dir) = crate::engine::compile_db::manifest_dir(manifest) {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create the compile_commands.json directory", &dir, e))?;
-        let source = crate::compile_db::Source { package: manifest.package_name.clone(), database, cache_dir: cache.dir().to_path_buf() };
-        let merged = crate::compile_db::merge(&[source], &dir)?;
+        let source = crate::engine::compile_db::Source { package: manifest.package_name.clone(), database, cache_dir: cache.dir().to_path_buf() };
+        let merged = crate::engine::compile_db::merge(&[source], &dir)?;
         if let Some(why) = &merged.replaced_unreadable {
             cargo.warning(&format!("{} was not a JSON array of compile commands ({why}): written again with this package's entries only", merged.path.display()));
         }
@@ -261,8 +261,8 @@ fn write_compile_commands(cargo: &mut CargoOutput, manifest: &Manifest, device: 
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when the lock file cannot be created.
-pub fn lock_variant(manifest: &Manifest, variant: &Variant) -> Result<crate::lock::FileLock> {
-    crate::lock::FileLock::acquire_or_wait(&variant.lock_file(), || {
+pub fn lock_variant(manifest: &Manifest, variant: &Variant) -> Result<crate::engine::lock::FileLock> {
+    crate::engine::lock::FileLock::acquire_or_wait(&variant.lock_file(), || {
         eprintln!("Blocking: waiting for file lock on the device cache of {} ({})", manifest.package_name, variant.dir().display());
     })
 }
@@ -296,7 +296,7 @@ fn source_warnings(cargo: &mut CargoOutput, validated: &Validated, config: &Conf
         cargo.warning(&format!(
             "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with {} to say it on purpose)",
             collected.sources.len(),
-            crate::report::no_accel_way(env)
+            crate::output::report::no_accel_way(env)
         ));
     }
 }
@@ -364,14 +364,14 @@ struct Named {
 }
 
 /// The surface's base directory and its named payloads ([`surface::resolve_base`],
-/// [`surface::name_payloads`]), with the embedded files ([`crate::embed::merge`], named by
+/// [`surface::name_payloads`]), with the embedded files ([`crate::sources::embed::merge`], named by
 /// their own entries: they do not move the base directory).
 ///
 /// # Errors
 /// A payload outside `base-dir`; two payloads that map to one name (pointing at the `sources`
 /// entry that listed the second, `file:line:col`, when a `sources` entry did, or at the
 /// `embed` entry).
-fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::embed::Embedded, storage: &crate::plan::storage::StoragePlan) -> Result<Named> {
+fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &Planned, embedded: &crate::sources::embed::Embedded, storage: &crate::plan::storage::StoragePlan) -> Result<Named> {
     let base = surface::resolve_base(manifest, planned.payloads.iter().map(|(_, p)| p.source.as_str()))?;
     let items = surface::name_payloads(&planned.payloads, base.dirs()).map_err(|e| {
         // The second colliding source is the error's second detail line (surface::name_payloads).
@@ -383,7 +383,7 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
     })?;
     // A rule's or a `sources` entry's own storage (the embedded files carry theirs).
     let items: Vec<surface::PayloadItem> = items.into_iter().map(|i| surface::PayloadItem { storage: storage.by_source.get(&i.source).copied(), ..i }).collect();
-    let items = crate::embed::merge(items, embedded)?;
+    let items = crate::sources::embed::merge(items, embedded)?;
     Ok(Named { base, items, tables: embedded.tables.clone() })
 }
 
@@ -393,7 +393,7 @@ fn name_payloads(manifest: &Manifest, collected: &sources::Collected, planned: &
 /// unit of the crate (`cxx-sources`, the island's fallback), its module interface when a unit
 /// imports it, its header's directory on `-I`; object storage's assembly always. A crate whose
 /// host side is pure Rust under header (or sidecar) storage starts no C++ compiler and needs
-/// none ([`crate::cxx::units`]). A payload edit changes
+/// none ([`crate::rules::cxx::units`]). A payload edit changes
 /// only the implementation unit's data headers, never the interface: no BMI and no importer
 /// is rebuilt. Its report is merged into `report`, its actions appended to `planned`.
 ///
@@ -412,7 +412,7 @@ fn run_host_lane(
     let paths = generated.map(|g| (mirror.join(g.interface_file.file_name().unwrap_or_default()), mirror.join(g.impl_file.file_name().unwrap_or_default())));
     let module_name = surface_module_name(inputs.manifest);
     let assembly = generated.and_then(|g| g.assembly.as_ref()).map(|(path, incbins)| (path.as_path(), incbins.as_slice()));
-    let surface = paths.as_ref().map(|(interface, implementation)| crate::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true), assembly });
+    let surface = paths.as_ref().map(|(interface, implementation)| crate::rules::cxx::SurfaceUnits { module_name: &module_name, interface, implementation, modules: inputs.manifest.mcpp.modules.unwrap_or(true), assembly });
     let warned = planned.warnings.len();
     let actions = crate::plan::lanes::plan_host(inputs, surface, planned)?;
     for w in &planned.warnings[warned..] {
@@ -527,9 +527,9 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
     watch_sidecars(cargo, out_dir, &generated.sidecars)?;
     // The contract with `cargo mcpp pack`: written whenever the package uses mcpp (an empty
     // list under header and object storage), only when it changed.
-    crate::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
+    crate::engine::fingerprint::write_if_changed(&out.sidecars_manifest(), surface::storage::sidecars_json(&generated.sidecars).as_bytes())?;
     // The base directory names the compiled payloads only; embedded files are named by their entries.
-    let compiled: Vec<surface::PayloadItem> = named.items.iter().filter(|i| i.rule != crate::embed::RULE).cloned().collect();
+    let compiled: Vec<surface::PayloadItem> = named.items.iter().filter(|i| i.rule != crate::sources::embed::RULE).cloned().collect();
     if let Some(w) = surface::note_base(&variant.surface_base(), &named.base, &compiled)? {
         cargo.warning(&w);
     }

@@ -1,16 +1,16 @@
 //! The guide's generated reference pages, from the one list of each thing.
 //!
-//! The manifest reference comes from the package keys ([`crate::manifest::PACKAGE_KEYS`],
-//! [`crate::manifest::ISLAND_KEYS`], [`crate::manifest::CXX_KEYS`], and `cargo mcpp pack`'s
-//! [`crate::manifest::PACK_KEYS`], [`crate::manifest::PACK_APPIMAGE_KEYS`],
-//! [`crate::manifest::PACK_MSI_KEYS`]) and the registry ([`crate::rules::registry`]: each rule's
+//! The manifest reference comes from the package keys ([`crate::config::manifest::PACKAGE_KEYS`],
+//! [`crate::config::manifest::ISLAND_KEYS`], [`crate::config::manifest::CXX_KEYS`], and `cargo mcpp pack`'s
+//! [`crate::config::manifest::PACK_KEYS`], [`crate::config::manifest::PACK_APPIMAGE_KEYS`],
+//! [`crate::config::manifest::PACK_MSI_KEYS`]) and the registry ([`crate::rules::registry`]: each rule's
 //! name, backend, extensions, tools with their environment variables, and option keys).
 //! The environment reference comes from the registry's tools and toolkits and from
 //! [`ENVIRONMENT`], the variables read outside the registry.
 //! `cargo xtask codegen` writes each page whole ([`pages`]); `cargo xtask tidy` and
 //! `tests/integration/tidy.rs` refuse a page that differs.
 
-use crate::manifest::KeyDoc;
+use crate::config::manifest::KeyDoc;
 
 /// The manifest reference page, relative to the repository root.
 pub const MANIFEST_PAGE: &str = "docs/src/reference/manifest.md";
@@ -80,14 +80,14 @@ const BUILD: &str = "the build";
 pub const ENVIRONMENT: &[EnvDoc] = &[
     EnvDoc { name: crate::plan::accel::ACCEL_ENV, reader: BUILD, meaning: "the accelerator set for this build, over the manifest's `accel`; `cargo mcpp build --accel SPEC` sets it" },
     EnvDoc { name: crate::plan::accel::NO_ACCEL_ENV, reader: BUILD, meaning: "non-empty: build with the empty accelerator set (an island builds its CPU fallback); `cargo mcpp build --no-accel` sets it" },
-    EnvDoc { name: crate::env::DOCS_RS_ENV, reader: BUILD, meaning: "set by docs.rs: no device compiler runs, the surface and bindings are generated as with `MCPP_NO_ACCEL=1`" },
-    EnvDoc { name: crate::launcher::LAUNCHER_ENV, reader: "the build, `cargo mcpp build`", meaning: "the compiler launcher (`sccache`, `ccache`, a path, or `none`), over the manifest's `launcher`" },
+    EnvDoc { name: crate::config::env::DOCS_RS_ENV, reader: BUILD, meaning: "set by docs.rs: no device compiler runs, the surface and bindings are generated as with `MCPP_NO_ACCEL=1`" },
+    EnvDoc { name: crate::rules::launcher::LAUNCHER_ENV, reader: "the build, `cargo mcpp build`", meaning: "the compiler launcher (`sccache`, `ccache`, a path, or `none`), over the manifest's `launcher`" },
     EnvDoc { name: crate::request::ENGINE_ENV, reader: "the build (`mcpp-build` without its `engine` feature)", meaning: "the `cargo-mcpp` executable a build script runs as its engine; default `$CARGO_HOME/bin/cargo-mcpp`, never PATH" },
     EnvDoc { name: "CARGO_TARGET_DIR", reader: "`cargo mcpp build`, `cargo mcpp pack`", meaning: "cargo's target directory, read as cargo reads it; one holding a newline is refused before cargo starts" },
     EnvDoc { name: "LDD", reader: "`cargo mcpp pack`", meaning: "the `ldd` that lists the shared libraries an AppImage's program loads (its one resolver's variable)" },
     EnvDoc { name: "MCPP_HOME", reader: "the build, `cargo mcpp fetch`", meaning: "where toolchain packages are installed; default `$CARGO_HOME/mcpp`, else `~/.cargo/mcpp`" },
     EnvDoc { name: "MCPP_PYTHON", reader: "`cargo mcpp fetch`", meaning: "the Python interpreter that runs `pip download`; default `python3` on PATH" },
-    EnvDoc { name: crate::report::PROGRESS_ENV, reader: "the build", meaning: "set by `cargo mcpp build`: the socket build scripts report progress to; not an input of the build, so not declared to cargo" },
+    EnvDoc { name: crate::output::report::PROGRESS_ENV, reader: "the build", meaning: "set by `cargo mcpp build`: the socket build scripts report progress to; not an input of the build, so not declared to cargo" },
     EnvDoc { name: crate::surface::storage::SIDECAR_DIR_ENV, reader: "the built program", meaning: "the directory sidecar payloads are read from, instead of the executable's (a relocated install)" },
     EnvDoc { name: "NVCC_PREPEND_FLAGS", reader: BUILD, meaning: "read by nvcc itself; part of each CUDA action's fingerprint, so a change recompiles" },
     EnvDoc { name: "NVCC_APPEND_FLAGS", reader: BUILD, meaning: "read by nvcc itself; part of each CUDA action's fingerprint, so a change recompiles" },
@@ -187,13 +187,13 @@ pub fn manifest_reference() -> String {
     let rules = crate::rules::registry();
     let mut out = String::new();
     out.push_str("| key | default | meaning |\n|---|---|---|\n");
-    rows(&mut out, "", crate::manifest::PACKAGE_KEYS);
-    rows(&mut out, "island.", crate::manifest::ISLAND_KEYS);
-    rows(&mut out, "cxx.", crate::manifest::CXX_KEYS);
-    rows(&mut out, "embed.", crate::manifest::EMBED_KEYS);
-    rows(&mut out, "pack.", crate::manifest::PACK_KEYS);
-    rows(&mut out, "pack.appimage.", crate::manifest::PACK_APPIMAGE_KEYS);
-    rows(&mut out, "pack.msi.", crate::manifest::PACK_MSI_KEYS);
+    rows(&mut out, "", crate::config::manifest::PACKAGE_KEYS);
+    rows(&mut out, "island.", crate::config::manifest::ISLAND_KEYS);
+    rows(&mut out, "cxx.", crate::config::manifest::CXX_KEYS);
+    rows(&mut out, "embed.", crate::config::manifest::EMBED_KEYS);
+    rows(&mut out, "pack.", crate::config::manifest::PACK_KEYS);
+    rows(&mut out, "pack.appimage.", crate::config::manifest::PACK_APPIMAGE_KEYS);
+    rows(&mut out, "pack.msi.", crate::config::manifest::PACK_MSI_KEYS);
     for rule in &rules {
         rows(&mut out, &format!("{}.", rule.name()), rule.option_keys());
     }

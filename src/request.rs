@@ -142,10 +142,10 @@ pub(crate) fn run(text: &str) -> i32 {
     match Request::parse(text).and_then(|r| r.builder()) {
         Ok(b) => b.compile_status(),
         Err(e) => {
-            let env = crate::env::Env::process();
+            let env = crate::config::env::Env::process();
             let package = env.get("CARGO_PKG_NAME").unwrap_or_default();
-            crate::report::Reporter::from_env(&env, &package).send(
-                &crate::report::DeviceEvent::Failed {
+            crate::output::report::Reporter::from_env(&env, &package).send(
+                &crate::output::report::DeviceEvent::Failed {
                     package: package.clone(),
                     exit_code: e.exit_code(),
                     message: e.message.clone(),
@@ -242,7 +242,7 @@ mod tests {
         assert!(c.env.get_os("-x").is_none());
         assert_eq!(
             c.facts,
-            crate::cargo_facts::CargoFacts::from_env(&c.env).with_release(true)
+            crate::config::cargo_facts::CargoFacts::from_env(&c.env).with_release(true)
         );
         b.no_accel();
         let r = Request::parse(&b.request().unwrap()).unwrap();

@@ -6,12 +6,12 @@
 use super::fetch::fetch_one;
 use super::locate::{cargo_program, locate, Located};
 use super::{accel_choice, BuildArgs, BuildScriptArgs, ENGINE_ENV, ENGINE_HANDSHAKE};
-use crate::env::Env;
+use crate::cli::progress::{Channel, PackageOutcome};
+use crate::config::env::Env;
+use crate::config::manifest::Manifest;
 use crate::error::{exit_code, Error, ErrorKind, Result};
-use crate::manifest::Manifest;
 use crate::pipeline;
 use crate::plan::accel::{AccelChoice, ACCEL_ENV, NO_ACCEL_ENV};
-use crate::progress::{Channel, PackageOutcome};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
@@ -19,7 +19,7 @@ use std::process::{Command, ExitStatus};
 /// `cargo mcpp build`: validate the selected packages' device phases (every problem, before
 /// cargo starts), fetch the toolchain packages they need, then run `cargo build` with the
 /// user's arguments and show the progress its build scripts report over the side channel
-/// ([`crate::report`]). The device work itself runs only in the build scripts, with cargo's
+/// ([`crate::output::report`]). The device work itself runs only in the build scripts, with cargo's
 /// facts, so plain `cargo build` and `cargo mcpp build` produce the same bytes.
 ///
 /// # Errors
@@ -53,7 +53,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
     let cli_copy = args
         .compile_commands
         .as_deref()
-        .map(crate::compile_db::prepare_cli_dir)
+        .map(crate::engine::compile_db::prepare_cli_dir)
         .transpose()?;
     let validated = validate_packages(&packages, &without_build_script, &accel, &env)?;
     let device_packages: Vec<(String, PathBuf)> = validated
@@ -136,20 +136,20 @@ struct DevicePackage {
     /// Its `Cargo.toml`.
     manifest_path: PathBuf,
     /// Its accelerator set (the variant the build script writes its database into).
-    accel: crate::accel::AccelSet,
+    accel: crate::config::accel::AccelSet,
     /// Its manifest's `compile-commands` directory, absolute.
     copy_dir: Option<PathBuf>,
 }
 
 /// The one writer of the copies of `compile_commands.json` under `cargo mcpp build`
-/// ([`crate::compile_db`]): every package's variant database (the device cache beside the
+/// ([`crate::engine::compile_db`]): every package's variant database (the device cache beside the
 /// `OUT_DIR` cargo reported for its build script in `built`; under `profile_path` when cargo's
 /// messages were not read or cargo failed before that package; a package cargo did not build
 /// after a successful cargo is left out) merged into `cli_dir` (`--compile-commands DIR`), or else into each
 /// manifest's `compile-commands` directory (the packages naming one directory, however spelled,
-/// through a symbolic link too, merged, [`crate::compile_db::canonical_dir`]); each written only
+/// through a symbolic link too, merged, [`crate::engine::compile_db::canonical_dir`]); each written only
 /// when changed, keeping the entries of packages this build did not select
-/// ([`crate::compile_db::merge`]). Says where on standard error when it wrote; when cargo
+/// ([`crate::engine::compile_db::merge`]). Says where on standard error when it wrote; when cargo
 /// succeeded (`cargo_ok`: every build script ran or was fresh) warns about a package whose
 /// database is missing (its device cache removed while cargo finds the build script fresh),
 /// naming the way out.
@@ -166,16 +166,16 @@ fn write_compile_commands_copies(
     let source = |p: &DevicePackage| {
         // The cache beside cargo's own OUT_DIR of the build script, when cargo said it.
         let cache = match built.and_then(|b| b.get(&p.name)) {
-            Some(out_dir) => crate::layout::DeviceCache::from_out_dir(out_dir, &p.name),
-            None => crate::layout::DeviceCache::in_profile(profile_path, &p.name),
+            Some(out_dir) => crate::engine::layout::DeviceCache::from_out_dir(out_dir, &p.name),
+            None => crate::engine::layout::DeviceCache::in_profile(profile_path, &p.name),
         };
-        crate::compile_db::Source {
+        crate::engine::compile_db::Source {
             package: p.name.clone(),
             database: cache.variant(&p.accel).compile_commands(),
             cache_dir: cache.dir().to_path_buf(),
         }
     };
-    let mut groups: Vec<(PathBuf, Vec<crate::compile_db::Source>)> = Vec::new();
+    let mut groups: Vec<(PathBuf, Vec<crate::engine::compile_db::Source>)> = Vec::new();
     for p in packages {
         // A package cargo built no build script of (after a successful cargo: not in its graph)
         // has nothing of this build to give.
@@ -188,7 +188,7 @@ fn write_compile_commands_copies(
         else {
             continue;
         };
-        let dir = crate::compile_db::canonical_dir(&dir);
+        let dir = crate::engine::compile_db::canonical_dir(&dir);
         match groups.iter_mut().find(|(d, _)| *d == dir) {
             Some((_, sources)) => sources.push(source(p)),
             None => groups.push((dir, vec![source(p)])),
@@ -198,7 +198,7 @@ fn write_compile_commands_copies(
         eprintln!("warning: --compile-commands {}: no package this build selected has device sources or host C++ (a device phase with a build script), so nothing was written", dir.display());
     }
     for (dir, sources) in &groups {
-        let merged = crate::compile_db::merge(sources, dir)?;
+        let merged = crate::engine::compile_db::merge(sources, dir)?;
         if let Some(why) = &merged.replaced_unreadable {
             eprintln!("warning: {} was not a JSON array of compile commands ({why}): written again with this build's packages only; the entries of packages not built now are lost until they are built", merged.path.display());
         }
@@ -213,7 +213,7 @@ fn write_compile_commands_copies(
         for name in merged.missing.iter().filter(|_| cargo_ok) {
             eprintln!(
                 "warning: the device cache of package `{name}` has no {} (removed after its build script last ran, and cargo found the build script fresh): {} is not updated for `{name}`\nhelp: build it again: `cargo clean -p {name}` (or touch its build.rs), then `cargo mcpp build`",
-                crate::compile_db::FILE_NAME,
+                crate::engine::compile_db::FILE_NAME,
                 merged.path.display()
             );
         }
@@ -245,7 +245,7 @@ fn message_format(args: &BuildArgs) -> Option<&str> {
 /// refusal here names `cargo mcpp build --no-accel`, as the build scripts' will.
 fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
     let mut env = Env::process();
-    env.set(crate::report::PROGRESS_ENV, channel.path());
+    env.set(crate::output::report::PROGRESS_ENV, channel.path());
     match accel {
         AccelChoice::NoAccel => {
             env.set(NO_ACCEL_ENV, "1");
@@ -260,12 +260,12 @@ fn build_env(accel: &AccelChoice, channel: &Channel) -> Env {
     // A relative launcher path (`MCPP_LAUNCHER=./tools/wrap.sh`) is read from the directory
     // `cargo mcpp build` started in, as cargo reads RUSTC_WRAPPER; the build scripts run in
     // their package roots, so they get it absolute.
-    if let Some(v) = env.get_os(crate::launcher::LAUNCHER_ENV) {
+    if let Some(v) = env.get_os(crate::rules::launcher::LAUNCHER_ENV) {
         let path = std::path::Path::new(&v);
         let s = v.to_string_lossy();
         if (s.contains('/') || s.contains('\\')) && path.is_relative() {
             if let Ok(abs) = std::path::absolute(path) {
-                env.set(crate::launcher::LAUNCHER_ENV, abs);
+                env.set(crate::rules::launcher::LAUNCHER_ENV, abs);
             }
         }
     }
@@ -303,7 +303,7 @@ fn validate_packages(
             Ok(v) if has_build_script => device_packages.push(DevicePackage {
                 name: name.clone(),
                 manifest_path: manifest_path.clone(),
-                copy_dir: crate::compile_db::manifest_dir(&v.manifest),
+                copy_dir: crate::engine::compile_db::manifest_dir(&v.manifest),
                 accel: v.accel,
             }),
             Ok(_) => {}
@@ -374,7 +374,7 @@ fn cargo_command(args: &BuildArgs, env: &Env, ask_json: bool) -> Command {
     if let Some(me) = engine_to_name() {
         cargo.env(ENGINE_ENV, me);
     }
-    crate::env::apply_to(&mut cargo, env);
+    crate::config::env::apply_to(&mut cargo, env);
     cargo
 }
 
@@ -485,7 +485,7 @@ fn exit_code_of(
 /// (the client declares `rerun-if-env-changed=CARGO_MCPP`). `cargo mcpp init`'s `Next:` line
 /// asks the same question: what a plain `cargo run` must be told.
 pub(crate) fn engine_to_name() -> Option<PathBuf> {
-    if crate::env::Env::process()
+    if crate::config::env::Env::process()
         .get_nonempty(ENGINE_ENV)
         .is_some()
     {
@@ -504,7 +504,7 @@ pub(crate) fn engine_to_name() -> Option<PathBuf> {
 /// `%USERPROFILE%\.cargo` on Windows). tests/build_client.rs checks that both find the same.
 #[doc(hidden)]
 pub fn installed_engine() -> Option<PathBuf> {
-    let env = crate::env::Env::process();
+    let env = crate::config::env::Env::process();
     let home = env
         .get_nonempty("CARGO_HOME")
         .map(PathBuf::from)

@@ -4,8 +4,8 @@
 
 use super::locate::locate;
 use super::{accel_choice, BuildLocation, FetchArgs, PackageSelection};
+use crate::config::manifest::Manifest;
 use crate::error::{exit_code, Result};
-use crate::manifest::Manifest;
 use crate::plan::accel::AccelChoice;
 
 /// `cargo mcpp fetch`: for the package of `--manifest-path` (or the current one), fetch what
@@ -14,7 +14,7 @@ use crate::plan::accel::AccelChoice;
 /// package without `[package.metadata.mcpp]` needs none.
 ///
 /// # Errors
-/// As [`crate::fetch::fetch_package`]; a package that cannot be located or read.
+/// As [`crate::toolchain_package::fetch::fetch_package`]; a package that cannot be located or read.
 pub fn fetch(args: &FetchArgs) -> Result<i32> {
     let location = BuildLocation {
         manifest_path: args.manifest_path.clone(),
@@ -47,7 +47,7 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
 /// what `cargo mcpp pack` takes too (the AppImage runtime: the build itself never needs it).
 ///
 /// # Errors
-/// As [`crate::fetch::fetch_package`].
+/// As [`crate::toolchain_package::fetch::fetch_package`].
 pub fn fetch_one(
     package: &str,
     manifest_path: &std::path::Path,
@@ -56,8 +56,15 @@ pub fn fetch_one(
     names: &[String],
     verbose: bool,
 ) -> Result<()> {
-    let env = crate::env::Env::process();
-    let report = crate::fetch::fetch_package(manifest_path, accel, &env, offline, names, verbose)?;
+    let env = crate::config::env::Env::process();
+    let report = crate::toolchain_package::fetch::fetch_package(
+        manifest_path,
+        accel,
+        &env,
+        offline,
+        names,
+        verbose,
+    )?;
     for r in &report.reports {
         eprintln!("    Override {r}");
     }
@@ -66,9 +73,9 @@ pub fn fetch_one(
     }
     for (inst, what, why) in &report.packages {
         let verb = match what {
-            crate::fetch::Fetched::Installed => "Installed",
-            crate::fetch::Fetched::Fresh if verbose => "Fresh",
-            crate::fetch::Fetched::Fresh => continue,
+            crate::toolchain_package::fetch::Fetched::Installed => "Installed",
+            crate::toolchain_package::fetch::Fetched::Fresh if verbose => "Fresh",
+            crate::toolchain_package::fetch::Fetched::Fresh => continue,
         };
         eprintln!(
             "{verb:>12} toolchain package {} {} ({why}) in {}",

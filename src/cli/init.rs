@@ -11,7 +11,7 @@
 //! dependency whose version the generated code does not build with. `new` refuses the names
 //! `cargo new` refuses and joins an enclosing workspace's `members` (globs matched as cargo does).
 
-use crate::accel::Backend;
+use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
@@ -132,7 +132,7 @@ impl Form {
 /// accelerator set's entry (`cuda13.0` -> the feature `cuda-13000`): the driver API loaded at
 /// run time (`dynamic-loading`), so the crate builds and links without a CUDA driver.
 fn cudarc_line(accel: &str) -> String {
-    let version = crate::accel::AccelSet::parse(accel)
+    let version = crate::config::accel::AccelSet::parse(accel)
         .ok()
         .and_then(|s| s.entry(Backend::Cuda).and_then(|e| e.version.clone()))
         .unwrap_or_else(|| "13.0".to_string());
@@ -161,7 +161,7 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     let Some(accel) = args.accel.as_deref() else {
         return Ok((lane, lane.default_accel().to_string()));
     };
-    let set = crate::accel::AccelSet::parse(accel).map_err(|e| {
+    let set = crate::config::accel::AccelSet::parse(accel).map_err(|e| {
         Error::new(
             ErrorKind::Manifest,
             format!("--accel `{}`: {e}", crate::text::echo(accel)),
@@ -1012,9 +1012,9 @@ pub fn new(name: &str, lib: bool, args: &InitArgs) -> Result<i32> {
     let workspace = workspace_to_join(&abs)?;
     std::fs::create_dir_all(dir.join("src")).map_err(|e| Error::io("cannot create", &dir, e))?;
     let manifest = format!("[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n");
-    crate::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
+    crate::engine::fingerprint::write_if_changed(&dir.join("Cargo.toml"), manifest.as_bytes())?;
     if lib {
-        crate::fingerprint::write_if_changed(
+        crate::engine::fingerprint::write_if_changed(
             &dir.join("src/lib.rs"),
             library_root(lane).as_bytes(),
         )?;
@@ -1022,7 +1022,7 @@ pub fn new(name: &str, lib: bool, args: &InitArgs) -> Result<i32> {
     }
     let code = init_in(&dir, args)?;
     if let Some((root, text, member)) = workspace {
-        crate::fingerprint::write_if_changed(&root, text.as_bytes())?;
+        crate::engine::fingerprint::write_if_changed(&root, text.as_bytes())?;
         println!(
             "     Added `{}` to the members of the workspace {}",
             crate::text::echo(&member),
@@ -1278,9 +1278,9 @@ pub fn init_in(dir: &Path, args: &InitArgs) -> Result<i32> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
         }
-        crate::fingerprint::write_if_changed(&path, content.as_bytes())?;
+        crate::engine::fingerprint::write_if_changed(&path, content.as_bytes())?;
     }
-    crate::fingerprint::write_if_changed(&manifest_path, text.as_bytes())?;
+    crate::engine::fingerprint::write_if_changed(&manifest_path, text.as_bytes())?;
     added.insert(0, "[package.metadata.mcpp]");
     println!(
         "     Added {} to {}",

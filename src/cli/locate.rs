@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The cargo to run: `CARGO` (set when cargo runs this subcommand), else `cargo` on PATH.
 pub fn cargo_program() -> std::ffi::OsString {
-    crate::env::Env::process()
+    crate::config::env::Env::process()
         .get_os("CARGO")
         .unwrap_or_else(|| "cargo".into())
 }
@@ -93,7 +93,7 @@ pub fn metadata(manifest_path: Option<&Path>) -> Result<cargo_metadata::Metadata
 pub fn check_target_dir(metadata: &cargo_metadata::Metadata, arg: Option<&Path>) -> Result<()> {
     let (path, from) = match arg {
         Some(p) => (p.to_path_buf(), "--target-dir"),
-        None if crate::env::Env::process()
+        None if crate::config::env::Env::process()
             .get_os("CARGO_TARGET_DIR")
             .is_some() =>
         {
@@ -124,7 +124,7 @@ pub fn check_target_dir(metadata: &cargo_metadata::Metadata, arg: Option<&Path>)
 /// Where cargo puts `location`'s profile output: `<target dir>[/<triple>]/<profile dir>`, the
 /// target directory being `--target-dir` or the workspace's; `dev`/`test` build into `debug`,
 /// `bench` into `release`, any other profile into its own name. The device caches
-/// ([`crate::layout::DeviceCache::in_profile`]) and `cargo mcpp pack`'s default output are
+/// ([`crate::engine::layout::DeviceCache::in_profile`]) and `cargo mcpp pack`'s default output are
 /// below it.
 pub fn profile_path(metadata: &cargo_metadata::Metadata, location: &BuildLocation) -> PathBuf {
     let profile = match (&location.profile, location.release) {

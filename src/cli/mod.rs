@@ -9,6 +9,8 @@
 //! [`build`] (`build`, and the hidden `build-script` engine), [`fetch`], [`why`], [`pack`], and
 //! [`locate`], which finds the packages and the profile directory of a build as cargo does.
 
+pub mod progress;
+
 pub mod build;
 pub mod fetch;
 pub mod init;

@@ -19,10 +19,10 @@
 
 use super::locate::{metadata, profile_path, select_packages};
 use super::{BuildLocation, PackArgs, PackageSelection};
-use crate::env::Env;
+use crate::config::env::Env;
+use crate::config::manifest::Manifest;
+use crate::engine::layout::DeviceCache;
 use crate::error::{exit_code, Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
-use crate::manifest::Manifest;
 use crate::pack::{
     choose_program, host_triple, program_name, read_messages, Origin, PackageFacts, Prepared,
     Program,
@@ -127,7 +127,7 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     let size = std::fs::metadata(&plan.output)
         .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?
         .len();
-    let sha256 = crate::fingerprint::sha256_file(&plan.output)
+    let sha256 = crate::engine::fingerprint::sha256_file(&plan.output)
         .map_err(|e| Error::io("cannot read the package written", &plan.output, e))?;
     eprintln!(
         "      Packed {} ({size} bytes, sha256 {sha256})",

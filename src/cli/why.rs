@@ -4,8 +4,8 @@
 
 use super::locate::locate;
 use super::WhyToolArgs;
+use crate::engine::layout::DeviceCache;
 use crate::error::{exit_code, Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
 
 /// Print the decision for `args.name` from the first selected package that recorded one.
 ///
@@ -125,7 +125,10 @@ fn known_tools() -> Vec<&'static str> {
         .iter()
         .flat_map(|r| r.tools().iter().map(|t| t.name))
         .collect();
-    for t in [crate::cxx::HOST_CXX.name, crate::host::WRAPPER.name] {
+    for t in [
+        crate::rules::cxx::HOST_CXX.name,
+        crate::rules::host::WRAPPER.name,
+    ] {
         if !out.contains(&t) {
             out.push(t);
         }

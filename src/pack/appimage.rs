@@ -20,9 +20,9 @@
 //! checked here), or `--runtime-file` / `pack.appimage.runtime-file`. Nothing is downloaded.
 
 use super::{Entry, Origin, PackageFacts, Plan};
-use crate::env::Env;
+use crate::config::env::Env;
+use crate::engine::layout::DeviceCache;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
 use crate::toolchain_package::{Catalog, Home, APPIMAGE_RUNTIME, CATALOG_FILE};
 use std::path::{Path, PathBuf};
 
@@ -312,7 +312,7 @@ fn runtime(
     };
     let file = inst.root.join(RUNTIME_FILE);
     let want = desc.sha256.get(RUNTIME_FILE).cloned().unwrap_or_default();
-    let found = crate::fingerprint::hash_file(&file);
+    let found = crate::engine::fingerprint::hash_file(&file);
     if found.as_deref() != Some(want.as_str()) {
         return Err(Error::new(
             ErrorKind::Manifest,
@@ -634,7 +634,7 @@ pub fn system_libraries(
     #[allow(clippy::disallowed_methods)] // pack runs the system's ldd (argv)
     let mut cmd = std::process::Command::new(&ldd.path);
     cmd.arg(program);
-    crate::env::apply_to(&mut cmd, env);
+    crate::config::env::apply_to(&mut cmd, env);
     ldd.apply_env(&mut cmd);
     if !search.is_empty() {
         cmd.env(
@@ -857,7 +857,7 @@ pub fn patched(
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&patchelf.path);
     cmd.arg("--set-rpath").arg(rpath).arg(&copy);
-    crate::env::apply_to(&mut cmd, env);
+    crate::config::env::apply_to(&mut cmd, env);
     patchelf.apply_env(&mut cmd);
     let out = cmd.output().map_err(|e| {
         Error::new(
@@ -1040,7 +1040,8 @@ pub fn write(plan: &Plan, prepared: &Prepared, env: &Env) -> Result<()> {
     }
     let same = |a: &Path, b: &Path| {
         std::fs::metadata(a).ok().map(|m| m.len()) == std::fs::metadata(b).ok().map(|m| m.len())
-            && crate::fingerprint::sha256_file(a).ok() == crate::fingerprint::sha256_file(b).ok()
+            && crate::engine::fingerprint::sha256_file(a).ok()
+                == crate::engine::fingerprint::sha256_file(b).ok()
     };
     if plan.output.is_file() && same(file.path(), &plan.output) {
         return Ok(());

@@ -11,16 +11,16 @@
 //! writer ([`appimage`], [`msi`]). Every check that does not need the build (format and
 //! target, icon, runtime, tool, version, upgrade code) is [`Prepared::prepare`], run before it;
 //! the decisions it makes (the AppImage runtime, patchelf, wixl or wix) are recorded in the
-//! package's device cache ([`crate::layout::DeviceCache`]) for `cargo mcpp why tool`. A
+//! package's device cache ([`crate::engine::layout::DeviceCache`]) for `cargo mcpp why tool`. A
 //! `--dry-run` plan is made without the build ([`Origin::BuiltAtPack`], `built` = `None`).
 
 pub mod appimage;
 pub mod msi;
 
-use crate::env::Env;
+use crate::config::env::Env;
+use crate::config::manifest::{Manifest, PackOptions};
+use crate::engine::layout::DeviceCache;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
-use crate::manifest::{Manifest, PackOptions};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -222,7 +222,7 @@ fn mib(bytes: u64) -> String {
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, String> {
     use std::io::Read;
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
-    if let Some(kind) = crate::walk::not_regular(&meta) {
+    if let Some(kind) = crate::sources::walk::not_regular(&meta) {
         return Err(format!("is {kind}, not a regular file"));
     }
     let too_big = |n: u64| {
@@ -1084,8 +1084,11 @@ a line of text
     fn out_dir_with(list: Option<&str>) -> (tempfile::TempDir, Built) {
         let d = tempfile::tempdir().unwrap();
         if let Some(l) = list {
-            crate::fingerprint::write_if_changed(&d.path().join(SIDECARS_FILE), l.as_bytes())
-                .unwrap();
+            crate::engine::fingerprint::write_if_changed(
+                &d.path().join(SIDECARS_FILE),
+                l.as_bytes(),
+            )
+            .unwrap();
         }
         let built = Built {
             out_dirs: vec![d.path().to_path_buf(), d.path().to_path_buf()],

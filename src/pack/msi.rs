@@ -21,9 +21,9 @@
 //! - Version: [`msi_version`].
 
 use super::{Entry, Origin, PackageFacts, Plan};
-use crate::env::Env;
+use crate::config::env::Env;
+use crate::engine::layout::DeviceCache;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -690,9 +690,12 @@ pub fn write(
 ) -> Result<()> {
     let wxs = plan.output.with_extension("wxs");
     if let Some((_, bytes)) = &prepared.icon {
-        crate::fingerprint::write_if_changed(&icon_file(&plan.output), bytes)?;
+        crate::engine::fingerprint::write_if_changed(&icon_file(&plan.output), bytes)?;
     }
-    crate::fingerprint::write_if_changed(&wxs, render(facts, program, plan, prepared)?.as_bytes())?;
+    crate::engine::fingerprint::write_if_changed(
+        &wxs,
+        render(facts, program, plan, prepared)?.as_bytes(),
+    )?;
     let _ = std::fs::remove_file(&plan.output);
     #[allow(clippy::disallowed_methods)] // pack runs the package's tool (argv)
     let mut cmd = std::process::Command::new(&prepared.tool.path);
@@ -701,7 +704,7 @@ pub fn write(
         .arg(&plan.output)
         .arg(&wxs)
         .current_dir("/");
-    crate::env::apply_to(&mut cmd, env);
+    crate::config::env::apply_to(&mut cmd, env);
     prepared.tool.apply_env(&mut cmd);
     let out = cmd.output().map_err(|e| {
         Error::new(

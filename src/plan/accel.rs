@@ -3,10 +3,10 @@
 //! sets for build scripts (`MCPP_ACCEL`, `MCPP_NO_ACCEL`), and docs.rs (`DOCS_RS`: the empty
 //! set). One computation for the device phase (`pipeline`) and `cargo mcpp fetch`.
 
-use crate::accel::AccelSet;
-use crate::env::Env;
+use crate::config::accel::AccelSet;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::Manifest;
+use crate::config::manifest::Manifest;
 
 /// The environment variable `cargo mcpp build --accel SPEC` sets for build.rs.
 pub const ACCEL_ENV: &str = "MCPP_ACCEL";

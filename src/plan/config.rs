@@ -2,8 +2,8 @@
 //! surface directory, cargo's facts, parallelism, the environment view and the builder's tools.
 //! Built by [`crate::Build::config`] (build.rs) and read by [`crate::pipeline::run`].
 
-use crate::env::Env;
-use crate::layout::DeviceCache;
+use crate::config::env::Env;
+use crate::engine::layout::DeviceCache;
 use crate::plan::accel::AccelChoice;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,13 +15,13 @@ pub struct Config {
     pub manifest_path: PathBuf,
     /// The accelerator choice.
     pub accel: AccelChoice,
-    /// The package's device cache, `<target>/<profile>/mcpp/<package>` ([`crate::layout`]);
+    /// The package's device cache, `<target>/<profile>/mcpp/<package>` ([`crate::engine::layout`]);
     /// its variants below it.
     pub cache: DeviceCache,
     /// Where surfaces are generated (build.rs's OUT_DIR); `None` runs the actions only.
     pub out_dir: Option<PathBuf>,
     /// Cargo's facts (target, host, optimisation level, debug info), read once by the caller.
-    pub facts: crate::cargo_facts::CargoFacts,
+    pub facts: crate::config::cargo_facts::CargoFacts,
     /// Parallel compilers when there is no jobserver.
     pub jobs: usize,
     /// The environment view.

@@ -2,16 +2,16 @@
 //! (the manifest, the source directories and files, every file an action read, the tools, the
 //! include directories, the island's files; never a derived file of the device cache), the
 //! environment variables read, the `mcpp_accel` cfgs and `MCPP_BUILD_ACCEL`, and the lanes'
-//! link directives ([`crate::link::print`]).
+//! link directives ([`crate::rules::link::print`]).
 
 use super::island::IslandState;
 use super::lanes::Planned;
-use crate::accel::{AccelSet, Backend};
-use crate::cargo_output::CargoOutput;
-use crate::env::Env;
-use crate::graph::RunReport;
-use crate::layout::DeviceCache;
-use crate::manifest::Manifest;
+use crate::config::accel::{AccelSet, Backend};
+use crate::output::cargo_output::CargoOutput;
+use crate::config::env::Env;
+use crate::engine::graph::RunReport;
+use crate::engine::layout::DeviceCache;
+use crate::config::manifest::Manifest;
 use crate::plan::accel::{ACCEL_ENV, NO_ACCEL_ENV};
 use crate::sources::Collected;
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ pub fn emit(cargo: &mut CargoOutput, i: &DirectiveInputs) {
         }
     }
     if i.link {
-        crate::link::print(cargo, &i.planned.link);
+        crate::rules::link::print(cargo, &i.planned.link);
     }
 }
 

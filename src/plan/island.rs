@@ -5,9 +5,9 @@
 //! actions ran, mirrored into OUT_DIR with its Rust bindings ([`publish_island`]).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::island::{emit, Entry};
-use crate::layout::{DeviceCache, OutDir};
-use crate::manifest::{IslandOptions, Manifest};
+use crate::surface::island::{emit, Entry};
+use crate::engine::layout::{DeviceCache, OutDir};
+use crate::config::manifest::{IslandOptions, Manifest};
 use crate::rules::Rule;
 use crate::sources::{self, expand_globs, Collected};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ const KEY: &str = "package.metadata.mcpp.island";
 #[derive(Debug, Clone)]
 pub struct IslandState {
     /// What the device rules need (header, device half).
-    pub boundary: crate::island::Boundary,
+    pub boundary: crate::surface::island::Boundary,
     /// The entry points.
     pub entries: Vec<Entry>,
     /// The emitted header and module (in the device cache, `<cache>/island/`).
@@ -33,9 +33,9 @@ pub struct IslandState {
 }
 
 impl IslandState {
-    /// What the host C++ lane needs of it ([`crate::cxx::plan_host`]).
-    pub fn cxx_units(&self) -> crate::cxx::IslandUnits<'_> {
-        crate::cxx::IslandUnits { scanned: &self.scanned, fallback: &self.fallback, emitted: &self.emitted }
+    /// What the host C++ lane needs of it ([`crate::rules::cxx::plan_host`]).
+    pub fn cxx_units(&self) -> crate::rules::cxx::IslandUnits<'_> {
+        crate::rules::cxx::IslandUnits { scanned: &self.scanned, fallback: &self.fallback, emitted: &self.emitted }
     }
 }
 
@@ -44,7 +44,7 @@ impl IslandState {
 /// build` and build.rs, so both plan one argv) and mirrored into OUT_DIR by [`publish_island`].
 ///
 /// # Errors
-/// As [`crate::island::scan`] and [`crate::island::emit::emit`]; a glob matching nothing; an
+/// As [`crate::surface::island::scan`] and [`crate::surface::island::emit::emit`]; a glob matching nothing; an
 /// island without sources, a marker that is no identifier, a header include that cannot be
 /// written (`check_island_options`); a signature using a standard type no header declares
 /// (`check_std_types`); an entry point one half lacks ([`check_island_halves`]).
@@ -61,7 +61,7 @@ pub fn prepare_island(manifest: &Manifest, collected: &Collected, registry: &[Bo
     watch_dirs.extend(w2);
     let marker = check_island_options(manifest, opts)?;
     let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
-    let entries = crate::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{KEY}.sources")) } else { e })?;
+    let entries = crate::surface::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{KEY}.sources")) } else { e })?;
     if opts.header_includes.is_empty() {
         check_std_types(manifest, &entries)?;
     }
@@ -72,16 +72,16 @@ pub fn prepare_island(manifest: &Manifest, collected: &Collected, registry: &[Bo
     let device_compiled = collected.sources.iter().any(|s| s.selected && device_sources.contains(&s.path));
     check_island_halves(manifest, &entries, &files, &fallback, &device_sources, device_compiled)?;
     let fallback = if device_compiled { Vec::new() } else { fallback };
-    Ok(Some(IslandState { boundary: crate::island::Boundary { header: emitted.header.clone(), device_sources }, entries, emitted, scanned: files, watch_dirs, fallback }))
+    Ok(Some(IslandState { boundary: crate::surface::island::Boundary { header: emitted.header.clone(), device_sources }, entries, emitted, scanned: files, watch_dirs, fallback }))
 }
 
-/// The island's own options: the marker (default [`crate::island::DEFAULT_MARKER`]) is an
+/// The island's own options: the marker (default [`crate::surface::island::DEFAULT_MARKER`]) is an
 /// identifier, each header include can be written into an `#include` line. Returns the marker.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `marker` or `header-includes[i]`.
 fn check_island_options(manifest: &Manifest, opts: &IslandOptions) -> Result<String> {
-    let marker = opts.marker.clone().unwrap_or_else(|| crate::island::DEFAULT_MARKER.to_string());
+    let marker = opts.marker.clone().unwrap_or_else(|| crate::surface::island::DEFAULT_MARKER.to_string());
     if marker.is_empty() || !marker.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || marker.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(Error::new(ErrorKind::Manifest, format!("the island marker `{marker}` is not an identifier"))
             .file(&manifest.path)
@@ -169,15 +169,15 @@ pub fn check_island_halves(manifest: &Manifest, entries: &[Entry], scanned: &[Pa
     Ok(())
 }
 
-/// Refuse a marked entry point outside the island ([`crate::island::refuse_marked_outside`])
+/// Refuse a marked entry point outside the island ([`crate::surface::island::refuse_marked_outside`])
 /// among the `.cu` and `.hip` files of `sources` and the files of `cxx-sources`.
 ///
 /// # Errors
-/// As [`crate::island::refuse_marked_outside`]; a `cxx-sources` glob matching nothing.
+/// As [`crate::surface::island::refuse_marked_outside`]; a `cxx-sources` glob matching nothing.
 pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island: Option<&IslandState>) -> Result<()> {
     let cu = collected.sources.iter().filter(|s| s.ext == "cu" || s.ext == "hip").map(|s| (s.path.clone(), s.rel.clone()));
     let (cxx, _) = expand_globs(manifest, "package.metadata.mcpp.cxx-sources", &manifest.mcpp.cxx_sources)?;
-    crate::island::refuse_marked_outside(manifest, cu.chain(cxx), island.map(|i| i.scanned.as_slice()))
+    crate::surface::island::refuse_marked_outside(manifest, cu.chain(cxx), island.map(|i| i.scanned.as_slice()))
 }
 
 /// Mirror the island's header and module into `OUT_DIR/mcpp/` and write its Rust bindings to
@@ -185,16 +185,16 @@ pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island:
 /// the device cache first.
 ///
 /// # Errors
-/// As [`crate::island::bindings::generate`]; [`ErrorKind::Io`] for writes.
+/// As [`crate::surface::island::bindings::generate`]; [`ErrorKind::Io`] for writes.
 pub fn publish_island(island: &IslandState, out: &OutDir) -> Result<()> {
     for f in [&island.emitted.header, &island.emitted.interface] {
         let bytes = std::fs::read(f).map_err(|e| Error::io("cannot read", f, e))?;
         let name = f.file_name().unwrap_or_default();
-        crate::fingerprint::write_if_changed(&out.cpp_dir().join(name), &bytes)?;
+        crate::engine::fingerprint::write_if_changed(&out.cpp_dir().join(name), &bytes)?;
     }
     let bindings = island.emitted.dir.join(format!("{}.rs", island.emitted.module_name));
-    crate::island::bindings::generate(&island.emitted.header, &island.entries, &bindings)?;
+    crate::surface::island::bindings::generate(&island.emitted.header, &island.entries, &bindings)?;
     let bytes = std::fs::read(&bindings).map_err(|e| Error::io("cannot read", &bindings, e))?;
-    crate::fingerprint::write_if_changed(&out.island_bindings(), &bytes)?;
+    crate::engine::fingerprint::write_if_changed(&out.island_bindings(), &bytes)?;
     Ok(())
 }

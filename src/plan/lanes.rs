@@ -1,19 +1,19 @@
 //! The lanes' plans gathered into one action graph: each rule of the registry plans its
 //! selected sources ([`plan_rule`]) and names the empty placeholders of those it leaves out;
-//! the host C++ lane ([`plan_host`], [`crate::cxx::plan_host`]) is planned once the payload
+//! the host C++ lane ([`plan_host`], [`crate::rules::cxx::plan_host`]) is planned once the payload
 //! surface is written; their
 //! actions are appended with dependency indices shifted, their payloads, tools and link
 //! directives collected in plan order, their warnings kept in order.
 
 use super::island::IslandState;
-use crate::accel::AccelSet;
-use crate::cargo_facts::CargoFacts;
-use crate::env::Env;
+use crate::config::accel::AccelSet;
+use crate::config::cargo_facts::CargoFacts;
+use crate::config::env::Env;
 use crate::error::{Error, Result};
-use crate::graph::Action;
-use crate::layout::{DeviceCache, Variant};
-use crate::link::LinkDirective;
-use crate::manifest::Manifest;
+use crate::engine::graph::Action;
+use crate::engine::layout::{DeviceCache, Variant};
+use crate::rules::link::LinkDirective;
+use crate::config::manifest::Manifest;
 use crate::rules::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::sources::Collected;
 use crate::tool::{ToolChoices, ToolSource};
@@ -63,10 +63,10 @@ pub struct Planned {
     /// Warnings, in plan order.
     pub warnings: Vec<String>,
     /// The host C++ lane's launcher (`cxx.launcher`, else the package's:
-    /// [`crate::launcher::Launchers::for_rule`]`("cxx")`) for the lane planned after the surface
+    /// [`crate::rules::launcher::Launchers::for_rule`]`("cxx")`) for the lane planned after the surface
     /// ([`plan_host`]): `None` while not resolved yet (no rule
     /// compiled anything, so no launcher was needed), `Some(None)` for no launcher.
-    pub host_launcher: Option<Option<crate::launcher::Launcher>>,
+    pub host_launcher: Option<Option<crate::rules::launcher::Launcher>>,
 }
 
 impl Planned {
@@ -103,13 +103,13 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     let mut planned = Planned::default();
     // Resolved (and refused) only when a compiler runs: an absent launcher does not stop a
     // build that starts none (`MCPP_NO_ACCEL=1 cargo doc` of a shader crate).
-    let mut launchers: Option<crate::launcher::Launchers> = None;
-    let mut left_out: Vec<(crate::launcher::Launcher, String, String)> = Vec::new();
+    let mut launchers: Option<crate::rules::launcher::Launchers> = None;
+    let mut left_out: Vec<(crate::rules::launcher::Launcher, String, String)> = Vec::new();
     for (index, rule) in inputs.registry.iter().enumerate() {
         if let Some(mut plan) = plan_rule(inputs, index, rule.as_ref(), &mut planned.warnings)? {
             let compiles = plan.actions.iter().any(|a| a.builtin.is_none());
             if compiles && launchers.is_none() {
-                launchers = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?);
+                launchers = Some(crate::rules::launcher::Launchers::resolve(inputs.manifest, inputs.env)?);
             }
             if let Some(launcher) = launchers.as_ref().filter(|_| compiles).and_then(|l| l.for_rule(rule.name())) {
                 for action in plan.actions.iter_mut().filter(|a| a.builtin.is_none()) {
@@ -130,16 +130,16 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         }
     }
     // The package-level edges: an action over other actions' outputs runs after them.
-    crate::graph::connect_inputs(&mut planned.actions)?;
+    crate::engine::graph::connect_inputs(&mut planned.actions)?;
     // Said once per launcher: which compilers run without it.
-    let mut seen: Vec<&crate::launcher::Launcher> = Vec::new();
+    let mut seen: Vec<&crate::rules::launcher::Launcher> = Vec::new();
     for (launcher, _, _) in &left_out {
         if seen.contains(&launcher) {
             continue;
         }
         seen.push(launcher);
         let tools: Vec<(String, String)> = left_out.iter().filter(|(l, _, _)| l == launcher).map(|(_, r, t)| (r.clone(), t.clone())).collect();
-        planned.warnings.extend(crate::launcher::left_out_warning(launcher, &tools));
+        planned.warnings.extend(crate::rules::launcher::left_out_warning(launcher, &tools));
     }
     // The host C++ lane, planned later, takes its table's `launcher` (`cxx.launcher`), else the
     // package's; resolved there when it compiles something unless a rule already did.
@@ -147,7 +147,7 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     Ok(planned)
 }
 
-/// Plan the host C++ lane ([`crate::cxx::plan_host`]) once the payload surface is written (its
+/// Plan the host C++ lane ([`crate::rules::cxx::plan_host`]) once the payload surface is written (its
 /// implementation unit holds the payloads' bytes, so it is planned after the rules' actions
 /// ran): `cxx-sources`, the island's units, and the surface's units when there is a surface.
 /// Returns its actions (dependency indices local to them, the package's launcher in front of
@@ -156,11 +156,11 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
 ///
 /// # Errors
 /// The host C++ lane's refusal.
-pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
+pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::rules::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
     let island = inputs.island.map(IslandState::cxx_units);
-    let Some(mut host) = crate::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
+    let Some(mut host) = crate::rules::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
     if planned.host_launcher.is_none() && host.actions.iter().any(|a| a.builtin.is_none()) {
-        planned.host_launcher = Some(crate::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.for_rule("cxx").cloned());
+        planned.host_launcher = Some(crate::rules::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.for_rule("cxx").cloned());
     }
     if let Some(launcher) = planned.host_launcher.as_ref().and_then(Option::as_ref) {
         let mut left_out: Vec<(String, String)> = Vec::new();
@@ -171,7 +171,7 @@ pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::cxx::SurfaceUnits>,
                 left_out.push(("cxx".to_string(), action.tool.name.clone()));
             }
         }
-        planned.warnings.extend(crate::launcher::left_out_warning(launcher, &left_out));
+        planned.warnings.extend(crate::rules::launcher::left_out_warning(launcher, &left_out));
     }
     planned.link.extend(host.link);
     planned.tool_files.extend(host.watch);

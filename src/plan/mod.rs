@@ -1,10 +1,10 @@
 //! The planning steps of the device phase, below the orchestrator ([`crate::pipeline::run`]),
 //! in the order it takes them: the accelerator set with its origin ([`accel`]) and the
 //! toolchain packages the build needs ([`toolchain_packages`]), both shared with
-//! `cargo mcpp fetch` (`crate::fetch`, which does not import the orchestrator); what a run is
+//! `cargo mcpp fetch` (`crate::toolchain_package::fetch`, which does not import the orchestrator); what a run is
 //! given ([`config`]), the island prepared before the rules plan ([`island`]), the rules' and
 //! the host C++ lane's actions gathered into one graph ([`lanes`]), and what the build script
-//! tells cargo ([`directives`]); where each payload's bytes live ([`storage`]). Paths come from [`crate::layout`], computed once.
+//! tells cargo ([`directives`]); where each payload's bytes live ([`storage`]). Paths come from [`crate::engine::layout`], computed once.
 
 pub mod accel;
 pub mod config;

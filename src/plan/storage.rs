@@ -1,7 +1,7 @@
 //! Where each payload's bytes live, per rule and per constrained glob: `storage` in
 //! `[package.metadata.mcpp]` (the package's, header by default), in a rule's table
 //! (`[package.metadata.mcpp.spirv] storage = "sidecar"`, taken out of the table by
-//! [`crate::manifest::Manifest::parse`] as `launcher` is), in a `sources` entry
+//! [`crate::config::manifest::Manifest::parse`] as `launcher` is), in a `sources` entry
 //! (`{ glob, storage }`) and in `[package.metadata.mcpp.embed]` and its entries; the most
 //! specific wins: entry, then rule (or `embed`), then package. A `storage` where no payload is
 //! made (a rule that only makes linked objects, such as CUDA with `output = "object"`, HIP,
@@ -11,7 +11,7 @@
 //! what it must, and the device compiles are untouched.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{Manifest, SourceEntry, MCPP_TABLE};
+use crate::config::manifest::{Manifest, SourceEntry, MCPP_TABLE};
 use crate::rules::Rule;
 use crate::sources::Collected;
 use crate::surface::storage::{self, parse, Storage};
@@ -109,8 +109,8 @@ mod tests {
             let path = dir.path().join("Cargo.toml");
             let m = Manifest::parse(&path, &text).unwrap();
             let registry = crate::rules::registry();
-            let accel = crate::accel::AccelSet::parse("vulkan1.2").unwrap();
-            let collected = crate::sources::collect(&m, &accel, &registry, &crate::env::Env::empty()).unwrap();
+            let accel = crate::config::accel::AccelSet::parse("vulkan1.2").unwrap();
+            let collected = crate::sources::collect(&m, &accel, &registry, &crate::config::env::Env::empty()).unwrap();
             resolve(&m, &collected, &registry)
         };
         let plan = read("storage = \"object\"\nsources = [{ glob = \"s/a.comp\", storage = \"header\" }, \"s/b.comp\"]\n[package.metadata.mcpp.spirv]\nstorage = \"sidecar\"").unwrap();

@@ -1,12 +1,12 @@
 //! The toolchain packages one build needs (each rule brings its own environment): the rules' requirements after the two gates, the command that installs them,
 //! and where their lockfile is. One computation for the device phase (`pipeline`) and `cargo
-//! mcpp fetch` (`crate::fetch`), which also installs those `cargo mcpp pack` takes
+//! mcpp fetch` (`crate::toolchain_package::fetch`), which also installs those `cargo mcpp pack` takes
 //! ([`pack_requirements`]).
 
-use crate::accel::AccelSet;
-use crate::env::Env;
+use crate::config::accel::AccelSet;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::Manifest;
+use crate::config::manifest::Manifest;
 use crate::rules;
 use crate::sources;
 use crate::toolchain_package::{Requirement, VersionReq, LOCKFILE};

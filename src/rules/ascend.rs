@@ -26,11 +26,11 @@
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
-use crate::accel::{AccelEntry, Backend};
+use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Expect, Role};
-use crate::link::{self, LinkDirective};
-use crate::manifest::{KeyDoc, Manifest};
+use crate::engine::graph::{Action, Expect, Role};
+use crate::rules::link::{self, LinkDirective};
+use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::{RootChoice, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -214,7 +214,7 @@ impl Rule for AscendRule {
         // The tool's environment ([`bisheng_env`], set by the resolver, the version probe
         // included): on bisheng's processes only, and in their fingerprints.
         let tool = resolved.tool.clone();
-        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let kit_includes: Vec<PathBuf> = TOOLKIT_INCLUDES.iter().map(|d| arch_root.join(d)).filter(|d| d.is_dir()).collect();
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;
         let mut all_includes = kit_includes.clone();

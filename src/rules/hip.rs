@@ -27,16 +27,16 @@
 //!
 //! [`HipRule::plan`] is a list of named steps: the platform ([`platform`]), then
 //! [`plan_amd`] or [`plan_nvidia`] (install, version, architectures, compiler, argv), one
-//! compile per source, the archive ([`crate::link::archive`]) and the runtime's link directives.
+//! compile per source, the archive ([`crate::rules::link::archive`]) and the runtime's link directives.
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
-use crate::accel::{AccelEntry, Backend};
+use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Expect, Role};
-use crate::host::HostToolchain;
-use crate::link::{self, LinkDirective};
-use crate::manifest::{KeyDoc, Manifest};
+use crate::engine::graph::{Action, Expect, Role};
+use crate::rules::host::HostToolchain;
+use crate::rules::link::{self, LinkDirective};
+use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::{self, RootChoice, Tool, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -317,11 +317,11 @@ fn root_choice(opts: &HipOptions, manifest: &Manifest) -> Option<RootChoice> {
 }
 
 /// The host fallback as a way out of a missing install.
-fn with_fallback(e: Error, env: &crate::env::Env) -> Error {
+fn with_fallback(e: Error, env: &crate::config::env::Env) -> Error {
     if e.kind != ErrorKind::ToolNotFound {
         return e;
     }
-    e.help(format!("or build with {} for the host fallback", crate::report::no_accel_way(env)))
+    e.help(format!("or build with {} for the host fallback", crate::output::report::no_accel_way(env)))
 }
 
 /// What one compile needs beyond the source: the compiler, its leading arguments (platform,
@@ -443,7 +443,7 @@ impl Rule for HipRule {
             HipWhich::Auto => e,
             _ => e.file(ctx.manifest.at_col("hip.which")).key(format!("{TABLE}.which")),
         })?;
-        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
             Platform::Amd(archs) => plan_amd(ctx, &opts, archs, &host, &mut plan.warnings)?,
@@ -607,7 +607,7 @@ mod tests {
     use super::*;
 
     fn entry(text: &str, backend: Backend) -> AccelEntry {
-        crate::accel::AccelSet::parse(text).expect("a set").entry(backend).expect("the entry").clone()
+        crate::config::accel::AccelSet::parse(text).expect("a set").entry(backend).expect("the entry").clone()
     }
 
     #[test]

@@ -2,8 +2,13 @@
 //! spellings. A rule claims file
 //! extensions, reads its own entry of the accelerator set, and plans actions; it never runs
 //! anything itself: a compiler that is a library is handed to the graph as a step
-//! ([`crate::graph::Step`], [`crate::graph::Action::in_process`]), which the graph fingerprints
+//! ([`crate::engine::graph::Step`], [`crate::engine::graph::Action::in_process`]), which the graph fingerprints
 //! and runs like a program. The registry [`registry`] is the single list the engine dispatches on.
+
+pub mod cxx;
+pub mod host;
+pub mod launcher;
+pub mod link;
 
 pub mod ascend;
 pub mod cuda;
@@ -14,13 +19,13 @@ pub mod spirv;
 pub mod sycl;
 pub mod wgsl;
 
-use crate::accel::{AccelEntry, Backend};
-use crate::env::Env;
+use crate::config::accel::{AccelEntry, Backend};
+use crate::config::env::Env;
 use crate::error::Result;
-use crate::graph::Action;
-use crate::layout::{DeviceCache, Variant};
-use crate::link::LinkDirective;
-use crate::manifest::Manifest;
+use crate::engine::graph::Action;
+use crate::engine::layout::{DeviceCache, Variant};
+use crate::rules::link::LinkDirective;
+use crate::config::manifest::Manifest;
 use crate::tool::ToolChoices;
 use std::path::PathBuf;
 
@@ -54,30 +59,30 @@ pub struct RuleContext<'a> {
     pub accel: &'a AccelEntry,
     /// The whole accelerator set of the build (a rule may read another backend's entry, as
     /// HIP on NVIDIA reads the `cuda` entry).
-    pub set: &'a crate::accel::AccelSet,
+    pub set: &'a crate::config::accel::AccelSet,
     /// The package's device cache: tool decisions, versions and probes, the host toolchain
-    /// ([`crate::layout`]).
+    /// ([`crate::engine::layout`]).
     pub cache: &'a DeviceCache,
     /// This build's variant of it: where the rule's outputs go ([`Variant::lane_dir`],
-    /// [`crate::link::object_path`]).
+    /// [`crate::rules::link::object_path`]).
     pub variant: &'a Variant,
     /// The environment (every read is declared to cargo).
     pub env: &'a Env,
     /// Explicit tool choices.
     pub tools: &'a ToolChoices,
-    /// Cargo's facts: target, host, optimisation level, debug info ([`crate::cargo_facts`]).
-    pub facts: &'a crate::cargo_facts::CargoFacts,
+    /// Cargo's facts: target, host, optimisation level, debug info ([`crate::config::cargo_facts`]).
+    pub facts: &'a crate::config::cargo_facts::CargoFacts,
     /// The island boundary of the package, when `[package.metadata.mcpp.island]` is declared:
     /// a rule compiling one of its device sources gives the compiler the header as a forced
     /// include on that rule's own command line.
-    pub island: Option<&'a crate::island::Boundary>,
+    pub island: Option<&'a crate::surface::island::Boundary>,
 }
 
 /// What a rule planned.
 #[derive(Debug, Default)]
 pub struct RulePlan {
     /// The actions to run (fingerprinted by the engine): programs to start, or in-process steps
-    /// ([`crate::graph::Action::in_process`]).
+    /// ([`crate::engine::graph::Action::in_process`]).
     pub actions: Vec<Action>,
     /// Payloads for the surface, each with its kind (SPIR-V: [`crate::surface::PayloadKind::Words32`]).
     pub payloads: Vec<crate::surface::Payload>,
@@ -162,7 +167,7 @@ pub trait Rule: Send + Sync {
     /// The guide's "Manifest reference" is generated from (`cargo xtask codegen`,
     /// [`crate::reference`]); a test holds it equal to the keys [`Rule::check_options`]
     /// accepts. Default: none (a rule without options).
-    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+    fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         &[]
     }
     /// The output kinds a `sources` entry may ask of this rule (`{ glob = "...", output =
@@ -215,12 +220,12 @@ pub trait Rule: Send + Sync {
     fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
         Vec::new()
     }
-    /// Whether `launcher` goes before this planned action's compiler ([`crate::launcher`];
+    /// Whether `launcher` goes before this planned action's compiler ([`crate::rules::launcher`];
     /// applied by [`crate::plan::lanes`] to every action the rule planned that starts a
     /// process). Default: when the launcher handles the compiler
-    /// ([`crate::launcher::Launcher::handles`]: C, C++ and CUDA compilers, never a shader
+    /// ([`crate::rules::launcher::Launcher::handles`]: C, C++ and CUDA compilers, never a shader
     /// compiler); a rule whose compiler a launcher mishandles in some mode says no here.
-    fn launcher_ok(&self, action: &Action, launcher: &crate::launcher::Launcher) -> bool {
+    fn launcher_ok(&self, action: &Action, launcher: &crate::rules::launcher::Launcher) -> bool {
         launcher.handles(&action.tool)
     }
 }
@@ -246,18 +251,18 @@ pub struct PackageStep {
     /// The one file it writes.
     pub output: PathBuf,
     /// What that file must start with (an object of the target).
-    pub expect: Option<crate::graph::Expect>,
+    pub expect: Option<crate::engine::graph::Expect>,
 }
 
 /// The action of a [`PackageStep`]: its inputs are the consumed files and no dependency index is
 /// written by the rule; the graph derives the edges from inputs that are other actions' outputs
-/// ([`crate::graph::connect_inputs`]), so the step runs after every producer, reruns when one
+/// ([`crate::engine::graph::connect_inputs`]), so the step runs after every producer, reruns when one
 /// reruns and is skipped when one fails, wherever in the package's plan they are.
 pub fn package_step(step: PackageStep) -> Action {
     Action {
         id: step.id,
         description: step.description,
-        role: crate::graph::Role::Object,
+        role: crate::engine::graph::Role::Object,
         tool: step.tool,
         args: step.args,
         cwd: step.cwd,

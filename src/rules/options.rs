@@ -12,7 +12,7 @@
 //! checks and the rule's own over what did read: every problem of the table at once.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{KeyDoc, Manifest, MCPP_TABLE};
+use crate::config::manifest::{KeyDoc, Manifest, MCPP_TABLE};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -51,13 +51,13 @@ impl CommonOptions {
     pub const DEFINES_DOC: KeyDoc = KeyDoc { key: "defines", default: "`{}`", meaning: "`NAME = \"value\"` (`-DNAME=value`); `NAME` must be an identifier" };
 
     /// The shared checks, every problem: a define name that is no identifier
-    /// ([`crate::host::define_name_refusal`]), a NUL character in a define value, a flag or
+    /// ([`crate::rules::host::define_name_refusal`]), a NUL character in a define value, a flag or
     /// an include directory (no process argument can carry one; the compiler would never start),
     /// and an include directory that does not exist or leaves the package
-    /// ([`crate::host::include_problems`]).
+    /// ([`crate::rules::host::include_problems`]).
     /// Each names `file:line:col` of its key and the key (`<table>.flags[1]`).
     pub fn problems(&self, manifest: &Manifest, rule: &str) -> Vec<Error> {
-        let mut out: Vec<Error> = self.defines.keys().filter_map(|name| crate::host::define_name_refusal(manifest, rule, name)).collect();
+        let mut out: Vec<Error> = self.defines.keys().filter_map(|name| crate::rules::host::define_name_refusal(manifest, rule, name)).collect();
         let nul = |key: String, what: &str| {
             Error::new(ErrorKind::Manifest, format!("{what} has a NUL character, which no process argument can carry"))
                 .file(manifest.at_col(&format!("{rule}.{key}")))
@@ -73,7 +73,7 @@ impl CommonOptions {
         for (i, _) in self.includes.iter().enumerate().filter(|(_, p)| p.as_os_str().to_string_lossy().contains('\0')) {
             out.push(nul(format!("includes[{i}]"), "this include directory"));
         }
-        out.extend(crate::host::include_problems(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes));
+        out.extend(crate::rules::host::include_problems(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes));
         out
     }
 
@@ -81,9 +81,9 @@ impl CommonOptions {
     ///
     /// # Errors
     /// [`ErrorKind::Manifest`] naming `<table>.includes[i]` for a directory that does not exist
-    /// or a relative one that leaves the package ([`crate::host::resolve_includes`]).
+    /// or a relative one that leaves the package ([`crate::rules::host::resolve_includes`]).
     pub fn resolve_includes(&self, manifest: &Manifest, rule: &str) -> Result<Vec<PathBuf>> {
-        crate::host::resolve_includes(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes)
+        crate::rules::host::resolve_includes(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes)
     }
 
     /// `-DNAME=value` for every define, in name order (the spelling of every compiler here).
@@ -151,7 +151,7 @@ pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
 /// the checks of the other keys still run ([`read`]) and one pass reports everything.
 pub fn parse_all<T: RuleOptions>(manifest: &Manifest, rule: &str) -> (T, Vec<Error>) {
     let Some(table) = manifest.rule_table(rule) else { return (T::default(), Vec::new()) };
-    let own: &[&str] = crate::manifest::serde_fields::<T>().unwrap_or(&[]);
+    let own: &[&str] = crate::config::manifest::serde_fields::<T>().unwrap_or(&[]);
     let accepted = |k: &str| CommonOptions::KEYS.contains(&k) || own.contains(&k);
     let mut problems = Vec::new();
     let mut valid: Vec<&str> = T::KEYS.iter().map(|d| d.key).filter(|k| accepted(k)).collect();
@@ -201,9 +201,9 @@ mod tests {
 
     #[test]
     fn the_shared_keys_are_the_ones_serde_reads_into_common_options() {
-        assert_eq!(crate::manifest::serde_fields::<CommonOptions>(), Some(CommonOptions::KEYS));
+        assert_eq!(crate::config::manifest::serde_fields::<CommonOptions>(), Some(CommonOptions::KEYS));
         // The rules' own types leave them out (serde skips the embedded field).
-        for own in [crate::manifest::serde_fields::<SpirvOptions>(), crate::manifest::serde_fields::<crate::rules::slang::SlangOptions>(), crate::manifest::serde_fields::<crate::rules::cuda::CudaOptions>()] {
+        for own in [crate::config::manifest::serde_fields::<SpirvOptions>(), crate::config::manifest::serde_fields::<crate::rules::slang::SlangOptions>(), crate::config::manifest::serde_fields::<crate::rules::cuda::CudaOptions>()] {
             let own = own.expect("a plain struct");
             assert!(CommonOptions::KEYS.iter().all(|k| !own.contains(k)), "{own:?}");
         }

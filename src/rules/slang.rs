@@ -11,10 +11,10 @@
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan, ToolchainPackageReq};
-use crate::accel::Backend;
+use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Role};
-use crate::manifest::Manifest;
+use crate::engine::graph::{Action, Role};
+use crate::config::manifest::Manifest;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
 use serde::Deserialize;
@@ -124,7 +124,7 @@ pub struct SlangOptions {
 }
 
 impl RuleOptions for SlangOptions {
-    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    const KEYS: &'static [crate::config::manifest::KeyDoc] = OPTION_KEYS;
     fn common(&self) -> &CommonOptions {
         &self.common
     }
@@ -134,7 +134,7 @@ impl RuleOptions for SlangOptions {
     /// An entry that is no identifier, an empty profile (or one that reads as a flag).
     fn problems(&self, manifest: &Manifest, _rule: &str) -> Vec<Error> {
         let mut problems = Vec::new();
-        if let Some(entry) = self.entry.as_deref().filter(|e| !crate::host::is_identifier(e)) {
+        if let Some(entry) = self.entry.as_deref().filter(|e| !crate::rules::host::is_identifier(e)) {
             problems.push(
                 Error::new(ErrorKind::Manifest, format!("`{}` is not a Slang function name", crate::text::echo(entry)))
                     .file(manifest.at_col("slang.entry"))
@@ -155,18 +155,18 @@ impl RuleOptions for SlangOptions {
 }
 
 /// The keys of `[package.metadata.mcpp.slang]`, documented (the guide's generated manifest reference).
-const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
-    crate::manifest::KeyDoc { key: "entry", default: "`\"main\"`", meaning: "the entry point function of every `.slang` source (`-entry`); an identifier" },
-    crate::manifest::KeyDoc {
+const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
+    crate::config::manifest::KeyDoc { key: "entry", default: "`\"main\"`", meaning: "the entry point function of every `.slang` source (`-entry`); an identifier" },
+    crate::config::manifest::KeyDoc {
         key: "stage",
         default: "`\"compute\"`",
         meaning: "the stage of every `.slang` source (`-stage`): `compute`, `vertex`, `fragment`, `geometry`, `hull`, `domain`, `mesh`, `amplification`, `raygeneration`, `intersection`, `anyhit`, `closesthit`, `miss`, `callable`; names the payload `<stem>_comp`, `_vert`, `_frag`, ...",
     },
-    crate::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
+    crate::config::manifest::KeyDoc { key: "includes", default: "`[]`", meaning: "module search directories (`-I`), relative to the package root, for `import`" },
     CommonOptions::DEFINES_DOC,
-    crate::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry of `accel`: `spirv_1_3` for 1.1, `spirv_1_5` for 1.2, `spirv_1_6` for 1.3 and 1.4, `spirv_1_0` for 1.0 or a bare `vulkan` (another version is refused unless `profile` is set)" },
-    crate::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the toolchain package's cannot)" },
-    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
+    crate::config::manifest::KeyDoc { key: "profile", default: "from `accel`", meaning: "e.g. `\"spirv_1_6\"`; default from the `vulkan` entry of `accel`: `spirv_1_3` for 1.1, `spirv_1_5` for 1.2, `spirv_1_6` for 1.3 and 1.4, `spirv_1_0` for 1.0 or a bare `vulkan` (another version is refused unless `profile` is set)" },
+    crate::config::manifest::KeyDoc { key: "optimize", default: "`false`", meaning: "`-O0` unless `true` (`-O1`, which needs a slangc that can load `spirv-opt`; the toolchain package's cannot)" },
+    crate::config::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-depfile -o <spv> <src>`, passed unexamined" },
 ];
 
 /// slangc: `SLANGC`, `MCPP_SLANGC`, `MCPP_TOOL_SLANGC`, the `slang` toolchain package, then PATH.
@@ -212,7 +212,7 @@ impl Rule for SlangRule {
     fn tools(&self) -> &'static [ToolSpec] {
         &[SLANGC]
     }
-    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+    fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
     }
     fn check_options(&self, manifest: &Manifest) -> Result<()> {
@@ -222,7 +222,7 @@ impl Rule for SlangRule {
         vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
     }
 
-    fn makes_payload(&self, _manifest: &crate::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {

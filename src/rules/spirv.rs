@@ -5,9 +5,9 @@
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
-use crate::accel::Backend;
+use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Role};
+use crate::engine::graph::{Action, Role};
 use serde::Deserialize;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
@@ -40,7 +40,7 @@ pub struct SpirvOptions {
 }
 
 impl RuleOptions for SpirvOptions {
-    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    const KEYS: &'static [crate::config::manifest::KeyDoc] = OPTION_KEYS;
     fn common(&self) -> &CommonOptions {
         &self.common
     }
@@ -50,13 +50,13 @@ impl RuleOptions for SpirvOptions {
 }
 
 /// The keys of [`SpirvOptions`], documented ([`Rule::option_keys`]).
-const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
-    crate::manifest::KeyDoc { key: "compiler", default: "`\"glslang\"`", meaning: "`\"glslang\"` (glslangValidator) or `\"glslc\"`: chosen by declaration, never by what is installed" },
+const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
+    crate::config::manifest::KeyDoc { key: "compiler", default: "`\"glslang\"`", meaning: "`\"glslang\"` (glslangValidator) or `\"glslc\"`: chosen by declaration, never by what is installed" },
     CommonOptions::INCLUDES_DOC,
     CommonOptions::DEFINES_DOC,
-    crate::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (glslang 13.1.1, the default toolchain package, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
-    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
-    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
+    crate::config::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (glslang 13.1.1, the default toolchain package, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
+    crate::config::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
+    crate::config::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
 ];
 
 /// The shader stages, by extension; both compilers take the same short stage names.
@@ -124,7 +124,7 @@ impl Rule for SpirvRule {
         &[GLSLANG, GLSLC]
     }
 
-    fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
+    fn check_options(&self, manifest: &crate::config::manifest::Manifest) -> Result<()> {
         let opts = options::read::<SpirvOptions>(manifest, self.name())?;
         // An empty or spaced value would reach the compiler as an argument it fails on.
         match opts.target_env.as_deref() {
@@ -135,17 +135,17 @@ impl Rule for SpirvRule {
             _ => Ok(()),
         }
     }
-    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+    fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
     }
-    fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
+    fn toolchain_packages(&self, manifest: &crate::config::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         match options::parse::<SpirvOptions>(manifest, self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
             SpirvCompilerName::Glslang => vec![super::ToolchainPackageReq { package: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
         }
     }
 
-    fn makes_payload(&self, _manifest: &crate::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {

@@ -29,11 +29,11 @@
 
 use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
-use crate::accel::{AccelEntry, Backend};
+use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Expect, Role};
-use crate::link::{self, LinkDirective};
-use crate::manifest::{KeyDoc, Manifest};
+use crate::engine::graph::{Action, Expect, Role};
+use crate::rules::link::{self, LinkDirective};
+use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::{RootChoice, Tool, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -202,7 +202,7 @@ impl Rule for SyclRule {
             check_version(ctx, &tool)?;
         }
         let targeting = targeting(ctx, compiler)?;
-        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let linux = ctx.facts.target.contains("linux");
         let gcc = match (compiler, linux) {
             (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, &opts)?),

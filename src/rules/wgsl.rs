@@ -5,14 +5,14 @@
 //! WGSL text (`output = "wgsl"`, for wgpu's `ShaderSource::Wgsl`). The SPIR-V version comes
 //! from the `vulkan` entry of the accelerator set, as the Slang rule derives its profile.
 //!
-//! The work is a graph step ([`crate::graph::Step`]): fingerprinted by naga's version and the
+//! The work is a graph step ([`crate::engine::graph::Step`]): fingerprinted by naga's version and the
 //! options, rerun when the source changes, skipped on a no-op, its output checked.
 
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
-use crate::accel::Backend;
+use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Expect, InProcess, Role, Step};
-use crate::manifest::{KeyDoc, Manifest};
+use crate::engine::graph::{Action, Expect, InProcess, Role, Step};
+use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::ToolSpec;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ impl Step for Naga {
             Some(words) => words.iter().flat_map(|w| w.to_le_bytes()).collect(),
             None => source.into_bytes(),
         };
-        crate::fingerprint::write_if_changed(out, &bytes)?;
+        crate::engine::fingerprint::write_if_changed(out, &bytes)?;
         Ok(Vec::new())
     }
 }

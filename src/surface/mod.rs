@@ -40,6 +40,8 @@
 //!
 //! [`Payload`]: ../../templates/payload.rs
 
+pub mod island;
+
 pub(crate) mod cuda;
 pub mod kind;
 pub mod names;
@@ -49,7 +51,7 @@ pub use kind::{Payload, PayloadKind};
 pub use storage::{ObjectFormat, Storage};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::fingerprint::write_if_changed;
+use crate::engine::fingerprint::write_if_changed;
 use crate::text::comment;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -90,7 +92,7 @@ impl PayloadItem {
 }
 
 /// A lookup table `key -> bytes` over a group of bytes payloads (tools-embed's `tables`,
-/// [`crate::embed`]): in the namespace `namespace` (the table's name) the surface adds, beside
+/// [`crate::sources::embed`]): in the namespace `namespace` (the table's name) the surface adds, beside
 /// the files' own accessors, Rust `get(key) -> Option<&'static [u8]>` and `entries() ->
 /// [(&'static str, &'static [u8]); N]` (each in a `Result` under sidecar storage), C++
 /// `get(key)`, `count()`, `key(i)`, `at(i)` (a `bytes_payload`, null and size 0 when absent)
@@ -216,7 +218,7 @@ fn show_dir(dirs: &[String]) -> String {
 /// [`ErrorKind::Manifest`] naming `Cargo.toml:line` and the key `package.metadata.mcpp.base-dir`:
 /// an empty, absolute or `..`-containing value, one that is not a directory of the package, or
 /// a payload source outside it (naming the source).
-pub fn resolve_base<'a>(manifest: &crate::manifest::Manifest, sources: impl IntoIterator<Item = &'a str>) -> Result<BaseDir> {
+pub fn resolve_base<'a>(manifest: &crate::config::manifest::Manifest, sources: impl IntoIterator<Item = &'a str>) -> Result<BaseDir> {
     let Some(raw) = &manifest.mcpp.base_dir else {
         return Ok(BaseDir::Derived(names::common_base_dir(sources)));
     };
@@ -301,7 +303,7 @@ fn item_path(item: &PayloadItem) -> String {
 }
 
 /// Compare the base directory of this build with the one recorded in `record` (the variant's
-/// `surface-base`, [`crate::layout::Variant::surface_base`]) by the last build that generated a
+/// `surface-base`, [`crate::engine::layout::Variant::surface_base`]) by the last build that generated a
 /// surface, and record this one (only when it changed, atomically).
 /// Returns the warning when a derived base moved, which renames accessors with no change to the
 /// user's code: the old and new base, what moved (`` `one_comp()` is now `a::one_comp()` ``,
@@ -371,11 +373,11 @@ pub struct SurfaceOptions {
     /// Directory of the payload copies the Rust surface includes (`OUT_DIR/mcpp/payloads`).
     pub payload_dir: PathBuf,
     /// The sha256 each payload file was verified to have by the device phase
-    /// ([`crate::graph::RunReport::outputs`]); a payload whose bytes read now differ is
+    /// ([`crate::engine::graph::RunReport::outputs`]); a payload whose bytes read now differ is
     /// refused. A payload not in the map is copied as read.
     pub verified: std::collections::BTreeMap<PathBuf, String>,
     /// A second directory receiving the same C++ files as `cpp_dir` (the variant's
-    /// `surface/`, [`crate::layout::Variant::surface_cpp_dir`]): what the host C++ lane
+    /// `surface/`, [`crate::engine::layout::Variant::surface_cpp_dir`]): what the host C++ lane
     /// compiles. `None`: OUT_DIR only.
     pub cpp_mirror: Option<PathBuf>,
     /// Where the bytes live ([`storage`]); the effective one ([`storage::effective`]).
@@ -383,7 +385,7 @@ pub struct SurfaceOptions {
     /// The target's object format (object storage's assembly).
     pub object_format: ObjectFormat,
     /// The directory of the final artifacts (sidecar storage writes its files below it,
-    /// [`crate::layout::OutDir::artifact_dir`]).
+    /// [`crate::engine::layout::OutDir::artifact_dir`]).
     pub artifact_dir: PathBuf,
 }
 
@@ -488,7 +490,7 @@ pub fn generate_with_tables(items: &[PayloadItem], tables: &[LookupTable], opts:
                 .help(format!("the compiler that wrote it is not doing what the {} rule expects: see what ran with `cargo mcpp why tool <name>`, then build again", item.rule)));
         }
         if let Some(want) = opts.verified.get(&item.payload) {
-            if crate::fingerprint::sha256_hex(&bytes) != *want {
+            if crate::engine::fingerprint::sha256_hex(&bytes) != *want {
                 return Err(Error::new(ErrorKind::ToolFailed, format!("the payload of {} changed after its compiler wrote it; it is not embedded", item.source))
                     .file(&item.payload)
                     .detail("something outside this build wrote into the device cache while the build ran")
@@ -1083,7 +1085,7 @@ mod tests {
             cpp_dir: dir.path().join("mcpp"),
             rust_file: dir.path().join("mcpp_shaders.rs"),
             payload_dir: dir.path().join("mcpp/payloads"),
-            verified: [(item.payload.clone(), crate::fingerprint::hash_file(&item.payload).unwrap())].into(),
+            verified: [(item.payload.clone(), crate::engine::fingerprint::hash_file(&item.payload).unwrap())].into(),
             cpp_mirror: None,
             storage: Storage::Header,
             object_format: ObjectFormat::Elf,
@@ -1275,10 +1277,10 @@ mod tests {
             std::fs::write(&path, b"abcd").unwrap();
             let items = name_payloads(&[("r", Payload { source: "p.x".into(), identifier: "p".into(), path: path.clone(), kind, doc: None, cuda: None, kernels: Vec::new() })], &[]).unwrap();
             let mut opts = options_in(dir.path(), true);
-            opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abce"));
+            opts.verified.insert(path.clone(), crate::engine::fingerprint::sha256_hex(b"abce"));
             let e = generate(&items, &opts).unwrap_err();
             assert!(e.message.contains("changed after its compiler wrote it"), "{kind:?}: {e}");
-            opts.verified.insert(path.clone(), crate::fingerprint::sha256_hex(b"abcd"));
+            opts.verified.insert(path.clone(), crate::engine::fingerprint::sha256_hex(b"abcd"));
             generate(&items, &opts).unwrap();
             let copy = dir.path().join("mcpp/payloads").join(format!("p.{}", kind.copy_extension()));
             assert_eq!(std::fs::read(copy).unwrap(), &*kind.copy_bytes(b"abcd"));

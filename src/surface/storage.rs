@@ -57,7 +57,7 @@ impl Storage {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] at the key's `file:line:col` for any other value, listing the forms.
-pub fn from_manifest(manifest: &crate::manifest::Manifest) -> crate::error::Result<Storage> {
+pub fn from_manifest(manifest: &crate::config::manifest::Manifest) -> crate::error::Result<Storage> {
     let Some(raw) = &manifest.mcpp.storage else { return Ok(Storage::Header) };
     match raw.as_str() {
         "header" => Ok(Storage::Header),
@@ -76,14 +76,14 @@ pub fn from_manifest(manifest: &crate::manifest::Manifest) -> crate::error::Resu
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] at the key's `file:line:col` for any other value, listing the forms.
-pub fn parse(manifest: &crate::manifest::Manifest, rel_key: &str, raw: &str) -> crate::error::Result<Storage> {
+pub fn parse(manifest: &crate::config::manifest::Manifest, rel_key: &str, raw: &str) -> crate::error::Result<Storage> {
     match raw {
         "header" => Ok(Storage::Header),
         "object" => Ok(Storage::Object),
         "sidecar" => Ok(Storage::Sidecar),
         other => Err(Error::new(ErrorKind::Manifest, format!("`storage = \"{}\"` is not a storage form", crate::text::echo(other)))
             .file(manifest.at_col(rel_key))
-            .key(format!("{}.{rel_key}", crate::manifest::MCPP_TABLE))
+            .key(format!("{}.{rel_key}", crate::config::manifest::MCPP_TABLE))
             .detail("header: compiled in (the default); object: an assembly file with .incbin, assembled and linked; sidecar: a file beside the executable, read at run time")
             .help("write storage = \"header\", \"object\" or \"sidecar\", or remove the key")),
     }
@@ -255,7 +255,7 @@ pub fn sidecar_impl(base: &str, c_type: &str, relative: &str) -> String {
     )
 }
 
-/// The rule name of embedded data files (`crate::embed::RULE`, which sits above this module).
+/// The rule name of embedded data files (`crate::sources::embed::RULE`, which sits above this module).
 const EMBED_RULE: &str = "embed";
 
 /// The sidecar file of `item`, relative to the executable's directory:

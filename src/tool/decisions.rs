@@ -4,7 +4,7 @@
 
 use super::{Tool, ToolSpec, ToolkitRoot};
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
+use crate::engine::layout::DeviceCache;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -49,7 +49,7 @@ fn record(cache: &DeviceCache, d: Decision) -> Result<()> {
     let mut all = read_decisions(cache);
     all.insert(d.tool.clone(), d);
     let json = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
-    crate::fingerprint::write_if_changed(&cache.tool_decisions(), &json)?;
+    crate::engine::fingerprint::write_if_changed(&cache.tool_decisions(), &json)?;
     Ok(())
 }
 

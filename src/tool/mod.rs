@@ -31,7 +31,7 @@
 //!
 //! The version is asked of the tool once, within [`PROBE_TIMEOUT`] (a tool that hangs is
 //! refused, naming it), and cached by the program file's stat data (path, size, mtime, ctime,
-//! inode: the hash cache's key, [`crate::fingerprint`]), so a no-op build starts no compiler
+//! inode: the hash cache's key, [`crate::engine::fingerprint`]), so a no-op build starts no compiler
 //! process at all, not even `--version`, and a program replaced in place (`cp -p` keeps size
 //! and mtime, not ctime) is asked again. A toolchain package's tool runs with its library directories on
 //! `LD_LIBRARY_PATH` ([`Tool::env`]), which is part of its identity. Probes and version
@@ -43,9 +43,9 @@ pub mod process;
 pub use decisions::{read_decisions, record_decision, record_refusal, Decision};
 pub use process::{find_on_path, is_executable, probe, probe_cached, PROBE_TIMEOUT};
 
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
+use crate::engine::layout::DeviceCache;
 use crate::toolchain_package::Availability;
 use decisions::{record_answer, record_refusal_after};
 use process::version_of;
@@ -271,7 +271,7 @@ pub struct Tool {
     /// library directories a rule derives from it).
     pub toolchain_package_root: Option<PathBuf>,
     /// The compiler launcher this tool is started through (`<launcher> <path> <args>`:
-    /// sccache, ccache; [`crate::launcher`]), set on a planned action by [`crate::plan::lanes`]
+    /// sccache, ccache; [`crate::rules::launcher`]), set on a planned action by [`crate::plan::lanes`]
     /// where the rule takes it ([`crate::rules::Rule::launcher_ok`]). Never part of
     /// [`Tool::identity`]: switching the launcher on or off rebuilds nothing that is fresh.
     pub launcher: Option<PathBuf>,

@@ -4,9 +4,9 @@
 //! and driver probes ([`probe`]), and the PATH lookup ([`find_on_path`]).
 
 use super::{override_var, Tool, ToolSpec};
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
+use crate::engine::layout::DeviceCache;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -91,11 +91,11 @@ pub fn is_executable(p: &Path) -> bool {
 }
 
 /// The cache key of a program file: its path and stat data (size, mtime, ctime, inode), the
-/// hash cache's key ([`crate::fingerprint`]): a program replaced in place keeps its path and
+/// hash cache's key ([`crate::engine::fingerprint`]): a program replaced in place keeps its path and
 /// may keep size and mtime (`cp -p`), but not its ctime. Size and mtime where the platform
 /// has no ctime and inode.
 fn file_key(path: &Path) -> Result<String> {
-    if let Some((size, mtime, ctime, inode)) = crate::fingerprint::stat_key(path) {
+    if let Some((size, mtime, ctime, inode)) = crate::engine::fingerprint::stat_key(path) {
         return Ok(format!("{}|{size}|{mtime}|{ctime}|{inode}", path.display()));
     }
     let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot read", path, e))?;
@@ -131,7 +131,7 @@ pub fn probe_cached(tool: &Tool, args: &[&str], cache: &DeviceCache) -> Option<S
     }
     cache.insert(key, text.clone());
     if let Ok(json) = serde_json::to_vec_pretty(&cache) {
-        let _ = crate::fingerprint::write_if_changed(&cache_file, &json);
+        let _ = crate::engine::fingerprint::write_if_changed(&cache_file, &json);
     }
     Some(text)
 }
@@ -175,7 +175,7 @@ pub(super) fn version_of(spec: &ToolSpec, path: &Path, tool_env: &[(String, OsSt
     let version = if text.trim().is_empty() { "unknown".to_string() } else { text.trim().to_string() };
     cache.insert(key, version.clone());
     if let Ok(json) = serde_json::to_vec_pretty(&cache) {
-        crate::fingerprint::write_if_changed(&cache_file, &json)?;
+        crate::engine::fingerprint::write_if_changed(&cache_file, &json)?;
     }
     Ok(version)
 }

@@ -1,6 +1,6 @@
 //! What a build can use of the toolchain packages it selected ([`availability`]): installed
 //! and consistent with `mcpp.lock`, missing (declared or not), or refused. Reads only the
-//! cache and the lockfile; never downloads (installing is `crate::fetch`).
+//! cache and the lockfile; never downloads (installing is `crate::toolchain_package::fetch`).
 
 use super::home::{Home, Installed, MARKER};
 use super::lockfile::{same_archives, Lockfile};

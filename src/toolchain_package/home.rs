@@ -5,7 +5,7 @@
 
 use super::lockfile::ArchiveRecord;
 use super::Catalog;
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ impl Home {
     /// [`ErrorKind::Io`] when it cannot be written.
     pub fn touch_installs_stamp(&self) -> Result<()> {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
-        crate::fingerprint::write_if_changed(&self.installs_stamp(), format!("{now}\n").as_bytes()).map(drop)
+        crate::engine::fingerprint::write_if_changed(&self.installs_stamp(), format!("{now}\n").as_bytes()).map(drop)
     }
     /// The complete install of `name` `version`, if there is one (its marker is present).
     pub fn installed(&self, catalog: &Catalog, name: &str, version: &str) -> Option<Installed> {
@@ -139,7 +139,7 @@ impl Installed {
             match std::fs::metadata(&path) {
                 Err(_) => return Some(format!("`{rel}` is missing")),
                 Ok(m) if m.len() != *size => return Some(format!("`{rel}` is {} bytes, not the {size} it was installed with", m.len())),
-                Ok(_) if hashes && crate::fingerprint::hash_file(&path).as_deref() != Some(sha.as_str()) => {
+                Ok(_) if hashes && crate::engine::fingerprint::hash_file(&path).as_deref() != Some(sha.as_str()) => {
                     return Some(format!("`{rel}` has other bytes than it was installed with"))
                 }
                 Ok(_) => {}

@@ -103,7 +103,7 @@ impl Lockfile {
     /// [`ErrorKind::Io`] naming the file.
     pub fn write(&self, path: &Path) -> Result<bool> {
         let body = toml::to_string(self).map_err(|e| Error::new(ErrorKind::Io, format!("cannot serialise {}: {e}", path.display())))?;
-        crate::fingerprint::write_if_changed(path, format!("{LOCK_HEADER}{body}").as_bytes())
+        crate::engine::fingerprint::write_if_changed(path, format!("{LOCK_HEADER}{body}").as_bytes())
     }
     /// The entry of toolchain package `name`.
     pub fn get(&self, name: &str) -> Option<&LockedPackage> {

@@ -17,10 +17,13 @@
 //!   complete install, renamed into place with its marker inside), `tmp/`, `locks/`.
 //! - `mcpp.lock` ([`lockfile::Lockfile`]) beside the manifest records each archive's sha256.
 //! - [`availability::availability`]: what a build can use of the selected packages (reads the
-//!   cache and the lockfile, never downloads; installing is `crate::fetch`).
+//!   cache and the lockfile, never downloads; installing is `crate::toolchain_package::fetch`).
 //!
 //! Versions here are not semver (`13.0.88`, `2025.5`, `13.3.5.0.6`), so they are compared as
 //! dotted sequences of numbers ([`version::compare_versions`]); no semver crate.
+
+#[cfg(feature = "fetch")]
+pub mod fetch;
 
 pub mod availability;
 pub mod home;
@@ -81,7 +84,7 @@ pub struct Descriptor {
     #[serde(default)]
     pub source: Source,
     /// Files below `root` whose bytes the descriptor itself pins: path (`/`-separated) -> hex
-    /// sha256, checked when the package is installed (`crate::fetch`) and by every user of the
+    /// sha256, checked when the package is installed (`crate::toolchain_package::fetch`) and by every user of the
     /// file (`cargo mcpp pack`'s AppImage runtime).
     #[serde(default)]
     pub sha256: BTreeMap<String, String>,

@@ -1,5 +1,4 @@
-//! What the selected compiler accepts is known before it compiles (issue "Nothing escapes,
-//! nothing goes stale, nothing reaches a shell", item 9): an accelerator value the real
+//! What the selected compiler accepts is known before it compiles: an accelerator value the real
 //! glslangValidator, glslc or nvcc would reject is refused with its column and the values the
 //! compiler does accept, and no compile starts.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely

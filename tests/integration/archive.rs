@@ -1,10 +1,10 @@
 //! The in-process archive writer against the real system linker: objects compiled by `cc`,
-//! archived by `cargo_mcpp::archive::write`, linked by `cc` (GNU ld, which needs the symbol
+//! archived by `cargo_mcpp::engine::archive::write`, linked by `cc` (GNU ld, which needs the symbol
 //! index), run; then one member recompiled changes the archive's bytes and the program's output.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use crate::harness;
-use cargo_mcpp::archive::{self, ArchiveFormat};
+use cargo_mcpp::engine::archive::{self, ArchiveFormat};
 use harness::text;
 use std::path::Path;
 use std::process::Command;

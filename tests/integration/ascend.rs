@@ -113,7 +113,7 @@ fn ascend_argv_verified_one_mixed_mode_compile_per_source_and_architecture_with_
         "one object per architecture"
     );
     // The tool's environment: on the compiles and on its version probe, so the probe sees what
-    // the compiles see (fresh-user finding, issue 11); not on cargo's processes.
+    // the compiles see; not on cargo's processes.
     for c in &calls {
         assert_eq!(c.env.get("ASCEND_HOME_PATH"), Some(&s(&arch)));
         assert_eq!(c.env.get("LD_LIBRARY_PATH"), Some(&s(&arch.join("lib64"))));
@@ -278,7 +278,7 @@ fn ascend_argv_verified_constrained_globs_include_exclude_and_refuse_by_the_buil
 #[test]
 fn ascend_argv_verified_ascend_home_path_may_name_the_cann_root_or_its_arch_directory() {
     // `set_env.sh` users have the CANN root; bisheng's own processes get `<root>/<arch>-linux`.
-    // Either value names the same toolkit and gives the same command lines (issue 11).
+    // Either value names the same toolkit and gives the same command lines.
     let p = ascend_package("ascend8.5+{dav-c220}", "");
     let (cann, bisheng) = fake_cann(p.dir.path());
     let arch = cann.join(ARCH_DIR);

@@ -435,12 +435,15 @@ fn an_engine_killed_after_the_handshake_is_named_with_its_signal_not_a_silent_fa
 #[test]
 fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
     // The event line the dependency-free client writes is the engine's `failed` event.
-    assert_eq!(mcpp_build::PROGRESS_ENV, cargo_mcpp::report::PROGRESS_ENV);
+    assert_eq!(
+        mcpp_build::PROGRESS_ENV,
+        cargo_mcpp::output::report::PROGRESS_ENV
+    );
     let line = mcpp_build::failure_event("p\"q", 3, "a \"b\"\n\\c é\u{1}\t");
-    let parsed: cargo_mcpp::report::DeviceEvent = serde_json::from_str(&line).unwrap();
+    let parsed: cargo_mcpp::output::report::DeviceEvent = serde_json::from_str(&line).unwrap();
     assert_eq!(
         parsed,
-        cargo_mcpp::report::DeviceEvent::Failed {
+        cargo_mcpp::output::report::DeviceEvent::Failed {
             package: "p\"q".into(),
             exit_code: 3,
             message: "a \"b\"\n\\c é\u{1}\t".into()

@@ -1,4 +1,4 @@
-//! `compile_commands.json` (issue 14, `src/compile_db.rs`): every device and host C++ unit of a
+//! `compile_commands.json` (`src/engine/compile_db.rs`): every device and host C++ unit of a
 //! build with its real argv (no launcher), in the device cache and in the directory asked for,
 //! written only when changed, and good enough for clangd: `clangd-19 --check` over the CUDA
 //! kernel of the cuda-island fixture built by the clang route finds no error. (nvcc's own argv

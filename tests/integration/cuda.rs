@@ -1590,8 +1590,8 @@ fn a_real_nvcc_warning_on_success_is_shown_naming_the_action() {
     );
 }
 
-/// nvcc reads `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` itself and hands them to its shell
-/// (fresh-user finding, issue "Nothing escapes"): a value with `$(...)` is refused naming the
+/// nvcc reads `NVCC_PREPEND_FLAGS`/`NVCC_APPEND_FLAGS` itself and hands them to its shell:
+/// a value with `$(...)` is refused naming the
 /// variable and nothing runs; a plain value is an input: a change recompiles with new argv.
 #[test]
 fn nvcc_flag_variables_are_checked_and_are_inputs() {
@@ -1656,8 +1656,7 @@ fn nvcc_flag_variables_are_checked_and_are_inputs() {
     );
 }
 
-/// The ways the ccbin refusal lists all work (fresh-user finding, issue "Nothing escapes"
-/// item 11): `[package.metadata.mcpp.tools] ccbin` and `MCPP_TOOL_CCBIN` name nvcc's host
+/// The ways the ccbin refusal lists all work: `[package.metadata.mcpp.tools] ccbin` and `MCPP_TOOL_CCBIN` name nvcc's host
 /// compiler (a missing one is refused naming it, never ignored or called an unknown tool).
 #[test]
 fn every_listed_way_to_name_ccbin_is_honoured() {

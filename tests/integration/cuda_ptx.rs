@@ -1,4 +1,4 @@
-//! CUDA device code as a payload (issue 15) through the library API on temp copies of
+//! CUDA device code as a payload through the library API on temp copies of
 //! `tests/fixtures/cuda-ptx` (three kernels, two of which include `kernels/shared.cuh`, compiled
 //! with `[package.metadata.mcpp.cuda] output = "ptx"`, and `guarded/bf16max.cu`, whose header
 //! guards a redefinition with `#if __CUDA_ARCH__ < 800`, given `output = "ptx"` by its `sources`

@@ -1,5 +1,5 @@
-//! The payload surface used inside the crate (issue 12, "The C++ and C surfaces work inside the
-//! crate"): a `cxx-sources` unit imports `<pkg>.shaders` (the generated interface compiled in
+//! The payload surface used inside the crate (the C++ and C surfaces work inside the
+//! crate): a `cxx-sources` unit imports `<pkg>.shaders` (the generated interface compiled in
 //! module order with the crate's units, its implementation unit compiled and archived), and
 //! under `modules = false` a C unit and a C++ unit include the generated header; the lane's
 //! archive is linked into a program that prints what the accessors return, compared with the

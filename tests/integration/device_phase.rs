@@ -288,7 +288,7 @@ fn docs_rs_documents_an_island_crate_without_a_toolkit_and_every_refusal_names_a
 fn a_toolchain_package_installed_after_a_plain_cargo_build_reruns_its_build_script() {
     // Plain cargo first, with the glslang toolchain package not installed: the build falls back
     // to PATH (warned). `cargo mcpp build` then installs the package and writes mcpp.lock; the
-    // next build must use the package, whichever command runs it (fresh-user finding, issue 8).
+    // next build must use the package, whichever command runs it.
     let pkg = harness::Package::new(&[
         ("Cargo.toml", format!("[package]\nname = \"late\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]\n\n[workspace]\n", client_dep()).as_str()),
         ("build.rs", "fn main() { mcpp_build::build(); }\n"),

@@ -141,7 +141,7 @@ fn every_toml_snippet_parses_and_every_mcpp_table_is_accepted() {
         }
         let text = as_manifest(table);
         let path = dir.path().join("Cargo.toml");
-        match cargo_mcpp::manifest::Manifest::parse(&path, &text) {
+        match cargo_mcpp::config::manifest::Manifest::parse(&path, &text) {
             Err(e) => problems.push(format!("{at}: refused: {e}")),
             Ok(m) => {
                 let rules = cargo_mcpp::rules::registry();

@@ -1,4 +1,4 @@
-//! tools-embed (issue 12): `[package.metadata.mcpp.embed]` data files through the payload
+//! tools-embed: `[package.metadata.mcpp.embed]` data files through the payload
 //! surface, in a crate with no shader at all. A Rust program compiled by rustc against the
 //! generated surface prints what the accessors and the lookup table return, under each storage
 //! form; after an edit of an embedded file it prints the new bytes, and a build with nothing

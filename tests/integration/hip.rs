@@ -354,7 +354,7 @@ fn a_marked_hip_source_outside_the_island_is_refused_before_compiling() {
 
 #[test]
 fn why_tool_into_a_closed_pipe_exits_quietly() {
-    // `cargo mcpp why tool hipcc | head -1` (fresh-user finding, issue 11): the reader closes the
+    // `cargo mcpp why tool hipcc | head -1`: the reader closes the
     // pipe after one line; the rest of the answer must end the command quietly, not panic.
     // The record is long (well over a pipe's 64 KiB buffer), so the write after the close is sure.
     use std::io::{BufRead, BufReader};

@@ -1,4 +1,4 @@
-//! `cargo mcpp new` / `cargo mcpp init` (issue 14, `src/cli/init.rs`, `templates/init/`), each
+//! `cargo mcpp new` / `cargo mcpp init` (`src/cli/init.rs`, `templates/init/`), each
 //! lane's generated crate built with the real compilers and its program run: the SPIR-V (GLSL)
 //! and Slang lanes dispatch their shader with ash on the first Vulkan device (lavapipe where
 //! there is no GPU) and print the doubled result; the CUDA island (`--island`, nvcc) and the HIP

@@ -1,4 +1,4 @@
-//! The compiler launcher (issue 14, `src/launcher.rs`) with a recording shim as the launcher: it
+//! The compiler launcher (`src/rules/launcher.rs`) with a recording shim as the launcher: it
 //! goes before nvcc and the host C++ compiler, never before glslangValidator (said once), the
 //! fingerprint keys the real compiler (switching the launcher on or off rebuilds nothing fresh),
 //! `MCPP_LAUNCHER` overrides the manifest and a rule's `launcher = "none"` turns it off there.

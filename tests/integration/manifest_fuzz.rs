@@ -4,7 +4,7 @@
 //! every further problem it carries) names a file; every manifest error names a key.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
-use cargo_mcpp::manifest::Manifest;
+use cargo_mcpp::config::manifest::Manifest;
 use cargo_mcpp::pipeline::validate;
 use cargo_mcpp::plan::accel::AccelChoice;
 use cargo_mcpp::{Error, ErrorKind};
@@ -168,7 +168,7 @@ proptest! {
         if let Err(e) = Manifest::parse(&manifest_path, &text) {
             check(&e, "Manifest::parse", &text)?;
         }
-        let mut env = cargo_mcpp::env::Env::empty();
+        let mut env = cargo_mcpp::config::env::Env::empty();
         env.set("PATH", "/usr/bin:/bin");
         let choice = match &accel {
             Some(a) => AccelChoice::Spec(a.clone()),

@@ -1,4 +1,4 @@
-//! `cargo mcpp build --message-format json` (issue 14): the device phase's lines among cargo's
+//! `cargo mcpp build --message-format json`: the device phase's lines among cargo's
 //! own on standard output, every line JSON: a glslang error as a `compiler-message` with its
 //! file and line, each device artifact with its sha256, the package's `mcpp-device-finished`,
 //! and cargo's messages after them, its `build-finished` last.
@@ -111,7 +111,7 @@ fn device_messages_are_cargo_style_json_lines_before_cargos_own() {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    cargo_mcpp::fingerprint::sha256_hex(bytes)
+    cargo_mcpp::engine::fingerprint::sha256_hex(bytes)
 }
 
 /// A package of one Slang compute shader (`shaders/s.slang`, `body` its statements) built by

@@ -1,12 +1,12 @@
-//! The one resolver (issue 4; seed 001): each of the five sources answers when the ones above
+//! The one resolver : each of the five sources answers when the ones above
 //! it are absent, every decision is recorded and `cargo mcpp why tool` prints it, PATH warns,
 //! and the refusal lists every way. Then the two gates before a byte is fetched.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use crate::harness;
-use cargo_mcpp::accel::{AccelSet, Backend};
-use cargo_mcpp::env::Env;
-use cargo_mcpp::manifest::Manifest;
+use cargo_mcpp::config::accel::{AccelSet, Backend};
+use cargo_mcpp::config::env::Env;
+use cargo_mcpp::config::manifest::Manifest;
 use cargo_mcpp::rules::{self, DeviceSource, Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use cargo_mcpp::tool::{self, RootChoice, ToolChoices, ToolSpec, ToolkitSpec};
 use cargo_mcpp::toolchain_package::{Availability, Installed};
@@ -58,8 +58,8 @@ impl Setup {
         }
     }
     /// The device cache `cargo mcpp why tool` reads for this fixture (the dev profile).
-    fn cache(&self) -> cargo_mcpp::layout::DeviceCache {
-        cargo_mcpp::layout::DeviceCache::in_profile(
+    fn cache(&self) -> cargo_mcpp::engine::layout::DeviceCache {
+        cargo_mcpp::engine::layout::DeviceCache::in_profile(
             &self.root.join("target/debug"),
             "resolver-fixture",
         )
@@ -311,8 +311,9 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     let env = Env::empty();
     let needed = |accel: &str, env: &Env| -> Vec<String> {
         let a = AccelSet::parse(accel).unwrap();
-        let c = cargo_mcpp::sources::collect(&m, &a, &registry, &cargo_mcpp::env::Env::empty())
-            .unwrap();
+        let c =
+            cargo_mcpp::sources::collect(&m, &a, &registry, &cargo_mcpp::config::env::Env::empty())
+                .unwrap();
         cargo_mcpp::plan::toolchain_packages::requirements(
             &m,
             &a,

@@ -458,7 +458,7 @@ fn a_same_size_edit_in_the_tick_of_the_last_read_is_recompiled() {
     entry[1]["hashed_at"] =
         serde_json::json!(m.mtime() * 1_000_000_000 + m.mtime_nsec() + 500_000_000);
     std::fs::write(&cache, serde_json::to_vec(&saved).unwrap()).unwrap();
-    cargo_mcpp::fingerprint::clear_hash_cache();
+    cargo_mcpp::engine::fingerprint::clear_hash_cache();
     let outcome = pkg.compile(&pkg.build());
     assert_eq!(outcome.report.ran, ["spirv:shaders/b/scale.comp"]);
     let after = pkg.embedded_bytes("shaders/b/scale.comp");

@@ -4,7 +4,7 @@
 //! package state in a fresh out/work directory. Compiler starts are counted: every compile the
 //! build started is an action it reports as ran, and a step that changes nothing compiles
 //! nothing. A SPIR-V sequence (real glslangValidator and glslc) and a shorter CUDA one (real
-//! nvcc). The storage axis (issue 12): a bounded SPIR-V sequence under `storage = "object"`
+//! nvcc). The storage axis: a bounded SPIR-V sequence under `storage = "object"`
 //! (the `.incbin` files and the linked archive's `.rodata.mcpp.*` section bytes, which the
 //! program reads) and `storage = "sidecar"` (the files beside the artifacts and
 //! `mcpp-sidecars.json`), each step compared with a clean build in the same storage form.

@@ -1,4 +1,4 @@
-//! Storage forms (issue 12): `storage = "header" | "object" | "sidecar"`. A Rust program
+//! Storage forms: `storage = "header" | "object" | "sidecar"`. A Rust program
 //! compiled by rustc against the generated surface (and, for object storage, the lane's archive
 //! holding the assembled `.incbin` object) prints the bytes its accessors return; they are the
 //! compiled shader's, and after an edit of the shader the new ones, with gcc and clang as the

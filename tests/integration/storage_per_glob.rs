@@ -1,4 +1,4 @@
-//! Storage per rule, per `sources` entry and per `embed` entry (issue 12): the most specific
+//! Storage per rule, per `sources` entry and per `embed` entry: the most specific
 //! `storage` wins, one surface mixes the forms, and switching one glob's storage rewrites the
 //! surface without recompiling a shader, leaving no stale bytes: after each switch a program
 //! compiled against the surface reads the bytes a clean build embeds.

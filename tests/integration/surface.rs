@@ -329,7 +329,7 @@ fn a_moved_derived_base_is_warned_with_what_moved_and_the_key_to_pin_it() {
     // then runs must still see the move (only a surface-generating run records the base).
     let mut config = pkg.build().config().unwrap();
     config.out_dir = None;
-    cargo_mcpp::pipeline::run(&config, &cargo_mcpp::graph::Silent, None).unwrap();
+    cargo_mcpp::pipeline::run(&config, &cargo_mcpp::engine::graph::Silent, None).unwrap();
     assert_eq!(std::fs::read_to_string(&record).unwrap(), "shaders/a\n");
     let moved = pkg.compile(&pkg.build());
     assert!(
@@ -468,7 +468,7 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         .map(|(_, p)| {
             (
                 p.path.clone(),
-                cargo_mcpp::fingerprint::hash_file(&p.path).unwrap(),
+                cargo_mcpp::engine::fingerprint::hash_file(&p.path).unwrap(),
             )
         })
         .collect();

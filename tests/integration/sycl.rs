@@ -244,7 +244,7 @@ fn sycl_argv_verified_targets_nvidia_through_the_cuda_entry() {
         );
     }
     // The cuda entry has no .cu source, but SYCL compiles for it (`Rule::borrows`): no
-    // "nothing was compiled for it" warning (fresh-user finding, issue 11).
+    // "nothing was compiled for it" warning.
     let warnings: Vec<&String> = outcome
         .cargo
         .lines()

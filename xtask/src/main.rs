@@ -58,11 +58,11 @@ fn main() {
 /// `cargo build`, `cargo metadata` (through the cargo_metadata crate), pip and `cargo fetch`,
 /// `cargo mcpp pack`'s release build (this executable), patchelf, wixl and wix.
 const SPAWNS: &[&str] = &[
-    "src/graph.rs",
+    "src/engine/graph.rs",
     "src/tool/process.rs",
     "src/cli/build.rs",
     "src/cli/locate.rs",
-    "src/fetch.rs",
+    "src/toolchain_package/fetch.rs",
     "src/cli/pack.rs",
     "src/pack/appimage.rs",
     "src/pack/msi.rs",
@@ -118,7 +118,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
     problems
 }
 
-/// Cargo directives only through `CargoOutput` (src/cargo_output.rs): no other module has a
+/// Cargo directives only through `CargoOutput` (src/output/cargo_output.rs): no other module has a
 /// string literal that starts a directive (`"cargo:` or `"cargo::`), builds a warning directive
 /// itself, or prints to standard output, which a build script's cargo reads as directives
 /// (the command line, `src/cli/`, prints its own answers: `why tool`, `pack --dry-run`'s plan
@@ -126,7 +126,7 @@ pub fn tidy(root: &Path) -> Vec<String> {
 /// test-only compiler shim `mcpp-shim/src/main.rs` prints what the compiler it plays prints).
 pub fn directive_doors(rel: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    if rel.ends_with("src/cargo_output.rs") {
+    if rel.ends_with("src/output/cargo_output.rs") {
         return problems;
     }
     for (n, line) in text.lines().enumerate() {
@@ -226,7 +226,7 @@ mod tests {
             problems[1].contains("prints to standard output"),
             "{problems:?}"
         );
-        assert!(directive_doors("src/cargo_output.rs", spelled).is_empty());
+        assert!(directive_doors("src/output/cargo_output.rs", spelled).is_empty());
         assert_eq!(
             directive_doors("src/cli/why.rs", "let d = warning_directive(&m);\n").len(),
             1

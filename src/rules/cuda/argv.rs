@@ -275,9 +275,9 @@ pub fn argv(inv: &Invocation, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsS
         }
     }
     if let Some(h) = inv.force_include {
-        a.extend(crate::island::emit::force_include_args(h, false));
+        a.extend(crate::surface::island::emit::force_include_args(h, false));
     }
-    a.extend(crate::host::include_define_args(inv.includes, inv.defines));
+    a.extend(crate::rules::host::include_define_args(inv.includes, inv.defines));
     a.extend(inv.flags.iter().map(OsString::from));
     match inv.route {
         CudaCompilerName::Nvcc => a.extend(["-MMD".into(), "-MF".into(), depfile.into()]),
@@ -346,7 +346,7 @@ pub fn device_argv(inv: &Invocation, what: DeviceOnly, src: &Path, out: &Path, d
             a.push(if inv.optimize { "-O3" } else { "-O0" }.into());
         }
     }
-    a.extend(crate::host::include_define_args(inv.includes, inv.defines));
+    a.extend(crate::rules::host::include_define_args(inv.includes, inv.defines));
     a.extend(inv.flags.iter().map(OsString::from));
     match inv.route {
         CudaCompilerName::Nvcc => a.extend(["-MMD".into(), "-MF".into(), depfile.into()]),

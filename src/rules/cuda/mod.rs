@@ -35,7 +35,7 @@
 //! ([`check_route_options`]), the architectures ([`probe::entry_archs`]), the toolkit and its
 //! target runtime ([`toolkit::locate`], [`toolkit::target_runtime`]), the compilers
 //! ([`toolkit::compilers`]), one compile per source (`plan_compiles`, argv from
-//! [`argv::argv`]), the device link (`plan_device_link`), the archive ([`crate::link::archive`])
+//! [`argv::argv`]), the device link (`plan_device_link`), the archive ([`crate::rules::link::archive`])
 //! and the runtime's link directives (`runtime_link`).
 
 pub mod argv;
@@ -43,13 +43,13 @@ pub mod probe;
 pub mod toolkit;
 
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
-use crate::accel::Backend;
+use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Role};
-use crate::host::HostToolchain;
-use crate::link::{self, LinkDirective};
+use crate::engine::graph::{Action, Role};
+use crate::rules::host::HostToolchain;
+use crate::rules::link::{self, LinkDirective};
 use crate::tool::{ToolSpec, ToolkitSpec};
-use crate::graph::Expect;
+use crate::engine::graph::Expect;
 use crate::surface::{Payload, PayloadKind};
 use argv::{check_nvcc_argv, check_nvcc_values, device_argv, gencode_args, host_compiler_args, output_kind_flag, rdc_flag, DeviceOnly, Invocation};
 use probe::Archs;
@@ -181,7 +181,7 @@ pub struct CudaOptions {
 }
 
 impl super::options::RuleOptions for CudaOptions {
-    const KEYS: &'static [crate::manifest::KeyDoc] = OPTION_KEYS;
+    const KEYS: &'static [crate::config::manifest::KeyDoc] = OPTION_KEYS;
     fn common(&self) -> &super::options::CommonOptions {
         &self.common
     }
@@ -191,18 +191,18 @@ impl super::options::RuleOptions for CudaOptions {
 }
 
 /// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
-const OPTION_KEYS: &[crate::manifest::KeyDoc] = &[
-    crate::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
-    crate::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` toolchain package, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
-    crate::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
-    crate::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
-    crate::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
-    crate::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused), `\"cubin+ptx\"` (both the cubins and the PTX, so a program loads a cubin where one fits and PTX elsewhere). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
-    crate::manifest::KeyDoc { key: "driver-floor", default: "none", meaning: "the oldest driver the program must load its payloads on, as the CUDA version it supports (`\"12.4\"`: what `cuDriverGetVersion` reports, `nvidia-smi` shows). The build reads the PTX ISA version of every PTX payload (its `.version` line) and refuses one that needs a newer driver (PTX ISA 8.4 needs CUDA 12.4, 9.0 needs 13.0: NVIDIA's PTX ISA release history), naming the ways out: embed cubins (`output = \"cubin\"` or `\"fatbin\"` with every GPU's architecture listed), an older toolkit, or a higher floor. A toolkit of a newer major version than the floor is refused before anything compiles" },
+const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
+    crate::config::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
+    crate::config::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` toolchain package, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
+    crate::config::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
+    crate::config::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
+    crate::config::manifest::KeyDoc { key: "rdc", default: "`false`", meaning: "relocatable device code (`-rdc=true` plus an `nvcc -dlink` step). nvcc only" },
+    crate::config::manifest::KeyDoc { key: "output", default: "`\"object\"`", meaning: "what each `.cu` compiles to (a `sources` entry `{ glob = \"...\", output = \"ptx\" }` overrides it for its files): `\"object\"` (linked through the archive), `\"ptx\"` (nvcc `--ptx`, clang `--cuda-device-only -S`: one text payload per virtual architecture: `<stem>_ptx_compute_NN()` each, and `<stem>_ptx()`, the lowest, which the driver JIT-compiles on every listed GPU), `\"cubin\"` (nvcc `-cubin`, clang `--cuda-device-only -c`: one bytes payload per architecture, `<stem>_cubin_sm_NN()` each, and `<stem>_cubin()`, the lowest), `\"fatbin\"` (nvcc `-fatbin` with every architecture and the PTX floor: `<stem>_fatbin()`; not offered on clang, refused), `\"cubin+ptx\"` (both the cubins and the PTX, so a program loads a cubin where one fits and PTX elsewhere). Every architecture declared in the manifest (`accel`, and each `sources` entry's) has its accessors in every build, empty where the build's set does not list it or with `--no-accel`. Each source also gets `<stem>_select(major, minor)`, the best image for a GPU, and `<stem>_entries`, its kernels' names read from the built images. Device-only outputs are compiled without the host pass, so `#if __CUDA_ARCH__` guards hold; each has its own directory of the lane (`cuda/ptx/`, ...)" },
+    crate::config::manifest::KeyDoc { key: "driver-floor", default: "none", meaning: "the oldest driver the program must load its payloads on, as the CUDA version it supports (`\"12.4\"`: what `cuDriverGetVersion` reports, `nvidia-smi` shows). The build reads the PTX ISA version of every PTX payload (its `.version` line) and refuses one that needs a newer driver (PTX ISA 8.4 needs CUDA 12.4, 9.0 needs 13.0: NVIDIA's PTX ISA release history), naming the ways out: embed cubins (`output = \"cubin\"` or `\"fatbin\"` with every GPU's architecture listed), an older toolkit, or a higher floor. A toolkit of a newer major version than the floor is refused before anything compiles" },
     super::options::CommonOptions::INCLUDES_DOC,
     super::options::CommonOptions::DEFINES_DOC,
-    crate::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0` when false. No `-lineinfo`: nvcc writes its file table with the checkout's absolute paths (it has no prefix map), so the bytes would depend on where the package is; add it through `flags` to profile" },
-    crate::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before the depfile, source and output arguments (so the rule's `-MF` and `-o` win), unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
+    crate::config::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0` when false. No `-lineinfo`: nvcc writes its file table with the checkout's absolute paths (it has no prefix map), so the bytes would depend on where the package is; add it through `flags` to profile" },
+    crate::config::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before the depfile, source and output arguments (so the rule's `-MF` and `-o` win), unexamined, except two kinds: a flag that turns relocatable device code on (`-rdc=true`, `-rdc true`, `--relocatable-device-code=true` or `... true`, `-dc`, `--device-c`) without `rdc = true` is refused before compiling, naming `flags[i]`: without the device link the program fails to link with `undefined symbol: __cudaRegisterLinkedBinary_...`. Set `rdc = true` instead. And a flag that changes what the compiler writes (nvcc `--ptx`/`-ptx`, `-cubin`, `-fatbin`, `-optix-ir`, `-E`, `-M`, `-MM`, `-cuda`, `-lib`, `-link`, `-dlink`, `-dw`, `-run`; clang `--cuda-device-only`, `--cuda-host-only`, `-S`, `-E`, `-M`, `-MM`, `-emit-llvm`, `-fsyntax-only`) is refused naming `output` (or `rdc`). An object output that is not an object file of the target (ELF on Linux, Mach-O on Apple) is a failure" },
 ];
 
 /// The exact `cuda-nvcc` toolchain package version the nvcc route declares (CUDA 13.0: the H200
@@ -257,10 +257,10 @@ impl Rule for CudaRule {
     /// be newer than the driver it meets; each rule brings its own environment),
     /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
-    fn check_options(&self, manifest: &crate::manifest::Manifest) -> Result<()> {
+    fn check_options(&self, manifest: &crate::config::manifest::Manifest) -> Result<()> {
         super::options::read::<CudaOptions>(manifest, self.name()).map(drop)
     }
-    fn option_keys(&self) -> &'static [crate::manifest::KeyDoc] {
+    fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
     }
     fn outputs(&self) -> &'static [&'static str] {
@@ -270,7 +270,7 @@ impl Rule for CudaRule {
     /// and `<stem>_ptx_compute_NN()` (text), `<stem>_cubin()` and `<stem>_cubin_sm_NN()`,
     /// `<stem>_fatbin()` (bytes), for every architecture the manifest declares
     /// ([`declared_archs`]).
-    fn placeholders(&self, manifest: &crate::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+    fn placeholders(&self, manifest: &crate::config::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         let opts: CudaOptions = super::options::read(manifest, self.name())?;
         let (declared, declared_virt) = declared_archs(manifest);
         let mut out = Vec::new();
@@ -287,7 +287,7 @@ impl Rule for CudaRule {
         }
         Ok(out)
     }
-    fn check_payloads(&self, manifest: &crate::manifest::Manifest, payloads: &[&crate::surface::Payload]) -> Result<()> {
+    fn check_payloads(&self, manifest: &crate::config::manifest::Manifest, payloads: &[&crate::surface::Payload]) -> Result<()> {
         let opts: CudaOptions = super::options::read(manifest, self.name())?;
         let Some(floor) = driver_floor(manifest, &opts)? else { return Ok(()) };
         // Each PTX file once, under its architecture's accessor (the unsuffixed one shares it).
@@ -299,10 +299,10 @@ impl Rule for CudaRule {
         }
         Ok(())
     }
-    fn check_entry(&self, entry: &crate::accel::AccelEntry) -> Result<()> {
+    fn check_entry(&self, entry: &crate::config::accel::AccelEntry) -> Result<()> {
         probe::check_entry_version(entry)
     }
-    fn toolchain_packages(&self, manifest: &crate::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
+    fn toolchain_packages(&self, manifest: &crate::config::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
         let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
             return Vec::new();
@@ -333,7 +333,7 @@ impl Rule for CudaRule {
         let (toolkit, nvcc) = toolkit::locate(ctx, &opts, route, &mut plan.warnings)?;
         check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
-        let host = crate::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
         if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
             probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
@@ -482,7 +482,7 @@ fn package_relative(pkg: &Path, dirs: &[PathBuf]) -> Vec<PathBuf> {
 /// Returns the objects, in source order.
 ///
 /// # Errors
-/// An include directory outside the package or missing ([`crate::host::resolve_includes`]); an
+/// An include directory outside the package or missing ([`crate::rules::host::resolve_includes`]); an
 /// nvcc argument its shell would evaluate.
 fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) -> Result<Vec<PathBuf>> {
     let ctx = lane.ctx;
@@ -558,20 +558,20 @@ fn source_stem(rel: &str) -> &str {
 /// `{native}` declares none. These name the per-architecture accessors every build generates
 /// ([`payload_units`]), so code naming one compiles under any accelerator set, `--no-accel`
 /// included.
-pub(crate) fn declared_archs(manifest: &crate::manifest::Manifest) -> (Vec<String>, Vec<String>) {
+pub(crate) fn declared_archs(manifest: &crate::config::manifest::Manifest) -> (Vec<String>, Vec<String>) {
     let mut texts: Vec<&str> = manifest.mcpp.accel.iter().map(String::as_str).collect();
     for e in &manifest.mcpp.sources {
-        if let crate::manifest::SourceEntry::Constrained(c) = e {
+        if let crate::config::manifest::SourceEntry::Constrained(c) = e {
             texts.extend(c.accel.as_deref());
         }
     }
     let mut real: Vec<String> = Vec::new();
     let mut floors: Vec<u64> = Vec::new();
     for text in texts {
-        let Ok(set) = crate::accel::AccelSet::parse(text) else { continue };
+        let Ok(set) = crate::config::accel::AccelSet::parse(text) else { continue };
         for entry in set.entries.iter().filter(|e| e.backend == Backend::Cuda) {
             real.extend(entry.archs.iter().filter(|a| a.starts_with("sm_")).cloned());
-            floors.extend(entry.floor.as_deref().and_then(crate::accel::arch_number));
+            floors.extend(entry.floor.as_deref().and_then(crate::config::accel::arch_number));
         }
     }
     arch_lists(real, &floors)
@@ -579,7 +579,7 @@ pub(crate) fn declared_archs(manifest: &crate::manifest::Manifest) -> (Vec<Strin
 
 /// Real architectures and PTX floors as the two sorted lists of [`declared_archs`].
 fn arch_lists(mut real: Vec<String>, floors: &[u64]) -> (Vec<String>, Vec<String>) {
-    let key = |a: &String| (crate::accel::arch_number(a).unwrap_or(0), a.clone());
+    let key = |a: &String| (crate::config::accel::arch_number(a).unwrap_or(0), a.clone());
     real.sort_by_key(key);
     real.dedup();
     let mut virt: Vec<String> = real.iter().map(|a| format!("compute_{}", arch_suffix(a))).chain(floors.iter().map(|f| format!("compute_{f}"))).collect();
@@ -595,7 +595,7 @@ fn arch_suffix(arch: &str) -> &str {
 
 /// The compute capability an architecture names, as the driver reports it (`sm_86` -> 8.6).
 fn capability(arch: &str) -> String {
-    let n = crate::accel::arch_number(arch).unwrap_or(0);
+    let n = crate::config::accel::arch_number(arch).unwrap_or(0);
     format!("{}.{}", n / 10, n % 10)
 }
 
@@ -669,7 +669,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
             format!("PTX for {v}: the driver JIT-compiles it on GPUs of compute capability {} and higher, if it knows the PTX ISA version in its `.version` line.", capability(v))
         }),
         CudaOutput::Cubin => family("cubin", built, declared, PayloadKind::Bytes, &|a| DeviceOnly::Cubin(a), &|a| {
-            let n = crate::accel::arch_number(a).unwrap_or(0);
+            let n = crate::config::accel::arch_number(a).unwrap_or(0);
             format!("A cubin for {a}: it loads on GPUs of compute capability {} up to {}.9 (the same major, an equal or higher minor), with no JIT.", capability(a), n / 10)
         }),
         CudaOutput::Fatbin => units.push(PayloadUnit {
@@ -691,7 +691,7 @@ fn payload_units<'a>(output: CudaOutput, stem: &str, built: &'a [String], built_
 
 /// The device-only compiles of `sources` (each with a non-object output), one action per
 /// (source, architecture) where the kind has several, each writing into the lane's directory
-/// of its kind ([`crate::layout::Variant::output_dir`]) with its depfile beside it, and the
+/// of its kind ([`crate::engine::layout::Variant::output_dir`]) with its depfile beside it, and the
 /// payloads they make ([`payload_units`]: per-architecture accessors for every architecture
 /// built or declared, the unsuffixed one the lowest built). PTX is built for every virtual
 /// architecture of the build (each listed one's and the floor's), cubins for every listed
@@ -828,7 +828,7 @@ pub(crate) fn ptx_isa(text: &str) -> Option<(u32, u32)> {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] at the key for a value that is not `major.minor`.
-fn driver_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions) -> Result<Option<(u32, u32)>> {
+fn driver_floor(manifest: &crate::config::manifest::Manifest, opts: &CudaOptions) -> Result<Option<(u32, u32)>> {
     let Some(raw) = &opts.driver_floor else { return Ok(None) };
     let parsed = raw.split_once('.').and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
     match parsed {
@@ -845,7 +845,7 @@ fn driver_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions) -> Res
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] at `driver-floor`, naming the toolkit, with the ways out.
-fn check_toolkit_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions, toolkit: &Toolkit) -> Result<()> {
+fn check_toolkit_floor(manifest: &crate::config::manifest::Manifest, opts: &CudaOptions, toolkit: &Toolkit) -> Result<()> {
     let (Some(floor), Some(tk)) = (driver_floor(manifest, opts)?, toolkit.version) else { return Ok(()) };
     if tk.0 <= floor.0 {
         return Ok(());
@@ -863,7 +863,7 @@ fn check_toolkit_floor(manifest: &crate::manifest::Manifest, opts: &CudaOptions,
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] at `driver-floor`.
-pub(crate) fn check_driver_floor(manifest: &crate::manifest::Manifest, floor: (u32, u32), source: &str, arch: &str, text: &str) -> Result<()> {
+pub(crate) fn check_driver_floor(manifest: &crate::config::manifest::Manifest, floor: (u32, u32), source: &str, arch: &str, text: &str) -> Result<()> {
     let Some(isa) = ptx_isa(text) else { return Ok(()) };
     let needs = ptx_isa_min_cuda(isa);
     if needs.is_some_and(|n| n <= floor) {

@@ -5,10 +5,10 @@
 //! 002 "facts and floors"): a refusal names what the fact contradicts.
 
 use super::CudaCompilerName;
-use crate::accel::arch_number;
-use crate::env::Env;
+use crate::config::accel::arch_number;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
+use crate::engine::layout::DeviceCache;
 use crate::tool::{self, Tool};
 use std::path::Path;
 
@@ -27,7 +27,7 @@ pub struct Archs {
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` for each of those.
-pub fn entry_archs(entry: &crate::accel::AccelEntry, env: &Env) -> Result<Archs> {
+pub fn entry_archs(entry: &crate::config::accel::AccelEntry, env: &Env) -> Result<Archs> {
     let accel_text = entry.to_string();
     check_entry_version(entry)?;
     let archs = resolve_archs(&entry.archs, &accel_text, env)?;
@@ -51,7 +51,7 @@ pub fn entry_archs(entry: &crate::accel::AccelEntry, env: &Env) -> Result<Archs>
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` and the fix.
-pub fn check_entry_version(entry: &crate::accel::AccelEntry) -> Result<()> {
+pub fn check_entry_version(entry: &crate::config::accel::AccelEntry) -> Result<()> {
     match entry.version.as_deref().filter(|v| !v.contains('.')) {
         Some(v) => Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CUDA {v} without a minor version"))
             .key("package.metadata.mcpp.accel")
@@ -77,8 +77,8 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
                 .key("package.metadata.mcpp.accel")
                 .detail("`{native}` (or no architecture list) means \"the compute capabilities nvidia-smi reports here\";")
                 .detail("nvidia-smi found none, and compiling for no architecture would give an empty or garbage -arch.")
-                .help(format!("name the architectures: accel = \"cuda13.0+{{sm_90}}\" in [package.metadata.mcpp], or {}", crate::report::accel_way(env, "cuda13.0+{sm_80,sm_90}")))
-                .help(format!("or build with {} for the host fallback", crate::report::no_accel_way(env))));
+                .help(format!("name the architectures: accel = \"cuda13.0+{{sm_90}}\" in [package.metadata.mcpp], or {}", crate::output::report::accel_way(env, "cuda13.0+{sm_80,sm_90}")))
+                .help(format!("or build with {} for the host fallback", crate::output::report::no_accel_way(env))));
         }
         for a in probed {
             if !out.contains(&a) {
@@ -209,7 +209,7 @@ pub fn known_archs(route: CudaCompilerName, compiler: &Tool, cache: &DeviceCache
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel`.
-pub fn check_known_archs(entry: &crate::accel::AccelEntry, archs: &[String], known: &KnownArchs) -> Result<()> {
+pub fn check_known_archs(entry: &crate::config::accel::AccelEntry, archs: &[String], known: &KnownArchs) -> Result<()> {
     let text = entry.to_string();
     let refuse = |what: String, column: Option<usize>| {
         let mut e = Error::new(ErrorKind::Accel, what).key("package.metadata.mcpp.accel");
@@ -232,7 +232,7 @@ pub fn check_known_archs(entry: &crate::accel::AccelEntry, archs: &[String], kno
     }
     if let (Some(floor), Some(word)) = (&entry.floor, entry.floor_word) {
         if !known.accepts_floor(floor) {
-            let w = if word == crate::accel::FloorWord::Ptx { "ptx" } else { "floor" };
+            let w = if word == crate::config::accel::FloorWord::Ptx { "ptx" } else { "floor" };
             let column = text.rfind(">=").map(|i| text[..i + 2].chars().count() + 1);
             return Err(refuse(format!("`{w}>={}` in `{}` names no virtual architecture {} generates PTX for", crate::text::echo(floor), crate::text::echo(&text), known.compiler), column));
         }
@@ -359,7 +359,7 @@ mod tests {
         assert!(clang.accepts("sm_90a") && clang.accepts("sm_89") && !clang.accepts("sm_100") && !clang.accepts("sm_89a"));
         assert!(KnownArchs::parse("x", "recording shim 1.0", None).is_none());
 
-        let entry = |s: &str| crate::accel::AccelSet::parse(s).unwrap().entries[0].clone();
+        let entry = |s: &str| crate::config::accel::AccelSet::parse(s).unwrap().entries[0].clone();
         let e = entry("cuda13.0+{sm_90,sm_80a}");
         let err = check_known_archs(&e, &e.archs, &nvcc).unwrap_err().to_string();
         assert!(err.contains("`sm_80a` in `cuda13.0+{sm_90,sm_80a}` is not an architecture nvcc 13.0 compiles for"), "{err}");

@@ -7,9 +7,9 @@
 
 use super::probe;
 use super::{CudaCompilerName, CudaOptions, CCBIN, CLANG, CUDA_TOOLKIT, MANIFEST_KEY, NVCC};
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::host::HostToolchain;
+use crate::rules::host::HostToolchain;
 use crate::rules::RuleContext;
 use crate::tool::{self, RootChoice, Tool, ToolSource};
 use std::path::{Path, PathBuf};
@@ -77,8 +77,8 @@ pub struct CudaTarget {
 }
 
 impl CudaTarget {
-    /// The build's target, from cargo's facts ([`crate::cargo_facts`]).
-    pub fn of_build(facts: &crate::cargo_facts::CargoFacts) -> CudaTarget {
+    /// The build's target, from cargo's facts ([`crate::config::cargo_facts`]).
+    pub fn of_build(facts: &crate::config::cargo_facts::CargoFacts) -> CudaTarget {
         CudaTarget { dirs: cuda_target_dirs(&facts.target), cross: facts.is_cross(), triple: facts.target.clone() }
     }
 }
@@ -113,7 +113,7 @@ pub fn shared_cudart(dir: &Path) -> Option<String> {
 
 /// The explicit toolkit root of `opts` (`[package.metadata.mcpp.cuda] toolkit`, made absolute
 /// against the package root), for the resolver.
-pub fn root_choice(opts: &CudaOptions, manifest: &crate::manifest::Manifest) -> Option<RootChoice> {
+pub fn root_choice(opts: &CudaOptions, manifest: &crate::config::manifest::Manifest) -> Option<RootChoice> {
     let t = opts.toolkit.as_ref()?;
     let root = if t.is_absolute() { t.clone() } else { manifest.dir().join(t) };
     Some(RootChoice { root, manifest: manifest.path.clone(), line: manifest.line("cuda.toolkit"), key: format!("{MANIFEST_KEY}.toolkit") })
@@ -124,7 +124,7 @@ fn with_fallback(e: Error, env: &Env) -> Error {
     if e.kind != ErrorKind::ToolNotFound {
         return e;
     }
-    e.help(format!("or build with {} for the host fallback", crate::report::no_accel_way(env)))
+    e.help(format!("or build with {} for the host fallback", crate::output::report::no_accel_way(env)))
 }
 
 /// The toolkit of this build and, on the nvcc route, nvcc in it: one resolver, one decision
@@ -164,7 +164,7 @@ pub fn locate(ctx: &RuleContext, opts: &CudaOptions, route: CudaCompilerName, wa
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming both versions and the toolkit.
-pub fn check_version(entry: &crate::accel::AccelEntry, toolkit: &Toolkit) -> Result<()> {
+pub fn check_version(entry: &crate::config::accel::AccelEntry, toolkit: &Toolkit) -> Result<()> {
     if let (Some(want), Some((major, minor))) = (&entry.version, toolkit.version) {
         let nums = entry.version_numbers();
         if nums.first() != Some(&(major as u64)) || nums.get(1).copied().unwrap_or(0) != minor as u64 {
@@ -196,7 +196,7 @@ pub struct TargetRuntime {
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] for a cross target the toolkit has no runtime for, naming the
 /// directories looked in.
-pub fn target_runtime(toolkit: &Toolkit, facts: &crate::cargo_facts::CargoFacts, env: &Env) -> Result<TargetRuntime> {
+pub fn target_runtime(toolkit: &Toolkit, facts: &crate::config::cargo_facts::CargoFacts, env: &Env) -> Result<TargetRuntime> {
     let target = CudaTarget::of_build(facts);
     let runtime = toolkit.runtime_dir(&target);
     if target.cross && runtime.is_none() {
@@ -213,7 +213,7 @@ pub fn target_runtime(toolkit: &Toolkit, facts: &crate::cargo_facts::CargoFacts,
         return Err(e
             .detail("A cross build compiles and links against the target's headers and runtime under <toolkit>/targets/<dir>/, never the build machine's lib/.")
             .help("install the target's CUDA runtime into the toolkit (NVIDIA's cross packages put it in targets/sbsa-linux or targets/aarch64-linux), or name a toolkit that has it ([package.metadata.mcpp.cuda] toolkit, CUDA_PATH)")
-            .help(format!("or build for this machine's target, or with {} for the host fallback", crate::report::no_accel_way(env))));
+            .help(format!("or build for this machine's target, or with {} for the host fallback", crate::output::report::no_accel_way(env))));
     }
     let target_dir = if target.cross { runtime.as_ref().and_then(|(_, d)| *d) } else { None };
     Ok(TargetRuntime { target, target_dir, lib_dir: runtime.map(|(d, _)| d) })

@@ -66,6 +66,6 @@ pub fn write(format: ArchiveFormat, members: &[PathBuf], output: &Path) -> Resul
     let mut out = std::io::Cursor::new(Vec::new());
     ar_archive_writer::write_archive_to_stream(&mut out, &new_members, format.kind(), false, None)
         .map_err(|e| Error::new(ErrorKind::ToolFailed, format!("cannot write the archive `{}`: {e}", output.display())))?;
-    crate::fingerprint::write_if_changed(output, &out.into_inner())?;
+    crate::engine::fingerprint::write_if_changed(output, &out.into_inner())?;
     Ok(())
 }

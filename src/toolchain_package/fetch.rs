@@ -25,9 +25,9 @@
 //!    `packages/<name>/<version>`: an install is either complete or absent. A file the
 //!    descriptor pins (`sha256`) with other bytes is refused before the rename.
 
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fingerprint::sha256_hex;
+use crate::engine::fingerprint::sha256_hex;
 use crate::toolchain_package::{
     ArchiveRecord, Catalog, Home, Installed, LockedPackage, Lockfile, Marker, Selected,
     CATALOG_FILE, MARKER,
@@ -56,7 +56,7 @@ pub struct FetchOptions<'a> {
     pub lock_path: &'a Path,
 }
 
-pub use crate::lock::FileLock;
+pub use crate::engine::lock::FileLock;
 
 /// Install `sel` into `home` (or find it installed), verifying and recording archive hashes in
 /// `lock` (the caller writes the lockfile).
@@ -255,7 +255,7 @@ pub fn fetch(
     let root = staging.path().join(&desc.root);
     for (rel, want) in &desc.sha256 {
         let path = root.join(rel);
-        let found = crate::fingerprint::hash_file(&path);
+        let found = crate::engine::fingerprint::hash_file(&path);
         if found.as_deref() != Some(want.as_str()) {
             return Err(Error::new(ErrorKind::Manifest, format!("toolchain package {} {}: `{}/{rel}` does not have the bytes {CATALOG_FILE} pins; refused, nothing was installed", sel.name, sel.version, desc.root))
                 .detail(format!("pinned: {want}"))
@@ -363,7 +363,7 @@ fn cargo_download(crates: &[(String, String)], dir: &Path, env: &Env) -> Result<
         .arg("--manifest-path")
         .arg(project.join("Cargo.toml"))
         .arg("--quiet");
-    crate::env::apply_to(&mut cmd, env);
+    crate::config::env::apply_to(&mut cmd, env);
     let out = cmd.output().map_err(|e| Error::new(ErrorKind::ToolNotFound, format!("cannot run `{} fetch`: {e}", PathBuf::from(&cargo).display())).help("run cargo-mcpp as `cargo mcpp ...` (cargo names itself in CARGO), or put cargo on PATH"))?;
     if !out.status.success() {
         let mut e = Error::new(
@@ -582,7 +582,7 @@ fn pip_download(dists: &[(String, String)], dir: &Path, env: &Env) -> Result<()>
     for (d, v) in dists {
         cmd.arg(format!("{d}=={v}"));
     }
-    crate::env::apply_to(&mut cmd, env);
+    crate::config::env::apply_to(&mut cmd, env);
     let out = cmd.output().map_err(|e| {
         Error::new(
             ErrorKind::ToolNotFound,
@@ -708,7 +708,7 @@ fn inventory(dir: &Path) -> Result<Vec<(String, u64, String)>> {
                 out.push((
                     rel,
                     bytes.len() as u64,
-                    crate::fingerprint::sha256_hex(&bytes),
+                    crate::engine::fingerprint::sha256_hex(&bytes),
                 ));
             }
         }
@@ -838,7 +838,7 @@ pub fn fetch_package(
 ) -> Result<FetchReport> {
     use crate::plan::toolchain_packages;
     use crate::toolchain_package::{Requirement, VersionReq};
-    let manifest = crate::manifest::Manifest::read(manifest_path)?;
+    let manifest = crate::config::manifest::Manifest::read(manifest_path)?;
     let catalog = Catalog::builtin()?;
     let accel_set = crate::plan::accel::resolve_checked(accel, &manifest, env)?;
     let requirements: Vec<Requirement> = if names.is_empty() {
@@ -892,7 +892,7 @@ pub fn fetch_package(
             .get("CARGO_NET_OFFLINE")
             .is_some_and(|v| v == "true" || v == "1");
     // One writer of this package's mcpp.lock at a time.
-    let key = &crate::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
+    let key = &crate::engine::fingerprint::sha256_hex(lock_path.to_string_lossy().as_bytes())[..16];
     let _project = FileLock::acquire(&home.lock_dir().join(format!("project-{key}.lock")))?;
     let mut lock = Lockfile::read(&lock_path)?;
     let selected = crate::toolchain_package::select_locked(

@@ -15,7 +15,7 @@
 //! A rule's `optimize` key overrides the on/off decision; `DEBUG` is recorded for rules that
 //! want it. The host C++ lane gives the `cc` crate the level and the debug flag as they are.
 
-use crate::env::Env;
+use crate::config::env::Env;
 
 /// A profile's `opt-level`, as cargo passes it in `OPT_LEVEL`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,8 +10,8 @@
 //! connection and writes one JSON object per line, a [`DeviceEvent`]. Nothing here can fail a
 //! build: with no listener, or a listener gone, events are dropped.
 
-use crate::env::Env;
-use crate::graph::{Action, Observer};
+use crate::config::env::Env;
+use crate::engine::graph::{Action, Observer};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::sync::Mutex;
@@ -58,14 +58,14 @@ pub enum DeviceEvent {
         /// The warnings the build script gave cargo (cargo shows them too).
         warnings: usize,
     },
-    /// A device compiler's warning or error with its place ([`crate::diagnostic`]), sent
+    /// A device compiler's warning or error with its place ([`crate::output::diagnostic`]), sent
     /// before [`DeviceEvent::Done`] or [`DeviceEvent::Failed`]: `cargo mcpp build
     /// --message-format json` prints it as a `compiler-message`.
     Diagnostic {
         /// The package.
         package: String,
         /// Where and what.
-        diagnostic: crate::diagnostic::Diagnostic,
+        diagnostic: crate::output::diagnostic::Diagnostic,
         /// The line as the compiler printed it (after the action's description).
         rendered: String,
     },
@@ -108,15 +108,15 @@ impl DeviceEvent {
 
 /// The events a device phase's result carries besides its end: every compiler line of its
 /// warnings (success) or of its errors' details (failure) that names a place
-/// ([`crate::diagnostic::parse_all`]) as a [`DeviceEvent::Diagnostic`] (rendered: the
+/// ([`crate::output::diagnostic::parse_all`]) as a [`DeviceEvent::Diagnostic`] (rendered: the
 /// compiler's own text, without the action's description), then, on success, every
 /// output as a [`DeviceEvent::Artifact`], in path order.
 pub fn detail_events(
     package: &str,
-    result: Result<&crate::graph::RunReport, &crate::error::Error>,
+    result: Result<&crate::engine::graph::RunReport, &crate::error::Error>,
 ) -> Vec<DeviceEvent> {
     let diagnostics = |lines: &[String]| -> Vec<DeviceEvent> {
-        crate::diagnostic::parse_all(lines).into_iter().map(|(d, rendered)| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered }).collect()
+        crate::output::diagnostic::parse_all(lines).into_iter().map(|(d, rendered)| DeviceEvent::Diagnostic { package: package.to_string(), diagnostic: d, rendered }).collect()
     };
     match result {
         Ok(report) => diagnostics(&report.warnings)
@@ -130,7 +130,7 @@ pub fn detail_events(
 /// The number of device compiler warnings among `lines` (diagnostics of level `warning`, not
 /// lines: a warning's notes and source excerpts do not count), for `mcpp-device-finished`.
 pub fn warning_count(lines: &[String]) -> usize {
-    crate::diagnostic::parse_all(lines).iter().filter(|(d, _)| d.level == "warning").count()
+    crate::output::diagnostic::parse_all(lines).iter().filter(|(d, _)| d.level == "warning").count()
 }
 
 /// Whether this build was started by `cargo mcpp build` (it opened the side channel): refusals

@@ -1,13 +1,13 @@
 //! What the object lanes (CUDA, host C++) share: object file names, the in-process archive of
-//! a lane's objects (one static library per lane, [`crate::archive`]) and the link directives
+//! a lane's objects (one static library per lane, [`crate::engine::archive`]) and the link directives
 //! that put it, and the runtimes it needs, into the crate. A lane plans its compiles into
 //! [`object_path`]s, then [`archive`]s them; the pipeline prints the directives of every lane,
 //! in plan order, with [`print()`].
 
-use crate::archive::ArchiveFormat;
-use crate::cargo_output::CargoOutput;
-use crate::graph::{Action, InProcess, Role};
-use crate::layout::Variant;
+use crate::engine::archive::ArchiveFormat;
+use crate::output::cargo_output::CargoOutput;
+use crate::engine::graph::{Action, InProcess, Role};
+use crate::engine::layout::Variant;
 use std::path::{Path, PathBuf};
 
 /// A link directive a plan asks for; the pipeline prints it through [`CargoOutput`] in plan
@@ -27,7 +27,7 @@ pub enum LinkDirective {
 /// archive members never collide: `a_b.cu.1a2b3c4d.o` for `ext` `o`.
 pub fn object_name(rel: &str, ext: &str) -> String {
     let flat: String = rel.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
-    format!("{flat}.{}.{ext}", &crate::fingerprint::sha256_hex(rel.as_bytes())[..8])
+    format!("{flat}.{}.{ext}", &crate::engine::fingerprint::sha256_hex(rel.as_bytes())[..8])
 }
 
 /// Where `lane` writes the object of `rel`: `<variant>/<lane>/obj/<`[`object_name`]`>`; its
@@ -43,14 +43,14 @@ pub fn lib_name(lane: &str, package: &str) -> String {
 }
 
 /// Plan the archive of `objects` (indices `deps` in the caller's action list), written in
-/// process ([`crate::archive`]) as `<variant>/<lane>/lib-<12 hex of the member list>/lib<name>.a`
+/// process ([`crate::engine::archive`]) as `<variant>/<lane>/lib-<12 hex of the member list>/lib<name>.a`
 /// with `name` the [`lib_name`] of `lane` and `package`: a new member list gets a new archive
 /// directory. Returns the action and the link directives (search the directory, link the
 /// library statically).
 pub fn archive(variant: &Variant, lane: &str, package: &str, format: ArchiveFormat, objects: &[PathBuf], deps: Vec<usize>, cwd: &Path) -> (Action, Vec<LinkDirective>) {
     let name = lib_name(lane, package);
     let list: String = objects.iter().map(|o| o.to_string_lossy().into_owned()).collect::<Vec<_>>().join("\n");
-    let lib_dir = variant.lane_dir(lane).join(format!("lib-{}", &crate::fingerprint::sha256_hex(list.as_bytes())[..12]));
+    let lib_dir = variant.lane_dir(lane).join(format!("lib-{}", &crate::engine::fingerprint::sha256_hex(list.as_bytes())[..12]));
     let lib = lib_dir.join(format!("lib{name}.a"));
     let mut action = Action::in_process(InProcess {
         id: format!("archive:{name}"),
@@ -68,7 +68,7 @@ pub fn archive(variant: &Variant, lane: &str, package: &str, format: ArchiveForm
 
 /// The C++ runtime of the host toolchain (`dylib=stdc++`, `dylib=c++`; none for MSVC), which
 /// an archive of C++ objects needs, and nvcc's host stub too (`__cxa_guard_acquire`).
-pub fn cpp_runtime(host: &crate::host::HostToolchain) -> Option<LinkDirective> {
+pub fn cpp_runtime(host: &crate::rules::host::HostToolchain) -> Option<LinkDirective> {
     host.cpp_stdlib.as_ref().map(|std| LinkDirective::Lib(format!("dylib={std}")))
 }
 
@@ -91,7 +91,7 @@ mod tests {
     fn objects_are_named_apart_and_archived_under_their_member_list() {
         assert_ne!(object_name("a/b.cu", "o"), object_name("a_b.cu", "o"));
         assert!(object_name("a/b.cu", "o").starts_with("a_b.cu.") && object_name("a/b.cu", "o").ends_with(".o"));
-        let variant = crate::layout::DeviceCache::at("/c").variant(&crate::accel::AccelSet::none());
+        let variant = crate::engine::layout::DeviceCache::at("/c").variant(&crate::config::accel::AccelSet::none());
         let o = object_path(&variant, "cuda", "k/x.cu");
         assert!(o.starts_with("/c/host/cuda/obj"), "{}", o.display());
         let (a, link) = archive(&variant, "cxx", "my-app", ArchiveFormat::Gnu, std::slice::from_ref(&o), vec![0], Path::new("/p"));
@@ -108,25 +108,25 @@ mod tests {
     }
 }
 
-/// The archive of a lane's objects as a graph step ([`crate::graph::Step`]): the action's
-/// inputs, in order, written as the archive at its one output by [`crate::archive::write`].
+/// The archive of a lane's objects as a graph step ([`crate::engine::graph::Step`]): the action's
+/// inputs, in order, written as the archive at its one output by [`crate::engine::archive::write`].
 /// It lives here, over the graph, so the writer (`archive.rs`) stays below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArchiveStep(pub ArchiveFormat);
 
-impl crate::graph::Step for ArchiveStep {
+impl crate::engine::graph::Step for ArchiveStep {
     fn name(&self) -> &str {
         "archive writer"
     }
     fn version(&self) -> String {
-        crate::archive::writer_identity(self.0)
+        crate::engine::archive::writer_identity(self.0)
     }
     fn options(&self) -> String {
         format!("{:?}", self.0)
     }
     fn run(&self, inputs: &[PathBuf], outputs: &[PathBuf]) -> crate::error::Result<Vec<String>> {
         match outputs {
-            [lib] => crate::archive::write(self.0, inputs, lib).map(|()| Vec::new()),
+            [lib] => crate::engine::archive::write(self.0, inputs, lib).map(|()| Vec::new()),
             _ => Err(crate::error::Error::new(crate::error::ErrorKind::ToolFailed, "an archive step has exactly one output")),
         }
     }

@@ -1,9 +1,9 @@
 //! `cargo mcpp build`'s view of the device phases that run in the build scripts of its
-//! `cargo build`: it listens on the side channel of [`crate::report`] and shows one indicatif
+//! `cargo build`: it listens on the side channel of [`crate::output::report`] and shows one indicatif
 //! bar per package when stderr is a terminal (cargo's own stderr lines printed above the bars),
 //! plain lines otherwise. Every line names its package.
 
-use crate::report::DeviceEvent;
+use crate::output::report::DeviceEvent;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, IsTerminal};
@@ -297,7 +297,7 @@ impl Channel {
         })
     }
 
-    /// The socket path to name in [`crate::report::PROGRESS_ENV`].
+    /// The socket path to name in [`crate::output::report::PROGRESS_ENV`].
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -355,8 +355,8 @@ impl Channel {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::env::Env;
-    use crate::report::{Reporter, PROGRESS_ENV};
+    use crate::config::env::Env;
+    use crate::output::report::{Reporter, PROGRESS_ENV};
 
     #[test]
     fn a_build_scripts_events_reach_the_channel_and_its_outcome_is_kept() {

@@ -15,16 +15,16 @@
 //! island's generated interface when a unit imports it), resolves the compiler ([`compiler`])
 //! and checks `std` ([`check_cxx_std`]); [`plan`] reads the module lines ([`Modules::read`]),
 //! orders the units, and plans each unit's actions (`unit_actions`) and the archive
-//! ([`crate::link::archive`]).
+//! ([`crate::rules::link::archive`]).
 
-use crate::cargo_facts::CargoFacts;
-use crate::env::Env;
+use crate::config::cargo_facts::CargoFacts;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{Action, Role};
-use crate::host::{Family, HostToolchain};
-use crate::layout::{DeviceCache, Variant};
-use crate::link::{self, LinkDirective};
-use crate::manifest::Manifest;
+use crate::engine::graph::{Action, Role};
+use crate::rules::host::{Family, HostToolchain};
+use crate::engine::layout::{DeviceCache, Variant};
+use crate::rules::link::{self, LinkDirective};
+use crate::config::manifest::Manifest;
 use crate::tool::Tool;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -111,11 +111,11 @@ pub struct IslandUnits<'a> {
     /// empty when the device half compiles.
     pub fallback: &'a [(PathBuf, String)],
     /// The generated header and C++ module interface.
-    pub emitted: &'a crate::island::emit::Emitted,
+    pub emitted: &'a crate::surface::island::emit::Emitted,
 }
 
 /// The generated payload surface the host C++ lane compiles with the crate's units (the copy
-/// in the variant's `surface/`, [`crate::layout::Variant::surface_cpp_dir`]): the interface
+/// in the variant's `surface/`, [`crate::engine::layout::Variant::surface_cpp_dir`]): the interface
 /// (`<module>.cppm`, compiled in module order when a unit imports the module; or the C header
 /// `<module>.h`, found through `-I` of its directory) and the implementation unit, compiled and
 /// linked whenever the lane compiles anything.
@@ -162,7 +162,7 @@ pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Opti
     let opts = manifest.mcpp.cxx.clone().unwrap_or_default();
     let mut includes: Vec<PathBuf> = island.map(|i| i.emitted.dir.clone()).into_iter().collect();
     includes.extend(surface.and_then(|s| s.interface.parent()).map(Path::to_path_buf));
-    includes.extend(crate::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
+    includes.extend(crate::rules::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
     let (host, compiler) = compiler(env, facts, cache)?;
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
@@ -329,15 +329,15 @@ pub const HOST_CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++",
 
 /// The host compiler: the `cc` crate's choice (`CXX` or its default) for cargo's `TARGET`,
 /// recorded as such for `cargo mcpp why tool c++`, run through the wrapper `CXX` names
-/// ([`crate::host::lane_tool`]).
+/// ([`crate::rules::host::lane_tool`]).
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds none, or it or the wrapper does not run.
 pub fn compiler(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
-    let host = crate::host::toolchain(env, facts, cache)?;
+    let host = crate::rules::host::toolchain(env, facts, cache)?;
     let source = crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string());
     let resolved = crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, "the cc crate", env, cache)?;
-    let compiler = crate::host::lane_tool(&host, resolved, env, cache)?;
+    let compiler = crate::rules::host::lane_tool(&host, resolved, env, cache)?;
     Ok((host, compiler))
 }
 
@@ -383,11 +383,11 @@ pub struct CxxPlanInput<'a> {
     /// Extra flags, appended last.
     pub flags: &'a [String],
     /// The variant of the device cache: objects, module files and the archive go to its
-    /// `cxx/` directory ([`crate::layout::Variant::lane_dir`]).
+    /// `cxx/` directory ([`crate::engine::layout::Variant::lane_dir`]).
     pub variant: &'a Variant,
     /// The working directory (package root).
     pub cwd: &'a Path,
-    /// The package name, which names the archive ([`crate::link::lib_name`]: `mcpp_cxx_<package>`).
+    /// The package name, which names the archive ([`crate::rules::link::lib_name`]: `mcpp_cxx_<package>`).
     pub package: &'a str,
 }
 
@@ -575,7 +575,7 @@ fn bmi(input: &CxxPlanInput, name: &str) -> PathBuf {
 /// g++'s module flags and mapper, then (at the returned index, where a forced include goes)
 /// `-I`/`-D` and the flags.
 fn common_args(input: &CxxPlanInput, modules: &Modules) -> (Vec<OsString>, usize) {
-    // Under a wrapper (`CXX="ccache g++"`) the program run is the wrapper ([`crate::host::lane_tool`]),
+    // Under a wrapper (`CXX="ccache g++"`) the program run is the wrapper ([`crate::rules::host::lane_tool`]),
     // and the compiler is its first argument.
     let mut common: Vec<OsString> = input.host.wrapper.iter().map(|_| input.host.cxx.clone().into_os_string()).collect();
     common.extend(input.host.cxx_args.iter().map(OsString::from));
@@ -588,7 +588,7 @@ fn common_args(input: &CxxPlanInput, modules: &Modules) -> (Vec<OsString>, usize
     }
     // A forced include goes here: after the language options, before -I/-D and the flags.
     let forced_at = common.len();
-    common.extend(crate::host::include_define_args(input.includes, input.defines));
+    common.extend(crate::rules::host::include_define_args(input.includes, input.defines));
     common.extend(input.flags.iter().map(OsString::from));
     (common, forced_at)
 }
@@ -603,7 +603,7 @@ fn write_module_map(input: &CxxPlanInput, modules: &Modules) -> Result<()> {
         return Ok(());
     }
     let text: String = modules.provider.keys().map(|n| format!("{n} {}\n", bmi(input, n).display())).collect();
-    crate::fingerprint::write_if_changed(&input.variant.module_map(), text.as_bytes())?;
+    crate::engine::fingerprint::write_if_changed(&input.variant.module_map(), text.as_bytes())?;
     let dir = input.variant.bmi_dir();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))
 }
@@ -655,7 +655,7 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
     let mut inputs = vec![u.path.clone()];
     inputs.extend(u.extra_inputs.iter().cloned());
     if let Some(header) = u.force_include.as_ref().filter(|_| !modules.lines[i].module_unit) {
-        let forced = crate::island::emit::force_include_args(header, input.host.family == Family::Msvc);
+        let forced = crate::surface::island::emit::force_include_args(header, input.host.family == Family::Msvc);
         args.splice(forced_at..forced_at, forced);
         inputs.push(header.clone());
     }
@@ -734,7 +734,7 @@ fn c_args(input: &CxxPlanInput, language: &[&str], msvc_language: &str) -> Vec<O
     } else {
         args.extend(language.iter().map(OsString::from));
     }
-    args.extend(crate::host::include_define_args(input.includes, input.defines));
+    args.extend(crate::rules::host::include_define_args(input.includes, input.defines));
     args.extend(input.flags.iter().map(OsString::from));
     args
 }

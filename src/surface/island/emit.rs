@@ -6,7 +6,7 @@
 
 use super::Entry;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fingerprint::write_if_changed;
+use crate::engine::fingerprint::write_if_changed;
 use crate::surface::names;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

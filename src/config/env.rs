@@ -53,7 +53,7 @@ impl Env {
     }
     /// Read `name` without recording the read: only for variables that are not inputs of the
     /// build and so must not be declared with `rerun-if-env-changed` (the progress channel of
-    /// `cargo mcpp build`, [`crate::report::PROGRESS_ENV`]).
+    /// `cargo mcpp build`, [`crate::output::report::PROGRESS_ENV`]).
     pub fn get_os_untracked(&self, name: &str) -> Option<OsString> {
         match self.overrides.get(name) {
             Some(v) => v.clone(),
@@ -87,7 +87,7 @@ impl Env {
     }
     /// Every variable of this view with its value, sorted by name: the process environment
     /// (when inherited) with the overrides on top and the removed variables left out. For a
-    /// library that reads the environment itself, the `cc` crate ([`crate::host`]), so that it
+    /// library that reads the environment itself, the `cc` crate ([`crate::rules::host`]), so that it
     /// sees this view and not the process. Not recorded as reads: the caller declares the
     /// variables that library reads.
     pub fn snapshot(&self) -> Vec<(OsString, OsString)> {

@@ -297,7 +297,7 @@ pub fn scan_text(text: &str, marker: &str, file: &Path) -> Result<Vec<Marked>> {
 /// [`ErrorKind::Sources`] naming `file:line` of the first marked definition, the key, and the
 /// `[package.metadata.mcpp.island]` lines that declare it; [`ErrorKind::Io`] for an unreadable
 /// file.
-pub fn refuse_marked_outside(manifest: &crate::manifest::Manifest, candidates: impl IntoIterator<Item = (PathBuf, String)>, island_sources: Option<&[PathBuf]>) -> Result<()> {
+pub fn refuse_marked_outside(manifest: &crate::config::manifest::Manifest, candidates: impl IntoIterator<Item = (PathBuf, String)>, island_sources: Option<&[PathBuf]>) -> Result<()> {
     let opts = manifest.mcpp.island.as_ref();
     let marker = opts.and_then(|o| o.marker.clone()).unwrap_or_else(|| DEFAULT_MARKER.to_string());
     for (path, rel) in candidates {

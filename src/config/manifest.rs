@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", expecting = "a table of cargo-mcpp keys ([package.metadata.mcpp])")]
 pub struct McppMetadata {
-    /// The accelerator set, e.g. `"vulkan1.2"`; see [`crate::accel`]. Absent = no accelerator.
+    /// The accelerator set, e.g. `"vulkan1.2"`; see [`crate::config::accel`]. Absent = no accelerator.
     pub accel: Option<String>,
     /// Device sources: globs relative to the package root, plain or constrained.
     #[serde(default)]
@@ -59,17 +59,17 @@ pub struct McppMetadata {
     /// (cargo-mcpp guide, "Packaging"); not read by a build.
     pub pack: Option<PackOptions>,
     /// `[package.metadata.mcpp.embed]`: data files (fonts, weights, tables, text) embedded
-    /// through the payload surface (tools-embed; [`crate::embed`]).
+    /// through the payload surface (tools-embed; [`crate::sources::embed`]).
     pub embed: Option<EmbedOptions>,
     /// The compiler launcher put before every compiler it can handle: `"sccache"`,
     /// `"ccache"` (looked up on PATH, never guessed) or a path (relative to the package root or
     /// absolute); `"none"`: no launcher. `MCPP_LAUNCHER` overrides it; a rule's own `launcher`
     /// key (taken out of its table into [`McppMetadata::rule_launchers`]) wins for that rule.
-    /// Resolved by [`crate::launcher::Launchers::resolve`].
+    /// Resolved by [`crate::rules::launcher::Launchers::resolve`].
     pub launcher: Option<String>,
     /// Where a copy of the device phase's `compile_commands.json` goes (a directory relative to
     /// the package root, `"."` for the package root); the database itself is always written
-    /// into the device cache ([`crate::compile_db`], which says who writes it). `--compile-commands DIR` overrides it.
+    /// into the device cache ([`crate::engine::compile_db`], which says who writes it). `--compile-commands DIR` overrides it.
     pub compile_commands: Option<String>,
     /// The `launcher` key of each rule's table, by rule name, as written (string values only;
     /// another type is refused by [`Manifest::parse`] at its `file:line:col`): taken out of the
@@ -680,7 +680,7 @@ impl Manifest {
     }
 
     /// Take the `launcher` key out of every rule table into [`McppMetadata::rule_launchers`]
-    /// (the key every rule has, [`crate::launcher`]); a value that is not a string is refused.
+    /// (the key every rule has, [`crate::rules::launcher`]); a value that is not a string is refused.
     ///
     /// # Errors
     /// [`ErrorKind::Manifest`] naming `file:line:col` and `<table>.<rule>.launcher`.
@@ -704,7 +704,7 @@ impl Manifest {
         }
         self.mcpp.rule_tables = tables;
         // The host C++ lane's table is typed (`CxxOptions`); its launcher joins the rules' under
-        // the lane's name, `cxx` ([`crate::launcher::Launchers::for_rule`]).
+        // the lane's name, `cxx` ([`crate::rules::launcher::Launchers::for_rule`]).
         if let Some(l) = self.mcpp.cxx.as_mut().and_then(|c| c.launcher.take()) {
             taken.insert("cxx".to_string(), l);
         }

@@ -11,7 +11,7 @@
 //!   ([`parse_all`] only: the place is on the next line).
 //!
 //! A line may carry a prefix (the action's description, `nvcc kernels/k.cu: ...`, as
-//! [`crate::graph::warning_lines`] writes it): [`parse`] tries every position after a `": "`,
+//! [`crate::engine::graph::warning_lines`] writes it): [`parse`] tries every position after a `": "`,
 //! and [`parse_all`] gives each diagnostic's compiler text with that prefix taken off.
 
 use serde::{Deserialize, Serialize};

@@ -1,13 +1,13 @@
 //! `compile_commands.json` (the JSON Compilation Database of Clang's tooling,
 //! <https://clang.llvm.org/docs/JSONCompilationDatabase.html>) for every device and host C++
 //! translation unit the device phase plans: each planned action that compiles one
-//! ([`crate::graph::Action::translation_unit`]: `.cu`, `.hip`, `.sycl`, `.cpp`, `.cppm`, ...),
+//! ([`crate::engine::graph::Action::translation_unit`]: `.cu`, `.hip`, `.sycl`, `.cpp`, `.cppm`, ...),
 //! with the real argv (the compiler first, the launcher left out), so clangd and other tools
 //! work on `.cu` files.
 //!
 //! Who writes what (one writer per file and mode):
 //! - the device phase (the build script) writes the package's database into the variant of the
-//!   device cache ([`crate::layout::Variant::compile_commands`]) on every run, fresh actions
+//!   device cache ([`crate::engine::layout::Variant::compile_commands`]) on every run, fresh actions
 //!   included ([`write()`]);
 //! - under `cargo mcpp build`, the command line alone writes the copy, after cargo finishes (even
 //!   when every build script was fresh): the databases of every selected package merged into
@@ -19,15 +19,15 @@
 //!   [`merge`] does for `cargo mcpp build` (a fresh build script writes nothing: a deleted copy
 //!   comes back with the next `cargo mcpp build`).
 //!
-//! Every file only when its content changed ([`crate::fingerprint::write_if_changed`]).
+//! Every file only when its content changed ([`crate::engine::fingerprint::write_if_changed`]).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::Action;
+use crate::engine::graph::Action;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The file name of the database.
-pub const FILE_NAME: &str = crate::layout::COMPILE_COMMANDS;
+pub const FILE_NAME: &str = crate::engine::layout::COMPILE_COMMANDS;
 
 /// One entry of the database: `directory`, `file`, `arguments`, `output` (all absolute paths).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ pub struct Entry {
 /// The manifest's `compile-commands` directory: relative to the package root (an absolute one
 /// as written), `.` and `..` folded lexically, so two packages naming the workspace root
 /// (`".."`) name one directory. `None` without the key.
-pub fn manifest_dir(manifest: &crate::manifest::Manifest) -> Option<PathBuf> {
+pub fn manifest_dir(manifest: &crate::config::manifest::Manifest) -> Option<PathBuf> {
     use std::path::Component;
     let joined = manifest.dir().join(manifest.mcpp.compile_commands.as_ref()?);
     let mut out = PathBuf::new();
@@ -68,7 +68,7 @@ pub fn manifest_dir(manifest: &crate::manifest::Manifest) -> Option<PathBuf> {
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] naming `file:line:col`, the key and the way out.
-pub fn check_manifest_dir(manifest: &crate::manifest::Manifest) -> Result<()> {
+pub fn check_manifest_dir(manifest: &crate::config::manifest::Manifest) -> Result<()> {
     let Some(dir) = &manifest.mcpp.compile_commands else { return Ok(()) };
     let key = "package.metadata.mcpp.compile-commands";
     let refuse = |what: String| Error::new(ErrorKind::Manifest, format!("invalid manifest: `compile-commands` {what}")).file(manifest.at_col("compile-commands")).key(key);
@@ -156,7 +156,7 @@ pub fn write(actions: &[Action], in_cache: &Path) -> Result<()> {
     if let Some(parent) = in_cache.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create", parent, e))?;
     }
-    crate::fingerprint::write_if_changed(in_cache, &text).map(drop)
+    crate::engine::fingerprint::write_if_changed(in_cache, &text).map(drop)
 }
 
 /// One package's database for [`merge`]: the package, its variant's `compile_commands.json`
@@ -166,9 +166,9 @@ pub fn write(actions: &[Action], in_cache: &Path) -> Result<()> {
 pub struct Source {
     /// The package's name, for the warning about a missing database.
     pub package: String,
-    /// Its variant's database ([`crate::layout::Variant::compile_commands`]).
+    /// Its variant's database ([`crate::engine::layout::Variant::compile_commands`]).
     pub database: PathBuf,
-    /// Its device cache directory ([`crate::layout::DeviceCache::dir`]).
+    /// Its device cache directory ([`crate::engine::layout::DeviceCache::dir`]).
     pub cache_dir: PathBuf,
 }
 
@@ -254,7 +254,7 @@ pub fn merge(sources: &[Source], dir: &Path) -> Result<Merged> {
     all.sort_by_key(|v| (v.field("file"), v.field("output")));
     let mut text = serde_json::to_vec_pretty(&all).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
     text.push(b'\n');
-    let written = crate::fingerprint::write_if_changed(&path, &text)?;
+    let written = crate::engine::fingerprint::write_if_changed(&path, &text)?;
     Ok(Merged { path, written, entries: all.len(), missing, replaced_unreadable })
 }
 
@@ -309,7 +309,7 @@ mod tests {
     use crate::tool::{Tool, ToolSource};
 
     fn action(input: &str, launcher: Option<&str>) -> Action {
-        let mut a = crate::graph::test_action(&format!("x:{input}"), &[input, "/w/island.h"], &["/w/o.o"]);
+        let mut a = crate::engine::graph::test_action(&format!("x:{input}"), &[input, "/w/island.h"], &["/w/o.o"]);
         a.description = String::new();
         a.tool = Tool { name: "nvcc".into(), path: "/cuda/bin/nvcc".into(), version: String::new(), source: ToolSource::Path, env: Vec::new(), toolchain_package_root: None, launcher: launcher.map(PathBuf::from) };
         a.args = vec!["-c".into(), input.into(), "-o".into(), "/w/o.o".into()];

@@ -5,9 +5,12 @@
 //! registry and the rules never import it). Also the expander of the other package-relative
 //! lists, `cxx-sources` and the island's ([`expand_globs`]).
 
-use crate::accel::AccelSet;
+pub mod embed;
+pub mod walk;
+
+use crate::config::accel::AccelSet;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{Manifest, SourceEntry};
+use crate::config::manifest::{Manifest, SourceEntry};
 use crate::rules::{DeviceSource, Rule};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +48,7 @@ pub fn extension(path: &Path) -> Option<String> {
 /// [`ErrorKind::Sources`] for: a glob matching no file; a constrained glob whose backend the
 /// build names but whose architectures it does not cover; a file whose extension has no role;
 /// a device source no rule claims. [`ErrorKind::Manifest`] for a malformed constraint.
-pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::env::Env) -> Result<Collected> {
+pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::config::env::Env) -> Result<Collected> {
     let root = manifest.dir();
     let mut out = Collected::default();
     let mut seen = std::collections::HashSet::new();
@@ -58,7 +61,7 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
             at: manifest.at_col(&format!("sources[{index}]")),
         };
         let constraint = constraint(&listing, entry, accel, env)?;
-        let files = crate::walk::expand(root, entry.glob(), crate::walk::Asker { manifest: Path::new(&listing.at), key: &listing.key, subject: &listing.subject })?;
+        let files = crate::sources::walk::expand(root, entry.glob(), crate::sources::walk::Asker { manifest: Path::new(&listing.at), key: &listing.key, subject: &listing.subject })?;
         let matched = files.len();
         for m in files {
             // One file once across entries (by its resolved path), in a hash set: linear.
@@ -126,7 +129,7 @@ struct Constraint {
     /// The constraint as written.
     text: String,
     /// The backends it names.
-    backends: Vec<crate::accel::Backend>,
+    backends: Vec<crate::config::accel::Backend>,
     /// Whether this build compiles its files (it names their backends and covers the constraint).
     included: bool,
 }
@@ -137,7 +140,7 @@ struct Constraint {
 /// # Errors
 /// [`ErrorKind::Accel`] for a malformed constraint; [`ErrorKind::Manifest`] for an empty one;
 /// [`ErrorKind::Sources`] when the build names its backends but does not cover it.
-fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &crate::env::Env) -> Result<Option<Constraint>> {
+fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &crate::config::env::Env) -> Result<Option<Constraint>> {
     let SourceEntry::Constrained(c) = entry else { return Ok(None) };
     let Some(text) = &c.accel else { return Ok(None) };
     let (key, subject) = (&listing.key, &listing.subject);
@@ -166,8 +169,8 @@ fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &cr
             .detail(format!("this build targets: {accel}"))
             .help(format!(
                 "build with an accelerator set covering it ({}), or with {} to leave every constrained glob out (the CPU-only variant)",
-                crate::report::accel_way(env, text),
-                crate::report::no_accel_way(env)
+                crate::output::report::accel_way(env, text),
+                crate::output::report::no_accel_way(env)
             )));
     };
     Ok(Some(Constraint { text: text.clone(), backends, included }))
@@ -189,8 +192,8 @@ fn output(entry: &SourceEntry) -> Option<&str> {
 /// [`ErrorKind::Sources`] for a device extension no rule claims, an extension with no role, or
 /// a constraint naming another backend than the file's rule compiles for;
 /// [`ErrorKind::Manifest`] for an `output` the file's rule does not offer.
-fn classify(listing: &Listing, m: crate::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
-    let crate::walk::Matched { path, rel, .. } = m;
+fn classify(listing: &Listing, m: crate::sources::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
+    let crate::sources::walk::Matched { path, rel, .. } = m;
     let ext = extension(&path).unwrap_or_default();
     // An extension a rule claims only under a constraint naming its backend (`.cpp` for SYCL).
     let constrained = |c: &Constraint| rules.iter().position(|r| r.constrained_extensions().contains(&ext.as_str()) && c.backends.contains(&r.backend()));
@@ -278,9 +281,9 @@ pub fn expand_globs(manifest: &Manifest, key: &str, globs: &[String]) -> Result<
     let mut seen = std::collections::HashSet::new();
     for (i, pattern) in globs.iter().enumerate() {
         let k = format!("{key}[{i}]");
-        let at = manifest.at_col(k.strip_prefix(&format!("{}.", crate::manifest::MCPP_TABLE)).unwrap_or(&k));
+        let at = manifest.at_col(k.strip_prefix(&format!("{}.", crate::config::manifest::MCPP_TABLE)).unwrap_or(&k));
         let subject = format!("`{}`", crate::text::echo(pattern));
-        let matched = crate::walk::expand(root, pattern, crate::walk::Asker { manifest: Path::new(&at), key: &k, subject: &subject })?;
+        let matched = crate::sources::walk::expand(root, pattern, crate::sources::walk::Asker { manifest: Path::new(&at), key: &k, subject: &subject })?;
         if matched.is_empty() {
             return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
                 .file(&at)

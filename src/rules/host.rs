@@ -1,14 +1,14 @@
 //! The host toolchain as the `cc` crate chooses it: the C++ compiler (with its default
 //! arguments and family), plus the archive format of the target. The CUDA rule passes the
-//! compiler to nvcc as `-ccbin`; the host C++ lane ([`crate::cxx`]) compiles with it; both
-//! archive their objects in process ([`crate::archive`]). Asking `cc` runs the compiler once (family detection), so the answer
+//! compiler to nvcc as `-ccbin`; the host C++ lane ([`crate::rules::cxx`]) compiles with it; both
+//! archive their objects in process ([`crate::engine::archive`]). Asking `cc` runs the compiler once (family detection), so the answer
 //! is cached in the tool cache, keyed by the target, the profile and every environment
 //! variable `cc` reads for them, so that a no-op build starts no process.
 
-use crate::cargo_facts::CargoFacts;
-use crate::env::Env;
+use crate::config::cargo_facts::CargoFacts;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::layout::DeviceCache;
+use crate::engine::layout::DeviceCache;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,7 +42,7 @@ pub struct HostToolchain {
     /// Its family.
     pub family: Family,
     /// The archive format the target's linker reads.
-    pub archive_format: crate::archive::ArchiveFormat,
+    pub archive_format: crate::engine::archive::ArchiveFormat,
     /// The C++ runtime library to link (`stdc++`, `c++`), `None` for MSVC.
     pub cpp_stdlib: Option<String>,
 }
@@ -225,12 +225,12 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
         wrapper,
         cxx,
         family,
-        archive_format: crate::archive::ArchiveFormat::for_target(target),
+        archive_format: crate::engine::archive::ArchiveFormat::for_target(target),
         cpp_stdlib,
     };
     let cached = Cached { key, stamp: stamp(&toolchain.cxx), toolchain: toolchain.clone() };
     if let Ok(json) = serde_json::to_vec_pretty(&cached) {
-        crate::fingerprint::write_if_changed(&cache_file, &json)?;
+        crate::engine::fingerprint::write_if_changed(&cache_file, &json)?;
     }
     Ok(toolchain)
 }
@@ -287,25 +287,25 @@ pub fn is_identifier(name: &str) -> bool {
 /// The refusal of a define in `[package.metadata.mcpp.<rule>] defines` whose name is no
 /// identifier (`-DNAME=value` of every lane; on nvcc the name also reaches a shell), or
 /// `None`: naming the key's `file:line:col`, the key (the name escaped) and the fix.
-pub fn define_name_refusal(manifest: &crate::manifest::Manifest, rule: &str, name: &str) -> Option<Error> {
+pub fn define_name_refusal(manifest: &crate::config::manifest::Manifest, rule: &str, name: &str) -> Option<Error> {
     if is_identifier(name) {
         return None;
     }
     Some(
         Error::new(ErrorKind::Manifest, format!("`{}` is not a preprocessor macro name", crate::text::echo(name)))
             .file(manifest.at_col(&format!("{rule}.defines.{name}")))
-            .key(format!("{}.{rule}.defines.{}", crate::manifest::MCPP_TABLE, crate::text::echo(name)))
+            .key(format!("{}.{rule}.defines.{}", crate::config::manifest::MCPP_TABLE, crate::text::echo(name)))
             .help("a define's name is an identifier ([A-Za-z_][A-Za-z0-9_]*); its value goes on the right: NAME = \"value\""),
     )
 }
 
 /// Resolve manifest include directories against the package root, refusing a missing one or a
 /// relative one that resolves outside the package (naming the key `<table>.includes[i]` and its
-/// `file:line:col`; [`crate::walk::package_dir`]).
+/// `file:line:col`; [`crate::sources::walk::package_dir`]).
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`]: every directory that does not exist or leaves the package, at once.
-pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub fn resolve_includes(manifest: &crate::config::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for (i, inc) in includes.iter().enumerate() {
@@ -322,16 +322,16 @@ pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, inclu
 /// [`resolve_includes`] refuses them: what [`crate::pipeline::validate`] reports before anything
 /// runs. An entry with a NUL character is left to its own refusal
 /// ([`crate::rules::options::CommonOptions::problems`]).
-pub fn include_problems(manifest: &crate::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Vec<Error> {
+pub fn include_problems(manifest: &crate::config::manifest::Manifest, table: &str, includes: &[PathBuf]) -> Vec<Error> {
     includes.iter().enumerate().filter(|(_, p)| !p.as_os_str().to_string_lossy().contains('\0')).filter_map(|(i, inc)| include_dir(manifest, table, i, inc).err()).collect()
 }
 
 /// The include directory `inc`, entry `i` of `<table>.includes`, resolved and checked
-/// ([`crate::walk::package_dir`]), a refusal naming the entry's `file:line:col`.
-fn include_dir(manifest: &crate::manifest::Manifest, table: &str, i: usize, inc: &Path) -> Result<PathBuf> {
+/// ([`crate::sources::walk::package_dir`]), a refusal naming the entry's `file:line:col`.
+fn include_dir(manifest: &crate::config::manifest::Manifest, table: &str, i: usize, inc: &Path) -> Result<PathBuf> {
     let key = format!("{table}.includes[{i}]");
-    let in_mcpp = key.strip_prefix(&format!("{}.", crate::manifest::MCPP_TABLE)).unwrap_or(&key);
-    crate::walk::package_dir(manifest.dir(), Path::new(&manifest.at_col(in_mcpp)), &key, inc)
+    let in_mcpp = key.strip_prefix(&format!("{}.", crate::config::manifest::MCPP_TABLE)).unwrap_or(&key);
+    crate::sources::walk::package_dir(manifest.dir(), Path::new(&manifest.at_col(in_mcpp)), &key, inc)
 }
 
 #[cfg(test)]

@@ -1,19 +1,19 @@
 //! The compiler launcher: sccache, ccache or a program of the user's put before the
 //! compilers it can handle, so the shared caches and distributed compilation people already run
 //! serve the device phase too. Declared, never guessed: the package key `launcher`, a rule's own
-//! `launcher` key ([`crate::manifest::McppMetadata::rule_launchers`]) or `MCPP_LAUNCHER`;
+//! `launcher` key ([`crate::config::manifest::McppMetadata::rule_launchers`]) or `MCPP_LAUNCHER`;
 //! nothing looks at `RUSTC_WRAPPER` or for an installed sccache by itself.
 //!
 //! The launcher is a property of the planned action's tool ([`crate::tool::Tool::launcher`]):
-//! [`crate::graph`] starts `<launcher> <compiler> <args>`, while the fingerprint keys the real
+//! [`crate::engine::graph`] starts `<launcher> <compiler> <args>`, while the fingerprint keys the real
 //! compiler only ([`crate::tool::Tool::identity`] leaves the launcher out), so switching it on or
 //! off rebuilds nothing that is fresh. Which actions get it is decided per rule by
 //! [`crate::rules::Rule::launcher_ok`] (default [`Launcher::handles`]), applied once to every
 //! planned action by [`crate::plan::lanes`]: a new rule gets it with no change here.
 
-use crate::env::Env;
+use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{Manifest, MCPP_TABLE};
+use crate::config::manifest::{Manifest, MCPP_TABLE};
 use crate::tool::Tool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

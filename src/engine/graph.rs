@@ -4,7 +4,7 @@
 //! cargo's jobserver (or `jobs` when there is none), in dependency waves.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::fingerprint::{hash_file, parse_depfile, sha256_hex, ActionState};
+use crate::engine::fingerprint::{hash_file, parse_depfile, sha256_hex, ActionState};
 use crate::tool::Tool;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -86,11 +86,11 @@ impl Expect {
 
     /// The object files of `format`'s targets: ELF for GNU, Mach-O for Darwin; none for COFF
     /// (whose objects start with the machine type, not a magic number).
-    pub fn object(format: crate::archive::ArchiveFormat) -> Option<Expect> {
+    pub fn object(format: crate::engine::archive::ArchiveFormat) -> Option<Expect> {
         match format {
-            crate::archive::ArchiveFormat::Gnu => Some(Expect::ELF),
-            crate::archive::ArchiveFormat::Darwin => Some(Expect::MACH_O),
-            crate::archive::ArchiveFormat::Coff => None,
+            crate::engine::archive::ArchiveFormat::Gnu => Some(Expect::ELF),
+            crate::engine::archive::ArchiveFormat::Darwin => Some(Expect::MACH_O),
+            crate::engine::archive::ArchiveFormat::Coff => None,
         }
     }
 
@@ -207,7 +207,7 @@ impl Action {
 
     /// The translation unit this action compiles, when it compiles one: not a [`Step`], and
     /// its first declared input whose extension is one of [`TRANSLATION_UNIT_EXTENSIONS`] (what
-    /// `compile_commands.json` lists, [`crate::compile_db`]; a new rule's `.hip` or `.sycl`
+    /// `compile_commands.json` lists, [`crate::engine::compile_db`]; a new rule's `.hip` or `.sycl`
     /// compile is listed with no change here).
     pub fn translation_unit(&self) -> Option<&Path> {
         if self.builtin.is_some() {
@@ -293,8 +293,8 @@ impl Observer for Silent {}
 /// How to run the graph.
 pub struct RunOptions<'a> {
     /// The variant of the device cache whose fingerprint state this run reads and writes (one
-    /// record per action, and the hash cache: [`crate::layout::Variant::fingerprints_dir`]).
-    pub variant: &'a crate::layout::Variant,
+    /// record per action, and the hash cache: [`crate::engine::layout::Variant::fingerprints_dir`]).
+    pub variant: &'a crate::engine::layout::Variant,
     /// Parallelism when there is no jobserver.
     pub jobs: usize,
     /// Cargo's jobserver, when running under cargo.
@@ -376,7 +376,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     let state_dir = options.variant.fingerprints_dir();
     std::fs::create_dir_all(&state_dir).map_err(|e| Error::io("cannot create", &state_dir, e))?;
     let hash_cache = options.variant.hash_cache();
-    crate::fingerprint::load_hash_cache(&hash_cache);
+    crate::engine::fingerprint::load_hash_cache(&hash_cache);
     let mut report = RunReport::default();
     let mut stale = vec![false; actions.len()];
     let mut keys = vec![String::new(); actions.len()];
@@ -491,7 +491,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
         report.read.retain(|p| p.exists());
         report.read.sort();
         report.read.dedup();
-        crate::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
+        crate::engine::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
         failures.sort_by_key(|(i, _)| *i);
         let count = failures.len();
         let mut problems: Vec<Error> = failures.into_iter().map(|(_, e)| e).collect();
@@ -510,7 +510,7 @@ pub fn run(actions: &[Action], options: &RunOptions, observer: &dyn Observer) ->
     report.read.retain(|p| p.exists());
     report.read.sort();
     report.read.dedup();
-    crate::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
+    crate::engine::fingerprint::save_hash_cache(&hash_cache, &report.read)?;
     Ok(report)
 }
 
@@ -582,7 +582,7 @@ type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>, Vec<String>);
 
 /// Run one action, check its outputs, record its state; returns the files it read and the
 /// outputs with their hashes.
-fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Result<Executed> {
+fn execute(action: &Action, key: &str, variant: &crate::engine::layout::Variant) -> Result<Executed> {
     let state_path = variant.action_record(&action.id);
     remove_if_present(&state_path)?;
     // Outputs and depfile go first: a tool that exits 0 without writing them must not leave
@@ -626,10 +626,10 @@ fn execute(action: &Action, key: &str, variant: &crate::layout::Variant) -> Resu
     let mut search: Vec<PathBuf> = action.inputs.iter().chain(&read).filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
     search.extend(action.include_dirs.iter().cloned());
     search.dedup();
-    let absent = crate::fingerprint::shadow_candidates(&read, &search);
+    let absent = crate::engine::fingerprint::shadow_candidates(&read, &search);
     let state = ActionState { key: key.to_string(), discovered, outputs, absent };
     let json = serde_json::to_vec_pretty(&state).map_err(|e| Error::new(ErrorKind::Io, e.to_string()))?;
-    crate::fingerprint::write_if_changed(&state_path, &json)?;
+    crate::engine::fingerprint::write_if_changed(&state_path, &json)?;
     Ok((read, state.outputs, warnings))
 }
 
@@ -707,7 +707,7 @@ mod tests {
             }
             text.push_str(self.suffix);
             if self.write {
-                crate::fingerprint::write_if_changed(&outputs[0], text.as_bytes())?;
+                crate::engine::fingerprint::write_if_changed(&outputs[0], text.as_bytes())?;
             }
             Ok(vec![format!("shouted {} bytes", text.len())])
         }
@@ -730,11 +730,11 @@ mod tests {
     #[test]
     fn an_in_process_step_reruns_on_an_input_edit_or_an_option_change_and_a_no_op_runs_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let variant = crate::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::accel::AccelSet::none());
+        let variant = crate::engine::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::config::accel::AccelSet::none());
         let options = RunOptions { variant: &variant, jobs: 1, jobserver: None };
         let input = dir.path().join("x.txt");
         let out = dir.path().join("out/x.txt");
-        crate::fingerprint::write_if_changed(&input, b"hello").unwrap();
+        crate::engine::fingerprint::write_if_changed(&input, b"hello").unwrap();
         let runs = std::sync::Arc::new(AtomicUsize::new(0));
         let step = |suffix| Shout { suffix, write: true, runs: runs.clone() };
 
@@ -750,7 +750,7 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1);
 
         // An edit of its input: it runs again, and the output's bytes change.
-        crate::fingerprint::write_if_changed(&input, b"hello, world").unwrap();
+        crate::engine::fingerprint::write_if_changed(&input, b"hello, world").unwrap();
         let report = run(&[shout_action(step("!"), &input, &out)], &options, &Silent).unwrap();
         assert_eq!(report.ran, ["shout:x"]);
         assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD!");
@@ -761,7 +761,7 @@ mod tests {
         assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD?");
 
         // An output changed behind its back: it runs again.
-        crate::fingerprint::write_if_changed(&out, b"tampered").unwrap();
+        crate::engine::fingerprint::write_if_changed(&out, b"tampered").unwrap();
         let report = run(&[shout_action(step("?"), &input, &out)], &options, &Silent).unwrap();
         assert_eq!(report.ran, ["shout:x"]);
         assert_eq!(std::fs::read(&out).unwrap(), b"HELLO, WORLD?");
@@ -771,10 +771,10 @@ mod tests {
     #[test]
     fn an_in_process_step_that_writes_no_output_fails_naming_it_and_the_step() {
         let dir = tempfile::tempdir().unwrap();
-        let variant = crate::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::accel::AccelSet::none());
+        let variant = crate::engine::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::config::accel::AccelSet::none());
         let options = RunOptions { variant: &variant, jobs: 1, jobserver: None };
         let input = dir.path().join("x.txt");
-        crate::fingerprint::write_if_changed(&input, b"hello").unwrap();
+        crate::engine::fingerprint::write_if_changed(&input, b"hello").unwrap();
         let out = dir.path().join("out/x.txt");
         let broken = Shout { suffix: "!", write: false, runs: Default::default() };
         let action = shout_action(broken, &input, &out);

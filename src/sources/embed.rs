@@ -2,7 +2,7 @@
 //! tables, text) handed to the same surface generator as the compiled payloads
 //! ([`crate::surface`]), so every payload kind and every storage form applies to it.
 //!
-//! `[package.metadata.mcpp.embed]` ([`crate::manifest::EmbedOptions`]; a list, `embed =
+//! `[package.metadata.mcpp.embed]` ([`crate::config::manifest::EmbedOptions`]; a list, `embed =
 //! ["assets/*"]`, is the shorthand of `files`):
 //!
 //! - `files`: globs, or `{ glob, element = "bytes" | "words", nul = true, namespace = "a.b" }`.
@@ -27,7 +27,7 @@
 //! payloads: [`merge`]), two files with one key in a table (both named).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::Manifest;
+use crate::config::manifest::Manifest;
 use crate::surface::{names, storage, LookupTable, PayloadItem, PayloadKind};
 use std::path::PathBuf;
 
@@ -80,7 +80,7 @@ struct Match {
 /// What one glob of an entry matched, refused when it matches nothing.
 fn expand(manifest: &Manifest, key: &str, at: &str, glob: &str) -> Result<Vec<Match>> {
     let subject = format!("`{}`", crate::text::echo(glob));
-    let matched = crate::walk::expand(manifest.dir(), glob, crate::walk::Asker { manifest: std::path::Path::new(at), key, subject: &subject })?;
+    let matched = crate::sources::walk::expand(manifest.dir(), glob, crate::sources::walk::Asker { manifest: std::path::Path::new(at), key, subject: &subject })?;
     if matched.is_empty() {
         return Err(Error::new(ErrorKind::Manifest, format!("{subject} matches no file"))
             .file(at)
@@ -131,7 +131,7 @@ fn watch(out: &mut Embedded, manifest: &Manifest, glob: &str) {
 pub fn collect(manifest: &Manifest) -> Result<Embedded> {
     let mut out = Embedded::default();
     let Some(embed) = &manifest.mcpp.embed else { return Ok(out) };
-    let table = crate::manifest::MCPP_TABLE;
+    let table = crate::config::manifest::MCPP_TABLE;
     let embed_storage = embed.storage.as_deref().map(|raw| storage::parse(manifest, "embed.storage", raw)).transpose()?;
     if embed_storage.is_some() && embed.files.is_empty() && embed.tables.is_empty() {
         return Err(Error::new(ErrorKind::Manifest, "`storage` in [package.metadata.mcpp.embed] applies to no payload: the table has no `files` and no `tables`")

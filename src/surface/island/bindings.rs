@@ -7,7 +7,7 @@
 
 use super::Entry;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fingerprint::{sha256_hex, write_if_changed};
+use crate::engine::fingerprint::{sha256_hex, write_if_changed};
 use std::path::Path;
 
 /// Write the bindings of `header` (allowlisting `entries`) to `out`, regenerating only when

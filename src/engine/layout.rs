@@ -18,19 +18,19 @@
 //!     fingerprints/                       one record per action, and file-hashes.json
 //!     spirv/, slang/                      a lane's outputs (`<rel>.spv`, `<rel>.d`)
 //!     cuda/, cxx/                         an object lane: obj/ (objects, depfiles),
-//!                                         lib-<hash>/ (its archive; see crate::link),
+//!                                         lib-<hash>/ (its archive; see crate::rules::link),
 //!                                         for cuda ptx/, cubin/, fatbin/ (device-only
 //!                                         payloads, `output`), for cxx bmi/ and module.map
 //! ```
 //!
-//! Object and archive names inside a lane's directories are [`crate::link`]'s. The on-disk
+//! Object and archive names inside a lane's directories are [`crate::rules::link`]'s. The on-disk
 //! names are the interface of tests and of `cargo mcpp why`: they do not change.
 //!
 //! The surface directory (build.rs's `OUT_DIR`, what the crate `include!`s) is named here too
 //! ([`OutDir`]): `mcpp_shaders.rs`, `mcpp_kernels.rs`, and `mcpp/` with the C++ surface, the
 //! island's header and module, and `payloads/`.
 
-use crate::accel::AccelSet;
+use crate::config::accel::AccelSet;
 use std::path::{Path, PathBuf};
 
 /// The compilation database's file name, in each variant of the device cache and in the copies
@@ -96,7 +96,7 @@ impl DeviceCache {
     }
 
     /// `whole-second-times-warned`: written once the build warned that the package's files
-    /// have whole-second modification times ([`crate::fingerprint::whole_second_warning`]).
+    /// have whole-second modification times ([`crate::engine::fingerprint::whole_second_warning`]).
     pub fn whole_second_marker(&self) -> PathBuf {
         self.dir.join("whole-second-times-warned")
     }
@@ -121,7 +121,7 @@ impl DeviceCache {
     /// first 16 hex digits of the sha256 of the set's canonical text, so device and CPU
     /// variants never overwrite each other.
     pub fn variant(&self, accel: &AccelSet) -> Variant {
-        let name = if accel.is_empty() { "host".to_string() } else { crate::fingerprint::sha256_hex(accel.to_string().as_bytes())[..16].to_string() };
+        let name = if accel.is_empty() { "host".to_string() } else { crate::engine::fingerprint::sha256_hex(accel.to_string().as_bytes())[..16].to_string() };
         Variant { dir: self.dir.join(name) }
     }
 }
@@ -140,7 +140,7 @@ impl Variant {
     }
 
     /// `lock`: held by the device phase from before its first action to the written surface
-    /// ([`crate::lock`]).
+    /// ([`crate::engine::lock`]).
     pub fn lock_file(&self) -> PathBuf {
         self.dir.join("lock")
     }
@@ -159,18 +159,18 @@ impl Variant {
     }
 
     /// `compile_commands.json`: the compilation database of the variant's translation units
-    /// ([`crate::compile_db`]).
+    /// ([`crate::engine::compile_db`]).
     pub fn compile_commands(&self) -> PathBuf {
         self.dir.join(COMPILE_COMMANDS)
     }
 
-    /// `fingerprints/`: the action graph's recorded state ([`crate::graph`]).
+    /// `fingerprints/`: the action graph's recorded state ([`crate::engine::graph`]).
     pub fn fingerprints_dir(&self) -> PathBuf {
         self.dir.join("fingerprints")
     }
 
     /// `fingerprints/file-hashes.json`: the hash cache of every file the actions read
-    /// ([`crate::fingerprint::load_hash_cache`]).
+    /// ([`crate::engine::fingerprint::load_hash_cache`]).
     pub fn hash_cache(&self) -> PathBuf {
         self.fingerprints_dir().join("file-hashes.json")
     }
@@ -182,7 +182,7 @@ impl Variant {
     pub fn action_record(&self, id: &str) -> PathBuf {
         let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect();
         let safe = &safe[safe.len().saturating_sub(200)..];
-        let short = &crate::fingerprint::sha256_hex(id.as_bytes())[..8];
+        let short = &crate::engine::fingerprint::sha256_hex(id.as_bytes())[..8];
         self.fingerprints_dir().join(format!("{safe}.{short}.json"))
     }
 
