@@ -16,6 +16,8 @@ cargo clippy -p mcpp-build --features engine -- -D warnings
 # The published crates' documentation as docs.rs builds it ([package.metadata.docs.rs]: cargo-mcpp
 # without default features, mcpp-build with and without its engine), broken links are errors.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp --no-default-features
+# With the command and the engine too: the hidden internals' doc links stay whole for contributors.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build --features engine
 # The published crates package (what they hold is built and installed by tests/packaging.rs).

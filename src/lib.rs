@@ -29,6 +29,13 @@
 //!
 //! The environment variables the device phase reads are listed in the manifest and environment
 //! reference of the guide. See ARCHITECTURE.md for the pipeline.
+//!
+//! # No library API
+//!
+//! The modules of this crate are the command's and the engine's internals. They are hidden
+//! from these docs and carry no semver promise: this repository's tests, its `xtask` and
+//! `mcpp-build`'s `engine` feature reach them, nothing else should. The one build.rs type is
+//! `mcpp_build::Build`.
 
 #![warn(missing_docs)]
 // Errors are rare and carry the whole refusal text (file, key, help); their size is not a cost.
@@ -40,7 +47,7 @@
 /// Declares modules that exist only with the `engine` feature (the in-process device phase);
 /// without it the crate only refuses the earlier build.rs form (`src/client.rs`).
 macro_rules! engine_modules {
-    ($($vis:vis mod $name:ident;)*) => { $(#[cfg(feature = "engine")] $vis mod $name;)* };
+    ($($vis:vis mod $name:ident;)*) => { $(#[cfg(feature = "engine")] #[doc(hidden)] $vis mod $name;)* };
 }
 
 engine_modules! {
@@ -61,14 +68,17 @@ engine_modules! {
     pub mod toolchain_package;
 }
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod pack;
 
 #[cfg(feature = "engine")]
 #[doc(hidden)]
 pub use api::{build, default_jobs, Build};
 #[cfg(feature = "engine")]
+#[doc(hidden)]
 pub use error::{Error, ErrorKind, Result};
 
 /// The entry `mcpp-build`'s `engine` feature calls: not for hand use.

@@ -1,5 +1,5 @@
 //! `cargo mcpp pack --format appimage|msi`: the command around [`crate::pack`]. It locates the
-//! one package (`-p`, `--manifest-path` or the current one, by cargo's rules: [`locate`]), runs
+//! one package (`-p`, `--manifest-path` or the current one, by cargo's rules: `cli::locate`), runs
 //! every check that needs no build ([`Prepared::prepare`], its decisions recorded in the
 //! package's release device cache, [`DeviceCache::in_profile`]), builds, plans, then prints the
 //! plan (`--dry-run`) or writes the package and names it.

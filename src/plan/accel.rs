@@ -133,7 +133,7 @@ pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, regi
 }
 
 /// The accelerator set of `choice` as a build takes it: [`resolve_accel_with_origin`] (the
-/// grammar), then every rule's check of its entries ([`check_entries`]), each refusal naming
+/// grammar), then every rule's check of its entries (`check_entries`), each refusal naming
 /// where the set came from. One parse, one check, for `cargo mcpp fetch` and `cargo mcpp pack`
 /// as for the device phase's validation: a set the build refuses is refused by them too.
 ///

@@ -26,7 +26,7 @@
 //! names one.
 //!
 //! [`HipRule::plan`] is a list of named steps: the platform ([`platform`]), then
-//! [`plan_amd`] or [`plan_nvidia`] (install, version, architectures, compiler, argv), one
+//! `plan_amd` or `plan_nvidia` (install, version, architectures, compiler, argv), one
 //! compile per source, the archive ([`crate::rules::link::archive`]) and the runtime's link directives.
 
 use super::options::{self, CommonOptions, RuleOptions};

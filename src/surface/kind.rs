@@ -103,7 +103,7 @@ pub struct Payload {
     /// What a CUDA image is built for: `sm_90` (a cubin), `compute_80` (PTX), or a fat binary's
     /// images (`sm_80,sm_90,compute_90`); `None` for any other payload. The surface groups the
     /// images of one source into its selection function and entry-name constants
-    /// ([`super::cuda`]).
+    /// (`surface::cuda`).
     pub cuda: Option<String>,
     /// The kernels a CUDA source defines, as its rule read them without compiling (for a
     /// placeholder, whose image has no names to read): the surface's entry-name constants then

@@ -172,7 +172,7 @@ pub struct CudaOptions {
     pub output: Option<CudaOutput>,
     /// The oldest driver the payloads must load on, as the CUDA version it supports
     /// (`"12.4"`, what `cuDriverGetVersion` reports): PTX of a newer ISA is refused
-    /// ([`check_driver_floor`]), and so is a toolkit of a newer major version.
+    /// (`check_driver_floor`), and so is a toolkit of a newer major version.
     pub driver_floor: Option<String>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
     /// profiles, `-O0` in debug), `flags` (before the depfile, source and output arguments).
