@@ -305,6 +305,12 @@ pub fn resolve_includes(manifest: &crate::manifest::Manifest, table: &str, inclu
         }
     }
     Error::all(problems)?;
+    // A dependency's exported directories ([`crate::plan::exports`]), searched last.
+    for dir in &manifest.mcpp.dependency_includes {
+        if !out.contains(dir) {
+            out.push(dir.clone());
+        }
+    }
     Ok(out)
 }
 

@@ -71,6 +71,21 @@ pub struct McppMetadata {
     /// the package root, `"."` for the package root); the database itself is always written
     /// into the device cache ([`crate::compile_db`], which says who writes it). `--compile-commands DIR` overrides it.
     pub compile_commands: Option<String>,
+    /// Include directories this package exports to the packages depending on it (relative to
+    /// the package root, inside it): printed as `cargo::metadata=MCPP_INCLUDE=<dirs>`, which
+    /// cargo hands to the build scripts of its direct dependents as `DEP_<LINKS>_MCPP_INCLUDE`.
+    /// Needs `[package] links`. Checked and printed by [`crate::plan::exports`].
+    #[serde(default)]
+    pub export_includes: Vec<PathBuf>,
+    /// The `links` names of dependencies whose exported include directories
+    /// (`DEP_<LINKS>_MCPP_INCLUDE`) are appended to every rule's include directories.
+    #[serde(default)]
+    pub include_from: Vec<String>,
+    /// The directories [`McppMetadata::include_from`] names, resolved by the build script from
+    /// `DEP_<LINKS>_MCPP_INCLUDE` ([`crate::plan::exports::dependency_includes`]) before the
+    /// rules plan; empty where no build script runs (`cargo mcpp build`'s checks).
+    #[serde(skip)]
+    pub dependency_includes: Vec<PathBuf>,
     /// The `launcher` key of each rule's table, by rule name, as written (string values only;
     /// another type is refused by [`Manifest::parse`] at its `file:line:col`): taken out of the
     /// table before the rule reads it, so a rule's own options type never sees it (every rule,
@@ -121,6 +136,8 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below, or its shorthand, a list of `files` entries (`embed = [\"assets/*.txt\"]`; see \"Embedding data files\")" },
     KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
     KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root; outside the package allowed) that gets a copy of `compile_commands.json`, merged over the packages naming it by `cargo mcpp build`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
+    KeyDoc { key: "export-includes", default: "`[]`", meaning: "include directories (relative to the package root, inside it) this package exports to the packages depending on it: cargo passes them to their build scripts as `DEP_<LINKS>_MCPP_INCLUDE`; needs `[package] links` (see \"A dependency's includes\")" },
+    KeyDoc { key: "include-from", default: "`[]`", meaning: "the `links` names of dependencies whose `export-includes` every rule of this package searches, after its own `includes` (`[\"shaderlib\"]`); each must be a direct dependency" },
 ];
 
 /// The keys of `[package.metadata.mcpp.embed]` ([`EmbedOptions`]).
@@ -509,6 +526,9 @@ pub struct Manifest {
     pub path: PathBuf,
     /// `[package] name`.
     pub package_name: String,
+    /// `[package] links`: the name cargo passes this package's build script metadata under
+    /// (`DEP_<LINKS>_<KEY>` in its dependents' build scripts).
+    pub links: Option<String>,
     /// `[package.metadata.mcpp]`, default when absent.
     pub mcpp: McppMetadata,
     /// Whether `[package.metadata.mcpp]` was present with a key of the device phase (a table
@@ -590,6 +610,7 @@ struct CargoToml {
 #[derive(Deserialize)]
 struct PackageTable {
     name: Option<String>,
+    links: Option<String>,
     metadata: Option<MetadataTable>,
 }
 #[derive(Deserialize)]
@@ -641,10 +662,10 @@ impl Manifest {
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
         let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
-            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none();
+            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none() && m.export_includes.is_empty() && m.include_from.is_empty();
             !(only_pack && m.pack.is_some())
         });
-        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, links: package.links, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
         manifest.refuse_renamed_keys()?;
         manifest.take_rule_launchers()?;
         manifest.take_rule_storage()?;
@@ -907,7 +928,7 @@ mod key_docs {
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands", "export-includes", "include-from"]);
         assert_eq!(serde_fields::<EmbedTableForm>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
         assert_eq!(serde_fields::<EmbedFiles>(), Some(EMBED_FILE_KEYS));
         assert_eq!(serde_fields::<EmbedTable>(), Some(EMBED_TABLE_KEYS));

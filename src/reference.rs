@@ -37,6 +37,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("Embedding data files", "../embedding.md"),
     ("Compiler launcher", "../tools.md#compiler-launcher"),
     ("compile_commands.json", "../tools.md#compile_commandsjson"),
+    ("A dependency's includes", "../manifest.md#a-dependencys-includes"),
 ];
 
 /// `text` with every `see "Title"` of [`SECTIONS`] made a link; other titles stay as written.

@@ -20,6 +20,7 @@ mod cross;
 mod cuda;
 mod cuda_ptx;
 mod cxx_surface;
+mod dependency_includes;
 mod device_phase;
 mod docs;
 mod embed;
