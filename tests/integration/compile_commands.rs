@@ -189,6 +189,18 @@ fn clangd_checks_the_kernel_of_the_nvcc_route_with_the_database() {
     let (ok, said) = clangd_check(&pkg, &cu);
     assert!(ok, "clangd --check failed:\n{said}");
     assert!(!said.contains("E["), "clangd logged an error:\n{said}");
+    // The kernel `cargo mcpp new --lane cuda --island` writes (its entry point has the fixture's
+    // signature), which includes <cuda_runtime.h> itself.
+    std::fs::copy(repo().join("templates/init/cuda/scale.cu"), &cu).unwrap();
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .env("MCPP_LAUNCHER", "none")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(
+        ok && !said.contains("E["),
+        "clangd on the template's kernel:\n{said}"
+    );
     // The check can fail: a call of an undeclared CUDA function is found through the database.
     let text = std::fs::read_to_string(&cu).unwrap();
     std::fs::write(
