@@ -18,6 +18,7 @@ mod compile_commands;
 mod containment;
 mod cross;
 mod cuda;
+mod cuda_link;
 mod cuda_ptx;
 mod cxx_surface;
 mod dependency_includes;
