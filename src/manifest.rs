@@ -122,7 +122,7 @@ pub struct KeyDoc {
 /// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
 pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "accel", default: "none (no accelerator)", meaning: "the accelerator set (see \"The accelerator set\")" },
-    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\", storage = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; `storage` where their payloads' bytes live, over the rule's and the package's; all optional), relative to the package root" },
+    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, `\"!pattern\"` strings (files left out of every entry, as in `.gitignore`), or `{ glob = \"...\", accel = \"...\", output = \"...\", storage = \"...\", target-env = \"...\", exclude = [\"...\"] }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; `storage` where their payloads' bytes live, over the rule's and the package's; `target-env` their target environment, over the rule's: GLSL's `--target-env` (`\"vulkan1.0\"`, `\"spirv1.4\"`), Slang's profile (`\"spirv_1_3\"`); `exclude` globs of files the entry leaves out; all optional), relative to the package root" },
     KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
     KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
     KeyDoc { key: "storage", default: "`\"header\"`", meaning: "where the payloads' bytes live: `\"header\"` (compiled in), `\"object\"` (an assembly file with `.incbin`, assembled and linked) or `\"sidecar\"` (a file beside the executable, read at run time; the Rust accessors return a `Result`); a rule's table, a `sources` entry and an `embed` entry take a `storage` of their own, the most specific wins; see \"Storage\"" },
@@ -362,12 +362,17 @@ pub enum SourceEntry {
 }
 
 impl SourceEntry {
-    /// The glob pattern.
+    /// The glob pattern (of an exclusion `"!pattern"`, the pattern after the `!`).
     pub fn glob(&self) -> &str {
         match self {
-            SourceEntry::Glob(g) => g,
+            SourceEntry::Glob(g) => g.strip_prefix('!').unwrap_or(g),
             SourceEntry::Constrained(c) => &c.glob,
         }
+    }
+    /// Whether the entry is an exclusion, `"!pattern"` (gitignore's form): the files it matches
+    /// are left out of every other entry.
+    pub fn is_exclusion(&self) -> bool {
+        matches!(self, SourceEntry::Glob(g) if g.starts_with('!'))
     }
 }
 
@@ -375,7 +380,7 @@ impl SourceEntry {
 /// accelerator entry, `output` chooses what their rule makes of them (CUDA: `"ptx"`, ...);
 /// either may be left out (a table with neither is a plain glob).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\", output = \"...\" }`")]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\", output = \"...\", target-env = \"...\", exclude = [...] }`")]
 pub struct ConstrainedGlob {
     /// The pattern (`*`, `**`, `?`, `[...]`), relative to the package root.
     pub glob: String,
@@ -392,6 +397,15 @@ pub struct ConstrainedGlob {
     /// when the files make no payload.
     #[serde(default)]
     pub storage: Option<String>,
+    /// The target environment of the files, over the rule's (`target-env`): the SPIR-V rule's
+    /// `--target-env` (`"vulkan1.0"`, `"spirv1.4"`), the Slang rule's `-profile`
+    /// (`"spirv_1_3"`); refused for a rule that has none ([`crate::rules::Rule::takes_target_env`]).
+    #[serde(default, rename = "target-env")]
+    pub target_env: Option<String>,
+    /// Globs (relative to the package root) of files the entry leaves out, as Cargo's
+    /// `exclude`: a `.glsl` include under a `**` glob, a directory of drafts.
+    #[serde(default)]
+    pub exclude: Vec<String>,
 }
 
 impl<'de> Deserialize<'de> for SourceEntry {
@@ -968,7 +982,7 @@ flags = ["-g"]
         .unwrap();
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
-        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None }));
+        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None, target_env: None, exclude: Vec::new() }));
         let s: crate::rules::spirv::SpirvOptions = crate::rules::options::parse(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");

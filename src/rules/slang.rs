@@ -209,6 +209,9 @@ impl Rule for SlangRule {
     fn extensions(&self) -> &'static [&'static str] {
         &["slang"]
     }
+    fn takes_target_env(&self) -> Option<&'static str> {
+        Some("the profile (-profile)")
+    }
     fn tools(&self) -> &'static [ToolSpec] {
         &[SLANGC]
     }
@@ -254,7 +257,8 @@ impl Rule for SlangRule {
             inputs.extend(lookup.modules);
             let out = ctx.variant.lane_dir("slang").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
-            let args = argv(&opts, &profile, &includes, &depfile, &out, &s.path);
+            // A `sources` entry's `target-env` is this source's profile.
+            let args = argv(&opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
                 id: format!("slang:{}", s.rel),

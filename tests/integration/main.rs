@@ -37,6 +37,7 @@ mod manifest_fuzz;
 mod message_format;
 mod pack_appimage;
 mod pack_msi;
+mod per_entry;
 mod refusals;
 mod refusals_cuda;
 mod refusals_embed;
