@@ -52,27 +52,25 @@ fn build(pkg: &Package) -> cargo_mcpp::Build {
     b
 }
 
-/// rustc links `MAIN_RS` with the build's link directives (and `extra` `-l` arguments), as
-/// cargo would; the link's output, and the program when it linked.
-fn link(pkg: &Package, lines: &[String], extra: &[&str]) -> (Output, PathBuf) {
+/// rustc links `MAIN_RS` with the build's link directives ([`rustc_link_args`]) and `extra`
+/// arguments, as cargo would; the link's output, and the program when it linked.
+fn link(
+    pkg: &Package,
+    outcome: &cargo_mcpp::pipeline::Outcome,
+    extra: &[&str],
+) -> (Output, PathBuf) {
     let main = pkg.path("main.rs");
     std::fs::write(&main, MAIN_RS).unwrap();
     let exe = pkg.path("prog");
-    let mut rustc = Command::new("rustc");
-    rustc.args(["--edition", "2021", "-o"]).arg(&exe).arg(&main);
-    for l in lines {
-        if let Some(dir) = l.strip_prefix("cargo::rustc-link-search=") {
-            rustc.arg("-L").arg(dir);
-        } else if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
-            rustc.arg("-l").arg(lib);
-        } else if let Some(arg) = l.strip_prefix("cargo::rustc-link-arg=") {
-            rustc.arg(format!("-Clink-arg={arg}"));
-        }
-    }
-    for e in extra {
-        rustc.arg(e);
-    }
-    (rustc.output().unwrap(), exe)
+    let out = Command::new("rustc")
+        .args(["--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(&main)
+        .args(rustc_link_args(outcome))
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, exe)
 }
 
 /// The program's line, which must have run.
@@ -116,7 +114,7 @@ fn real_nvcc_rdc_device_links_a_device_call_across_two_files() {
         lines.contains(&"cargo::rustc-link-lib=static=cudadevrt".to_string()),
         "{lines:#?}"
     );
-    let (out, exe) = link(&pkg, &lines, &[]);
+    let (out, exe) = link(&pkg, &outcome, &[]);
     assert!(
         out.status.success(),
         "the device-linked archive does not link: {}",
@@ -141,7 +139,7 @@ fn real_nvcc_cudart_shared_links_the_shared_runtime_with_an_rpath() {
         !lines.iter().any(|l| l.contains("cudart_static")),
         "{lines:#?}"
     );
-    let (out, exe) = link(&pkg, &lines, &[]);
+    let (out, exe) = link(&pkg, &outcome, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         needed(&exe).contains("libcudart.so"),
@@ -153,7 +151,7 @@ fn real_nvcc_cudart_shared_links_the_shared_runtime_with_an_rpath() {
     // The static default needs no libcudart.so.
     let pkg = package(&[("kernels/one.cu", ONE_CU)], "");
     let outcome = pkg.compile(&build(&pkg));
-    let (out, exe) = link(&pkg, outcome.cargo.lines(), &[]);
+    let (out, exe) = link(&pkg, &outcome, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!needed(&exe).contains("libcudart"), "{}", needed(&exe));
     run(&exe);
@@ -177,7 +175,7 @@ fn real_nvcc_cudart_none_links_no_runtime_and_the_users_own_one_completes_the_li
             .any(|w| w.contains("cudart = \"none\"")),
         "the choice is said"
     );
-    let (out, _) = link(&pkg, &lines, &[]);
+    let (out, _) = link(&pkg, &outcome, &[]);
     assert!(!out.status.success(), "linked with no runtime at all");
     assert!(
         text(&out).contains("cudaMalloc") || text(&out).contains("__cudaRegisterFatBinary"),
@@ -188,7 +186,7 @@ fn real_nvcc_cudart_none_links_no_runtime_and_the_users_own_one_completes_the_li
     let lib = cuda13().join("lib");
     let (out, exe) = link(
         &pkg,
-        &lines,
+        &outcome,
         &[
             "-L",
             &lib.display().to_string(),

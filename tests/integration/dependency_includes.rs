@@ -193,3 +193,71 @@ fn an_export_without_links_is_refused_before_cargo_starts() {
         "{said}"
     );
 }
+
+/// The CUDA rule takes the same directories (here `DEP_SHADERLIB_MCPP_INCLUDE` as cargo would
+/// set it, with the real nvcc): the header is read through them, watched, and an edit to it
+/// changes the object.
+#[test]
+fn a_cuda_kernel_includes_a_dependencys_header_and_an_edit_there_changes_the_object() {
+    let pkg = harness::Package::new(&[(
+        "kernels/k.cu",
+        "#include \"factor.cuh\"\n__global__ void k(float* y) { y[threadIdx.x] *= FACTOR; }\n",
+    )]);
+    pkg.write("Cargo.toml", &harness::manifest("dep-cuda", "accel = \"cuda13.0+{sm_80}\"\nsources = [\"kernels/*.cu\"]\ninclude-from = [\"shaderlib\"]"));
+    let lib = pkg.dir.path().join("lib/shaders/include");
+    write(&lib, "factor.cuh", "#define FACTOR 3.0f\n");
+    let build = || {
+        let mut b = pkg.build();
+        for v in [
+            "NVCC",
+            "MCPP_NVCC",
+            "MCPP_TOOL_NVCC",
+            "CUDA_HOME",
+            "CUDAHOSTCXX",
+            "NVCC_CCBIN",
+            "TARGET",
+            "HOST",
+        ] {
+            b.env_remove(v);
+        }
+        b.env("CUDA_PATH", harness::cuda13())
+            .env("MCPP_LAUNCHER", "none")
+            .env("DEP_SHADERLIB_MCPP_INCLUDE", &lib);
+        b
+    };
+    let object = |o: &cargo_mcpp::pipeline::Outcome| {
+        o.report
+            .outputs
+            .iter()
+            .find(|(p, _)| {
+                p.to_string_lossy().ends_with(".o") && p.to_string_lossy().contains("k.cu")
+            })
+            .map(|(_, h)| h.clone())
+            .expect("the kernel's object")
+    };
+    let first = pkg.compile(&build());
+    let lines = first.cargo.lines();
+    assert!(
+        lines.contains(&"cargo::rerun-if-env-changed=DEP_SHADERLIB_MCPP_INCLUDE".to_string()),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&format!(
+            "cargo::rerun-if-changed={}",
+            lib.join("factor.cuh").display()
+        )),
+        "{lines:#?}"
+    );
+    write(&lib, "factor.cuh", "#define FACTOR 5.0f\n");
+    let second = pkg.compile(&build());
+    assert!(
+        second.report.ran.contains(&"cuda:kernels/k.cu".to_string()),
+        "{:?}",
+        second.report.ran
+    );
+    assert_ne!(
+        object(&second),
+        object(&first),
+        "stale object after the dependency's header changed"
+    );
+}
