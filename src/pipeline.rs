@@ -84,6 +84,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     }
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
+        problems.extend(crate::host::flag_include_problems(&manifest, "cxx", &cxx.flags));
     }
     // The host C++ lane runs after the device phase; what of it needs no compiler is refused now.
     problems.extend(crate::cxx::check_sources(&manifest));

@@ -16,7 +16,7 @@ use crate::manifest::{KeyDoc, Manifest, MCPP_TABLE};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The option shapes every rule's table has: `includes`, `defines`, `optimize`, `flags`. What
 /// each means for its compiler (the flag spelling, the default of `optimize`) is the rule's,
@@ -74,15 +74,7 @@ impl CommonOptions {
             out.push(nul(format!("includes[{i}]"), "this include directory"));
         }
         out.extend(crate::host::include_problems(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes));
-        for (i, dir) in flag_include_dirs(&self.flags) {
-            if dir.as_os_str().is_empty() || dir.to_string_lossy().contains('\0') {
-                continue;
-            }
-            let key = format!("{MCPP_TABLE}.{rule}.flags[{i}]");
-            if let Err(e) = crate::walk::package_dir(manifest.dir(), Path::new(&manifest.at_col(&format!("{rule}.flags[{i}]"))), &key, &dir) {
-                out.push(e);
-            }
-        }
+        out.extend(crate::host::flag_include_problems(manifest, rule, &self.flags));
         out
     }
 
@@ -104,41 +96,6 @@ impl CommonOptions {
     pub fn optimize_or(&self, default: bool) -> bool {
         self.optimize.unwrap_or(default)
     }
-}
-
-/// The options of the compilers here that add an include (or module search) directory, with the
-/// directory in the next argument or joined (`-Idir`, `--include-path=dir`): gcc and clang
-/// (`-I`, `-isystem`, `-iquote`, `-idirafter`, `--include-directory`), nvcc (`--include-path`,
-/// `--system-include`), glslang and slangc (`-I`), and the `/I` of MSVC-style drivers.
-const INCLUDE_FLAGS: &[&str] = &["--include-directory", "--include-path", "--system-include", "-idirafter", "-isystem", "-iquote", "-I", "/I"];
-
-/// The include directories written in `flags`: (index of the argument holding the directory,
-/// the directory as written), for each spelling of [`INCLUDE_FLAGS`]. What
-/// [`CommonOptions::problems`] holds to the rule of `includes`.
-pub(crate) fn flag_include_dirs(flags: &[String]) -> Vec<(usize, PathBuf)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < flags.len() {
-        let flag = flags[i].as_str();
-        if INCLUDE_FLAGS.contains(&flag) {
-            if let Some(dir) = flags.get(i + 1) {
-                out.push((i + 1, PathBuf::from(dir)));
-            }
-            i += 2;
-            continue;
-        }
-        for opt in INCLUDE_FLAGS {
-            if let Some(rest) = flag.strip_prefix(opt) {
-                let dir = if opt.starts_with("--") { rest.strip_prefix('=') } else { Some(rest) };
-                if let Some(dir) = dir {
-                    out.push((i, PathBuf::from(dir)));
-                }
-                break;
-            }
-        }
-        i += 1;
-    }
-    out
 }
 
 /// A rule's options type: its own keys as a serde struct with `deny_unknown_fields`, and a
@@ -237,6 +194,7 @@ fn read_keys<U: serde::de::DeserializeOwned + Default>(manifest: &Manifest, rule
 mod tests {
     use super::*;
     use crate::rules::spirv::{SpirvCompilerName, SpirvOptions};
+    use std::path::Path;
 
     fn manifest(table: &str) -> Manifest {
         Manifest::parse(Path::new("/p/Cargo.toml"), &format!("[package]\nname = \"p\"\n[package.metadata.mcpp.spirv]\n{table}")).expect("a manifest")
@@ -248,7 +206,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let got: Vec<(usize, String)> = flag_include_dirs(&flags).into_iter().map(|(i, p)| (i, p.display().to_string())).collect();
+        let got: Vec<(usize, String)> = crate::host::flag_include_dirs(&flags).into_iter().map(|(i, p)| (i, p.display().to_string())).collect();
         let want: Vec<(usize, String)> = [(1, "a"), (3, "b"), (5, "c"), (6, "d"), (8, "e"), (9, "f"), (10, "g"), (12, "h"), (13, "i")].iter().map(|(i, s)| (*i, s.to_string())).collect();
         assert_eq!(got, want);
     }

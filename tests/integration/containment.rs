@@ -256,6 +256,14 @@ fn an_include_directory_in_flags_is_held_to_the_rule_of_includes() {
             "the way out names the dependency form: {e}"
         );
     }
+    // The host C++ lane's flags too.
+    let pkg = package("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.cxx]\nflags = [\"-isystem\", \"../outside\"]", &[("s/y.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(
+        e.contains("include directory `../outside` leaves the package")
+            && e.contains("package.metadata.mcpp.cxx.flags[1]"),
+        "{e}"
+    );
     // Inside the package, or absolute: accepted (the build compiles).
     let pkg = package("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nflags = [\"-Iinc\"]", &[("s/y.comp", COMP), ("inc/a.glsl", "")]);
     pkg.compile(&pkg.build());
