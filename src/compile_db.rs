@@ -152,6 +152,10 @@ pub fn entries(actions: &[Action], stubs: &Path) -> Vec<Entry> {
 /// 13 toolkit lacks; written empty into the stubs directory.
 pub const CUDA_STUB_HEADERS: &[&str] = &["texture_fetch_functions.h", "curand_mtgp32_kernel.h"];
 
+/// The newest CUDA architecture number clang 19 (the clangd of the toolchain setup) accepts in
+/// `--cuda-gpu-arch`: a newer one of an nvcc unit (`sm_100`, `sm_120`) is listed as `sm_90`.
+pub const CLANG_CUDA_ARCH_MAX: u32 = 90;
+
 /// nvcc's options that take the next argument and mean nothing to clang (left out with it).
 const NVCC_VALUE_OPTIONS: &[&str] = &["-ccbin", "--compiler-bindir", "-target-dir", "--target-directory", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-maxrregcount", "--maxrregcount", "-t", "--threads", "-MF", "-MT", "-MQ", "-odir", "--output-directory", "-x", "--x", "-ftz", "-prec-div", "-prec-sqrt", "-fmad"];
 
@@ -171,7 +175,10 @@ pub fn clang_of_nvcc(nvcc: &Path, args: &[String], stubs: &Path) -> Vec<String> 
         for part in spec.split([',', '[', ']', '=', ' ']) {
             let n = part.strip_prefix("sm_").or_else(|| part.strip_prefix("compute_"));
             if let Some(n) = n.filter(|n| !n.is_empty()) {
-                let arch = format!("sm_{n}");
+                // Past what clang 19 knows (sm_90a) the driver refuses the architecture, and
+                // clangd with it: listed as the newest it knows.
+                let number: u32 = n.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().unwrap_or(0);
+                let arch = if number > CLANG_CUDA_ARCH_MAX { format!("sm_{CLANG_CUDA_ARCH_MAX}") } else { format!("sm_{n}") };
                 if !archs.contains(&arch) {
                     archs.push(arch);
                 }
@@ -475,6 +482,9 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let got = clang_of_nvcc(Path::new("/cuda/bin/nvcc"), &nvcc, Path::new("/stubs"));
+        let newer: Vec<String> = ["-gencode", "arch=compute_120,code=[sm_120,compute_120]", "-gencode", "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_75,code=sm_75"].iter().map(|s| s.to_string()).collect();
+        let archs: Vec<String> = clang_of_nvcc(Path::new("/cuda/bin/nvcc"), &newer, Path::new("/s")).into_iter().filter(|a| a.starts_with("--cuda-gpu-arch")).collect();
+        assert_eq!(archs, ["--cuda-gpu-arch=sm_90", "--cuda-gpu-arch=sm_75"], "an architecture clang 19 does not know is listed as sm_90");
         assert_eq!(
             got,
             [

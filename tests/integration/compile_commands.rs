@@ -201,6 +201,17 @@ fn clangd_checks_the_kernel_of_the_nvcc_route_with_the_database() {
         ok && !said.contains("E["),
         "clangd on the template's kernel:\n{said}"
     );
+    // An architecture newer than clangd's clang 19 knows (sm_120, which CUDA 13 compiles for).
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .env("MCPP_LAUNCHER", "none")
+        .accel("cuda13.0+{sm_120}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(
+        ok && !said.contains("E["),
+        "clangd with an sm_120 build:\n{said}"
+    );
     // The check can fail: a call of an undeclared CUDA function is found through the database.
     let text = std::fs::read_to_string(&cu).unwrap();
     std::fs::write(
