@@ -261,3 +261,43 @@ fn a_cuda_kernel_includes_a_dependencys_header_and_an_edit_there_changes_the_obj
         "stale object after the dependency's header changed"
     );
 }
+
+/// The HIP rule takes them too (argv-verified with the recording hipcc): `-I<dependency dir>`
+/// after the rule's own includes.
+#[test]
+fn a_hip_compile_searches_a_dependencys_include_directory_after_its_own() {
+    let (tmp, pkg) = harness::fixture("hip-island");
+    let lib = tmp.path().join("lib/shaders/include");
+    std::fs::create_dir_all(&lib).unwrap();
+    harness::edit(
+        &pkg.join("Cargo.toml"),
+        "sources = [\"kernels/*.hip\"]\n",
+        "sources = [\"kernels/*.hip\"]\ninclude-from = [\"shaderlib\"]\n",
+    );
+    let (root, hipcc) = harness::fake_rocm(tmp.path());
+    harness::hip_build(tmp.path(), &pkg, &root)
+        .accel("hip5.2+{gfx90a}")
+        .env("DEP_SHADERLIB_MCPP_INCLUDE", &lib)
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let call = hipcc
+        .calls()
+        .into_iter()
+        .find(|c| c.names("kernels/scale.hip"))
+        .expect("scale.hip compiled");
+    let dep = format!("-I{}", lib.display());
+    let at = call
+        .args
+        .iter()
+        .position(|a| *a == dep)
+        .unwrap_or_else(|| panic!("no {dep}: {:?}", call.args));
+    let own = call
+        .args
+        .iter()
+        .position(|a| a.starts_with("-I") && a.ends_with("/include") && *a != dep);
+    assert!(
+        own.is_none_or(|o| o < at),
+        "the package's own includes first: {:?}",
+        call.args
+    );
+}
