@@ -84,10 +84,12 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     }
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::rules::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
+        problems.extend(crate::rules::host::flag_include_problems(&manifest, "cxx", &cxx.flags));
     }
     // The host C++ lane runs after the device phase; what of it needs no compiler is refused now.
     problems.extend(crate::rules::cxx::check_sources(&manifest));
     problems.extend(crate::engine::compile_db::check_manifest_dir(&manifest).err());
+    problems.extend(crate::plan::exports::problems(&manifest));
     let module_name = surface_module_name(&manifest);
     // base-dir's own checks (empty, absolute, `..`, not a directory); whether every payload is
     // under it is known once the rules have planned.
@@ -156,7 +158,10 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
     let env = &config.env;
     refuse_control_in_out_dirs(config)?;
-    let validated = validate(&config.manifest_path, &config.accel, env)?;
+    let mut validated = validate(&config.manifest_path, &config.accel, env)?;
+    // A dependency's exported include directories: known only in the build script, where
+    // cargo sets `DEP_<LINKS>_MCPP_INCLUDE`; every rule's includes end with them.
+    validated.manifest.mcpp.dependency_includes = crate::plan::exports::dependency_includes(&validated.manifest, env)?;
     let Validated { manifest, accel, collected, .. } = &validated;
     let registry = rules::registry();
     refuse_unknown_builder_tools(config, &registry)?;
@@ -217,6 +222,9 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     // removed one reruns the build script, which rewrites what holds its bytes.
     for f in validated.embedded.files().chain(&validated.embedded.watch_dirs) {
         cargo.rerun_if_changed(f);
+    }
+    if let Some(dirs) = crate::plan::exports::export_directive(manifest)? {
+        cargo.metadata(crate::plan::exports::METADATA_KEY, &dirs);
     }
     Ok(Outcome { accel: validated.accel, report, cargo, generated, variant_dir: variant.dir().to_path_buf(), payloads: named.items.len() })
 }

@@ -37,6 +37,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("Embedding data files", "../embedding.md"),
     ("Compiler launcher", "../tools.md#compiler-launcher"),
     ("compile_commands.json", "../tools.md#compile_commandsjson"),
+    ("A dependency's includes", "../manifest.md#a-dependencys-includes"),
 ];
 
 /// `text` with every `see "Title"` of [`SECTIONS`] made a link; other titles stay as written.
@@ -89,6 +90,7 @@ pub const ENVIRONMENT: &[EnvDoc] = &[
     EnvDoc { name: "MCPP_PYTHON", reader: "`cargo mcpp fetch`", meaning: "the Python interpreter that runs `pip download`; default `python3` on PATH" },
     EnvDoc { name: crate::output::report::PROGRESS_ENV, reader: "the build", meaning: "set by `cargo mcpp build`: the socket build scripts report progress to; not an input of the build, so not declared to cargo" },
     EnvDoc { name: crate::surface::storage::SIDECAR_DIR_ENV, reader: "the built program", meaning: "the directory sidecar payloads are read from, instead of the executable's (a relocated install)" },
+    EnvDoc { name: "DEP_<LINKS>_MCPP_INCLUDE", reader: BUILD, meaning: "set by cargo from a dependency's `export-includes` (its `cargo::metadata=MCPP_INCLUDE=`): the include directories of the `links` name this package's `include-from` lists, searched by every rule after its own `includes` (see \"A dependency's includes\")" },
     EnvDoc { name: "NVCC_PREPEND_FLAGS", reader: BUILD, meaning: "read by nvcc itself; part of each CUDA action's fingerprint, so a change recompiles" },
     EnvDoc { name: "NVCC_APPEND_FLAGS", reader: BUILD, meaning: "read by nvcc itself; part of each CUDA action's fingerprint, so a change recompiles" },
     EnvDoc { name: "CXX", reader: BUILD, meaning: "the host C++ compiler (the `cc` crate's rules), for `cxx-sources`, the island's fallback and object storage" },

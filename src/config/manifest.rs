@@ -71,6 +71,21 @@ pub struct McppMetadata {
     /// the package root, `"."` for the package root); the database itself is always written
     /// into the device cache ([`crate::engine::compile_db`], which says who writes it). `--compile-commands DIR` overrides it.
     pub compile_commands: Option<String>,
+    /// Include directories this package exports to the packages depending on it (relative to
+    /// the package root, inside it): printed as `cargo::metadata=MCPP_INCLUDE=<dirs>`, which
+    /// cargo hands to the build scripts of its direct dependents as `DEP_<LINKS>_MCPP_INCLUDE`.
+    /// Needs `[package] links`. Checked and printed by [`crate::plan::exports`].
+    #[serde(default)]
+    pub export_includes: Vec<PathBuf>,
+    /// The `links` names of dependencies whose exported include directories
+    /// (`DEP_<LINKS>_MCPP_INCLUDE`) are appended to every rule's include directories.
+    #[serde(default)]
+    pub include_from: Vec<String>,
+    /// The directories [`McppMetadata::include_from`] names, resolved by the build script from
+    /// `DEP_<LINKS>_MCPP_INCLUDE` ([`crate::plan::exports::dependency_includes`]) before the
+    /// rules plan; empty where no build script runs (`cargo mcpp build`'s checks).
+    #[serde(skip)]
+    pub dependency_includes: Vec<PathBuf>,
     /// The `launcher` key of each rule's table, by rule name, as written (string values only;
     /// another type is refused by [`Manifest::parse`] at its `file:line:col`): taken out of the
     /// table before the rule reads it, so a rule's own options type never sees it (every rule,
@@ -107,7 +122,7 @@ pub struct KeyDoc {
 /// The keys of `[package.metadata.mcpp]` that are not rule tables, as written in the manifest.
 pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "accel", default: "none (no accelerator)", meaning: "the accelerator set (see \"The accelerator set\")" },
-    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, or `{ glob = \"...\", accel = \"...\", output = \"...\", storage = \"...\" }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; `storage` where their payloads' bytes live, over the rule's and the package's; all optional), relative to the package root" },
+    KeyDoc { key: "sources", default: "`[]`", meaning: "device sources: glob strings, `\"!pattern\"` strings (files left out of every entry, as in `.gitignore`), or `{ glob = \"...\", accel = \"...\", output = \"...\", storage = \"...\", target-env = \"...\", exclude = [\"...\"] }` tables (`accel` constrains the files to an accelerator entry; `output` chooses what their rule makes of them, e.g. `\"ptx\"` for `.cu`; `storage` where their payloads' bytes live, over the rule's and the package's; `target-env` their target environment, over the rule's: GLSL's `--target-env` (`\"vulkan1.0\"`, `\"spirv1.4\"`), Slang's profile (`\"spirv_1_3\"`); `exclude` globs of files the entry leaves out; all optional), relative to the package root" },
     KeyDoc { key: "module-name", default: "`<package>.shaders` (dashes become `_`)", meaning: "the C++ module / namespace of the surface" },
     KeyDoc { key: "modules", default: "`true`", meaning: "C++ surface as a module interface (`.cppm`); `false`: a header usable from C and C++" },
     KeyDoc { key: "storage", default: "`\"header\"`", meaning: "where the payloads' bytes live: `\"header\"` (compiled in), `\"object\"` (an assembly file with `.incbin`, assembled and linked) or `\"sidecar\"` (a file beside the executable, read at run time; the Rust accessors return a `Result`); a rule's table, a `sources` entry and an `embed` entry take a `storage` of their own, the most specific wins; see \"Storage\"" },
@@ -121,6 +136,8 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below, or its shorthand, a list of `files` entries (`embed = [\"assets/*.txt\"]`; see \"Embedding data files\")" },
     KeyDoc { key: "launcher", default: "none", meaning: "the compiler launcher before every compiler it handles: `\"sccache\"`, `\"ccache\"` (on PATH) or a path; `\"none\"`: none. `MCPP_LAUNCHER` overrides it; every rule's table takes a `launcher` key of its own (see \"Compiler launcher\")" },
     KeyDoc { key: "compile-commands", default: "none (only the device cache's)", meaning: "a directory (relative to the package root; `\".\"`: the root; outside the package allowed) that gets a copy of `compile_commands.json`, merged over the packages naming it by `cargo mcpp build`; `--compile-commands DIR` overrides it (see \"compile_commands.json\")" },
+    KeyDoc { key: "export-includes", default: "`[]`", meaning: "include directories (relative to the package root, inside it) this package exports to the packages depending on it: cargo passes them to their build scripts as `DEP_<LINKS>_MCPP_INCLUDE`; needs `[package] links` (see \"A dependency's includes\")" },
+    KeyDoc { key: "include-from", default: "`[]`", meaning: "the `links` names of dependencies whose `export-includes` every rule of this package searches, after its own `includes` (`[\"shaderlib\"]`); each must be a direct dependency" },
 ];
 
 /// The keys of `[package.metadata.mcpp.embed]` ([`EmbedOptions`]).
@@ -345,12 +362,17 @@ pub enum SourceEntry {
 }
 
 impl SourceEntry {
-    /// The glob pattern.
+    /// The glob pattern (of an exclusion `"!pattern"`, the pattern after the `!`).
     pub fn glob(&self) -> &str {
         match self {
-            SourceEntry::Glob(g) => g,
+            SourceEntry::Glob(g) => g.strip_prefix('!').unwrap_or(g),
             SourceEntry::Constrained(c) => &c.glob,
         }
+    }
+    /// Whether the entry is an exclusion, `"!pattern"` (gitignore's form): the files it matches
+    /// are left out of every other entry.
+    pub fn is_exclusion(&self) -> bool {
+        matches!(self, SourceEntry::Glob(g) if g.starts_with('!'))
     }
 }
 
@@ -358,7 +380,7 @@ impl SourceEntry {
 /// accelerator entry, `output` chooses what their rule makes of them (CUDA: `"ptx"`, ...);
 /// either may be left out (a table with neither is a plain glob).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\", output = \"...\" }`")]
+#[serde(deny_unknown_fields, expecting = "a table `{ glob = \"...\", accel = \"...\", output = \"...\", target-env = \"...\", exclude = [...] }`")]
 pub struct ConstrainedGlob {
     /// The pattern (`*`, `**`, `?`, `[...]`), relative to the package root.
     pub glob: String,
@@ -375,6 +397,15 @@ pub struct ConstrainedGlob {
     /// when the files make no payload.
     #[serde(default)]
     pub storage: Option<String>,
+    /// The target environment of the files, over the rule's (`target-env`): the SPIR-V rule's
+    /// `--target-env` (`"vulkan1.0"`, `"spirv1.4"`), the Slang rule's `-profile`
+    /// (`"spirv_1_3"`); refused for a rule that has none ([`crate::rules::Rule::takes_target_env`]).
+    #[serde(default, rename = "target-env")]
+    pub target_env: Option<String>,
+    /// Globs (relative to the package root) of files the entry leaves out, as Cargo's
+    /// `exclude`: a `.glsl` include under a `**` glob, a directory of drafts.
+    #[serde(default)]
+    pub exclude: Vec<String>,
 }
 
 impl<'de> Deserialize<'de> for SourceEntry {
@@ -509,6 +540,9 @@ pub struct Manifest {
     pub path: PathBuf,
     /// `[package] name`.
     pub package_name: String,
+    /// `[package] links`: the name cargo passes this package's build script metadata under
+    /// (`DEP_<LINKS>_<KEY>` in its dependents' build scripts).
+    pub links: Option<String>,
     /// `[package.metadata.mcpp]`, default when absent.
     pub mcpp: McppMetadata,
     /// Whether `[package.metadata.mcpp]` was present with a key of the device phase (a table
@@ -590,6 +624,7 @@ struct CargoToml {
 #[derive(Deserialize)]
 struct PackageTable {
     name: Option<String>,
+    links: Option<String>,
     metadata: Option<MetadataTable>,
 }
 #[derive(Deserialize)]
@@ -641,10 +676,10 @@ impl Manifest {
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
         let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
-            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none();
+            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none() && m.export_includes.is_empty() && m.include_from.is_empty();
             !(only_pack && m.pack.is_some())
         });
-        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, links: package.links, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
         manifest.refuse_renamed_keys()?;
         manifest.take_rule_launchers()?;
         manifest.take_rule_storage()?;
@@ -907,7 +942,7 @@ mod key_docs {
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands", "export-includes", "include-from"]);
         assert_eq!(serde_fields::<EmbedTableForm>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
         assert_eq!(serde_fields::<EmbedFiles>(), Some(EMBED_FILE_KEYS));
         assert_eq!(serde_fields::<EmbedTable>(), Some(EMBED_TABLE_KEYS));
@@ -947,7 +982,7 @@ flags = ["-g"]
         .unwrap();
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
-        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None }));
+        assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None, target_env: None, exclude: Vec::new() }));
         let s: crate::rules::spirv::SpirvOptions = crate::rules::options::parse(&m, "spirv").unwrap();
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");

@@ -20,6 +20,15 @@
 //!   comes back with the next `cargo mcpp build`).
 //!
 //! Every file only when its content changed ([`crate::engine::fingerprint::write_if_changed`]).
+//!
+//! A unit of the nvcc route is listed as the equivalent clang CUDA command ([`clang_of_nvcc`]:
+//! `clang++ -x cuda --cuda-path=<toolkit> --cuda-gpu-arch=sm_XX`, the includes, defines,
+//! forced includes, standard and optimisation level; nvcc's own options left out), since clangd
+//! reads clang's options only. clang 19's CUDA wrapper includes two headers a CUDA 13 toolkit
+//! does not ship (`texture_fetch_functions.h`, removed in 13, and `curand_mtgp32_kernel.h`,
+//! absent from a toolkit without cuRAND): empty stand-ins for them are written beside the
+//! database ([`crate::engine::layout::CLANGD_CUDA_STUBS`]) and searched last (`-idirafter`), so a
+//! toolkit that has them wins.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::engine::graph::Action;
@@ -120,16 +129,141 @@ pub fn prepare_cli_dir(dir: &Path) -> Result<PathBuf> {
     Ok(abs)
 }
 
-/// The entries of `actions`, in plan order: one per action that compiles a translation unit.
-pub fn entries(actions: &[Action]) -> Vec<Entry> {
+/// The entries of `actions`, in plan order: one per action that compiles a translation unit;
+/// an nvcc compile as its clang CUDA equivalent ([`clang_of_nvcc`]) naming the stand-in headers
+/// in `stubs`.
+pub fn entries(actions: &[Action], stubs: &Path) -> Vec<Entry> {
     actions
         .iter()
         .filter_map(|a| {
             let file = a.translation_unit()?;
-            let arguments = std::iter::once(a.tool.path.to_string_lossy().into_owned()).chain(a.args.iter().map(|x| x.to_string_lossy().into_owned())).collect();
+            let args: Vec<String> = a.args.iter().map(|x| x.to_string_lossy().into_owned()).collect();
+            let arguments = if a.tool.name == "nvcc" {
+                clang_of_nvcc(&a.tool.path, &args, stubs)
+            } else {
+                std::iter::once(a.tool.path.to_string_lossy().into_owned()).chain(args).collect()
+            };
             Some(Entry { directory: a.cwd.clone(), file: file.to_path_buf(), arguments, output: a.outputs.first().cloned() })
         })
         .collect()
+}
+
+/// The headers clang 19's CUDA wrapper (`__clang_cuda_runtime_wrapper.h`) includes that a CUDA
+/// 13 toolkit lacks; written empty into the stubs directory.
+pub const CUDA_STUB_HEADERS: &[&str] = &["texture_fetch_functions.h", "curand_mtgp32_kernel.h"];
+
+/// The newest CUDA architecture number clang 19 (the clangd of the toolchain setup) accepts in
+/// `--cuda-gpu-arch`: a newer one of an nvcc unit (`sm_100`, `sm_120`) is listed as `sm_90`.
+pub const CLANG_CUDA_ARCH_MAX: u32 = 90;
+
+/// nvcc's options that take the next argument and mean nothing to clang (left out with it).
+const NVCC_VALUE_OPTIONS: &[&str] = &["-ccbin", "--compiler-bindir", "-target-dir", "--target-directory", "-Xptxas", "--ptxas-options", "-Xnvlink", "--nvlink-options", "-Xlinker", "--linker-options", "-Xarchive", "--archive-options", "-maxrregcount", "--maxrregcount", "-t", "--threads", "-MF", "-MT", "-MQ", "-odir", "--output-directory", "-x", "--x", "-ftz", "-prec-div", "-prec-sqrt", "-fmad"];
+
+/// The clang CUDA command equivalent to an nvcc compile, as clangd reads it: `clang++ -x cuda
+/// --cuda-path=<toolkit> --cuda-gpu-arch=sm_XX...` (each real architecture of `-gencode` /
+/// `-arch`), `-fgpu-rdc` for relocatable device code, `-Wno-unknown-cuda-version`, the stubs
+/// directory (`-idirafter`), then, in nvcc's order, the includes (`-I`, `-isystem`,
+/// `-include`), defines (`-D`, `-U`), the standard (`-std=`), the optimisation level, those of
+/// `-Xcompiler`'s values, `-c`, `-o` and the source. Every other nvcc option is left out. The
+/// toolkit is the directory above nvcc's `bin/` (symbolic links followed).
+pub fn clang_of_nvcc(nvcc: &Path, args: &[String], stubs: &Path) -> Vec<String> {
+    let real = std::fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf());
+    let toolkit = real.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
+    let mut archs: Vec<String> = Vec::new();
+    let mut add_arch = |spec: &str| {
+        // `arch=compute_80,code=[sm_80,compute_80]`, `code=sm_80`, `sm_80`, `compute_80`.
+        for part in spec.split([',', '[', ']', '=', ' ']) {
+            let n = part.strip_prefix("sm_").or_else(|| part.strip_prefix("compute_"));
+            if let Some(n) = n.filter(|n| !n.is_empty()) {
+                // Past what clang 19 knows (sm_90a) the driver refuses the architecture, and
+                // clangd with it: listed as the newest it knows.
+                let number: u32 = n.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse().unwrap_or(0);
+                let arch = if number > CLANG_CUDA_ARCH_MAX { format!("sm_{CLANG_CUDA_ARCH_MAX}") } else { format!("sm_{n}") };
+                if !archs.contains(&arch) {
+                    archs.push(arch);
+                }
+            }
+        }
+    };
+    let mut rest: Vec<String> = Vec::new();
+    let mut rdc = false;
+    let keep_host = |f: &str| ["-I", "-D", "-U", "-std=", "-isystem", "-include"].iter().any(|p| f.starts_with(p));
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let next = args.get(i + 1).cloned();
+        let (opt, joined) = match a.split_once('=') {
+            Some((o, v)) if o.starts_with('-') => (o, Some(v.to_string())),
+            _ => (a, None),
+        };
+        let mut value = || -> Option<String> {
+            if joined.is_some() {
+                joined.clone()
+            } else {
+                i += 1;
+                next.clone()
+            }
+        };
+        match opt {
+            "-gencode" | "--generate-code" | "-arch" | "--gpu-architecture" | "-code" | "--gpu-code" => {
+                if let Some(v) = value() {
+                    add_arch(&v);
+                }
+            }
+            "-rdc" | "--relocatable-device-code" => rdc |= value().is_some_and(|v| v == "true"),
+            "-dc" | "--device-c" => {
+                rdc = true;
+                rest.push("-c".into());
+            }
+            "-Xcompiler" | "--compiler-options" => {
+                if let Some(v) = value() {
+                    rest.extend(v.split(',').filter(|f| keep_host(f)).map(str::to_string));
+                }
+            }
+            "-I" | "-isystem" | "-include" | "-D" | "-U" | "-o" | "--include-path" | "--system-include" | "--pre-include" | "--define-macro" | "--undefine-macro" | "--output-file" => {
+                let flag = match opt {
+                    "--include-path" => "-I",
+                    "--system-include" => "-isystem",
+                    "--pre-include" => "-include",
+                    "--define-macro" => "-D",
+                    "--undefine-macro" => "-U",
+                    "--output-file" => "-o",
+                    o => o,
+                };
+                if let Some(v) = value() {
+                    if flag.len() == 2 && flag != "-o" {
+                        rest.push(format!("{flag}{v}"));
+                    } else {
+                        rest.extend([flag.to_string(), v]);
+                    }
+                }
+            }
+            "-std" | "--std" => {
+                if let Some(v) = value() {
+                    rest.push(format!("-std={v}"));
+                }
+            }
+            _ if NVCC_VALUE_OPTIONS.contains(&opt) => {
+                if joined.is_none() {
+                    i += 1;
+                }
+            }
+            "-c" | "--compile" => rest.push("-c".into()),
+            _ if a.starts_with("-O") && a.len() <= 3 => rest.push(a.to_string()),
+            _ if keep_host(a) => rest.push(a.to_string()),
+            _ if a.starts_with('-') => {}
+            _ => rest.push(a.to_string()),
+        }
+        i += 1;
+    }
+    let mut out = vec!["clang++".to_string(), "-x".into(), "cuda".into(), format!("--cuda-path={}", toolkit.display())];
+    out.extend(archs.iter().map(|a| format!("--cuda-gpu-arch={a}")));
+    if rdc {
+        out.push("-fgpu-rdc".into());
+    }
+    out.extend(["-Wno-unknown-cuda-version".into(), "-idirafter".into(), stubs.display().to_string()]);
+    out.extend(rest);
+    out
 }
 
 /// The database's text for `entries` (pretty JSON, a trailing newline).
@@ -149,7 +283,14 @@ pub fn render(entries: &[Entry]) -> Result<Vec<u8>> {
 /// # Errors
 /// [`ErrorKind::Io`] naming the path that cannot be written.
 pub fn write(actions: &[Action], in_cache: &Path) -> Result<()> {
-    let mut listed = entries(actions);
+    let stubs = in_cache.with_file_name(crate::engine::layout::CLANGD_CUDA_STUBS);
+    if actions.iter().any(|a| a.tool.name == "nvcc" && a.translation_unit().is_some()) {
+        std::fs::create_dir_all(&stubs).map_err(|e| Error::io("cannot create", &stubs, e))?;
+        for h in CUDA_STUB_HEADERS {
+            crate::engine::fingerprint::write_if_changed(&stubs.join(h), b"/* An empty stand-in for clangd: clang's CUDA wrapper includes this header, which a CUDA 13 toolkit lacks. */\n")?;
+        }
+    }
+    let mut listed = entries(actions, &stubs);
     // The order of the copies ([`merge`]), so a one-package copy has the cache's bytes.
     listed.sort_by(|a, b| (&a.file, &a.output).cmp(&(&b.file, &b.output)));
     let text = render(&listed)?;
@@ -318,14 +459,39 @@ mod tests {
 
     #[test]
     fn translation_units_only_with_the_real_compiler_first() {
-        let actions = [action("/p/k.cu", Some("/usr/bin/sccache")), action("/p/s.comp", None), action("/p/m.cppm", None)];
-        let e = entries(&actions);
+        let mut host = action("/p/m.cppm", None);
+        (host.tool.name, host.tool.path) = ("c++".into(), "/usr/bin/c++".into());
+        let actions = [action("/p/k.cu", Some("/usr/bin/sccache")), action("/p/s.comp", None), host];
+        let e = entries(&actions, Path::new("/stubs"));
         assert_eq!(e.len(), 2, "{e:?}");
         assert_eq!(e[0].file, PathBuf::from("/p/k.cu"));
-        assert_eq!(e[0].arguments, ["/cuda/bin/nvcc", "-c", "/p/k.cu", "-o", "/w/o.o"]);
+        assert_eq!(e[0].arguments, ["clang++", "-x", "cuda", "--cuda-path=/cuda", "-Wno-unknown-cuda-version", "-idirafter", "/stubs", "-c", "/p/k.cu", "-o", "/w/o.o"]);
+        assert_eq!(e[1].arguments[0], "/usr/bin/c++", "another compiler is listed as it runs");
         assert_eq!(e[1].file, PathBuf::from("/p/m.cppm"));
         let text = String::from_utf8(render(&e).unwrap()).unwrap();
         assert!(!text.contains("sccache") && text.contains("\"directory\": \"/p\""), "{text}");
+    }
+
+    #[test]
+    fn an_nvcc_compile_is_listed_as_its_clang_cuda_equivalent() {
+        let nvcc: Vec<String> = [
+            "-ccbin", "/usr/bin/g++", "-Xcompiler", "-fPIC,-DHOST=1", "-gencode", "arch=compute_80,code=[sm_80,compute_80]", "-gencode=arch=compute_90,code=sm_90", "-O0", "-lineinfo", "-rdc=true", "-include", "/c/island.h",
+            "-I/p/include", "-DWIDTH=4", "--std", "c++17", "-Xptxas", "-v", "--expt-relaxed-constexpr", "-MMD", "-MF", "/w/k.d", "-c", "/p/k.cu", "-o", "/w/k.o",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let got = clang_of_nvcc(Path::new("/cuda/bin/nvcc"), &nvcc, Path::new("/stubs"));
+        let newer: Vec<String> = ["-gencode", "arch=compute_120,code=[sm_120,compute_120]", "-gencode", "arch=compute_100a,code=sm_100a", "-gencode", "arch=compute_75,code=sm_75"].iter().map(|s| s.to_string()).collect();
+        let archs: Vec<String> = clang_of_nvcc(Path::new("/cuda/bin/nvcc"), &newer, Path::new("/s")).into_iter().filter(|a| a.starts_with("--cuda-gpu-arch")).collect();
+        assert_eq!(archs, ["--cuda-gpu-arch=sm_90", "--cuda-gpu-arch=sm_75"], "an architecture clang 19 does not know is listed as sm_90");
+        assert_eq!(
+            got,
+            [
+                "clang++", "-x", "cuda", "--cuda-path=/cuda", "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90", "-fgpu-rdc", "-Wno-unknown-cuda-version", "-idirafter", "/stubs", "-DHOST=1", "-O0", "-include", "/c/island.h", "-I/p/include", "-DWIDTH=4", "-std=c++17", "-c", "/p/k.cu", "-o",
+                "/w/k.o"
+            ]
+        );
     }
 
     fn source(dir: &Path, package: &str) -> Source {
@@ -337,7 +503,7 @@ mod tests {
         let src = source(dir, package);
         let mut a = action(file, None);
         a.outputs = vec![src.cache_dir.join("host/o.o")];
-        std::fs::write(&src.database, render(&entries(&[a])).unwrap()).unwrap();
+        std::fs::write(&src.database, render(&entries(&[a], Path::new("/stubs"))).unwrap()).unwrap();
         src
     }
 

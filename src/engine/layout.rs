@@ -37,6 +37,11 @@ use std::path::{Path, PathBuf};
 /// `cargo mcpp build --compile-commands` writes.
 pub const COMPILE_COMMANDS: &str = "compile_commands.json";
 
+/// The directory beside a variant's `compile_commands.json` holding the empty stand-ins of the
+/// headers clang's CUDA wrapper includes and a CUDA 13 toolkit lacks, named by the database's
+/// clang entries of nvcc-route units ([`crate::engine::compile_db`]); read by clangd only.
+pub const CLANGD_CUDA_STUBS: &str = "clangd-cuda-stubs";
+
 /// The device cache of one package, `target/<profile>/mcpp/<package>/`: what every variant
 /// shares (tool decisions, versions and probes, the host toolchain, the island).
 #[derive(Debug, Clone, PartialEq, Eq)]

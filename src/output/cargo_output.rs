@@ -39,6 +39,11 @@ impl CargoOutput {
     pub fn rustc_env(&mut self, name: &str, value: &str) {
         self.push(format!("cargo::rustc-env={name}={value}"));
     }
+    /// `cargo::metadata=<key>=<value>`: cargo passes it to the build scripts of the packages
+    /// depending on this one (which must have `links`) as `DEP_<LINKS>_<KEY>`.
+    pub fn metadata(&mut self, key: &str, value: &str) {
+        self.push(format!("cargo::metadata={key}={value}"));
+    }
     /// `cargo::warning=cargo-mcpp: <line>`, one directive per line of `text`. This is the one
     /// place the `cargo-mcpp: ` prefix is added (cargo shows `warning: <pkg>@<ver>: cargo-mcpp:
     /// ...`); a line that already starts with it keeps one, so no warning prints it twice.

@@ -169,13 +169,18 @@ pub fn check_island_halves(manifest: &Manifest, entries: &[Entry], scanned: &[Pa
     Ok(())
 }
 
+/// The extensions of the device sources that can be an island's device half (their rules force
+/// the boundary header into the compile): CUDA, HIP, SYCL, Ascend C and CCE C.
+pub const ISLAND_DEVICE_EXTENSIONS: &[&str] = &["cu", "hip", "sycl", "asc", "cce"];
+
 /// Refuse a marked entry point outside the island ([`crate::surface::island::refuse_marked_outside`])
-/// among the `.cu` and `.hip` files of `sources` and the files of `cxx-sources`.
+/// among the device sources of `sources` that can be a device half ([`ISLAND_DEVICE_EXTENSIONS`])
+/// and the files of `cxx-sources`.
 ///
 /// # Errors
 /// As [`crate::surface::island::refuse_marked_outside`]; a `cxx-sources` glob matching nothing.
 pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island: Option<&IslandState>) -> Result<()> {
-    let cu = collected.sources.iter().filter(|s| s.ext == "cu" || s.ext == "hip").map(|s| (s.path.clone(), s.rel.clone()));
+    let cu = collected.sources.iter().filter(|s| ISLAND_DEVICE_EXTENSIONS.contains(&s.ext.as_str())).map(|s| (s.path.clone(), s.rel.clone()));
     let (cxx, _) = expand_globs(manifest, "package.metadata.mcpp.cxx-sources", &manifest.mcpp.cxx_sources)?;
     crate::surface::island::refuse_marked_outside(manifest, cu.chain(cxx), island.map(|i| i.scanned.as_slice()))
 }

@@ -166,7 +166,7 @@ impl Rule for AscendRule {
         Backend::Ascend
     }
     fn extensions(&self) -> &'static [&'static str] {
-        &["asc"]
+        &["asc", "cce"]
     }
     fn tools(&self) -> &'static [ToolSpec] {
         &[BISHENG]
@@ -224,14 +224,18 @@ impl Rule for AscendRule {
             for arch in &ctx.accel.archs {
                 let obj = link::object_path(ctx.variant, LANE, &format!("{}.{arch}", s.rel));
                 let depfile = obj.with_extension("d");
+                // The island's device half gets the boundary header (its marker), forced.
+                let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
+                let mut inputs = vec![s.path.clone()];
+                inputs.extend(island_half.map(Path::to_path_buf));
                 plan.actions.push(Action {
                     id: format!("ascend:{}:{arch}", s.rel),
-                    description: format!("bisheng -x asc {} ({arch})", s.rel),
+                    description: format!("bisheng -x {} {} ({arch})", language(&s.path), s.rel),
                     role: Role::Object,
                     tool: tool.clone(),
-                    args: argv(arch, &all_includes, &opts.common, &s.path, &obj, &depfile),
+                    args: argv(arch, &all_includes, &opts.common, island_half, &s.path, &obj, &depfile),
                     cwd: ctx.manifest.dir().to_path_buf(),
-                    inputs: vec![s.path.clone()],
+                    inputs,
                     outputs: vec![obj.clone()],
                     depfile: Some(depfile),
                     include_dirs: all_includes.clone(),
@@ -283,10 +287,23 @@ fn check_version(ctx: &RuleContext, arch_root: &Path) -> Result<()> {
         .help("write the toolkit's version in the ascend entry, or point cargo-mcpp at that toolkit: [package.metadata.mcpp.ascend] toolkit or ASCEND_HOME_PATH"))
 }
 
-/// One (source, architecture)'s arguments: `-x asc --cce-aicore-arch=<arch> -fPIC
-/// -DTILING_KEY_VAR=0 -I<toolkit and package includes> -D<defines> -MD -MF <d> <flags> -c <src> -o <obj>`.
-fn argv(arch: &str, includes: &[PathBuf], common: &CommonOptions, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["-x".into(), "asc".into(), format!("--cce-aicore-arch={arch}").into(), "-fPIC".into(), "-DTILING_KEY_VAR=0".into()];
+/// bisheng's language of a source (`-x`): `cce` for a `.cce` (CCE C), else `asc` (Ascend C).
+fn language(src: &Path) -> &'static str {
+    if src.extension().is_some_and(|e| e == "cce") {
+        "cce"
+    } else {
+        "asc"
+    }
+}
+
+/// One (source, architecture)'s arguments: `-x asc|cce --cce-aicore-arch=<arch> -fPIC
+/// -DTILING_KEY_VAR=0 [-include <island header>] -I<toolkit and package includes> -D<defines>
+/// -MD -MF <d> <flags> -c <src> -o <obj>`.
+fn argv(arch: &str, includes: &[PathBuf], common: &CommonOptions, force_include: Option<&Path>, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["-x".into(), language(src).into(), format!("--cce-aicore-arch={arch}").into(), "-fPIC".into(), "-DTILING_KEY_VAR=0".into()];
+    if let Some(h) = force_include {
+        a.extend(crate::surface::island::emit::force_include_args(h, false));
+    }
     for inc in includes {
         let mut s = OsString::from("-I");
         s.push(inc);
@@ -331,7 +348,7 @@ mod tests {
     #[test]
     fn the_command_is_mixed_mode_argv_with_flags_last_before_the_source() {
         let common = CommonOptions { flags: vec!["-O2".into()], defines: [("N".to_string(), "4".to_string())].into(), ..Default::default() };
-        let a = argv("dav-c220", &[PathBuf::from("/cann/x/asc/include"), PathBuf::from("/p/inc")], &common, Path::new("/p/k/add.asc"), Path::new("/o/add.o"), Path::new("/o/add.d"));
+        let a = argv("dav-c220", &[PathBuf::from("/cann/x/asc/include"), PathBuf::from("/p/inc")], &common, None, Path::new("/p/k/add.asc"), Path::new("/o/add.o"), Path::new("/o/add.d"));
         let words: Vec<String> = a.iter().map(|s| s.to_string_lossy().into_owned()).collect();
         assert_eq!(
             words,

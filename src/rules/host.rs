@@ -315,7 +315,66 @@ pub fn resolve_includes(manifest: &crate::config::manifest::Manifest, table: &st
         }
     }
     Error::all(problems)?;
+    // A dependency's exported directories ([`crate::plan::exports`]), searched last.
+    for dir in &manifest.mcpp.dependency_includes {
+        if !out.contains(dir) {
+            out.push(dir.clone());
+        }
+    }
     Ok(out)
+}
+
+/// The options of the compilers here that add an include (or module search) directory, with the
+/// directory in the next argument or joined (`-Idir`, `--include-path=dir`): gcc and clang
+/// (`-I`, `-isystem`, `-iquote`, `-idirafter`, `--include-directory`), nvcc (`--include-path`,
+/// `--system-include`), glslang and slangc (`-I`), and the `/I` of MSVC-style drivers.
+const INCLUDE_FLAGS: &[&str] = &["--include-directory", "--include-path", "--system-include", "-idirafter", "-isystem", "-iquote", "-I", "/I"];
+
+/// The include directories written in `flags`: (index of the argument holding the directory,
+/// the directory as written), for each spelling of [`INCLUDE_FLAGS`]. What
+/// [`flag_include_problems`] holds to the rule of `includes`.
+pub(crate) fn flag_include_dirs(flags: &[String]) -> Vec<(usize, PathBuf)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < flags.len() {
+        let flag = flags[i].as_str();
+        if INCLUDE_FLAGS.contains(&flag) {
+            if let Some(dir) = flags.get(i + 1) {
+                out.push((i + 1, PathBuf::from(dir)));
+            }
+            i += 2;
+            continue;
+        }
+        for opt in INCLUDE_FLAGS {
+            if let Some(rest) = flag.strip_prefix(opt) {
+                let dir = if opt.starts_with("--") { rest.strip_prefix('=') } else { Some(rest) };
+                if let Some(dir) = dir {
+                    out.push((i, PathBuf::from(dir)));
+                }
+                break;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Every include directory written in the `flags` of `table` (`spirv`, `cxx`: a table under
+/// `package.metadata.mcpp`) that [`crate::sources::walk::package_dir`] refuses (missing, or a relative one
+/// leaving the package), each naming `<table>.flags[i]` and its `file:line:col`: the containment
+/// rule of `includes`, which `-I../x` in `flags` would otherwise bypass.
+pub fn flag_include_problems(manifest: &crate::config::manifest::Manifest, table: &str, flags: &[String]) -> Vec<Error> {
+    let mut out = Vec::new();
+    for (i, dir) in flag_include_dirs(flags) {
+        if dir.as_os_str().is_empty() || dir.to_string_lossy().contains('\0') {
+            continue;
+        }
+        let key = format!("{}.{table}.flags[{i}]", crate::config::manifest::MCPP_TABLE);
+        if let Err(e) = crate::sources::walk::package_dir(manifest.dir(), Path::new(&manifest.at_col(&format!("{table}.flags[{i}]"))), &key, &dir) {
+            out.push(e);
+        }
+    }
+    out
 }
 
 /// Every problem of the include directories of `table` (`package.metadata.mcpp.spirv`), as

@@ -49,6 +49,9 @@ pub struct DeviceSource {
     /// The `output` its `sources` entry asks for (`{ glob = "...", output = "ptx" }`), one of
     /// [`Rule::outputs`]; none: the rule's own default (its options table's `output`).
     pub output: Option<String>,
+    /// The target environment its `sources` entry sets (`{ glob = "...", target-env =
+    /// "vulkan1.0" }`), over the rule's; only for a rule that takes one ([`Rule::takes_target_env`]).
+    pub target_env: Option<String>,
 }
 
 /// What a rule gets to plan with.
@@ -174,6 +177,12 @@ pub trait Rule: Send + Sync {
     /// "ptx" }`); any other is refused naming the entry. Default: none (one kind of output).
     fn outputs(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Whether a `sources` entry may set its files' target environment (`target-env`) and what
+    /// it is to this rule, for messages (`"--target-env"`, `"the profile"`); `None` (default):
+    /// the rule has one target per build, and an entry's `target-env` is refused naming it.
+    fn takes_target_env(&self) -> Option<&'static str> {
+        None
     }
     /// The payloads this rule would hand the surface for `sources` (claimed by it, left out of
     /// this build: `--no-accel`, an accelerator set without its backend, a constraint not

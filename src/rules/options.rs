@@ -74,6 +74,7 @@ impl CommonOptions {
             out.push(nul(format!("includes[{i}]"), "this include directory"));
         }
         out.extend(crate::rules::host::include_problems(manifest, &format!("{MCPP_TABLE}.{rule}"), &self.includes));
+        out.extend(crate::rules::host::flag_include_problems(manifest, rule, &self.flags));
         out
     }
 
@@ -197,6 +198,17 @@ mod tests {
 
     fn manifest(table: &str) -> Manifest {
         Manifest::parse(Path::new("/p/Cargo.toml"), &format!("[package]\nname = \"p\"\n[package.metadata.mcpp.spirv]\n{table}")).expect("a manifest")
+    }
+
+    #[test]
+    fn include_directories_are_found_in_flags_in_every_spelling() {
+        let flags: Vec<String> = ["-g", "-Ia", "-I", "b", "-isystem", "c", "-iquoted", "-idirafter", "e", "/If", "--include-path=g", "--include-path", "h", "--system-include=i", "-include", "x.h", "--include-pathology", "-I"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let got: Vec<(usize, String)> = crate::rules::host::flag_include_dirs(&flags).into_iter().map(|(i, p)| (i, p.display().to_string())).collect();
+        let want: Vec<(usize, String)> = [(1, "a"), (3, "b"), (5, "c"), (6, "d"), (8, "e"), (9, "f"), (10, "g"), (12, "h"), (13, "i")].iter().map(|(i, s)| (*i, s.to_string())).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

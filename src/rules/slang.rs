@@ -209,6 +209,9 @@ impl Rule for SlangRule {
     fn extensions(&self) -> &'static [&'static str] {
         &["slang"]
     }
+    fn takes_target_env(&self) -> Option<&'static str> {
+        Some("the profile (-profile)")
+    }
     fn tools(&self) -> &'static [ToolSpec] {
         &[SLANGC]
     }
@@ -246,10 +249,16 @@ impl Rule for SlangRule {
         let stage = opts.stage.unwrap_or_default();
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
+        let mut shadowed = std::collections::BTreeSet::new();
         for s in sources {
+            let lookup = import_lookup(&s.path, &includes);
+            shadowed.extend(lookup.shadowed);
+            let mut inputs = vec![s.path.clone()];
+            inputs.extend(lookup.modules);
             let out = ctx.variant.lane_dir("slang").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
-            let args = argv(&opts, &profile, &includes, &depfile, &out, &s.path);
+            // A `sources` entry's `target-env` is this source's profile.
+            let args = argv(&opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
                 id: format!("slang:{}", s.rel),
@@ -258,7 +267,7 @@ impl Rule for SlangRule {
                 tool: tool.clone(),
                 args,
                 cwd: ctx.manifest.dir().to_path_buf(),
-                inputs: vec![s.path.clone()],
+                inputs,
                 outputs: vec![out.clone()],
                 depfile: Some(depfile),
                 include_dirs: includes.clone(),
@@ -269,9 +278,181 @@ impl Rule for SlangRule {
             });
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
         }
+        let shown = |p: &Path| p.strip_prefix(ctx.manifest.dir()).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string());
+        for (module, source) in shadowed {
+            plan.warnings.push(format!(
+                "the precompiled module `{}` shadows `{}`: slangc loads the module for the import, so an edit to the source reaches the SPIR-V only once the module is rebuilt (delete the module to compile the source, or rebuild it: slangc {} -o {})",
+                crate::text::echo(&shown(&module)),
+                crate::text::echo(&shown(&source)),
+                crate::text::echo(&shown(&source)),
+                crate::text::echo(&shown(&module)),
+            ));
+        }
         plan.tools.push(tool);
         Ok(plan)
     }
+}
+
+/// What slangc reads for the `import`s of a source, by its lookup rules (its depfile names
+/// neither a precompiled module it loads nor, then, the source the module shadows).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ImportLookup {
+    /// Every precompiled module (`<name>.slang-module`) an import of the source, or of a
+    /// `.slang` it imports, can load: declared inputs of the compile, so replacing one reruns it.
+    pub modules: Vec<PathBuf>,
+    /// (module, source) pairs where a module wins over a source of the same import.
+    pub shadowed: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The lookup of slangc 2026 for `import a.b_c;` in `importer`: the names `a/b_c` and
+/// `a/b-c`, each in the importer's directory, then in every `-I` directory in order; a
+/// `<name>.slang-module` anywhere on that path is loaded before any `<name>.slang` (checked with
+/// slangc: a module in an include directory wins over a source beside the importer). A string
+/// import (`import "x/y.slang";`) is looked up relative to the same directories. Imported
+/// sources are scanned the same way (transitively, each file once). Over-approximating only
+/// ever costs a rebuild, never a stale byte.
+pub(crate) fn import_lookup(source: &Path, includes: &[PathBuf]) -> ImportLookup {
+    let mut out = ImportLookup::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![source.to_path_buf()];
+    while let Some(file) = todo.pop() {
+        if !seen.insert(file.clone()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let dirs: Vec<PathBuf> = file.parent().map(Path::to_path_buf).into_iter().chain(includes.iter().cloned()).collect();
+        for name in import_names(&text) {
+            let mut modules = Vec::new();
+            let mut sources = Vec::new();
+            for stem in name.stems() {
+                for dir in &dirs {
+                    let module = dir.join(format!("{stem}.slang-module"));
+                    if module.is_file() && !modules.contains(&module) {
+                        modules.push(module);
+                    }
+                    let source = dir.join(format!("{stem}.slang"));
+                    if source.is_file() && !sources.contains(&source) {
+                        sources.push(source);
+                    }
+                }
+            }
+            if let (Some(module), Some(source)) = (modules.first(), sources.first()) {
+                out.shadowed.push((module.clone(), source.clone()));
+            }
+            if modules.is_empty() {
+                todo.extend(sources);
+            }
+            for m in modules {
+                if !out.modules.contains(&m) {
+                    out.modules.push(m);
+                }
+            }
+        }
+    }
+    out.modules.sort();
+    out
+}
+
+/// One `import` of a Slang file: a module path (`a.b_c`) or a string (`"x/y.slang"`).
+#[derive(Debug, PartialEq, Eq)]
+enum ImportName {
+    Module(String),
+    File(String),
+}
+
+impl ImportName {
+    /// The file names without extension slangc tries: `a/b_c` and `a/b-c` for a module path;
+    /// the string without its `.slang` for a string import.
+    fn stems(&self) -> Vec<String> {
+        match self {
+            ImportName::Module(m) => {
+                let path = m.replace('.', "/");
+                let dashed = path.replace('_', "-");
+                if dashed == path {
+                    vec![path]
+                } else {
+                    vec![path, dashed]
+                }
+            }
+            ImportName::File(f) => vec![f.strip_suffix(".slang").unwrap_or(f).to_string()],
+        }
+    }
+}
+
+/// The `import` (and `__import`) declarations of Slang source text, comments left out.
+fn import_names(text: &str) -> Vec<ImportName> {
+    let code = strip_comments(text);
+    let bytes = code.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(at) = code[i..].find("import") {
+        let start = i + at;
+        let end = start + "import".len();
+        i = end;
+        let before_ok = start == 0 || !ident(bytes[start - 1]) || code[..start].ends_with("__");
+        if !before_ok || bytes.get(end).is_some_and(|&b| ident(b)) {
+            continue;
+        }
+        let rest = code[end..].trim_start();
+        if let Some(quoted) = rest.strip_prefix('"') {
+            if let Some(close) = quoted.find('"') {
+                out.push(ImportName::File(quoted[..close].to_string()));
+            }
+            continue;
+        }
+        let name: String = rest.chars().take_while(|&c| c.is_ascii_alphanumeric() || c == '_' || c == '.').collect();
+        let after = rest[name.len()..].trim_start();
+        if !name.is_empty() && after.starts_with(';') {
+            out.push(ImportName::Module(name));
+        }
+    }
+    out
+}
+
+/// `text` with `//` and `/* */` comments replaced by a space (strings kept).
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                out.extend(chars.next());
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// The slangc arguments (after the program) for one source:
@@ -326,5 +507,41 @@ mod tests {
         let words: Vec<&str> = a.iter().map(|s| s.to_str().unwrap()).collect();
         assert_eq!(words[..9], ["-target", "spirv", "-profile", "spirv_1_6", "-entry", "scale", "-stage", "fragment", "-O1"]);
         assert_eq!(SlangStage::Fragment.suffix(), "frag");
+    }
+
+    #[test]
+    fn imports_are_read_past_comments_and_strings_in_both_forms() {
+        let text = "// import commented;\n/* import block; */ import a.b_c;\n__import legacy;\nimport \"x/y.slang\";\nfloat important = 1; // not an import\nimport  spaced ;\n";
+        let names = import_names(text);
+        assert_eq!(
+            names,
+            [
+                ImportName::Module("a.b_c".into()),
+                ImportName::Module("legacy".into()),
+                ImportName::File("x/y.slang".into()),
+                ImportName::Module("spaced".into())
+            ]
+        );
+        assert_eq!(names[0].stems(), ["a/b_c", "a/b-c"]);
+        assert_eq!(names[2].stems(), ["x/y"]);
+    }
+
+    #[test]
+    fn a_module_anywhere_on_the_import_path_is_tracked_and_shadows_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, inc) = (dir.path().join("src"), dir.path().join("inc"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::create_dir_all(&inc).unwrap();
+        std::fs::write(src.join("main.slang"), "import util;\nimport other_mod;\n").unwrap();
+        std::fs::write(src.join("util.slang"), "import deep;\n").unwrap();
+        std::fs::write(inc.join("deep.slang-module"), "").unwrap();
+        let got = import_lookup(&src.join("main.slang"), std::slice::from_ref(&inc));
+        assert_eq!(got.modules, [inc.join("deep.slang-module")], "a module imported by an imported source");
+        assert!(got.shadowed.is_empty());
+        std::fs::write(inc.join("util.slang-module"), "").unwrap();
+        std::fs::write(inc.join("other-mod.slang-module"), "").unwrap();
+        let got = import_lookup(&src.join("main.slang"), std::slice::from_ref(&inc));
+        assert_eq!(got.modules, [inc.join("other-mod.slang-module"), inc.join("util.slang-module")], "the module wins, the source is not scanned");
+        assert_eq!(got.shadowed, [(inc.join("util.slang-module"), src.join("util.slang"))]);
     }
 }

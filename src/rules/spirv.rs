@@ -120,6 +120,9 @@ impl Rule for SpirvRule {
     fn extensions(&self) -> &'static [&'static str] {
         CLAIMED
     }
+    fn takes_target_env(&self) -> Option<&'static str> {
+        Some("--target-env")
+    }
     fn tools(&self) -> &'static [ToolSpec] {
         &[GLSLANG, GLSLC]
     }
@@ -173,7 +176,13 @@ impl Rule for SpirvRule {
             },
             (None, None) => "vulkan1.0".to_string(),
         };
-        check_target_env(ctx, &tool, &opts, &target_env)?;
+        check_target_env(ctx, &tool, &opts, &target_env, None)?;
+        // A `sources` entry's own `target-env`, checked as the rule's is, naming the entry.
+        for s in sources {
+            if let Some(t) = &s.target_env {
+                check_target_env(ctx, &tool, &opts, t, Some(format!("package.metadata.mcpp.sources[{}].target-env", s.entry)))?;
+            }
+        }
         // `optimize` overrides on/off; the level (speed or size) is cargo's `OPT_LEVEL`.
         let optimize = match opts.common.optimize_or(ctx.facts.opt_level.optimizes()) {
             false => Optimization::Off,
@@ -187,7 +196,8 @@ impl Rule for SpirvRule {
         for s in sources {
             let out = ctx.variant.lane_dir("spirv").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
-            let args = argv(which, &opts, &target_env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
+            let env = s.target_env.as_deref().unwrap_or(&target_env);
+            let args = argv(which, &opts, env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
                 id: format!("spirv:{}", s.rel),
@@ -237,8 +247,9 @@ pub fn listed_target_envs(help: &str) -> Vec<String> {
 ///
 /// # Errors
 /// [`ErrorKind::Accel`] naming `accel` with the column of the version (or `spirv.target-env`
-/// when set there) and the environments the compiler accepts.
-fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOptions, target_env: &str) -> Result<()> {
+/// when set there, or `entry_key`, a `sources` entry's `target-env`) and the environments the
+/// compiler accepts.
+fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOptions, target_env: &str, entry_key: Option<String>) -> Result<()> {
     if !target_env.starts_with("vulkan") || ALWAYS_ACCEPTED.contains(&target_env) {
         return Ok(());
     }
@@ -251,7 +262,9 @@ fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOpt
     let mut e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line())))
         .file(&ctx.manifest.path)
         .detail(format!("it accepts: {}", accepted.join(" ")));
-    if opts.target_env.is_some() {
+    if let Some(key) = entry_key {
+        e = e.key(key);
+    } else if opts.target_env.is_some() {
         e = e.key("package.metadata.mcpp.spirv.target-env");
     } else {
         let text = ctx.accel.to_string();

@@ -216,14 +216,18 @@ impl Rule for SyclRule {
         for s in sources {
             let obj = link::object_path(ctx.variant, LANE, &s.rel);
             let depfile = obj.with_extension("d");
+            // The island's device half gets the boundary header (its marker), forced.
+            let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
+            let mut inputs = vec![s.path.clone()];
+            inputs.extend(island_half.map(Path::to_path_buf));
             plan.actions.push(Action {
                 id: format!("sycl:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Object,
                 tool: tool.clone(),
-                args: compile_argv(&front, &opts.common, &includes, &s.path, &obj, &depfile),
+                args: compile_argv(&front, &opts.common, &includes, island_half, &s.path, &obj, &depfile),
                 cwd: ctx.manifest.dir().to_path_buf(),
-                inputs: vec![s.path.clone()],
+                inputs,
                 outputs: vec![obj.clone()],
                 depfile: Some(depfile),
                 include_dirs: includes.clone(),
@@ -415,9 +419,13 @@ fn gcc_arg(dir: &Path) -> OsString {
     s
 }
 
-/// One source's arguments: the front, `-D..`, `-I..`, `flags`, `-MD -MF <d> -x c++ -c <src> -o <obj>`.
-fn compile_argv(front: &Front, common: &CommonOptions, includes: &[PathBuf], src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
+/// One source's arguments: the front, `[-include <island header>]`, `-D..`, `-I..`, `flags`,
+/// `-MD -MF <d> -x c++ -c <src> -o <obj>`.
+fn compile_argv(front: &Front, common: &CommonOptions, includes: &[PathBuf], force_include: Option<&Path>, src: &Path, obj: &Path, depfile: &Path) -> Vec<OsString> {
     let mut a = front_args(front);
+    if let Some(h) = force_include {
+        a.extend(crate::surface::island::emit::force_include_args(h, false));
+    }
     a.extend(common.define_args());
     for inc in includes {
         let mut s = OsString::from("-I");
@@ -472,7 +480,7 @@ mod tests {
         let targeting: Vec<OsString> = vec!["-fsycl-targets=spir64".into()];
         let front = Front { compiler: SyclCompiler::Dpcpp, gcc: Some(Path::new("/usr/lib/gcc/x86_64-linux-gnu/12")), targeting: &targeting, optimize: true };
         let common = CommonOptions { flags: vec!["-g".into()], ..Default::default() };
-        let a = compile_argv(&front, &common, &[PathBuf::from("/p/inc")], Path::new("/p/k/a.sycl"), Path::new("/o/a.o"), Path::new("/o/a.d"));
+        let a = compile_argv(&front, &common, &[PathBuf::from("/p/inc")], None, Path::new("/p/k/a.sycl"), Path::new("/o/a.o"), Path::new("/o/a.d"));
         assert_eq!(
             words(&a),
             ["-fsycl", "-std=c++17", "-fPIC", "-O2", "--gcc-install-dir=/usr/lib/gcc/x86_64-linux-gnu/12", "-fsycl-targets=spir64", "-I/p/inc", "-g", "-MD", "-MF", "/o/a.d", "-x", "c++", "-c", "/p/k/a.sycl", "-o", "/o/a.o"]

@@ -52,7 +52,15 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
     let root = manifest.dir();
     let mut out = Collected::default();
     let mut seen = std::collections::HashSet::new();
+    // `"!pattern"` entries: their files are left out of every entry (resolved paths).
+    let mut left_out = std::collections::HashSet::new();
+    for (index, entry) in manifest.mcpp.sources.iter().enumerate().filter(|(_, e)| e.is_exclusion()) {
+        left_out.extend(excluded(manifest, &format!("sources[{index}]"), entry.glob())?);
+    }
     for (index, entry) in manifest.mcpp.sources.iter().enumerate() {
+        if entry.is_exclusion() {
+            continue;
+        }
         let listing = Listing {
             manifest,
             index,
@@ -61,12 +69,26 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
             at: manifest.at_col(&format!("sources[{index}]")),
         };
         let constraint = constraint(&listing, entry, accel, env)?;
+        let mut own_left_out = std::collections::HashSet::new();
+        if let SourceEntry::Constrained(c) = entry {
+            for (i, pattern) in c.exclude.iter().enumerate() {
+                own_left_out.extend(excluded(manifest, &format!("sources[{index}].exclude[{i}]"), pattern)?);
+            }
+            if let Some(w) = unapplied_target(&listing, c, constraint.as_ref(), accel) {
+                out.warnings.push(w);
+            }
+        }
         let files = crate::sources::walk::expand(root, entry.glob(), crate::sources::walk::Asker { manifest: Path::new(&listing.at), key: &listing.key, subject: &listing.subject })?;
         let matched = files.len();
+        let mut kept = 0;
         for m in files {
+            if left_out.contains(&m.real) || own_left_out.contains(&m.real) {
+                continue;
+            }
+            kept += 1;
             // One file once across entries (by its resolved path), in a hash set: linear.
             if seen.insert(m.real.clone()) {
-                out.sources.push(classify(&listing, m, constraint.as_ref(), output(entry), accel, rules)?);
+                out.sources.push(classify(&listing, m, constraint.as_ref(), output(entry), target_env(entry), accel, rules)?);
             }
         }
         if matched == 0 {
@@ -74,6 +96,12 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
                 .file(&listing.at)
                 .key(listing.key)
                 .help(format!("check the pattern against the files under {}; globs are relative to the package root", root.display())));
+        }
+        if kept == 0 {
+            return Err(Error::new(ErrorKind::Sources, format!("every file {} matches is excluded", listing.subject))
+                .file(&listing.at)
+                .key(listing.key)
+                .help("narrow the exclusions (`exclude`, `\"!pattern\"` entries), or remove the entry"));
         }
         watch(&mut out, root, entry.glob(), &listing.subject);
     }
@@ -176,6 +204,51 @@ fn constraint(listing: &Listing, entry: &SourceEntry, accel: &AccelSet, env: &cr
     Ok(Some(Constraint { text: text.clone(), backends, included }))
 }
 
+/// The resolved paths of the files an exclusion glob (`"!pattern"`, or `exclude[i]` of an
+/// entry; `key` its place under `package.metadata.mcpp`) matches; none is no error, as in
+/// Cargo's `exclude`. A pattern ending in `/**` leaves out everything below the directory (as
+/// in `.gitignore`). Containment and the other checks of a glob apply.
+///
+/// # Errors
+/// As [`crate::sources::walk::expand`].
+fn excluded(manifest: &Manifest, key: &str, pattern: &str) -> Result<Vec<PathBuf>> {
+    let at = manifest.at_col(key);
+    let full = format!("package.metadata.mcpp.{key}");
+    let subject = format!("exclusion '{}'", crate::text::echo(pattern));
+    let pattern = if pattern.ends_with("/**") { format!("{pattern}/*") } else { pattern.to_string() };
+    let files = crate::sources::walk::expand(manifest.dir(), &pattern, crate::sources::walk::Asker { manifest: Path::new(&at), key: &full, subject: &subject })?;
+    Ok(files.into_iter().map(|m| m.real).collect())
+}
+
+/// A warning when an entry's constraint names another Vulkan version than the build compiles
+/// its files for and the entry sets no `target-env`: the constraint selects the files, it does
+/// not set their target (`{ glob, accel = "vulkan1.0" }` inside a `vulkan1.2` build compiles at
+/// 1.2).
+fn unapplied_target(listing: &Listing, c: &crate::config::manifest::ConstrainedGlob, constraint: Option<&Constraint>, accel: &AccelSet) -> Option<String> {
+    let constraint = constraint.filter(|k| k.included)?;
+    if c.target_env.is_some() {
+        return None;
+    }
+    let parsed = AccelSet::parse(&constraint.text).ok()?;
+    let wanted = parsed.entry(crate::config::accel::Backend::Vulkan)?.version.clone()?;
+    let built = accel.entry(crate::config::accel::Backend::Vulkan)?.version.clone().unwrap_or_else(|| "1.0".into());
+    if wanted == built {
+        return None;
+    }
+    Some(format!(
+        "{} is constrained to vulkan{wanted}, and this build compiles its files for vulkan{built}: a constraint selects files, it does not set their target; write target-env = \"vulkan{wanted}\" in the entry (for Slang files a profile, e.g. \"spirv_1_0\") to compile them for it ({})",
+        listing.subject, listing.at
+    ))
+}
+
+/// The `target-env` of a `sources` entry, if it has one.
+fn target_env(entry: &SourceEntry) -> Option<&str> {
+    match entry {
+        SourceEntry::Constrained(c) => c.target_env.as_deref(),
+        SourceEntry::Glob(_) => None,
+    }
+}
+
 /// The `output` of a `sources` entry (`{ glob = "...", output = "ptx" }`), if it has one.
 fn output(entry: &SourceEntry) -> Option<&str> {
     match entry {
@@ -192,7 +265,7 @@ fn output(entry: &SourceEntry) -> Option<&str> {
 /// [`ErrorKind::Sources`] for a device extension no rule claims, an extension with no role, or
 /// a constraint naming another backend than the file's rule compiles for;
 /// [`ErrorKind::Manifest`] for an `output` the file's rule does not offer.
-fn classify(listing: &Listing, m: crate::sources::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
+fn classify(listing: &Listing, m: crate::sources::walk::Matched, constraint: Option<&Constraint>, output: Option<&str>, target_env: Option<&str>, accel: &AccelSet, rules: &[Box<dyn Rule>]) -> Result<DeviceSource> {
     let crate::sources::walk::Matched { path, rel, .. } = m;
     let ext = extension(&path).unwrap_or_default();
     // An extension a rule claims only under a constraint naming its backend (`.cpp` for SYCL).
@@ -242,8 +315,25 @@ fn classify(listing: &Listing, m: crate::sources::walk::Matched, constraint: Opt
             .key(format!("{}.output", listing.key))
             .help(way));
     }
+    if let Some(t) = target_env {
+        let at = listing.manifest.at_col(&format!("sources[{}].target-env", listing.index));
+        let key = format!("{}.target-env", listing.key);
+        if rules[rule].takes_target_env().is_none() {
+            return Err(Error::new(ErrorKind::Manifest, format!("{} sets target-env \"{}\" for {rel}, and the {} rule has one target per build", listing.subject, crate::text::echo(t), rules[rule].name()))
+                .file(at)
+                .key(key)
+                .detail("The setting would not be applied, so it is refused rather than ignored.")
+                .help("drop `target-env` from this entry (it applies to GLSL shaders and Slang sources), or list these files in an entry of their own"));
+        }
+        if t.trim().is_empty() || t.starts_with('-') || t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::new(ErrorKind::Manifest, format!("{} sets target-env \"{}\", which names no target environment", listing.subject, crate::text::echo(t)))
+                .file(at)
+                .key(key)
+                .help("write one such as \"vulkan1.0\" or \"spirv1.4\" (GLSL), or a Slang profile such as \"spirv_1_3\""));
+        }
+    }
     let selected = constraint.is_none_or(|c| c.included) && accel.entry(backend).is_some();
-    Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected, output: output.map(str::to_string) })
+    Ok(DeviceSource { path, rel, ext, rule, entry: listing.index, selected, output: output.map(str::to_string), target_env: target_env.map(str::to_string) })
 }
 
 /// Watch the fixed directory prefix of `pattern` for added files (an existing directory, once);

@@ -134,7 +134,7 @@ pub fn package_dir(root: &Path, manifest: &Path, key: &str, given: &Path) -> Res
                 .file(manifest)
                 .key(key)
                 .detail(format!("package root: {}", real_root.display()))
-                .help("a relative include directory is one of the package (symlinks are followed); write an absolute path to name a directory outside it on purpose"));
+                .help("a relative include directory is one of the package (symlinks are followed); a dependency's headers come through its `export-includes` (with `links`) and this package's `include-from`; write an absolute path to name a directory outside it on purpose"));
         }
     }
     Ok(abs)

@@ -305,3 +305,65 @@ fn ascend_argv_verified_ascend_home_path_may_name_the_cann_root_or_its_arch_dire
         "{e}"
     );
 }
+
+/// An `.asc` file can be an island's device half (the boundary header forced into each of its
+/// compiles, one per architecture), and `.cce` sources are claimed too, compiled as CCE C.
+#[test]
+fn ascend_argv_verified_an_island_device_half_gets_the_boundary_header_and_cce_is_claimed() {
+    let p = Package::new(&[
+        (
+            "kernels/k.asc",
+            "MCPP_EXPORT_C int k_run(float* y, unsigned n) { return 0; }\n",
+        ),
+        ("kernels/old.cce", "extern \"C\" void old() {}\n"),
+        (
+            "host/k.cpp",
+            "MCPP_EXPORT_C int k_run(float* y, unsigned n) { return 1; }\n",
+        ),
+    ]);
+    p.write(
+        "Cargo.toml",
+        &manifest(
+            "asc-island",
+            "accel = \"ascend8.5+{dav-c220,dav-m200}\"\nsources = [\"kernels/*.asc\", \"kernels/*.cce\"]\n[package.metadata.mcpp.island]\nsources = [\"kernels/k.asc\", \"host/k.cpp\"]\nfallback = [\"host/k.cpp\"]",
+        ),
+    );
+    let (cann, bisheng) = fake_cann(p.dir.path());
+    build(&p, &cann)
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let calls = bisheng.calls();
+    let island: Vec<_> = calls
+        .iter()
+        .filter(|c| c.has("-c") && c.names("kernels/k.asc"))
+        .collect();
+    assert_eq!(island.len(), 2, "one compile per architecture");
+    for c in &island {
+        let header = PathBuf::from(
+            c.after("-include")
+                .unwrap_or_else(|| panic!("no forced include: {:?}", c.args)),
+        );
+        assert!(
+            std::fs::read_to_string(&header).unwrap().contains("k_run"),
+            "{}",
+            header.display()
+        );
+        assert_eq!(c.after("-x"), Some("asc"));
+    }
+    let cce: Vec<_> = calls
+        .iter()
+        .filter(|c| c.has("-c") && c.names("kernels/old.cce"))
+        .collect();
+    assert_eq!(
+        cce.len(),
+        2,
+        "a .cce source is compiled for each architecture"
+    );
+    for c in &cce {
+        assert_eq!(c.after("-x"), Some("cce"), "{:?}", c.args);
+        assert!(
+            !c.has("-include"),
+            "only the island's device half gets the header"
+        );
+    }
+}

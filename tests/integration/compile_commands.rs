@@ -1,9 +1,8 @@
 //! `compile_commands.json` (`src/engine/compile_db.rs`): every device and host C++ unit of a
 //! build with its real argv (no launcher), in the device cache and in the directory asked for,
 //! written only when changed, and good enough for clangd: `clangd-19 --check` over the CUDA
-//! kernel of the cuda-island fixture built by the clang route finds no error. (nvcc's own argv
-//! is listed as it ran; clangd's clang 19 reads neither nvcc's options, `-gencode`, `-ccbin`,
-//! nor CUDA 13's headers: README.md "compile_commands.json".)
+//! kernel of the cuda-island fixture finds no error on either route (an nvcc unit is listed as
+//! its clang CUDA equivalent, since clangd reads neither `-gencode` nor `-ccbin`).
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use crate::harness;
@@ -37,7 +36,7 @@ fn clangd_check(dir: &Path, file: &Path) -> (bool, String) {
 }
 
 #[test]
-fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
+fn every_unit_is_listed_in_the_cache_and_the_copy_an_nvcc_one_as_clang_cuda() {
     let (tmp, pkg) = fixture("cuda-island");
     edit(&pkg.join("Cargo.toml"), "sources = [\"kernels/*.cu\"]\n", "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/*.cppm\", \"cpp/*.cpp\"]\nlauncher = \"none\"\ncompile-commands = \".\"\n");
     edit(&pkg.join("Cargo.toml"), "flags = [\"--extra-flag\"]\n", "");
@@ -72,11 +71,27 @@ fn every_unit_is_listed_with_its_real_argv_in_the_cache_and_the_copy() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(
-        argv[0],
-        cuda13().join("bin/nvcc").display().to_string(),
+    // The nvcc route's unit is listed as the equivalent clang CUDA command, which clangd reads.
+    assert_eq!(argv[..3], ["clang++", "-x", "cuda"], "{argv:?}");
+    assert!(
+        argv.contains(&format!("--cuda-path={}", cuda13().display()).as_str()),
         "{argv:?}"
     );
+    assert!(argv.contains(&"--cuda-gpu-arch=sm_80"), "{argv:?}");
+    assert!(argv.contains(&"-DWIDTH=4"), "{argv:?}");
+    for nvcc_only in [
+        "-ccbin",
+        "-gencode",
+        "-Xcompiler",
+        "-lineinfo",
+        "-MMD",
+        "-MF",
+    ] {
+        assert!(
+            !argv.iter().any(|a| a.starts_with(nvcc_only)),
+            "{nvcc_only}: {argv:?}"
+        );
+    }
     // The compile runs in the package directory with the package-relative source (same bytes
     // from any checkout); the entry's `directory` says where.
     assert!(argv.contains(&"kernels/scale.cu"), "{argv:?}");
@@ -154,6 +169,68 @@ fn clangd_checks_the_kernel_of_the_clang_route_with_the_database() {
     .unwrap();
     let (ok, said) = clangd_check(&pkg, &cu);
     assert!(!ok && said.contains("E["), "{said}");
+}
+
+#[test]
+fn clangd_checks_the_kernel_of_the_nvcc_route_with_the_database() {
+    let (tmp, pkg) = fixture("cuda-island");
+    edit(
+        &pkg.join("Cargo.toml"),
+        "flags = [\"--extra-flag\"]",
+        "flags = [\"--expt-relaxed-constexpr\", \"-Xptxas\", \"-v\"]",
+    );
+    edit(
+        &pkg.join("Cargo.toml"),
+        "sources = [\"kernels/*.cu\"]\n",
+        "sources = [\"kernels/*.cu\"]\ncompile-commands = \".\"\n",
+    );
+    let out = cuda_build(tmp.path(), &pkg, &cuda13())
+        .env("MCPP_LAUNCHER", "none")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out
+        .report
+        .ran
+        .contains(&"cuda:kernels/scale.cu".to_string()));
+    let cu = pkg.join("kernels/scale.cu");
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(ok, "clangd --check failed:\n{said}");
+    assert!(!said.contains("E["), "clangd logged an error:\n{said}");
+    // The kernel `cargo mcpp new --lane cuda --island` writes (its entry point has the fixture's
+    // signature), which includes <cuda_runtime.h> itself.
+    std::fs::copy(repo().join("templates/init/cuda/scale.cu"), &cu).unwrap();
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .env("MCPP_LAUNCHER", "none")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(
+        ok && !said.contains("E["),
+        "clangd on the template's kernel:\n{said}"
+    );
+    // An architecture newer than clangd's clang 19 knows (sm_120, which CUDA 13 compiles for).
+    cuda_build(tmp.path(), &pkg, &cuda13())
+        .env("MCPP_LAUNCHER", "none")
+        .accel("cuda13.0+{sm_120}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(
+        ok && !said.contains("E["),
+        "clangd with an sm_120 build:\n{said}"
+    );
+    // The check can fail: a call of an undeclared CUDA function is found through the database.
+    let text = std::fs::read_to_string(&cu).unwrap();
+    std::fs::write(
+        &cu,
+        text.replace("cudaFree(d);", "cudaFree(d);\n    cudaNoSuchCall(d);"),
+    )
+    .unwrap();
+    let (ok, said) = clangd_check(&pkg, &cu);
+    assert!(
+        !ok && said.contains("E[") && said.contains("cudaNoSuchCall"),
+        "{said}"
+    );
 }
 
 /// A workspace of two packages with one host C++ unit each (`a/cpp/a.cpp`, `b/cpp/b.cpp`).

@@ -222,3 +222,51 @@ proptest::proptest! {
         }
     }
 }
+
+/// An include directory written in a rule's `flags` is held to the rule of `includes`: every
+/// spelling (`-I<dir>`, `-I <dir>`, `-isystem`, `-iquote`, `-idirafter`, `/I`,
+/// `--include-path`, `--include-path=`) of a relative directory leaving the package is refused
+/// at the flag's key; an absolute one, as in `includes`, is an explicit choice.
+#[test]
+fn an_include_directory_in_flags_is_held_to_the_rule_of_includes() {
+    for (rule, flags) in [
+        ("spirv", "\"-I../outside\""),
+        ("spirv", "\"-g\", \"-I\", \"../outside\""),
+        ("slang", "\"-I\", \"../outside\""),
+        ("cuda", "\"-isystem\", \"../outside\""),
+        ("cuda", "\"-iquote../outside\""),
+        ("hip", "\"-idirafter\", \"../outside\""),
+        ("cuda", "\"--include-path=../outside\""),
+        ("cuda", "\"--include-path\", \"../outside\""),
+        ("cuda", "\"/I../outside\""),
+    ] {
+        let pkg = package(&format!("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.{rule}]\nflags = [{flags}]"), &[("s/y.comp", COMP)]);
+        let e = pkg.refuse(&pkg.build());
+        assert!(
+            e.contains("include directory `../outside` leaves the package"),
+            "{rule} {flags}: {e}"
+        );
+        assert!(
+            e.contains(&format!("package.metadata.mcpp.{rule}.flags[")),
+            "{rule} {flags}: {e}"
+        );
+        assert!(
+            e.contains("export-includes"),
+            "the way out names the dependency form: {e}"
+        );
+    }
+    // The host C++ lane's flags too.
+    let pkg = package("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.cxx]\nflags = [\"-isystem\", \"../outside\"]", &[("s/y.comp", COMP)]);
+    let e = pkg.refuse(&pkg.build());
+    assert!(
+        e.contains("include directory `../outside` leaves the package")
+            && e.contains("package.metadata.mcpp.cxx.flags[1]"),
+        "{e}"
+    );
+    // Inside the package, or absolute: accepted (the build compiles).
+    let pkg = package("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nflags = [\"-Iinc\"]", &[("s/y.comp", COMP), ("inc/a.glsl", "")]);
+    pkg.compile(&pkg.build());
+    let outside = pkg.dir.path().join("outside");
+    let pkg = package(&format!("accel = \"vulkan\"\nsources = [\"s/*.comp\"]\n[package.metadata.mcpp.spirv]\nflags = [\"-I{}\"]", outside.display()), &[("s/y.comp", COMP)]);
+    pkg.compile(&pkg.build());
+}

@@ -501,3 +501,83 @@ fn why_tool_slangc_answers_from_the_one_resolver() {
         "{why}"
     );
 }
+
+/// slangc loads a precompiled `mathutil.slang-module` in the import path before any
+/// `mathutil.slang` (its depfile names neither the module nor, when the module sits in another
+/// directory, the source): replacing the module must change the embedded bytes, and the
+/// module shadowing the source is said in a warning.
+#[test]
+fn a_precompiled_module_in_the_import_path_is_tracked_and_its_shadowing_is_warned() {
+    let pkg = slang_package("");
+    let slangc = real_slangc();
+    let module = |pkg: &Package, factor: &str, rel: &str| {
+        let src = pkg.path("module-src/mathutil.slang");
+        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+        std::fs::write(&src, MATHUTIL.replace("3.0", factor)).unwrap();
+        let out = pkg.path(rel);
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let status = std::process::Command::new(&slangc)
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "slangc could not precompile the module");
+    };
+    let has = |b: &[u8], f: f32| b.windows(4).any(|w| w == f.to_le_bytes());
+    pkg.compile(&build(&pkg));
+    assert!(has(&pkg.embedded_bytes("shaders/slang/scale.slang"), 3.0));
+    // A module beside the source: slangc loads it, not the source.
+    module(&pkg, "7.0", "shaders/modules/mathutil.slang-module");
+    let outcome = pkg.compile(&build(&pkg));
+    assert_eq!(
+        outcome.report.ran,
+        ["slang:shaders/slang/scale.slang"],
+        "the new module reran its importer"
+    );
+    let seven = pkg.embedded_bytes("shaders/slang/scale.slang");
+    assert!(
+        has(&seven, 7.0) && !has(&seven, 3.0),
+        "the module's code is embedded"
+    );
+    let warnings: Vec<String> = outcome.cargo.warnings().map(str::to_string).collect();
+    assert!(
+        warnings.iter().any(|w| w.contains("mathutil.slang-module")
+            && w.contains("shadows")
+            && w.contains("shaders/modules/mathutil.slang")),
+        "no shadowing warning: {warnings:?}"
+    );
+    // Replacing the module reaches the bytes.
+    module(&pkg, "9.0", "shaders/modules/mathutil.slang-module");
+    let outcome = pkg.compile(&build(&pkg));
+    assert_eq!(
+        outcome.report.ran,
+        ["slang:shaders/slang/scale.slang"],
+        "replacing the module reran its importer"
+    );
+    let nine = pkg.embedded_bytes("shaders/slang/scale.slang");
+    assert!(
+        has(&nine, 9.0) && !has(&nine, 7.0),
+        "stale bytes after replacing the module"
+    );
+    // A module only (no source anywhere) in the importer's directory: tracked the same way.
+    std::fs::remove_file(pkg.path("shaders/modules/mathutil.slang-module")).unwrap();
+    std::fs::remove_file(pkg.path("shaders/modules/mathutil.slang")).unwrap();
+    module(&pkg, "11.0", "shaders/slang/mathutil.slang-module");
+    let outcome = pkg.compile(&build(&pkg));
+    assert!(outcome
+        .report
+        .ran
+        .contains(&"slang:shaders/slang/scale.slang".to_string()));
+    assert!(
+        !outcome.cargo.warnings().any(|w| w.contains("shadows")),
+        "nothing shadowed now"
+    );
+    module(&pkg, "13.0", "shaders/slang/mathutil.slang-module");
+    let outcome = pkg.compile(&build(&pkg));
+    assert_eq!(outcome.report.ran, ["slang:shaders/slang/scale.slang"]);
+    assert!(
+        has(&pkg.embedded_bytes("shaders/slang/scale.slang"), 13.0),
+        "stale bytes after replacing a lone module"
+    );
+}

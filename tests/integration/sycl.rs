@@ -359,3 +359,59 @@ fn sycl_argv_verified_cmplr_root_and_the_default_gcc_install_dir() {
     let decisions = std::fs::read_to_string(p.work_dir().join("tool-decisions.json")).unwrap();
     assert!(decisions.contains("CMPLR_ROOT"), "{decisions}");
 }
+
+/// A `.sycl` file can be an island's device half: the boundary header is forced into its
+/// compile (`-include`), and is an input of it; the host fallback compiles when the build
+/// leaves SYCL out.
+#[test]
+fn sycl_argv_verified_an_island_device_half_gets_the_boundary_header() {
+    let p = sycl_package("sycl", "[\"kernels/*.sycl\"]", "");
+    p.write(
+        "kernels/k.sycl",
+        "MCPP_EXPORT_C int k_run(float* y, unsigned n) { return 0; }\n",
+    );
+    p.write(
+        "host/k.cpp",
+        "MCPP_EXPORT_C int k_run(float* y, unsigned n) { return 1; }\n",
+    );
+    let manifest = p.read("Cargo.toml");
+    p.write("Cargo.toml", &format!("{manifest}\n[package.metadata.mcpp.island]\nsources = [\"kernels/k.sycl\", \"host/k.cpp\"]\nfallback = [\"host/k.cpp\"]\n"));
+    let (oneapi, icpx) = fake_oneapi(p.dir.path());
+    build(&p, &oneapi)
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let calls = icpx.calls();
+    let island = calls
+        .iter()
+        .find(|c| c.has("-c") && c.names("kernels/k.sycl"))
+        .expect("a compile of the device half");
+    let header = PathBuf::from(
+        island
+            .after("-include")
+            .unwrap_or_else(|| panic!("no forced include: {:?}", island.args)),
+    );
+    assert!(
+        std::fs::read_to_string(&header).unwrap().contains("k_run"),
+        "the boundary header: {}",
+        header.display()
+    );
+    let other = calls
+        .iter()
+        .find(|c| c.has("-c") && c.names("kernels/b.sycl"))
+        .unwrap();
+    assert!(
+        !other.has("-include"),
+        "only the island's device half gets the header: {:?}",
+        other.args
+    );
+    // Without SYCL in the set, the fallback is the half that compiles (by the host compiler).
+    let out = build(&p, &oneapi)
+        .accel("")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.report.ran.iter().any(|id| id.contains("host/k.cpp")),
+        "{:?}",
+        out.report.ran
+    );
+}

@@ -227,9 +227,9 @@ pub fn client_package(name: &str, extra_mcpp: &str, main_rs: &str) -> Package {
     ])
 }
 
-/// The rustc arguments (`-L native=DIR`, `-l LIB`) of the link directives a device phase printed
-/// (`cargo::rustc-link-search=native=`, `cargo::rustc-link-lib=`), in their order: what cargo
-/// passes when it links the crate.
+/// The rustc arguments (`-L native=DIR`, `-l LIB`, `-C link-arg=ARG`) of the link directives a
+/// device phase printed (`cargo::rustc-link-search=native=`, `cargo::rustc-link-lib=`,
+/// `cargo::rustc-link-arg=`), in their order: what cargo passes when it links the crate.
 pub fn rustc_link_args(outcome: &Outcome) -> Vec<String> {
     let mut args = Vec::new();
     for l in outcome.cargo.lines() {
@@ -238,6 +238,9 @@ pub fn rustc_link_args(outcome: &Outcome) -> Vec<String> {
         }
         if let Some(lib) = l.strip_prefix("cargo::rustc-link-lib=") {
             args.extend(["-l".to_string(), lib.to_string()]);
+        }
+        if let Some(arg) = l.strip_prefix("cargo::rustc-link-arg=") {
+            args.push(format!("-Clink-arg={arg}"));
         }
     }
     args
