@@ -50,10 +50,14 @@ pub(crate) fn ccache_env(launcher: &Path, args: &[std::ffi::OsString], cwd: &Pat
         env.push(("CCACHE_BASEDIR", cwd.as_os_str().to_os_string()));
     }
     let gencode = args.iter().any(|a| a == "-gencode" || a.starts_with("-gencode="));
-    let debug_info = args.iter().any(|a| {
-        let a = a.as_ref();
+    let debug_flag = |a: &str| {
         matches!(a, "-G" | "--debug" | "--device-debug" | "-lineinfo" | "--generate-line-info")
             || (a.starts_with("-g") && !a.starts_with("-gencode") && !a.starts_with("-gz") && !a.ends_with('0'))
+    };
+    // The host compiler's own flags count too, in either spelling (`-Xcompiler -g`, `-Xcompiler=-g,-O2`).
+    let debug_info = args.iter().any(|a| {
+        let host = a.strip_prefix("-Xcompiler=").or_else(|| a.strip_prefix("--compiler-options="));
+        debug_flag(a) || host.is_some_and(|h| h.split(',').any(debug_flag))
     });
     if gencode && !debug_info && !is_set("CCACHE_HASHDIR") && !is_set("CCACHE_NOHASHDIR") {
         env.push(("CCACHE_NOHASHDIR", "1".into()));
@@ -80,6 +84,9 @@ mod tests {
         let mut lineinfo = nvcc.clone();
         lineinfo.push("-lineinfo".into());
         assert_eq!(names(ccache_env(Path::new("ccache"), &lineinfo, Path::new("/p"), unset)), ["CCACHE_BASEDIR=/p", "CCACHE_DEPEND=1"]);
+        let mut host_g = nvcc.clone();
+        host_g.push("-Xcompiler=-fPIC,-g".into());
+        assert_eq!(names(ccache_env(Path::new("ccache"), &host_g, Path::new("/p"), unset)), ["CCACHE_BASEDIR=/p", "CCACHE_DEPEND=1"]);
         // clang's CUDA route and the host compilers: no `-gencode`, nothing to correct.
         let clang = os(&["-x", "cuda", "--cuda-gpu-arch=sm_80", "-O3", "-MD", "-MF", "/t/a.d", "-c", "/p/k/a.cu", "-o", "/t/a.o"]);
         assert_eq!(names(ccache_env(Path::new("ccache"), &clang, Path::new("/p"), unset)), ["CCACHE_BASEDIR=/p", "CCACHE_DEPEND=1"]);
