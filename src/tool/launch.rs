@@ -23,7 +23,7 @@ pub fn compiler_name(program: &Path) -> String {
 }
 
 /// The settings cargo-mcpp gives ccache for one compile, as environment variables of the
-/// launcher's process only (never in [`Tool::env`], so never in a fingerprint: none of them
+/// launcher's process only (never in [`crate::tool::Tool::env`], so never in a fingerprint: none of them
 /// changes the compiler's bytes, only how ccache finds them). `args` are the compiler's
 /// arguments, `cwd` the directory the compile runs in (the package root), and `is_set` says
 /// whether the user already set a variable in the environment: the user's own value wins.
