@@ -15,13 +15,14 @@
 # compile_commands.json through the launcher, one at a time, with the local cache warm.
 #
 # usage: benches/warm.sh                 (prints the table on stdout, progress on stderr)
-# env:   N=32 ROUNDS=2 RAW=file (the raw TSV; default a temp file)
+# env:   N=32 (4 or more) ROUNDS=2 RAW=file (the raw TSV; default a temp file)
 # Needs: nvcc (source /opt/mcpp-toolchains/env.sh, done here when present), python3, ccache,
 #        sccache (MCPP_SCCACHE or on PATH), redis-server (setup components `cuda sccache ccache`).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 for e in /opt/mcpp-toolchains/env.sh; do [ -f "$e" ] && . "$e"; done
 N=${N:-32}; ROUNDS=${ROUNDS:-2}
+[ "$N" -ge 4 ] || { echo "warm.sh: N must be 4 or more (the bench crate calls k00..k03)" >&2; exit 1; }
 SC=${MCPP_SCCACHE:-$(command -v sccache || true)}
 CC=$(command -v ccache || true)
 for p in nvcc python3 redis-server "$CC" "$SC"; do
