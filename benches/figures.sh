@@ -15,13 +15,13 @@
 #
 # usage: benches/figures.sh            (from anywhere; prints the table on stdout, progress on stderr)
 # env:   SIZES="32 128"  ROUNDS_<N> (default 3 up to N=32, else 1)  NOOP_ROUNDS=10  SCCACHE_ROUNDS=2  SCCACHE_N=32
-#        KIT=../shared/bench (for gen-kernels.py)  RAW=file (the raw TSV; default a temp file)
+#        KIT=benches (the folder holding gen-kernels.py)  RAW=file (the raw TSV; default a temp file)
 # Needs: nvcc (source /opt/mcpp-toolchains/env.sh, done here when present), python3; for the
 # sccache rows, sccache (setup component `sccache`, MCPP_SCCACHE) — skipped when absent.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 for e in /opt/mcpp-toolchains/env.sh /opt/toolchains/env.sh; do [ -f "$e" ] && . "$e"; done
-KIT=${KIT:-$ROOT/../shared/bench}
+KIT=${KIT:-$ROOT/benches}
 SIZES=${SIZES:-"32 128"}; NOOP_ROUNDS=${NOOP_ROUNDS:-10}; SCCACHE_ROUNDS=${SCCACHE_ROUNDS:-2}; SCCACHE_N=${SCCACHE_N:-32}
 [ -f "$KIT/gen-kernels.py" ] || { echo "figures.sh: no $KIT/gen-kernels.py (set KIT)" >&2; exit 1; }
 command -v nvcc >/dev/null || { echo "figures.sh: nvcc not on PATH" >&2; exit 1; }

@@ -9,7 +9,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache clangd bench mdbook crates}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache ccache clangd bench mdbook crates}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -154,6 +154,9 @@ if want sccache; then
 fi
 # bubblewrap: the sandbox of sccache-dist's overlay builder (tests/launcher_sccache_dist.rs).
 want sccache && apt_install bubblewrap
+# ccache 4.7 (Debian 12; nvcc, direct and depend modes, Redis/HTTP remote storage) and the Redis
+# server the shared-cache tests start on loopback (tests/launcher_ccache.rs, tests/launcher_shared_cache.rs).
+want ccache && apt_install ccache redis-server
 # clangd checks the compile_commands.json a build writes (tests/compile_commands.rs).
 want clangd && apt_install clangd-19
 # The storage benchmark (benches/storage/run.sh): GNU time for the peak RSS of the build script,

@@ -523,6 +523,12 @@ fn spawn(action: &Action) -> Result<Vec<String>> {
             #[allow(clippy::disallowed_methods)] // as above: the launcher, then the compiler as its first argument
             let mut c = Command::new(launcher);
             c.arg(&action.tool.path);
+            // The launcher's own settings (ccache's base directory, ...): for its process only,
+            // so never part of a fingerprint; a variable the user set wins.
+            let user = crate::config::env::Env::process();
+            for (k, v) in crate::tool::launch::ccache_env(launcher, &action.args, &action.cwd, |k| user.get_os_untracked(k).is_some()) {
+                c.env(k, v);
+            }
             c
         }
         None => Command::new(&action.tool.path),

@@ -45,24 +45,11 @@ pub struct Launcher {
     pub origin: String,
 }
 
-/// The compilers a C/C++/CUDA launcher understands, by program file name (a version suffix such
-/// as `-19` and a target prefix such as `aarch64-linux-gnu-` taken off first).
-const C_FAMILY: &[&str] = &["cc", "c++", "gcc", "g++", "clang", "clang++", "nvcc", "nvc", "nvc++", "hipcc", "icpx", "icx"];
+pub use crate::tool::launch::compiler_name;
+use crate::tool::launch::C_FAMILY;
 
 /// The shader compilers, by program file name: no launcher takes them, and none is one.
 const SHADER_COMPILERS: &[&str] = &["glslangValidator", "glslang", "glslc", "slangc"];
-
-/// The compiler name of `program`: its file name without `.exe`, a trailing `-<digits>` version
-/// and a leading target triple (`aarch64-linux-gnu-g++-12` -> `g++`).
-pub fn compiler_name(program: &Path) -> String {
-    let file = program.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let file = file.strip_suffix(".exe").unwrap_or(&file).to_string();
-    let unversioned = match file.rsplit_once('-') {
-        Some((head, tail)) if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit() || c == '.') => head.to_string(),
-        _ => file,
-    };
-    C_FAMILY.iter().find(|c| unversioned == **c || unversioned.ends_with(&format!("-{c}"))).map(|c| (*c).to_string()).unwrap_or(unversioned)
-}
 
 impl Launcher {
     /// Whether this launcher can run `tool` (by the compiler's name, [`compiler_name`]): sccache

@@ -38,6 +38,7 @@
 //! questions run in [`process`], the one place this module starts a program.
 
 pub mod decisions;
+pub(crate) mod launch;
 pub mod process;
 
 pub use decisions::{read_decisions, record_decision, record_refusal, Decision};

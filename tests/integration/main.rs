@@ -3,7 +3,8 @@
 //! Run one suite with `cargo test --test integration <suite>::` (for example
 //! `cargo test --test integration slang::`); CONTRIBUTING.md lists which toolchain each needs.
 //! The tests that change the process environment stay in binaries of their own
-//! (`tests/launcher_sccache.rs`, `tests/launcher_sccache_dist.rs`).
+//! (`tests/launcher_sccache.rs`, `tests/launcher_sccache_dist.rs`, `tests/launcher_ccache.rs`,
+//! `tests/launcher_shared_cache.rs`).
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 mod harness;
