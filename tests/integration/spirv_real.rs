@@ -85,14 +85,12 @@ fn editing_only_the_included_glsl_changes_the_embedded_bytes() {
             "{compiler}: stale bytes after editing common.glsl"
         );
         assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), b_before);
-        // The C++ data header carries the new bytes too.
-        let data = std::fs::read_to_string(pkg.out_dir().join("mcpp/data/a/scale_comp.h")).unwrap();
-        let words: Vec<u32> = pkg
-            .embedded_bytes("shaders/a/scale.comp")
-            .chunks(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        assert!(data.contains(&format!("0x{:08x}u", words[words.len() - 1])));
+        // The payload copy the surface names carries the new bytes too (no C/C++ unit in the
+        // package, so no C arrays).
+        let copy = std::fs::read(pkg.out_dir().join("mcpp/payloads/a/scale_comp.spv")).unwrap();
+        assert_eq!(copy, pkg.embedded_bytes("shaders/a/scale.comp"));
+        assert_ne!(copy, a_before, "{compiler}: stale payload copy");
+        assert!(!pkg.out_dir().join("mcpp/data").exists());
     }
 }
 
@@ -334,11 +332,17 @@ fn a_new_file_shadowing_an_include_rebuilds_the_includer() {
 fn a_deleted_source_leaves_no_data_behind() {
     let pkg = shader_package("glslang");
     pkg.compile(&pkg.build());
-    assert!(pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    assert!(pkg
+        .out_dir()
+        .join("mcpp/payloads/b/scale_comp.spv")
+        .exists());
     std::fs::remove_file(pkg.path("shaders/b/scale.comp")).unwrap();
     let outcome = pkg.compile(&pkg.build());
     assert_eq!(outcome.payloads, 1);
-    assert!(!pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    assert!(!pkg
+        .out_dir()
+        .join("mcpp/payloads/b/scale_comp.spv")
+        .exists());
     assert!(!pkg.rust_surface().contains("shaders/b/scale.comp"));
 }
 

@@ -485,6 +485,7 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         storage: surface::Storage::Header,
         object_format: surface::ObjectFormat::Elf,
         artifact_dir: out.join("artifacts"),
+        cxx: true,
     };
     surface::generate(&items, &opts).unwrap()
 }
