@@ -6,8 +6,9 @@
 # usage: benches/pack-peak.sh [SIZE_MIB] [CARGO_MCPP] [pack|both]
 #   (default 1024, target/debug/cargo-mcpp, both; the embed half compiles the bytes with rustc,
 #   whose own peak is several times the file's size)
-# STORAGE=object|header|sidecar chooses the embedded file's storage form (default header, whose
-# C/C++ array text is several times the file's size).
+# STORAGE=object|header|sidecar chooses the embedded file's storage form (default header; its
+# C/C++ array text, several times the file's size, is written only for a package with a C/C++
+# unit, which this one has not).
 # Needs the appimage-runtime toolchain package (cargo mcpp fetch appimage-runtime) in MCPP_HOME.
 set -euo pipefail
 SIZE=${1:-1024}

@@ -530,6 +530,7 @@ fn write_surface(cargo: &mut CargoOutput, validated: &Validated, variant: &Varia
             storage,
             object_format: surface::ObjectFormat::of_target(&config.facts.target).unwrap_or(surface::ObjectFormat::Elf),
             artifact_dir: out.artifact_dir(),
+            cxx: crate::rules::cxx::has_units(manifest, island.map(IslandState::cxx_units))?,
         },
     )?;
     watch_sidecars(cargo, out_dir, &generated.sidecars)?;

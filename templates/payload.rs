@@ -10,6 +10,15 @@ pub struct Payload {
     pub source: &'static str,
 }
 
+#[allow(dead_code)]
+impl Payload {
+    /// Whether it has no words: a shader this build's accelerator set left out (its accessor's
+    /// doc says so).
+    pub fn is_empty(&self) -> bool {
+        self.size_bytes == 0
+    }
+}
+
 /// Included bytes on a 16-byte boundary, at no run-time cost: the bytes of a header words or
 /// bytes payload (unused under object and sidecar storage).
 #[allow(dead_code)]

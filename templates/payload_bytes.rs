@@ -7,3 +7,12 @@ pub struct BytesPayload {
     /// The file it was made from, relative to the package root.
     pub source: &'static str,
 }
+
+#[allow(dead_code)]
+impl BytesPayload {
+    /// Whether it has no bytes: a payload this build's accelerator set left out (its
+    /// accessor's doc says so), or an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}

@@ -10,6 +10,15 @@ pub struct TextPayload {
     pub source: &'static str,
 }
 
+#[allow(dead_code)]
+impl TextPayload {
+    /// Whether it has no text: a payload this build's accelerator set left out (its accessor's
+    /// doc says so), or an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+}
+
 /// The text and its NUL-terminated form from one copy (the text and one NUL), without reading
 /// the text: the build checked it (UTF-8, no NUL but the last) before it wrote the copy, and a
 /// header accessor checks the copy's length and last byte at compile time, so a multi-megabyte

@@ -126,7 +126,8 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         let left_out: Vec<&DeviceSource> = inputs.collected.sources.iter().filter(|s| s.rule == index && !s.selected).collect();
         if !left_out.is_empty() {
             let placeholders = rule.placeholders(inputs.manifest, &left_out)?;
-            planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), p)));
+            let doc = placeholder_doc(inputs.accel);
+            planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), if p.doc.is_some() { p } else { p.with_doc(doc.clone()) })));
         }
     }
     // The package-level edges: an action over other actions' outputs runs after them.
@@ -145,6 +146,13 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
     // package's; resolved there when it compiles something unless a rule already did.
     planned.host_launcher = launchers.map(|l| l.for_rule("cxx").cloned());
     Ok(planned)
+}
+
+/// The doc sentence of a placeholder whose rule gives none ([`Rule::placeholders`]): it is
+/// empty, which accelerator set left it out, and how code tells.
+fn placeholder_doc(accel: &AccelSet) -> String {
+    let set = if accel.is_empty() { "none: `--no-accel`, `MCPP_NO_ACCEL=1` or a docs.rs build".to_string() } else { format!("`{accel}`") };
+    format!("Empty: not built in this build (accelerator set {set}). Its size is 0 (`is_empty()` in Rust, `size_bytes == 0` in C++): check before handing it to a device API.")
 }
 
 /// Plan the host C++ lane ([`crate::rules::cxx::plan_host`]) once the payload surface is written (its

@@ -234,6 +234,17 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     Ok((units, watch_dirs))
 }
 
+/// Whether the host C++ lane has a unit of the package to compile (`cxx-sources`, or an island's
+/// fallback in this build): the condition under which it compiles the payload surface's
+/// implementation unit too ([`units`]), so the one under which header storage writes its C
+/// arrays ([`crate::surface::SurfaceOptions::cxx`]).
+///
+/// # Errors
+/// As [`units`].
+pub(crate) fn has_units(manifest: &Manifest, island: Option<IslandUnits>) -> Result<bool> {
+    Ok(!units(manifest, island, None)?.0.is_empty())
+}
+
 /// Each unit uses the payload surface in the form `modules` generates, checked before any
 /// compiler starts: under `modules = false` an `import <module>;` (the surface is a header),
 /// under `modules = true` an `#include "<module>.h"` (the header is not generated; a C unit

@@ -228,6 +228,11 @@ impl Rule for SlangRule {
     fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
+    /// A left-out source keeps its accessor `<stem>_<stage suffix>`, empty.
+    fn placeholders(&self, manifest: &Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let stage = options::read::<SlangOptions>(manifest, self.name())?.stage.unwrap_or_default();
+        Ok(sources.iter().map(|s| crate::surface::Payload::empty(s.rel.clone(), identifier(s, stage), crate::surface::PayloadKind::Words32)).collect())
+    }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: SlangOptions = options::read(ctx.manifest, self.name())?;
         let profile = match (&opts.profile, profile_for(ctx.accel.version.as_deref())) {
@@ -259,7 +264,6 @@ impl Rule for SlangRule {
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
             // A `sources` entry's `target-env` is this source's profile.
             let args = argv(&opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
-            let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
                 id: format!("slang:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
@@ -276,7 +280,7 @@ impl Rule for SlangRule {
                 failure_hint: None,
                 expect: None,
             });
-            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
+            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), identifier(s, stage), out));
         }
         let shown = |p: &Path| p.strip_prefix(ctx.manifest.dir()).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string());
         for (module, source) in shadowed {
@@ -453,6 +457,12 @@ fn strip_comments(text: &str) -> String {
         }
     }
     out
+}
+
+/// The accessor's name of a source, built or left out: `<stem>_<stage suffix>` (`scale_comp`).
+fn identifier(s: &DeviceSource, stage: SlangStage) -> String {
+    let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{stem}_{}", stage.suffix())
 }
 
 /// The slangc arguments (after the program) for one source:

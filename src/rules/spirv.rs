@@ -151,6 +151,10 @@ impl Rule for SpirvRule {
     fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
+    /// A left-out shader keeps its accessor `<stem>_<ext>`, empty.
+    fn placeholders(&self, _manifest: &crate::config::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        Ok(sources.iter().map(|s| crate::surface::Payload::empty(s.rel.clone(), identifier(s), crate::surface::PayloadKind::Words32)).collect())
+    }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         for s in sources {
             if !STAGES.contains(&s.ext.as_str()) {
@@ -198,7 +202,6 @@ impl Rule for SpirvRule {
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
             let env = s.target_env.as_deref().unwrap_or(&target_env);
             let args = argv(which, &opts, env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
-            let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             plan.actions.push(Action {
                 id: format!("spirv:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
@@ -215,11 +218,17 @@ impl Rule for SpirvRule {
                 failure_hint: None,
                 expect: None,
             });
-            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", s.ext), out));
+            plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), identifier(s), out));
         }
         plan.tools.push(tool);
         Ok(plan)
     }
+}
+
+/// The accessor's name of a shader, built or left out: `<stem>_<ext>` (`scale_comp`).
+fn identifier(s: &DeviceSource) -> String {
+    let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{stem}_{}", s.ext)
 }
 
 /// The Vulkan target environments every compiler this rule drives accepts (glslang from 11.0,

@@ -93,6 +93,20 @@ impl Rule for WgslRule {
     fn makes_payload(&self, _manifest: &Manifest, _source: &DeviceSource) -> Result<bool> {
         Ok(true)
     }
+    /// A left-out source keeps its accessor `<stem>_wgsl`, empty, of its output's kind.
+    fn placeholders(&self, manifest: &Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let opts: WgslOptions = manifest.rule_options(self.name())?;
+        Ok(sources
+            .iter()
+            .map(|s| {
+                let kind = match WgslOutput::of(s, &opts) {
+                    WgslOutput::Spirv => crate::surface::PayloadKind::Words32,
+                    WgslOutput::Wgsl => crate::surface::PayloadKind::Text,
+                };
+                crate::surface::Payload::empty(s.rel.clone(), identifier(s), kind)
+            })
+            .collect())
+    }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: WgslOptions = ctx.manifest.rule_options(self.name())?;
         let version = spirv_version(ctx.accel.version.as_deref()).ok_or_else(|| {
@@ -105,15 +119,14 @@ impl Rule for WgslRule {
         let mut plan = RulePlan::default();
         for s in sources {
             let output = WgslOutput::of(s, &opts);
-            let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             let (out, payload, expect) = match output {
                 WgslOutput::Spirv => {
                     let out = ctx.variant.lane_dir("wgsl").join(format!("{}.spv", s.rel));
-                    (out.clone(), crate::surface::Payload::words(s.rel.clone(), format!("{stem}_wgsl"), out), Some(SPIRV_MAGIC))
+                    (out.clone(), crate::surface::Payload::words(s.rel.clone(), identifier(s), out), Some(SPIRV_MAGIC))
                 }
                 WgslOutput::Wgsl => {
                     let out = ctx.variant.lane_dir("wgsl").join(&s.rel);
-                    (out.clone(), crate::surface::Payload::text(s.rel.clone(), format!("{stem}_wgsl"), out), None)
+                    (out.clone(), crate::surface::Payload::text(s.rel.clone(), identifier(s), out), None)
                 }
             };
             let step = Naga { rel: s.rel.clone(), output, spirv: version };
@@ -246,6 +259,12 @@ fn refusal(rel: &str, path: &Path, what: &str, message: &str, at: Option<naga::S
         e = e.detail(line.trim_end().to_string());
     }
     e.help("fix the shader at the place shown (naga, the WGSL translator wgpu uses, parsed and validated it)")
+}
+
+/// The accessor's name of a source, built or left out: `<stem>_wgsl`.
+fn identifier(s: &DeviceSource) -> String {
+    let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{stem}_wgsl")
 }
 
 #[cfg(test)]

@@ -170,25 +170,33 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
     let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-rs");
     // The device caches of an earlier run (other temp paths) are not this run's.
     let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
-    // (`cargo mcpp new` arguments, the crate, the surface item documented)
-    let forms: [(&[&str], &str, &str); 3] = [
+    // (`cargo mcpp new` arguments, the crate, the surface items documented: each page and a
+    // text it holds)
+    let not_built = "not built in this build (accelerator set none";
+    let forms: [(&[&str], &str, &[(&str, &str)]); 3] = [
         (
             &["docs-app", "--lane", "spirv"],
             "docs_app",
-            "shaders/fn.all.html",
+            &[
+                ("shaders/fn.all.html", "fn all"),
+                ("shaders/fn.double_comp.html", not_built),
+            ],
         ),
         (
             &["docs-lib", "--lib", "--lane", "spirv"],
             "docs_lib",
-            "shaders/fn.all.html",
+            &[
+                ("shaders/fn.all.html", "fn all"),
+                ("shaders/fn.double_comp.html", not_built),
+            ],
         ),
         (
             &["docs-kernels", "--lib", "--island"],
             "docs_kernels",
-            "kernels/fn.scale_run.html",
+            &[("kernels/fn.scale_run.html", "fn scale_run")],
         ),
     ];
-    for (args, krate, item) in forms {
+    for (args, krate, items) in forms {
         let out = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
             .args(["mcpp", "new"])
             .args(args)
@@ -249,11 +257,17 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
         }
         let out = cmd.output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", text(&out));
-        assert!(
-            target.join("doc").join(krate).join(item).is_file(),
-            "{args:?}: no {item} in the docs: {}",
-            text(&out)
-        );
+        // The shader's accessor is documented, empty, and says why (as under `--no-accel`).
+        for (item, holds) in items {
+            let page = std::fs::read_to_string(target.join("doc").join(krate).join(item))
+                .unwrap_or_else(|e| {
+                    panic!("{args:?}: no {item} in the docs ({e}): {}", text(&out))
+                });
+            assert!(
+                page.contains(holds),
+                "{args:?}: {item} does not say `{holds}`:\n{page}"
+            );
+        }
         assert!(!home.join("bin").exists());
     }
 }

@@ -280,3 +280,121 @@ fn the_surface_used_in_the_other_form_is_refused_naming_modules() {
     );
     assert!(!err.contains("No such file"), "{err}");
 }
+
+/// The accessor names of a generated surface file (`pub fn NAME(` in Rust, `inline ... NAME()`
+/// in C++), sorted.
+fn accessor_names(text: &str, rust: bool) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = if rust {
+                l.strip_prefix("pub fn ")?
+            } else {
+                l.strip_prefix("inline ")?.split_once(' ')?.1
+            };
+            Some(rest.split('(').next()?.to_string())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Under `--no-accel` every shader lane keeps its accessors (GLSL, Slang, WGSL): the Rust and C++
+/// surfaces name the same functions as with `vulkan1.2`, each empty and documented as not
+/// built; a `cxx-sources` unit importing the module and a Rust program calling the accessors
+/// compile, link and read size 0 (and the real bytes with the set).
+#[test]
+fn no_accel_keeps_every_shader_accessor_empty_and_documented() {
+    const SLANG: &str = "RWStructuredBuffer<float> data;\n[shader(\"compute\")]\n[numthreads(64, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) { data[id.x] = data[id.x] * 2.0; }\n";
+    const WGSL: &str = "@group(0) @binding(0) var<storage, read_write> data: array<f32>;\n\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    if (id.x < arrayLength(&data)) { data[id.x] = 2.0 * data[id.x]; }\n}\n";
+    const USER: &str = "import surf_app.shaders;\nextern \"C\" unsigned long use_size() { return surf_app::shaders::a::scale_comp().size_bytes; }\nextern \"C\" unsigned int use_first() { auto p = surf_app::shaders::a::scale_comp(); return p.size_bytes ? p.code[0] : 0xdeadu; }\n";
+    const MAIN: &str = "fn main() {\n    let (a, c, d) = (shaders::a::scale_comp(), shaders::c::blur_comp(), shaders::d::fill_wgsl());\n    println!(\"{} {} {} {}\", a.is_empty(), a.size_bytes, c.is_empty(), d.is_empty());\n}\n";
+    let pkg = surface_package(true, &[("cpp/use.cpp", USER)]);
+    pkg.write("shaders/c/blur.slang", SLANG);
+    pkg.write("shaders/d/fill.wgsl", WGSL);
+    let manifest = std::fs::read_to_string(pkg.path("Cargo.toml")).unwrap();
+    pkg.write(
+        "Cargo.toml",
+        &manifest.replace(
+            "sources = [\"shaders/**/*.comp\"]",
+            "sources = [\"shaders/**/*.comp\", \"shaders/**/*.slang\", \"shaders/**/*.wgsl\"]",
+        ),
+    );
+    let build = |no_accel: bool| {
+        let mut b = pkg.build();
+        b.tool("slangc", real_slangc());
+        if no_accel {
+            b.no_accel();
+        }
+        b
+    };
+    let surfaces = || {
+        let rust = pkg.rust_surface();
+        let cpp =
+            std::fs::read_to_string(pkg.out_dir().join("mcpp/surf_app.shaders.cppm")).unwrap();
+        (rust, cpp)
+    };
+    let with = pkg.compile(&build(false));
+    let (rust_with, cpp_with) = surfaces();
+    assert_eq!(run_linked(&pkg, &with, false), expected(&pkg, false));
+    let exe = pkg.dir.path().join("bin/with");
+    let out = run_rust_surface_program(&pkg, &with, MAIN, &exe, &[]);
+    let a = pkg.embedded_bytes("shaders/a/scale.comp").len();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("false {a} false false\n"),
+        "{}",
+        text(&out)
+    );
+
+    let without = pkg.compile(&build(true));
+    assert!(
+        !without
+            .report
+            .ran
+            .iter()
+            .any(|r| ["spirv:", "slang:", "wgsl:"]
+                .iter()
+                .any(|l| r.starts_with(l))),
+        "no shader compiles: {:?}",
+        without.report.ran
+    );
+    let (rust_without, cpp_without) = surfaces();
+    let names = accessor_names(&rust_with, true);
+    assert!(
+        ["blur_comp", "fill_wgsl", "scale_comp"]
+            .iter()
+            .all(|n| names.iter().any(|x| x == n)),
+        "{names:?}"
+    );
+    assert_eq!(
+        accessor_names(&rust_without, true),
+        names,
+        "the Rust surface under --no-accel:\n{rust_without}"
+    );
+    assert_eq!(
+        accessor_names(&cpp_without, false),
+        accessor_names(&cpp_with, false),
+        "the C++ surface under --no-accel:\n{cpp_without}"
+    );
+    let doc = "/// Empty: not built in this build (accelerator set none: `--no-accel`, `MCPP_NO_ACCEL=1` or a docs.rs build).";
+    assert_eq!(
+        rust_without.matches(doc).count(),
+        4,
+        "each of the four accessors says it is empty:\n{rust_without}"
+    );
+    assert!(
+        !rust_with.contains("not built in this build"),
+        "{rust_with}"
+    );
+    assert_eq!(run_linked(&pkg, &without, false), "0 dead\n");
+    let exe = pkg.dir.path().join("bin/without");
+    let out = run_rust_surface_program(&pkg, &without, MAIN, &exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "true 0 true true\n",
+        "{}",
+        text(&out)
+    );
+}

@@ -85,14 +85,12 @@ fn editing_only_the_included_glsl_changes_the_embedded_bytes() {
             "{compiler}: stale bytes after editing common.glsl"
         );
         assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), b_before);
-        // The C++ data header carries the new bytes too.
-        let data = std::fs::read_to_string(pkg.out_dir().join("mcpp/data/a/scale_comp.h")).unwrap();
-        let words: Vec<u32> = pkg
-            .embedded_bytes("shaders/a/scale.comp")
-            .chunks(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        assert!(data.contains(&format!("0x{:08x}u", words[words.len() - 1])));
+        // The payload copy the surface names carries the new bytes too (no C/C++ unit in the
+        // package, so no C arrays).
+        let copy = std::fs::read(pkg.out_dir().join("mcpp/payloads/a/scale_comp.spv")).unwrap();
+        assert_eq!(copy, pkg.embedded_bytes("shaders/a/scale.comp"));
+        assert_ne!(copy, a_before, "{compiler}: stale payload copy");
+        assert!(!pkg.out_dir().join("mcpp/data").exists());
     }
 }
 
@@ -249,20 +247,31 @@ fn rerun_lines_cover_every_real_input_and_no_missing_path() {
 }
 
 #[test]
-fn no_accel_compiles_nothing_and_still_generates_an_empty_surface() {
+fn no_accel_compiles_nothing_and_keeps_every_accessor_empty() {
     let pkg = shader_package("glslang");
     let outcome = pkg.compile(pkg.build().no_accel());
     assert!(outcome.report.ran.is_empty() && outcome.report.fresh.is_empty());
     assert_eq!(pkg.starts("glslangValidator"), 0, "no tool is even probed");
-    assert_eq!(outcome.payloads, 0);
-    assert!(pkg.rust_surface().contains("pub fn all() -> [Payload; 0]"));
+    // Both shaders keep their accessors, empty, each saying why.
+    assert_eq!(outcome.payloads, 2);
+    let rust = pkg.rust_surface();
+    assert!(rust.contains("pub fn all() -> [Payload; 2]"), "{rust}");
+    assert_eq!(rust.matches("pub fn scale_comp() -> ").count(), 2, "{rust}");
+    assert_eq!(
+        rust.matches("/// Empty: not built in this build (accelerator set none")
+            .count(),
+        2,
+        "{rust}"
+    );
+    assert!(pkg.embedded_bytes("shaders/a/scale.comp").is_empty());
     assert!(outcome
         .cargo
         .lines()
         .contains(&"cargo::rustc-cfg=mcpp_accel=\"none\"".to_string()));
     // The environment form, as `cargo mcpp build --no-accel` passes it to build.rs.
     let outcome = pkg.compile(pkg.build().env("MCPP_NO_ACCEL", "1"));
-    assert_eq!(outcome.payloads, 0);
+    assert_eq!(outcome.payloads, 2);
+    assert!(pkg.embedded_bytes("shaders/b/scale.comp").is_empty());
 }
 
 #[test]
@@ -298,8 +307,11 @@ fn constrained_globs_are_included_excluded_or_refused() {
     assert!(refused.contains("--no-accel"), "{refused}");
     let covered = pkg.compile(pkg.build().accel("vulkan1.3"));
     assert_eq!(covered.payloads, 2);
+    assert!(!pkg.embedded_bytes("shaders/a/scale.comp").is_empty());
+    // Left out, the constrained shader keeps its accessor, empty, naming the set that left it.
     let none = pkg.compile(pkg.build().no_accel());
-    assert_eq!(none.payloads, 0);
+    assert_eq!(none.payloads, 2);
+    assert!(pkg.embedded_bytes("shaders/a/scale.comp").is_empty());
 }
 
 #[test]
@@ -334,11 +346,17 @@ fn a_new_file_shadowing_an_include_rebuilds_the_includer() {
 fn a_deleted_source_leaves_no_data_behind() {
     let pkg = shader_package("glslang");
     pkg.compile(&pkg.build());
-    assert!(pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    assert!(pkg
+        .out_dir()
+        .join("mcpp/payloads/b/scale_comp.spv")
+        .exists());
     std::fs::remove_file(pkg.path("shaders/b/scale.comp")).unwrap();
     let outcome = pkg.compile(&pkg.build());
     assert_eq!(outcome.payloads, 1);
-    assert!(!pkg.out_dir().join("mcpp/data/b/scale_comp.h").exists());
+    assert!(!pkg
+        .out_dir()
+        .join("mcpp/payloads/b/scale_comp.spv")
+        .exists());
     assert!(!pkg.rust_surface().contains("shaders/b/scale.comp"));
 }
 

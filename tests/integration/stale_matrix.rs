@@ -27,7 +27,8 @@ enum Storage {
 }
 
 /// What the surface in `out` embeds: each file the Rust surface includes, and each C data
-/// header, by its path relative to `out`.
+/// header (none here: the package has no C/C++ unit, so header storage writes no C arrays), by
+/// its path relative to `out`.
 fn embedded(out: &Path) -> BTreeMap<String, Vec<u8>> {
     let rust = std::fs::read_to_string(out.join("mcpp_shaders.rs")).expect("mcpp_shaders.rs");
     let mut files = BTreeMap::new();

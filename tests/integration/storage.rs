@@ -466,3 +466,71 @@ fn multi_megabyte_text_and_bytes_payloads_build_and_read_back_under_every_storag
         eprintln!("{storage}: rustc took {took:?}");
     }
 }
+
+/// Header storage writes the C arrays (`mcpp/data/**.h`, in OUT_DIR and the variant's
+/// `surface/`) only when a C/C++ unit of the package compiles them: a Rust-only package gets the
+/// payload copies alone (the Rust program still reads the compiled bytes), and its
+/// implementation unit says why; adding a `cxx-sources` unit writes the arrays, holding the
+/// same bytes, and removing it again removes them.
+#[test]
+fn header_storage_writes_c_arrays_only_for_a_cxx_unit() {
+    let pkg = storage_package("header");
+    let outcome = pkg.compile(&pkg.build());
+    let arrays = |pkg: &Package| -> Vec<PathBuf> {
+        let mut out = harness::walk(&pkg.out_dir().join("mcpp/data"));
+        out.extend(harness::walk(&pkg.work_dir()).into_iter().filter(|f| {
+            f.components().any(|c| c.as_os_str() == "data")
+                && f.extension().is_some_and(|e| e == "h")
+        }));
+        out
+    };
+    assert_eq!(
+        arrays(&pkg),
+        Vec::<PathBuf>::new(),
+        "no C/C++ unit, no C arrays"
+    );
+    let body =
+        std::fs::read_to_string(pkg.out_dir().join("mcpp/store_app.shaders.impl.cpp")).unwrap();
+    assert!(
+        body.contains("no C/C++ unit of the package compiles")
+            && !body.contains("#include \"data/"),
+        "{body}"
+    );
+    let exe = pkg.dir.path().join("bin/prog");
+    assert_eq!(
+        printed(rust_program(&pkg, &outcome, &exe, &[])),
+        format!("{}\n", hex(&payload(&pkg)))
+    );
+
+    // A C++ unit: the arrays appear, with the payload's words.
+    let text = pkg.read("Cargo.toml");
+    pkg.write("cpp/use.cpp", "extern \"C\" int one() { return 1; }\n");
+    pkg.write(
+        "Cargo.toml",
+        &text.replace(
+            "storage = \"header\"",
+            "storage = \"header\"\ncxx-sources = [\"cpp/use.cpp\"]",
+        ),
+    );
+    pkg.compile(&pkg.build());
+    let data = std::fs::read_to_string(pkg.out_dir().join("mcpp/data/a/scale_comp.h")).unwrap();
+    let words: Vec<u32> = payload(&pkg)
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert!(
+        words.iter().all(|w| data.contains(&format!("0x{w:08x}u"))),
+        "{data}"
+    );
+    assert_eq!(
+        arrays(&pkg).len(),
+        4,
+        "both shaders, in OUT_DIR and the variant: {:?}",
+        arrays(&pkg)
+    );
+
+    // Without it again, the arrays go.
+    pkg.write("Cargo.toml", &text);
+    pkg.compile(&pkg.build());
+    assert_eq!(arrays(&pkg), Vec::<PathBuf>::new());
+}

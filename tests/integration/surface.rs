@@ -11,13 +11,19 @@ const COMP: &str = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n
 const FRAG: &str =
     "#version 450\nlayout(location = 0) out vec4 color;\nvoid main() { color = vec4(1.0); }\n";
 
+/// The naming package. Its one C++ unit (using nothing of the surface) makes header storage
+/// write the C arrays, which the tests below compile outside the crate.
 fn naming_package(modules: bool) -> Package {
     let m = manifest(
         "my-shader-app",
-        &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\", \"shaders/**/*.frag\"]\nmodules = {modules}"),
+        &format!("accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\", \"shaders/**/*.frag\"]\nmodules = {modules}\ncxx-sources = [\"cpp/host.cpp\"]"),
     );
     Package::new(&[
         ("Cargo.toml", &m),
+        (
+            "cpp/host.cpp",
+            "extern \"C\" int host_one() { return 1; }\n",
+        ),
         ("shaders/blur.comp", COMP),
         ("shaders/a/scale.comp", COMP),
         (
@@ -485,6 +491,7 @@ fn kinds_surface(dir: &std::path::Path, modules: bool) -> cargo_mcpp::surface::G
         storage: surface::Storage::Header,
         object_format: surface::ObjectFormat::Elf,
         artifact_dir: out.join("artifacts"),
+        cxx: true,
     };
     surface::generate(&items, &opts).unwrap()
 }
