@@ -33,7 +33,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Expect, Role};
+use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::host::HostToolchain;
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
@@ -121,11 +121,10 @@ const OPTION_KEYS: &[KeyDoc] = &[
 /// The ROCm (HIP) install, as the resolver reads it: `[package.metadata.mcpp.hip] rocm`, then
 /// `ROCM_PATH`, `HIP_PATH`; a root holds `bin/hipcc` and `include/hip/hip_version.h`.
 pub const ROCM: ToolkitSpec = ToolkitSpec {
-    name: "ROCm (HIP)",
     root_key: Some("[package.metadata.mcpp.hip] rocm"),
     root_vars: &["ROCM_PATH", "HIP_PATH"],
-    program_in_root: "bin/hipcc",
-    marker_files: &["include/hip/hip_version.h"], var_may_name_subdir: None, tool_env: None,
+    marker_files: &["include/hip/hip_version.h"],
+    ..ToolkitSpec::new("ROCm (HIP)", "bin/hipcc")
 };
 
 /// hipcc, in its ROCm: the explicit choice, `HIPCC`, `MCPP_HIPCC`, `MCPP_TOOL_HIPCC`, the ROCm
@@ -459,7 +458,7 @@ impl Rule for HipRule {
             let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts: &opts };
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("hip:{}", s.rel),
                 description: format!("{} {}", compiler.name, s.rel),
                 role: Role::Object,
@@ -468,13 +467,9 @@ impl Rule for HipRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs,
                 outputs: vec![obj.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: Expect::object(host.archive_format),
-            });
+            })
+                .with_depfile(depfile, includes.clone())
+                .with_expect(Expect::object(host.archive_format)));
             objects.push(obj);
         }
         let deps: Vec<usize> = (0..plan.actions.len()).collect();

@@ -13,7 +13,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use crate::config::manifest::Manifest;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
@@ -251,7 +251,7 @@ impl Rule for SlangRule {
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
             let args = argv(&opts, &profile, &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("slang:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Source,
@@ -260,13 +260,8 @@ impl Rule for SlangRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![out.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: None,
-            });
+            })
+                .with_depfile(depfile, includes.clone()));
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", stage.suffix()), out));
         }
         plan.tools.push(tool);

@@ -7,7 +7,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use serde::Deserialize;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
@@ -189,7 +189,7 @@ impl Rule for SpirvRule {
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
             let args = argv(which, &opts, &target_env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
             let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("spirv:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Source,
@@ -198,13 +198,8 @@ impl Rule for SpirvRule {
                 cwd: root.to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![out.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: None,
-            });
+            })
+                .with_depfile(depfile, includes.clone()));
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), format!("{stem}_{}", s.ext), out));
         }
         plan.tools.push(tool);

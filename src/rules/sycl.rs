@@ -31,7 +31,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Expect, Role};
+use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::{RootChoice, Tool, ToolSpec, ToolkitSpec};
@@ -98,11 +98,10 @@ const OPTION_KEYS: &[KeyDoc] = &[
 /// `setvars.sh` to the compiler's own root), then `ONEAPI_ROOT` (the whole oneAPI
 /// installation; the compiler is its `compiler/latest`).
 pub const ONEAPI: ToolkitSpec = ToolkitSpec {
-    name: "oneAPI DPC++ compiler",
     root_key: Some("[package.metadata.mcpp.sycl] toolkit"),
     root_vars: &["CMPLR_ROOT", "ONEAPI_ROOT/compiler/latest"],
-    program_in_root: "bin/icpx",
-    marker_files: &["include/sycl/sycl.hpp"], var_may_name_subdir: None, tool_env: None,
+    marker_files: &["include/sycl/sycl.hpp"],
+    ..ToolkitSpec::new("oneAPI DPC++ compiler", "bin/icpx")
 };
 
 /// DPC++: `tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`, the oneAPI root ([`ONEAPI`]),
@@ -118,7 +117,7 @@ pub const ICPX: ToolSpec = ToolSpec {
 };
 
 /// An AdaptiveCpp installation: `sycl.toolkit`, or the root a named `acpp` sits in.
-pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[], var_may_name_subdir: None, tool_env: None };
+pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { root_key: Some("[package.metadata.mcpp.sycl] toolkit"), ..ToolkitSpec::new("AdaptiveCpp installation", "bin/acpp") };
 
 /// AdaptiveCpp: `tools.acpp`, `ACPP`, `MCPP_ACPP`, `MCPP_TOOL_ACPP`, `sycl.toolkit`, then PATH.
 pub const ACPP: ToolSpec = ToolSpec {
@@ -216,7 +215,7 @@ impl Rule for SyclRule {
         for s in sources {
             let obj = link::object_path(ctx.variant, LANE, &s.rel);
             let depfile = obj.with_extension("d");
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("sycl:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Object,
@@ -225,13 +224,9 @@ impl Rule for SyclRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![obj.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect,
-            });
+            })
+                .with_depfile(depfile, includes.clone())
+                .with_expect(expect));
             objects.push(obj);
         }
         if compiler == SyclCompiler::Dpcpp {

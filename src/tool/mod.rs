@@ -116,6 +116,16 @@ pub struct ToolkitSpec {
 }
 
 impl ToolkitSpec {
+    /// A toolkit named `name` whose program sits at `program_in_root` inside its root, with
+    /// every other field at its default: no manifest key, no root variable, no marker file
+    /// (any directory around the program is a root), the variable names the root itself, no
+    /// environment of its own. A rule's constant writes the fields it needs and takes the
+    /// rest from here (`ToolkitSpec { root_vars: &["CUDA_PATH"], ..ToolkitSpec::new("CUDA
+    /// toolkit", "bin/nvcc") }`), so a new field with a default touches this one place.
+    pub const fn new(name: &'static str, program_in_root: &'static str) -> ToolkitSpec {
+        ToolkitSpec { name, root_key: None, root_vars: &[], program_in_root, marker_files: &[], var_may_name_subdir: None, tool_env: None }
+    }
+
     /// Whether `root` holds every marker file.
     pub fn is_root(&self, root: &Path) -> bool {
         self.marker_files.iter().all(|m| root.join(m).is_file())

@@ -697,13 +697,9 @@ fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source(
 #[test]
 fn another_lane_declares_a_toolkit_and_gets_the_same_order_and_refusal() {
     const ROCM: ToolkitSpec = ToolkitSpec {
-        name: "ROCm",
-        root_key: None,
         root_vars: &["HIP_PATH", "ROCM_PATH"],
-        program_in_root: "bin/hipcc",
         marker_files: &["include/hip/hip_runtime.h"],
-        var_may_name_subdir: None,
-        tool_env: None,
+        ..ToolkitSpec::new("ROCm", "bin/hipcc")
     };
     const HIPCC: ToolSpec = ToolSpec {
         name: "hipcc",

@@ -45,7 +45,7 @@ pub mod toolkit;
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use crate::rules::host::HostToolchain;
 use crate::rules::link::{self, LinkDirective};
 use crate::tool::{ToolSpec, ToolkitSpec};
@@ -212,11 +212,10 @@ pub const CUDA_NVCC_VERSION: &str = "13.0.88";
 /// The CUDA toolkit, as the resolver reads it: `[package.metadata.mcpp.cuda] toolkit`, then
 /// `CUDA_PATH`, `CUDA_HOME`; a root holds `bin/nvcc` and `include/cuda_runtime.h`.
 pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
-    name: "CUDA toolkit",
     root_key: Some("[package.metadata.mcpp.cuda] toolkit"),
     root_vars: &["CUDA_PATH", "CUDA_HOME"],
-    program_in_root: "bin/nvcc",
-    marker_files: &["include/cuda_runtime.h"], var_may_name_subdir: None, tool_env: None,
+    marker_files: &["include/cuda_runtime.h"],
+    ..ToolkitSpec::new("CUDA toolkit", "bin/nvcc")
 };
 
 /// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
@@ -498,7 +497,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
         let inv = invocation(lane, &lane.archs.archs, &rel_includes, optimize, lane.rdc, island_half);
         let mut inputs = vec![s.path.clone()];
         inputs.extend(island_half.map(Path::to_path_buf));
-        plan.actions.push(Action {
+        plan.actions.push(Action::external(External {
             id: format!("cuda:{}", s.rel),
             description: format!("{} {}", compiler.name, s.rel),
             role: Role::Object,
@@ -507,13 +506,10 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
             cwd: ctx.manifest.dir().to_path_buf(),
             inputs,
             outputs: vec![obj.clone()],
-            depfile: Some(depfile),
-            include_dirs: includes.clone(),
-            deps: Vec::new(),
-            builtin: None,
-            failure_hint: Some(failure_hint),
-            expect: Expect::object(lane.host.archive_format),
-        });
+        })
+            .with_depfile(depfile, includes.clone())
+            .with_failure_hint(failure_hint)
+            .with_expect(Expect::object(lane.host.archive_format)));
         objects.push(obj);
     }
     Ok(objects)
@@ -733,7 +729,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                         CudaOutput::Fatbin => Some(Expect::FATBIN),
                         _ => None,
                     };
-                    plan.actions.push(Action {
+                    plan.actions.push(Action::external(External {
                         id: format!("cuda:{tag}:{}", s.rel),
                         description: format!("{} {} ({tag})", compiler.name, s.rel),
                         role: Role::Source,
@@ -742,13 +738,9 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                         cwd: ctx.manifest.dir().to_path_buf(),
                         inputs: vec![s.path.clone()],
                         outputs: vec![out.clone()],
-                        depfile: Some(depfile),
-                        include_dirs: includes.clone(),
-                        deps: Vec::new(),
-                        builtin: None,
-                        failure_hint: None,
-                        expect,
-                    });
+                    })
+                        .with_depfile(depfile, includes.clone())
+                        .with_expect(expect));
                     out
                 }
                 (None, Some(arch)) => file_of(arch),
