@@ -12,6 +12,7 @@ pub mod link;
 
 pub mod ascend;
 pub mod cuda;
+pub mod cuda_toolkit;
 pub mod hip;
 pub mod options;
 pub mod slang;

@@ -34,6 +34,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
+use crate::rules::cuda_toolkit;
 use crate::tool::{RootChoice, Tool, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -315,10 +316,10 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
         let list: Vec<String> = cuda.archs.iter().map(|a| format!("cuda:{a}")).collect();
         return Ok(vec![format!("--acpp-targets={}", list.join(";")).into()]);
     }
-    let (kit, _) = crate::tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, super::cuda::toolkit::root_choice(&options::parse(ctx.manifest, "cuda").unwrap_or_default(), ctx.manifest).as_ref(), ctx.env)?;
+    let (kit, _) = crate::tool::find_toolkit_root(&cuda_toolkit::NVCC, ctx.tools, cuda_toolkit::root_choice(ctx.manifest).as_ref(), ctx.env)?;
     // The cuda entry's version is the toolkit's, as for the CUDA lane and HIP on NVIDIA (the
     // one check, theirs): `sycl, cuda12.9+{sm_89}` must not compile against CUDA 13.
-    super::cuda::toolkit::check_version(cuda, &super::cuda::toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
+    cuda_toolkit::check_version(cuda, &cuda_toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
     path.push(kit.root.components().collect::<PathBuf>());

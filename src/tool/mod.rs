@@ -83,7 +83,7 @@ pub type ToolEnv = fn(&Path) -> Vec<(String, OsString)>;
 
 /// A toolkit: a directory tree holding the program and what the rule compiles against,
 /// named by a root variable, installed as a toolchain package, or found around the program. Declared by
-/// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
+/// a rule (e.g. [`crate::rules::cuda_toolkit::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
 /// declares one of these instead of writing a resolver.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolkitSpec {
