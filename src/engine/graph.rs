@@ -148,6 +148,28 @@ pub struct InProcess {
     pub expect: Option<Expect>,
 }
 
+/// The parts of an action that starts a program, for [`Action::external`] (the rest take
+/// their defaults, set with the `with_*` methods).
+#[derive(Debug, Clone)]
+pub struct External {
+    /// Stable id (`spirv:shaders/a/scale.comp`); names the fingerprint file.
+    pub id: String,
+    /// What the progress line shows (`glslangValidator shaders/a/scale.comp`).
+    pub description: String,
+    /// The role.
+    pub role: Role,
+    /// The program (its identity is part of the key).
+    pub tool: Tool,
+    /// The arguments after the program.
+    pub args: Vec<OsString>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Declared inputs (their content is part of the key).
+    pub inputs: Vec<PathBuf>,
+    /// Outputs (each must exist after a successful run).
+    pub outputs: Vec<PathBuf>,
+}
+
 /// The `Tool::path` of a [`Step`]'s action: no program is started.
 pub const IN_PROCESS: &str = "(built into cargo-mcpp)";
 
@@ -174,6 +196,59 @@ impl Action {
         sha256_hex(text.as_bytes())
     }
 
+    /// The action that starts `p.tool` with `p.args`: no depfile, no include directories, no
+    /// dependency index (the graph derives edges from inputs that are other actions' outputs,
+    /// [`connect_inputs`]), no failure hint, no check of its outputs' first bytes. The
+    /// `with_*` methods set those.
+    pub fn external(p: External) -> Action {
+        Action {
+            id: p.id,
+            description: p.description,
+            role: p.role,
+            tool: p.tool,
+            args: p.args,
+            cwd: p.cwd,
+            inputs: p.inputs,
+            outputs: p.outputs,
+            depfile: None,
+            include_dirs: Vec::new(),
+            deps: Vec::new(),
+            builtin: None,
+            failure_hint: None,
+            expect: None,
+        }
+    }
+
+    /// This action with the depfile its tool writes (what it read) and the include directories
+    /// it searches (a file created there later that would shadow an include makes it stale).
+    #[must_use]
+    pub fn with_depfile(mut self, depfile: PathBuf, include_dirs: Vec<PathBuf>) -> Action {
+        self.depfile = Some(depfile);
+        self.include_dirs = include_dirs;
+        self
+    }
+
+    /// This action with explicit dependency indices (in the same list) beside the derived ones.
+    #[must_use]
+    pub fn with_deps(mut self, deps: Vec<usize>) -> Action {
+        self.deps = deps;
+        self
+    }
+
+    /// This action with a rule's hint for a failure of its compiler.
+    #[must_use]
+    pub fn with_failure_hint(mut self, hint: FailureHint) -> Action {
+        self.failure_hint = Some(hint);
+        self
+    }
+
+    /// This action with what every output must start with (`None`: not checked).
+    #[must_use]
+    pub fn with_expect(mut self, expect: Option<Expect>) -> Action {
+        self.expect = expect;
+        self
+    }
+
     /// The action of an in-process step: its tool names the step ([`IN_PROCESS`] as the path,
     /// [`Step::version`] as the version), no arguments, no depfile, no dependency index (the
     /// graph derives edges from inputs that are other actions' outputs, [`connect_inputs`]).
@@ -187,22 +262,10 @@ impl Action {
             toolchain_package_root: None,
             launcher: None,
         };
-        Action {
-            id: p.id,
-            description: p.description,
-            role: p.role,
-            tool,
-            args: Vec::new(),
-            cwd: p.cwd,
-            inputs: p.inputs,
-            outputs: p.outputs,
-            depfile: None,
-            include_dirs: Vec::new(),
-            deps: Vec::new(),
-            builtin: Some(p.step),
-            failure_hint: None,
-            expect: p.expect,
-        }
+        let external = External { id: p.id, description: p.description, role: p.role, tool, args: Vec::new(), cwd: p.cwd, inputs: p.inputs, outputs: p.outputs };
+        let mut action = Action::external(external).with_expect(p.expect);
+        action.builtin = Some(p.step);
+        action
     }
 
     /// The translation unit this action compiles, when it compiles one: not a [`Step`], and
@@ -643,7 +706,7 @@ fn execute(action: &Action, key: &str, variant: &crate::engine::layout::Variant)
 /// `outputs` (the graph's and `compile_db`'s tests shape it further).
 #[cfg(test)]
 pub(crate) fn test_action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action {
-    Action {
+    Action::external(External {
         id: id.into(),
         description: id.into(),
         role: Role::Object,
@@ -652,13 +715,7 @@ pub(crate) fn test_action(id: &str, inputs: &[&str], outputs: &[&str]) -> Action
         cwd: "/p".into(),
         inputs: inputs.iter().map(PathBuf::from).collect(),
         outputs: outputs.iter().map(PathBuf::from).collect(),
-        depfile: None,
-        include_dirs: Vec::new(),
-        deps: Vec::new(),
-        builtin: None,
-        failure_hint: None,
-        expect: None,
-    }
+    })
 }
 
 #[cfg(test)]

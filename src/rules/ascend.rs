@@ -28,7 +28,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Expect, Role};
+use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::{RootChoice, ToolSpec, ToolkitSpec};
@@ -98,13 +98,12 @@ pub const ARCH_DIR: &str = "x86_64-linux";
 /// A root holds its bisheng: a named bisheng whose root lacks one (a copy elsewhere) is not
 /// taken for a toolkit, and a root variable naming a directory without one is refused.
 pub const CANN: ToolkitSpec = ToolkitSpec {
-    name: "CANN toolkit",
     root_key: Some("[package.metadata.mcpp.ascend] toolkit"),
     root_vars: &["ASCEND_HOME_PATH"],
-    program_in_root: BISHENG_IN_ROOT,
     marker_files: &[BISHENG_IN_ROOT],
     var_may_name_subdir: Some(ARCH_DIR),
     tool_env: Some(bisheng_env),
+    ..ToolkitSpec::new("CANN toolkit", BISHENG_IN_ROOT)
 };
 
 /// bisheng's environment for the CANN root `root`: `ASCEND_HOME_PATH=<root>/<arch>-linux`
@@ -228,7 +227,7 @@ impl Rule for AscendRule {
                 let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
                 let mut inputs = vec![s.path.clone()];
                 inputs.extend(island_half.map(Path::to_path_buf));
-                plan.actions.push(Action {
+                plan.actions.push(Action::external(External {
                     id: format!("ascend:{}:{arch}", s.rel),
                     description: format!("bisheng -x {} {} ({arch})", language(&s.path), s.rel),
                     role: Role::Object,
@@ -237,13 +236,9 @@ impl Rule for AscendRule {
                     cwd: ctx.manifest.dir().to_path_buf(),
                     inputs,
                     outputs: vec![obj.clone()],
-                    depfile: Some(depfile),
-                    include_dirs: all_includes.clone(),
-                    deps: Vec::new(),
-                    builtin: None,
-                    failure_hint: None,
-                    expect: Expect::object(host.archive_format),
-                });
+                })
+                    .with_depfile(depfile, all_includes.clone())
+                    .with_expect(Expect::object(host.archive_format)));
                 objects.push(obj);
             }
         }

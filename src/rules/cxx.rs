@@ -20,7 +20,7 @@
 use crate::config::cargo_facts::CargoFacts;
 use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use crate::rules::host::{Family, HostToolchain};
 use crate::engine::layout::{DeviceCache, Variant};
 use crate::rules::link::{self, LinkDirective};
@@ -681,21 +681,12 @@ fn unit_actions(input: &CxxPlanInput, modules: &Modules, i: usize, (common, forc
     if modules.any && input.host.family == Family::Gnu {
         inputs.push(input.variant.module_map());
     }
-    let action = |id: String, description: String, role: Role, args: Vec<OsString>, inputs: Vec<PathBuf>, outputs: Vec<PathBuf>, depfile: Option<PathBuf>, deps: Vec<usize>| Action {
-        include_dirs: if depfile.is_some() { input.includes.to_vec() } else { Vec::new() },
-        id,
-        description,
-        role,
-        tool: input.compiler.clone(),
-        args,
-        cwd: input.cwd.to_path_buf(),
-        inputs,
-        outputs,
-        depfile,
-        deps,
-        builtin: None,
-        failure_hint: None,
-        expect: None,
+    let action = |id: String, description: String, role: Role, args: Vec<OsString>, inputs: Vec<PathBuf>, outputs: Vec<PathBuf>, depfile: Option<PathBuf>, deps: Vec<usize>| {
+        let action = Action::external(External { id, description, role, tool: input.compiler.clone(), args, cwd: input.cwd.to_path_buf(), inputs, outputs }).with_deps(deps);
+        match depfile {
+            Some(depfile) => action.with_depfile(depfile, input.includes.to_vec()),
+            None => action,
+        }
     };
     let provides = modules.lines[i].provides.clone();
     match (&provides, clang) {

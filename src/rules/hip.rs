@@ -13,7 +13,7 @@
 //!   --cuda-path=<CUDA toolkit> --cuda-gpu-arch=<sm>` per architecture of the `cuda` entry
 //!   (`hip, cuda12.9+{sm_89}`), the HIP headers first on the include path (`-I<hip>/include`),
 //!   `-fPIC`, `-O3`/`-O0`, `-MD -MF`; links the CUDA runtime statically (`cudart_static dl rt
-//!   pthread`). The toolkit is the CUDA rule's (the one resolver, [`super::cuda::CUDA_TOOLKIT`]),
+//!   pthread`). The toolkit is the CUDA rule's (the one resolver, [`super::cuda_toolkit::CUDA_TOOLKIT`]),
 //!   its version checked against the `cuda` entry.
 //! - `auto` (default): AMD when the `hip` entry lists architectures, NVIDIA when only the `cuda`
 //!   entry does; a set listing both is ambiguous and refused, naming both ways.
@@ -33,10 +33,11 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Expect, Role};
+use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::host::HostToolchain;
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
+use crate::rules::cuda_toolkit;
 use crate::tool::{self, RootChoice, Tool, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -121,11 +122,10 @@ const OPTION_KEYS: &[KeyDoc] = &[
 /// The ROCm (HIP) install, as the resolver reads it: `[package.metadata.mcpp.hip] rocm`, then
 /// `ROCM_PATH`, `HIP_PATH`; a root holds `bin/hipcc` and `include/hip/hip_version.h`.
 pub const ROCM: ToolkitSpec = ToolkitSpec {
-    name: "ROCm (HIP)",
     root_key: Some("[package.metadata.mcpp.hip] rocm"),
     root_vars: &["ROCM_PATH", "HIP_PATH"],
-    program_in_root: "bin/hipcc",
-    marker_files: &["include/hip/hip_version.h"], var_may_name_subdir: None, tool_env: None,
+    marker_files: &["include/hip/hip_version.h"],
+    ..ToolkitSpec::new("ROCm (HIP)", "bin/hipcc")
 };
 
 /// hipcc, in its ROCm: the explicit choice, `HIPCC`, `MCPP_HIPCC`, `MCPP_TOOL_HIPCC`, the ROCm
@@ -459,7 +459,7 @@ impl Rule for HipRule {
             let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts: &opts };
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("hip:{}", s.rel),
                 description: format!("{} {}", compiler.name, s.rel),
                 role: Role::Object,
@@ -468,13 +468,9 @@ impl Rule for HipRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs,
                 outputs: vec![obj.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: Expect::object(host.archive_format),
-            });
+            })
+                .with_depfile(depfile, includes.clone())
+                .with_expect(Expect::object(host.archive_format)));
             objects.push(obj);
         }
         let deps: Vec<usize> = (0..plan.actions.len()).collect();
@@ -581,15 +577,14 @@ fn plan_nvidia(ctx: &RuleContext, opts: &HipOptions, cuda: &AccelEntry, host: &H
             .detail(format!("looked for {} (HIP found through {})", nvidia_header.display(), kit.found_by))
             .help(format!("name a HIP whose headers include hip/nvidia_detail (the hipother/hip-nvidia headers): [{TABLE}] rocm, ROCM_PATH, HIP_PATH")));
     }
-    let cuda_opts: super::cuda::CudaOptions = options::read(ctx.manifest, "cuda")?;
-    let cuda_root = super::cuda::toolkit::root_choice(&cuda_opts, ctx.manifest);
-    let (cuda_kit, w) = tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, cuda_root.as_ref(), ctx.env).map_err(|e| with_fallback(e, ctx.env))?;
+    let cuda_root = cuda_toolkit::root_choice(ctx.manifest);
+    let (cuda_kit, w) = tool::find_toolkit_root(&cuda_toolkit::NVCC, ctx.tools, cuda_root.as_ref(), ctx.env).map_err(|e| with_fallback(e, ctx.env))?;
     warnings.extend(w);
-    let toolkit = super::cuda::toolkit::Toolkit::read(&cuda_kit.root, cuda_kit.found_by.clone());
-    super::cuda::toolkit::check_version(cuda, &toolkit)?;
+    let toolkit = cuda_toolkit::Toolkit::read(&cuda_kit.root, cuda_kit.found_by.clone());
+    cuda_toolkit::check_version(cuda, &toolkit)?;
     let (clang, w) = tool::resolve(&CLANG, ctx.tools, ctx.env, ctx.cache)?;
     warnings.extend(w);
-    let target = super::cuda::toolkit::CudaTarget::of_build(ctx.facts);
+    let target = cuda_toolkit::CudaTarget::of_build(ctx.facts);
     let Some((lib_dir, _)) = toolkit.runtime_dir(&target) else {
         let looked: Vec<String> = toolkit.runtime_candidates(&target).iter().map(|d| d.display().to_string()).collect();
         return Err(Error::new(ErrorKind::ToolNotFound, format!("the CUDA toolkit at {} has no libcudart_static.a for HIP on NVIDIA", toolkit.root.display()))

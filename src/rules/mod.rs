@@ -12,6 +12,7 @@ pub mod link;
 
 pub mod ascend;
 pub mod cuda;
+pub mod cuda_toolkit;
 pub mod hip;
 pub mod options;
 pub mod slang;
@@ -268,7 +269,7 @@ pub struct PackageStep {
 /// ([`crate::engine::graph::connect_inputs`]), so the step runs after every producer, reruns when one
 /// reruns and is skipped when one fails, wherever in the package's plan they are.
 pub fn package_step(step: PackageStep) -> Action {
-    Action {
+    Action::external(crate::engine::graph::External {
         id: step.id,
         description: step.description,
         role: crate::engine::graph::Role::Object,
@@ -277,13 +278,8 @@ pub fn package_step(step: PackageStep) -> Action {
         cwd: step.cwd,
         inputs: step.consumes,
         outputs: vec![step.output],
-        depfile: None,
-        include_dirs: Vec::new(),
-        deps: Vec::new(),
-        builtin: None,
-        failure_hint: None,
-        expect: step.expect,
-    }
+    })
+    .with_expect(step.expect)
 }
 
 /// Every rule of this cargo-mcpp, in dispatch order.

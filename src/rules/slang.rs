@@ -13,7 +13,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan, ToolchainPackageReq};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use crate::config::manifest::Manifest;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
@@ -264,7 +264,7 @@ impl Rule for SlangRule {
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
             // A `sources` entry's `target-env` is this source's profile.
             let args = argv(&opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("slang:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Source,
@@ -273,13 +273,8 @@ impl Rule for SlangRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs,
                 outputs: vec![out.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: None,
-            });
+            })
+                .with_depfile(depfile, includes.clone()));
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), identifier(s, stage), out));
         }
         let shown = |p: &Path| p.strip_prefix(ctx.manifest.dir()).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string());

@@ -7,7 +7,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use serde::Deserialize;
 use super::DeviceSource;
 use crate::tool::{self, ToolSpec};
@@ -202,7 +202,7 @@ impl Rule for SpirvRule {
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
             let env = s.target_env.as_deref().unwrap_or(&target_env);
             let args = argv(which, &opts, env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("spirv:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Source,
@@ -211,13 +211,8 @@ impl Rule for SpirvRule {
                 cwd: root.to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![out.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect: None,
-            });
+            })
+                .with_depfile(depfile, includes.clone()));
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), identifier(s), out));
         }
         plan.tools.push(tool);

@@ -31,9 +31,10 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Expect, Role};
+use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::link::{self, LinkDirective};
 use crate::config::manifest::{KeyDoc, Manifest};
+use crate::rules::cuda_toolkit;
 use crate::tool::{RootChoice, Tool, ToolSpec, ToolkitSpec};
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -98,11 +99,10 @@ const OPTION_KEYS: &[KeyDoc] = &[
 /// `setvars.sh` to the compiler's own root), then `ONEAPI_ROOT` (the whole oneAPI
 /// installation; the compiler is its `compiler/latest`).
 pub const ONEAPI: ToolkitSpec = ToolkitSpec {
-    name: "oneAPI DPC++ compiler",
     root_key: Some("[package.metadata.mcpp.sycl] toolkit"),
     root_vars: &["CMPLR_ROOT", "ONEAPI_ROOT/compiler/latest"],
-    program_in_root: "bin/icpx",
-    marker_files: &["include/sycl/sycl.hpp"], var_may_name_subdir: None, tool_env: None,
+    marker_files: &["include/sycl/sycl.hpp"],
+    ..ToolkitSpec::new("oneAPI DPC++ compiler", "bin/icpx")
 };
 
 /// DPC++: `tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`, the oneAPI root ([`ONEAPI`]),
@@ -118,7 +118,7 @@ pub const ICPX: ToolSpec = ToolSpec {
 };
 
 /// An AdaptiveCpp installation: `sycl.toolkit`, or the root a named `acpp` sits in.
-pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { name: "AdaptiveCpp installation", root_key: Some("[package.metadata.mcpp.sycl] toolkit"), root_vars: &[], program_in_root: "bin/acpp", marker_files: &[], var_may_name_subdir: None, tool_env: None };
+pub const ADAPTIVECPP: ToolkitSpec = ToolkitSpec { root_key: Some("[package.metadata.mcpp.sycl] toolkit"), ..ToolkitSpec::new("AdaptiveCpp installation", "bin/acpp") };
 
 /// AdaptiveCpp: `tools.acpp`, `ACPP`, `MCPP_ACPP`, `MCPP_TOOL_ACPP`, `sycl.toolkit`, then PATH.
 pub const ACPP: ToolSpec = ToolSpec {
@@ -220,7 +220,7 @@ impl Rule for SyclRule {
             let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));
-            plan.actions.push(Action {
+            plan.actions.push(Action::external(External {
                 id: format!("sycl:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
                 role: Role::Object,
@@ -229,13 +229,9 @@ impl Rule for SyclRule {
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs,
                 outputs: vec![obj.clone()],
-                depfile: Some(depfile),
-                include_dirs: includes.clone(),
-                deps: Vec::new(),
-                builtin: None,
-                failure_hint: None,
-                expect,
-            });
+            })
+                .with_depfile(depfile, includes.clone())
+                .with_expect(expect));
             objects.push(obj);
         }
         if compiler == SyclCompiler::Dpcpp {
@@ -324,10 +320,10 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
         let list: Vec<String> = cuda.archs.iter().map(|a| format!("cuda:{a}")).collect();
         return Ok(vec![format!("--acpp-targets={}", list.join(";")).into()]);
     }
-    let (kit, _) = crate::tool::find_toolkit_root(&super::cuda::NVCC, ctx.tools, super::cuda::toolkit::root_choice(&options::parse(ctx.manifest, "cuda").unwrap_or_default(), ctx.manifest).as_ref(), ctx.env)?;
+    let (kit, _) = crate::tool::find_toolkit_root(&cuda_toolkit::NVCC, ctx.tools, cuda_toolkit::root_choice(ctx.manifest).as_ref(), ctx.env)?;
     // The cuda entry's version is the toolkit's, as for the CUDA lane and HIP on NVIDIA (the
     // one check, theirs): `sycl, cuda12.9+{sm_89}` must not compile against CUDA 13.
-    super::cuda::toolkit::check_version(cuda, &super::cuda::toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
+    cuda_toolkit::check_version(cuda, &cuda_toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
     path.push(kit.root.components().collect::<PathBuf>());

@@ -84,7 +84,7 @@ pub type ToolEnv = fn(&Path) -> Vec<(String, OsString)>;
 
 /// A toolkit: a directory tree holding the program and what the rule compiles against,
 /// named by a root variable, installed as a toolchain package, or found around the program. Declared by
-/// a rule (e.g. [`crate::rules::cuda::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
+/// a rule (e.g. [`crate::rules::cuda_toolkit::CUDA_TOOLKIT`]) and read by the one resolver; a new lane
 /// declares one of these instead of writing a resolver.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolkitSpec {
@@ -117,6 +117,16 @@ pub struct ToolkitSpec {
 }
 
 impl ToolkitSpec {
+    /// A toolkit named `name` whose program sits at `program_in_root` inside its root, with
+    /// every other field at its default: no manifest key, no root variable, no marker file
+    /// (any directory around the program is a root), the variable names the root itself, no
+    /// environment of its own. A rule's constant writes the fields it needs and takes the
+    /// rest from here (`ToolkitSpec { root_vars: &["CUDA_PATH"], ..ToolkitSpec::new("CUDA
+    /// toolkit", "bin/nvcc") }`), so a new field with a default touches this one place.
+    pub const fn new(name: &'static str, program_in_root: &'static str) -> ToolkitSpec {
+        ToolkitSpec { name, root_key: None, root_vars: &[], program_in_root, marker_files: &[], var_may_name_subdir: None, tool_env: None }
+    }
+
     /// Whether `root` holds every marker file.
     pub fn is_root(&self, root: &Path) -> bool {
         self.marker_files.iter().all(|m| root.join(m).is_file())

@@ -492,13 +492,13 @@ fn fake_kit(dir: &Path, program: &str, marker: &str, label: &str) -> PathBuf {
 }
 
 /// The toolkit steps of the one resolver, with the CUDA rule's own declaration
-/// (`rules::cuda::NVCC`): the root key, the root a named nvcc sits in (a wrapper outside any
+/// (`rules::cuda_toolkit::NVCC`): the root key, the root a named nvcc sits in (a wrapper outside any
 /// keeps running), `CUDA_PATH` then `CUDA_HOME` (one naming no toolkit is refused, not skipped),
 /// the toolchain package's root, PATH (warned); `why tool nvcc` names the source and the root.
 #[test]
 fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source() {
     let s = Setup::new();
-    let nvcc = rules::cuda::NVCC;
+    let nvcc = rules::cuda_toolkit::NVCC;
     let kit = |name: &str, label: &str| {
         fake_kit(&s.root.join(name), "nvcc", "include/cuda_runtime.h", label)
     };
@@ -697,13 +697,9 @@ fn toolkit_roots_answer_in_one_order_and_why_tool_names_the_root_and_its_source(
 #[test]
 fn another_lane_declares_a_toolkit_and_gets_the_same_order_and_refusal() {
     const ROCM: ToolkitSpec = ToolkitSpec {
-        name: "ROCm",
-        root_key: None,
         root_vars: &["HIP_PATH", "ROCM_PATH"],
-        program_in_root: "bin/hipcc",
         marker_files: &["include/hip/hip_runtime.h"],
-        var_may_name_subdir: None,
-        tool_env: None,
+        ..ToolkitSpec::new("ROCm", "bin/hipcc")
     };
     const HIPCC: ToolSpec = ToolSpec {
         name: "hipcc",

@@ -23,7 +23,7 @@
 //! The toolkit (headers, `libcudart_static.a` in `lib64`/`lib`/`targets/<target>/lib`, only
 //! `targets/<target>/lib` with `-target-dir <target>` when cross compiling) and the nvcc
 //! program come from the one resolver ([`crate::tool::resolve_toolkit`], the toolkit declared as
-//! [`CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
+//! [`crate::rules::cuda_toolkit::CUDA_TOOLKIT`]): `cuda.toolkit`, the toolkit a named nvcc sits in (`Build::tool`,
 //! `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), `CUDA_PATH`, `CUDA_HOME`, the
 //! `cuda-nvcc` toolchain package, then nvcc on PATH (warned). Architectures: the accelerator entry's list; `native` or no list probes the GPUs
 //! of this machine with `nvidia-smi` and refuses on a machine without one. Where the driver
@@ -45,10 +45,10 @@ pub mod toolkit;
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::engine::graph::{Action, Role};
+use crate::engine::graph::{Action, External, Role};
 use crate::rules::host::HostToolchain;
 use crate::rules::link::{self, LinkDirective};
-use crate::tool::{ToolSpec, ToolkitSpec};
+use crate::tool::ToolSpec;
 use crate::engine::graph::Expect;
 use crate::surface::{Payload, PayloadKind};
 use argv::{check_nvcc_argv, check_nvcc_values, device_argv, gencode_args, host_compiler_args, output_kind_flag, rdc_flag, DeviceOnly, Invocation};
@@ -56,7 +56,10 @@ use probe::Archs;
 use serde::Deserialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use toolkit::{Compilers, TargetRuntime, Toolkit};
+use crate::rules::cuda_toolkit::{Toolkit, MANIFEST_KEY};
+use toolkit::{Compilers, TargetRuntime};
+
+use crate::rules::cuda_toolkit::NVCC;
 
 /// Which CUDA compiler the CUDA rule drives; chosen by declaration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -158,7 +161,9 @@ pub struct CudaOptions {
     /// The CUDA toolkit root (holding `bin/nvcc`, `include/`, `lib`/`lib64`), relative to the
     /// package root or absolute; first in the resolver's order for the root (then the toolkit a
     /// named nvcc sits in, `CUDA_PATH`, `CUDA_HOME`, the toolchain package, PATH). For the clang route it
-    /// is the `--cuda-path`.
+    /// is the `--cuda-path`. Read as a path here (its type checked with the table); the root
+    /// itself is taken by [`crate::rules::cuda_toolkit::root_choice`], for this rule, HIP on
+    /// NVIDIA and SYCL for NVIDIA alike.
     pub toolkit: Option<PathBuf>,
     /// The host compiler nvcc runs (`-ccbin`); default `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the
     /// `cc` crate's C++ compiler.
@@ -209,27 +214,6 @@ const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
 /// machines' driver 580 supports it).
 pub const CUDA_NVCC_VERSION: &str = "13.0.88";
 
-/// The CUDA toolkit, as the resolver reads it: `[package.metadata.mcpp.cuda] toolkit`, then
-/// `CUDA_PATH`, `CUDA_HOME`; a root holds `bin/nvcc` and `include/cuda_runtime.h`.
-pub const CUDA_TOOLKIT: ToolkitSpec = ToolkitSpec {
-    name: "CUDA toolkit",
-    root_key: Some("[package.metadata.mcpp.cuda] toolkit"),
-    root_vars: &["CUDA_PATH", "CUDA_HOME"],
-    program_in_root: "bin/nvcc",
-    marker_files: &["include/cuda_runtime.h"], var_may_name_subdir: None, tool_env: None,
-};
-
-/// nvcc, in its toolkit: the explicit choice, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`, the
-/// toolkit root ([`CUDA_TOOLKIT`]), the `cuda-nvcc` toolchain package, then PATH.
-pub const NVCC: ToolSpec = ToolSpec {
-    name: "nvcc",
-    programs: &["nvcc"],
-    env_vars: &["NVCC", "MCPP_NVCC"],
-    version_args: &["--version"],
-    install_hint: "pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm, or cargo mcpp fetch (the cuda-nvcc toolchain package)",
-    toolchain_package: Some("cuda-nvcc"),
-    toolkit: Some(&CUDA_TOOLKIT),
-};
 /// The clang of the clang route: `MCPP_CUDA_CLANG`, then `clang++-19`/`clang++` on PATH.
 pub const CLANG: ToolSpec = ToolSpec {
     name: "clang++",
@@ -243,8 +227,6 @@ pub const CLANG: ToolSpec = ToolSpec {
 /// nvcc's host compiler (`-ccbin`).
 pub const CCBIN: ToolSpec = ToolSpec { name: "ccbin", programs: &["c++"], env_vars: &["NVCC_CCBIN", "CUDAHOSTCXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
 
-/// The manifest table of the rule's options.
-const MANIFEST_KEY: &str = "package.metadata.mcpp.cuda";
 
 /// The CUDA rule.
 pub struct CudaRule;
@@ -330,7 +312,7 @@ impl Rule for CudaRule {
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
-        let (toolkit, nvcc) = toolkit::locate(ctx, &opts, route, &mut plan.warnings)?;
+        let (toolkit, nvcc) = toolkit::locate(ctx, route, &mut plan.warnings)?;
         check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
@@ -498,7 +480,7 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
         let inv = invocation(lane, &lane.archs.archs, &rel_includes, optimize, lane.rdc, island_half);
         let mut inputs = vec![s.path.clone()];
         inputs.extend(island_half.map(Path::to_path_buf));
-        plan.actions.push(Action {
+        plan.actions.push(Action::external(External {
             id: format!("cuda:{}", s.rel),
             description: format!("{} {}", compiler.name, s.rel),
             role: Role::Object,
@@ -507,13 +489,10 @@ fn plan_compiles(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan) ->
             cwd: ctx.manifest.dir().to_path_buf(),
             inputs,
             outputs: vec![obj.clone()],
-            depfile: Some(depfile),
-            include_dirs: includes.clone(),
-            deps: Vec::new(),
-            builtin: None,
-            failure_hint: Some(failure_hint),
-            expect: Expect::object(lane.host.archive_format),
-        });
+        })
+            .with_depfile(depfile, includes.clone())
+            .with_failure_hint(failure_hint)
+            .with_expect(Expect::object(lane.host.archive_format)));
         objects.push(obj);
     }
     Ok(objects)
@@ -733,7 +712,7 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                         CudaOutput::Fatbin => Some(Expect::FATBIN),
                         _ => None,
                     };
-                    plan.actions.push(Action {
+                    plan.actions.push(Action::external(External {
                         id: format!("cuda:{tag}:{}", s.rel),
                         description: format!("{} {} ({tag})", compiler.name, s.rel),
                         role: Role::Source,
@@ -742,13 +721,9 @@ fn plan_device_only(lane: &Lane, sources: &[&DeviceSource], plan: &mut RulePlan)
                         cwd: ctx.manifest.dir().to_path_buf(),
                         inputs: vec![s.path.clone()],
                         outputs: vec![out.clone()],
-                        depfile: Some(depfile),
-                        include_dirs: includes.clone(),
-                        deps: Vec::new(),
-                        builtin: None,
-                        failure_hint: None,
-                        expect,
-                    });
+                    })
+                        .with_depfile(depfile, includes.clone())
+                        .with_expect(expect));
                     out
                 }
                 (None, Some(arch)) => file_of(arch),
@@ -918,7 +893,7 @@ fn runtime_link(lane: &Lane, host: &HostToolchain, warnings: &mut Vec<String>) -
         }
         Cudart::Shared => {
             let dir = lib_dir.clone().unwrap_or_default();
-            let Some(file) = toolkit::shared_cudart(&dir) else {
+            let Some(file) = crate::rules::cuda_toolkit::shared_cudart(&dir) else {
                 return Err(Error::new(ErrorKind::ToolNotFound, format!("{MANIFEST_KEY}.cudart = \"shared\", and the CUDA toolkit at {} has no libcudart.so", toolkit.root.display()))
                     .key(format!("{MANIFEST_KEY}.cudart"))
                     .help("use cudart = \"static\" (the default), or a toolkit with the shared runtime"));

@@ -1,123 +1,20 @@
-//! The CUDA toolkit and the programs of a route, from the one resolver ([`tool::resolve_toolkit`],
-//! the toolkit declared as [`CUDA_TOOLKIT`]): the root (`cuda.toolkit`, the toolkit a named nvcc
-//! sits in, `CUDA_PATH`, `CUDA_HOME`, the `cuda-nvcc` payload, nvcc on PATH), its version
-//! checked against the accelerator entry and the driver, the runtime directory of the build's
-//! target (`targets/<dir>/lib` by `TARGET`), and the compilers: nvcc with its host compiler
-//! (`-ccbin`, [`CCBIN`]) or clang ([`CLANG`]).
+//! The CUDA rule's toolkit and the programs of a route: the toolkit from the one resolver
+//! ([`tool::resolve_toolkit`], the toolkit shared with HIP and SYCL,
+//! [`crate::rules::cuda_toolkit`]: `cuda.toolkit`, the toolkit a named nvcc sits in,
+//! `CUDA_PATH`, `CUDA_HOME`, the `cuda-nvcc` payload, nvcc on PATH), its version checked
+//! against the accelerator entry and the driver, the runtime directory of the build's target
+//! (`targets/<dir>/lib` by `TARGET`), and the compilers: nvcc with its host compiler (`-ccbin`,
+//! [`CCBIN`]) or clang ([`CLANG`]).
 
 use super::probe;
-use super::{CudaCompilerName, CudaOptions, CCBIN, CLANG, CUDA_TOOLKIT, MANIFEST_KEY, NVCC};
+use super::{CudaCompilerName, CudaOptions, CCBIN, CLANG, MANIFEST_KEY};
+use crate::rules::cuda_toolkit::{check_version, root_choice, CudaTarget, Toolkit, NVCC};
 use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::rules::host::HostToolchain;
 use crate::rules::RuleContext;
-use crate::tool::{self, RootChoice, Tool, ToolSource};
-use std::path::{Path, PathBuf};
-
-/// A resolved CUDA toolkit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Toolkit {
-    /// The root (`<root>/include/cuda.h`).
-    pub root: PathBuf,
-    /// `CUDA_VERSION` of `include/cuda.h` as (major, minor), e.g. (13, 0).
-    pub version: Option<(u32, u32)>,
-    /// How it was found (for messages).
-    pub found_by: String,
-}
-
-impl Toolkit {
-    /// Read the toolkit at `root`; `None` when it has no `include/cuda_runtime.h`
-    /// ([`CUDA_TOOLKIT`]'s marker).
-    pub fn at(root: &Path, found_by: impl Into<String>) -> Option<Toolkit> {
-        CUDA_TOOLKIT.is_root(root).then(|| Toolkit::read(root, found_by))
-    }
-
-    /// Read the version of the toolkit at `root`, a root the resolver accepted
-    /// ([`tool::ToolkitRoot`]); the version is `None` when `include/cuda.h` does not say it.
-    pub fn read(root: &Path, found_by: impl Into<String>) -> Toolkit {
-        let version = std::fs::read_to_string(root.join("include").join("cuda.h")).ok().and_then(|t| {
-            t.lines().find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION").and_then(|v| v.trim().parse::<u32>().ok())).map(|v| (v / 1000, (v % 1000) / 10))
-        });
-        Toolkit { root: root.to_path_buf(), version, found_by: found_by.into() }
-    }
-
-    /// The directories that may hold the CUDA runtime for `target`, in the order they are
-    /// looked at: for the build machine's own target `lib64/`, `lib/` (the PyPI layout), then
-    /// `targets/<dir>/lib/`; for a cross target only `targets/<dir>/lib/` (`lib64/` and `lib/`
-    /// are the build machine's), `<dir>` from [`CudaTarget::dirs`].
-    pub fn runtime_candidates(&self, target: &CudaTarget) -> Vec<PathBuf> {
-        let mut c = Vec::new();
-        if !target.cross {
-            c.extend([self.root.join("lib64"), self.root.join("lib")]);
-        }
-        c.extend(target.dirs.iter().map(|d| self.root.join("targets").join(d).join("lib")));
-        c
-    }
-
-    /// The first of [`Toolkit::runtime_candidates`] holding `libcudart_static.a` or a shared
-    /// `libcudart.so[.N]`, with the `targets/` directory name when it is one; `None` when none does.
-    pub fn runtime_dir(&self, target: &CudaTarget) -> Option<(PathBuf, Option<&'static str>)> {
-        let found = self.runtime_candidates(target).into_iter().find(|d| d.join("libcudart_static.a").is_file() || shared_cudart(d).is_some())?;
-        let name = target.dirs.iter().copied().find(|d| found == self.root.join("targets").join(d).join("lib"));
-        Some((found, name))
-    }
-}
-
-/// The CUDA side of the build's target: the triple (cargo's `TARGET`), whether
-/// it is another machine than the build's (`TARGET` is not `HOST`), and the names a CUDA
-/// toolkit gives it under `targets/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CudaTarget {
-    /// The Rust target triple, e.g. `aarch64-unknown-linux-gnu`.
-    pub triple: String,
-    /// The target is not the build machine (nvcc then gets `-target-dir`).
-    pub cross: bool,
-    /// The toolkit's directory names for it, in the order looked at ([`cuda_target_dirs`]).
-    pub dirs: &'static [&'static str],
-}
-
-impl CudaTarget {
-    /// The build's target, from cargo's facts ([`crate::config::cargo_facts`]).
-    pub fn of_build(facts: &crate::config::cargo_facts::CargoFacts) -> CudaTarget {
-        CudaTarget { dirs: cuda_target_dirs(&facts.target), cross: facts.is_cross(), triple: facts.target.clone() }
-    }
-}
-
-/// The directory names under a CUDA toolkit's `targets/` for a Rust target triple:
-/// `x86_64-linux` for x86_64 Linux; for aarch64 Linux `sbsa-linux` (servers: Grace, ARM SBSA)
-/// then `aarch64-linux` (Jetson), both of which a triple names as `aarch64-unknown-linux-gnu`.
-/// Empty for a target CUDA has no directory for.
-pub fn cuda_target_dirs(triple: &str) -> &'static [&'static str] {
-    let arch = triple.split('-').next().unwrap_or_default();
-    match (arch, triple.contains("-linux")) {
-        ("x86_64", true) => &["x86_64-linux"],
-        ("aarch64", true) => &["sbsa-linux", "aarch64-linux"],
-        _ => &[],
-    }
-}
-
-/// The shared CUDA runtime in `dir`: `libcudart.so`, else the highest `libcudart.so.N`.
-pub fn shared_cudart(dir: &Path) -> Option<String> {
-    if dir.join("libcudart.so").is_file() {
-        return Some("libcudart.so".into());
-    }
-    let mut versioned: Vec<String> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|n| n.starts_with("libcudart.so."))
-        .collect();
-    versioned.sort();
-    versioned.pop()
-}
-
-/// The explicit toolkit root of `opts` (`[package.metadata.mcpp.cuda] toolkit`, made absolute
-/// against the package root), for the resolver.
-pub fn root_choice(opts: &CudaOptions, manifest: &crate::config::manifest::Manifest) -> Option<RootChoice> {
-    let t = opts.toolkit.as_ref()?;
-    let root = if t.is_absolute() { t.clone() } else { manifest.dir().join(t) };
-    Some(RootChoice { root, manifest: manifest.path.clone(), line: manifest.line("cuda.toolkit"), key: format!("{MANIFEST_KEY}.toolkit") })
-}
+use crate::tool::{self, Tool, ToolSource};
+use std::path::PathBuf;
 
 /// The CUDA way out added to the resolver's refusal: the host fallback.
 fn with_fallback(e: Error, env: &Env) -> Error {
@@ -136,8 +33,8 @@ fn with_fallback(e: Error, env: &Env) -> Error {
 /// The resolver's refusal ([`ErrorKind::ToolNotFound`], with the host fallback as a way out);
 /// [`ErrorKind::Accel`] for a version that differs from the entry's or is newer than the
 /// driver ([`probe::check_driver_floor`]).
-pub fn locate(ctx: &RuleContext, opts: &CudaOptions, route: CudaCompilerName, warnings: &mut Vec<String>) -> Result<(Toolkit, Option<Tool>)> {
-    let root_choice = root_choice(opts, ctx.manifest);
+pub fn locate(ctx: &RuleContext, route: CudaCompilerName, warnings: &mut Vec<String>) -> Result<(Toolkit, Option<Tool>)> {
+    let root_choice = root_choice(ctx.manifest);
     let (kit_root, nvcc) = match route {
         CudaCompilerName::Nvcc => {
             let r = tool::resolve_toolkit(&NVCC, ctx.tools, root_choice.as_ref(), ctx.env, ctx.cache).map_err(|e| with_fallback(e, ctx.env))?;
@@ -157,24 +54,6 @@ pub fn locate(ctx: &RuleContext, opts: &CudaOptions, route: CudaCompilerName, wa
     check_version(ctx.accel, &toolkit)?;
     probe::check_driver_floor(toolkit.version, probe::probe_driver_version(), &toolkit.root)?;
     Ok((toolkit, nvcc))
-}
-
-/// The accelerator entry's CUDA version (`cuda13.0`) is the toolkit's, when both are known: a
-/// different toolkit would make the build lie about the CUDA it compiles with.
-///
-/// # Errors
-/// [`ErrorKind::Accel`] naming both versions and the toolkit.
-pub fn check_version(entry: &crate::config::accel::AccelEntry, toolkit: &Toolkit) -> Result<()> {
-    if let (Some(want), Some((major, minor))) = (&entry.version, toolkit.version) {
-        let nums = entry.version_numbers();
-        if nums.first() != Some(&(major as u64)) || nums.get(1).copied().unwrap_or(0) != minor as u64 {
-            return Err(Error::new(ErrorKind::Accel, format!("the accelerator names cuda{want}, but the CUDA toolkit found is CUDA {major}.{minor}"))
-                .detail(format!("toolkit: {} (found through {})", toolkit.root.display(), toolkit.found_by))
-                .detail("The version in the accelerator entry is the CUDA the build compiles with; a different toolkit would make the build lie about it.")
-                .help(format!("write the entry as cuda{major}.{minor}+{{...}} (in `accel` or `--accel`), or point the toolkit at a CUDA {want} installation ([{MANIFEST_KEY}] toolkit, CUDA_PATH)")));
-        }
-    }
-    Ok(())
 }
 
 /// The CUDA runtime of the build's target in a toolkit.
@@ -314,21 +193,4 @@ pub fn nvcc_env_flags(nvcc: &mut Tool, ctx: &RuleContext) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cuda_target_directories_and_runtime_candidates() {
-        assert_eq!(cuda_target_dirs("x86_64-unknown-linux-gnu"), ["x86_64-linux"]);
-        assert_eq!(cuda_target_dirs("aarch64-unknown-linux-gnu"), ["sbsa-linux", "aarch64-linux"]);
-        assert!(cuda_target_dirs("x86_64-pc-windows-msvc").is_empty() && cuda_target_dirs("riscv64gc-unknown-linux-gnu").is_empty());
-        let kit = Toolkit { root: PathBuf::from("/cuda"), version: None, found_by: String::new() };
-        let cross = CudaTarget { triple: "aarch64-unknown-linux-gnu".into(), cross: true, dirs: cuda_target_dirs("aarch64-unknown-linux-gnu") };
-        assert_eq!(kit.runtime_candidates(&cross), [PathBuf::from("/cuda/targets/sbsa-linux/lib"), PathBuf::from("/cuda/targets/aarch64-linux/lib")]);
-        let native = CudaTarget { triple: "x86_64-unknown-linux-gnu".into(), cross: false, dirs: cuda_target_dirs("x86_64-unknown-linux-gnu") };
-        assert_eq!(kit.runtime_candidates(&native), [PathBuf::from("/cuda/lib64"), PathBuf::from("/cuda/lib"), PathBuf::from("/cuda/targets/x86_64-linux/lib")]);
-    }
 }
