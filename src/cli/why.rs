@@ -68,6 +68,9 @@ pub fn why_tool(args: &WhyToolArgs) -> Result<i32> {
         }
         let _ = writeln!(out, "  source:  {}", escape_control(&d.source));
         let _ = writeln!(out, "  from:    {}", escape_control(&d.origin));
+        if let Some(r) = &d.reason {
+            let _ = writeln!(out, "  chosen:  {}", escape_control(r));
+        }
         if let Some(root) = &d.toolkit {
             let _ = writeln!(out, "  toolkit: {}", echo_path(root));
             if let Some(o) = &d.toolkit_origin {

@@ -13,13 +13,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// The role of an action: a `source` action produces something later compiled or
-/// embedded (SPIR-V); an `object` action produces something linked.
+/// embedded (SPIR-V); an `object` action produces something linked; a `check` action verifies
+/// other actions' outputs (its inputs) and produces nothing but a stamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Produces a payload or a generated source.
     Source,
     /// Produces an object file or archive that is linked.
     Object,
+    /// Verifies its inputs; its one output is a stamp the graph writes when the tool exits 0
+    /// (the tool writes nothing), so the check is fingerprinted like any action and a no-op
+    /// build runs none. A `blocking` check that fails fails the build (nothing is embedded or
+    /// linked); a non-blocking one turns its failure into warnings and writes no stamp, so it
+    /// runs again on the next build until it passes.
+    Check {
+        /// Whether a failure fails the build (`true`) or is a warning (`false`).
+        blocking: bool,
+    },
 }
 
 /// A rule's hint for a failed action: given the action's id and what the compiler printed, the
@@ -646,6 +656,27 @@ fn check_output(action: &Action, out: &Path, expect: Expect) -> Result<()> {
         .help("a flag in the rule's `flags` may have changed what the compiler writes (nvcc --ptx writes PTX text where the object belongs): remove it, or choose the output with the rule's `output` key"))
 }
 
+/// Write the stamp of a check that passed: each declared output, holding what it checked (the
+/// inputs' paths and hashes), written only when that changes.
+fn write_stamps(action: &Action) -> Result<()> {
+    let mut text = format!("checked by {}\n", action.description);
+    for input in &action.inputs {
+        text.push_str(&format!("{} {}\n", hash_file(input).unwrap_or_else(|| "missing".into()), input.display()));
+    }
+    for out in &action.outputs {
+        crate::engine::fingerprint::write_if_changed(out, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The warning lines of a non-blocking check that failed: its message, then its details (the
+/// tool's output), bounded like any tool's warnings.
+fn check_warnings(action: &Action, e: &Error) -> Vec<String> {
+    let mut lines = vec![format!("{} (a check that does not block the build): {}", action.description, e.message)];
+    lines.extend(e.detail.iter().take(WARNING_LINES_MAX).map(|d| d.chars().take(WARNING_LINE_CHARS_MAX).collect()));
+    lines
+}
+
 /// The files an action read, its outputs with their hashes, and the warning lines of its tool.
 type Executed = (Vec<PathBuf>, Vec<(PathBuf, String)>, Vec<String>);
 
@@ -662,9 +693,19 @@ fn execute(action: &Action, key: &str, variant: &crate::engine::layout::Variant)
             std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
         }
     }
-    let warnings = match &action.builtin {
-        Some(step) => step.run(&action.inputs, &action.outputs)?,
-        None => spawn(action)?,
+    let ran = match &action.builtin {
+        Some(step) => step.run(&action.inputs, &action.outputs),
+        None => spawn(action),
+    };
+    let warnings = match (ran, action.role) {
+        (Ok(w), Role::Check { .. }) => {
+            write_stamps(action)?;
+            w
+        }
+        (Ok(w), _) => w,
+        // A non-blocking check's failure is a warning; no state is recorded, so it runs again.
+        (Err(e), Role::Check { blocking: false }) => return Ok((Vec::new(), Vec::new(), check_warnings(action, &e))),
+        (Err(e), _) => return Err(e),
     };
     let mut outputs = Vec::new();
     for out in &action.outputs {
@@ -846,6 +887,88 @@ mod tests {
         assert!(e.contains("shout x exited 0 but did not write") && e.contains("shout (in process) suffix=!"), "{e}");
     }
 
+
+    /// A check for the tests: passes when every input holds "ok" (any case), counts its runs.
+    #[derive(Debug)]
+    struct HoldsOk(std::sync::Arc<AtomicUsize>);
+
+    impl Step for HoldsOk {
+        fn name(&self) -> &str {
+            "holds-ok"
+        }
+        fn version(&self) -> String {
+            "holds-ok 1".into()
+        }
+        fn options(&self) -> String {
+            String::new()
+        }
+        fn run(&self, inputs: &[PathBuf], _outputs: &[PathBuf]) -> Result<Vec<String>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            for i in inputs {
+                if !std::fs::read_to_string(i).unwrap_or_default().to_lowercase().contains("ok") {
+                    return Err(Error::new(ErrorKind::ToolFailed, format!("holds-ok: `{}` is not ok", i.display())).detail("line 1: no ok"));
+                }
+            }
+            Ok(Vec::new())
+        }
+    }
+
+    /// A producer (upper-cases `input` into `out`) and a check of `out` writing `stamp`.
+    fn produce_and_check(input: &Path, out: &Path, stamp: &Path, blocking: bool, runs: &std::sync::Arc<AtomicUsize>) -> Vec<Action> {
+        let mut check = Action::in_process(InProcess {
+            id: "check:x".into(),
+            description: "holds-ok x".into(),
+            role: Role::Check { blocking },
+            step: std::sync::Arc::new(HoldsOk(runs.clone())),
+            cwd: input.parent().unwrap().to_path_buf(),
+            inputs: vec![out.to_path_buf()],
+            outputs: vec![stamp.to_path_buf()],
+            expect: None,
+        });
+        check.description = "holds-ok x".into();
+        let mut actions = vec![shout_action(Shout { suffix: "", write: true, runs: Default::default() }, input, out), check];
+        connect_inputs(&mut actions).unwrap();
+        actions
+    }
+
+    #[test]
+    fn a_check_runs_once_writes_its_stamp_a_no_op_runs_nothing_and_a_failure_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let variant = crate::engine::layout::DeviceCache::at(dir.path().join("cache")).variant(&crate::config::accel::AccelSet::none());
+        let options = RunOptions { variant: &variant, jobs: 2, jobserver: None };
+        let (input, out, stamp) = (dir.path().join("x.txt"), dir.path().join("out/x.txt"), dir.path().join("out/x.checked"));
+        let runs = std::sync::Arc::new(AtomicUsize::new(0));
+        crate::engine::fingerprint::write_if_changed(&input, b"ok").unwrap();
+
+        let report = run(&produce_and_check(&input, &out, &stamp, true, &runs), &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["shout:x", "check:x"], "the check follows what it reads");
+        assert!(std::fs::read_to_string(&stamp).unwrap().contains("x.txt"), "the stamp names what was checked");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+        let report = run(&produce_and_check(&input, &out, &stamp, true, &runs), &options, &Silent).unwrap();
+        assert!(report.ran.is_empty(), "a no-op runs no check: {report:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+        // An edit that makes the output fail the check: the build fails, naming the file.
+        crate::engine::fingerprint::write_if_changed(&input, b"bad").unwrap();
+        let e = run(&produce_and_check(&input, &out, &stamp, true, &runs), &options, &Silent).unwrap_err().to_string();
+        assert!(e.contains("holds-ok: `") && e.contains("out/x.txt` is not ok") && e.contains("line 1: no ok"), "{e}");
+        assert!(!stamp.exists(), "a failed check leaves no stamp");
+        // And it runs again next time (no state was recorded), still failing.
+        assert!(run(&produce_and_check(&input, &out, &stamp, true, &runs), &options, &Silent).is_err());
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+
+        // Non-blocking: the same failure is a warning, the build goes on, and it runs again.
+        let report = run(&produce_and_check(&input, &out, &stamp, false, &runs), &options, &Silent).unwrap();
+        assert!(report.warnings.iter().any(|w| w.contains("does not block the build") && w.contains("is not ok")), "{report:?}");
+        assert!(report.warnings.iter().any(|w| w == "line 1: no ok"), "{report:?}");
+        let report = run(&produce_and_check(&input, &out, &stamp, false, &runs), &options, &Silent).unwrap();
+        assert_eq!(report.ran, ["check:x"], "a failed non-blocking check runs until it passes");
+        crate::engine::fingerprint::write_if_changed(&input, b"ok again").unwrap();
+        run(&produce_and_check(&input, &out, &stamp, false, &runs), &options, &Silent).unwrap();
+        let report = run(&produce_and_check(&input, &out, &stamp, false, &runs), &options, &Silent).unwrap();
+        assert!(report.ran.is_empty(), "{report:?}");
+    }
 
     #[test]
     fn a_package_level_step_depends_on_the_producers_of_its_inputs_and_a_misordered_plan_is_refused() {

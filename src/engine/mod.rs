@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod compile_db;
+pub mod facts;
 pub mod fingerprint;
 pub mod graph;
 pub mod layout;

@@ -264,6 +264,7 @@ fn decision(
         refusal,
         toolkit: None,
         toolkit_origin: None,
+        reason: None,
     }
 }
 

@@ -33,6 +33,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::{AccelEntry, Backend};
 use crate::error::{Error, ErrorKind, Result};
+use crate::engine::facts;
 use crate::engine::graph::{Action, Expect, External, Role};
 use crate::rules::host::HostToolchain;
 use crate::rules::link::{self, LinkDirective};
@@ -200,6 +201,64 @@ pub fn platform(which: HipWhich, hip: &AccelEntry, cuda: Option<&AccelEntry>) ->
                 .help("add one: accel = \"hip, cuda12.9+{sm_89}\"")),
         },
     }
+}
+
+/// The HIP runtime floor, through the fact channel ([`crate::engine::facts`]): the fact
+/// `hip-runtime` (the version of the `libamdhip64.so` the program links, in `lib_dir`, asked
+/// through `hipRuntimeGetVersion`) must be at least the `hip` entry's version, or the version
+/// of the headers at `root` when the entry names none: a runtime older than the HIP the kernels
+/// were compiled for fails at load.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] in the channel's shape, naming `accel`.
+fn check_runtime_floor(ctx: &RuleContext, root: &Path, lib_dir: &Path) -> Result<()> {
+    let (version, from) = match (&ctx.accel.version, hip_version(root)) {
+        (Some(_), _) => (ctx.accel.version_numbers(), format!("the accelerator entry `{}`", ctx.accel)),
+        (None, Some((a, b, _))) => (vec![a.into(), b.into()], format!("the HIP headers at {}", root.display())),
+        (None, None) => return Ok(()),
+    };
+    let floor = facts::Floor {
+        fact: "hip-runtime",
+        what: "the HIP runtime (libamdhip64)",
+        relation: facts::Relation::AtLeast,
+        version: facts::Version(version),
+        needed_by: from,
+        why: "A runtime older than the HIP the kernels are compiled for fails when the program loads them.".into(),
+        help: format!("install a newer HIP runtime, or lower the HIP version of the entry (in `accel` or `--accel`) to the runtime's and point at a matching ROCm ([{TABLE}] rocm, ROCM_PATH)"),
+        file: Some(ctx.manifest.path.clone()),
+        key: Some("package.metadata.mcpp.accel".into()),
+    };
+    facts::require(&floor, ctx.env, || probe_runtime_version(lib_dir)).map(|_| ())
+}
+
+/// The version of the HIP runtime `<lib_dir>/libamdhip64.so`, through its
+/// `hipRuntimeGetVersion` (`HIP_VERSION`: major * 10000000 + minor * 100000 + patch); `None`
+/// where it does not load or answer (no fact is stated then). Asked once per directory.
+pub fn probe_runtime_version(lib_dir: &Path) -> Option<facts::Reading> {
+    static SEEN: std::sync::Mutex<Vec<(PathBuf, Option<facts::Reading>)>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = seen.iter().find(|(d, _)| d == lib_dir) {
+        return r.clone();
+    }
+    let lib = lib_dir.join("libamdhip64.so");
+    // SAFETY: loading the HIP runtime runs its initialisers, which expect nothing of the caller;
+    // the symbol, when found, is `hipError_t hipRuntimeGetVersion(int*)` (the type written
+    // here), called with a valid pointer while the library is loaded. The library then stays
+    // loaded for the life of the process (a GPU runtime is not made to be unloaded).
+    let read = unsafe {
+        libloading::Library::new(&lib).ok().and_then(|l| {
+            let v = {
+                let f: libloading::Symbol<unsafe extern "C" fn(*mut std::ffi::c_int) -> std::ffi::c_int> = l.get(b"hipRuntimeGetVersion\0").ok()?;
+                let mut v: std::ffi::c_int = 0;
+                (f(&mut v) == 0 && v > 0).then_some(v as u64)?
+            };
+            std::mem::forget(l);
+            Some(v)
+        })
+    };
+    let r = read.map(|v| facts::Reading { version: facts::Version(vec![v / 10_000_000, (v / 100_000) % 100, v % 100_000]), source: format!("{}, hipRuntimeGetVersion", lib.display()) });
+    seen.push((lib_dir.to_path_buf(), r.clone()));
+    r
 }
 
 /// The HIP version of the install at `root`, from `include/hip/hip_version.h`
@@ -547,6 +606,7 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
             .detail(format!("looked in {}/lib, lib64 and lib/<multiarch>; ROCm found through {found_by}", root.display()))
             .help("install the HIP runtime (Debian: apt install libamdhip64-dev), or name a ROCm that has it ([package.metadata.mcpp.hip] rocm, ROCM_PATH)"));
     };
+    check_runtime_floor(ctx, &root, &lib_dir)?;
     let mut link = Vec::new();
     if !system_lib_dir(&lib_dir) {
         link.push(LinkDirective::Search(lib_dir.clone()));
@@ -600,6 +660,25 @@ fn plan_nvidia(ctx: &RuleContext, opts: &HipOptions, cuda: &AccelEntry, host: &H
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Debian 12's HIP runtime (libamdhip64 5.2.21153) answers without a GPU; a directory
+    /// without a runtime, or a file that is no library, states no fact.
+    #[test]
+    fn the_hip_runtime_version_is_read_from_the_installed_library() {
+        let debian = Path::new("/usr/lib/x86_64-linux-gnu");
+        if debian.join("libamdhip64.so").exists() {
+            let r = probe_runtime_version(debian).expect("the installed HIP runtime answers");
+            assert_eq!(r.version.0[..2], [5, 2], "{r:?}");
+            assert!(r.source.ends_with("libamdhip64.so, hipRuntimeGetVersion"), "{r:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert!(probe_runtime_version(dir.path()).is_none());
+        std::fs::write(dir.path().join("libamdhip64.so"), "").unwrap();
+        let other = dir.path().join("sub");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("libamdhip64.so"), "not a library").unwrap();
+        assert!(probe_runtime_version(&other).is_none());
+    }
 
     fn entry(text: &str, backend: Backend) -> AccelEntry {
         crate::config::accel::AccelSet::parse(text).expect("a set").entry(backend).expect("the entry").clone()

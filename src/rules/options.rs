@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn an_unknown_key_is_refused_at_its_position_listing_every_key_in_the_documented_order() {
         let e = read::<SpirvOptions>(&manifest("includes = []\ncompilr = \"glslc\"\n"), "spirv").unwrap_err().to_string();
-        assert!(e.starts_with("invalid manifest: unknown field `compilr`, expected one of `compiler`, `includes`, `defines`, `target-env`, `optimize`, `flags`\n"), "{e}");
+        assert!(e.starts_with("invalid manifest: unknown field `compilr`, expected one of `compiler`, `includes`, `defines`, `target-env`, `validate`, `optimize`, `flags`\n"), "{e}");
         assert!(e.contains("--> /p/Cargo.toml:5:1 (key `package.metadata.mcpp.spirv.compilr`)"), "{e}");
         assert!(e.contains("help: the keys valid in [package.metadata.mcpp.spirv] are `compiler`, `includes`,"), "{e}");
     }

@@ -7,6 +7,7 @@ use super::options::{self, CommonOptions, RuleOptions};
 use super::{Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
+use crate::engine::facts;
 use crate::engine::graph::{Action, External, Role};
 use serde::Deserialize;
 use super::DeviceSource;
@@ -33,6 +34,9 @@ pub struct SpirvOptions {
     /// Override of the target environment (default: from the accelerator's Vulkan version,
     /// `vulkan1.0` for a bare `vulkan`).
     pub target_env: Option<String>,
+    /// Whether each compiled module is checked with `spirv-val` (default: off; see
+    /// [`SPIRV_VAL`]). On, every `.spv` gets a check action ([`Role::Check`], blocking).
+    pub validate: Option<bool>,
     /// `includes` (`-I`), `defines` (`-DNAME=value`), `optimize` (default: on in release
     /// profiles, off in debug) and `flags` (appended last, passed unexamined).
     #[serde(skip)]
@@ -55,6 +59,7 @@ const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
     CommonOptions::INCLUDES_DOC,
     CommonOptions::DEFINES_DOC,
     crate::config::manifest::KeyDoc { key: "target-env", default: "from `accel`", meaning: "e.g. `\"vulkan1.3\"`; default `vulkan<version>` of the `vulkan` entry (1.0 to 1.4), `vulkan1.0` for a bare `vulkan`. Past `vulkan1.2` the compiler's `--help` is asked once (cached) and an environment it does not list is refused before compiling, with the ones it accepts: `vulkan1.4` needs glslang 15.1 or later (glslang 13.1.1, the default toolchain package, Debian's glslang 12 and shaderc 2023 stop at `vulkan1.3`)" },
+    crate::config::manifest::KeyDoc { key: "validate", default: "`false`", meaning: "a boolean: when true, every compiled module is checked with `spirv-val` (under the same target environment) before it is embedded; an invalid module fails the build naming the shader and the validator's message. Off by default: the compilers this rule drives emit valid modules, and the check needs one more tool installed (`spirv-val`, from spirv-tools)" },
     crate::config::manifest::KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "a boolean: `-Os` (glslang) / `-O` (glslc) when true, `-O0` (glslc) when false" },
     crate::config::manifest::KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, appended last, passed unexamined" },
 ];
@@ -81,6 +86,19 @@ pub const GLSLC: ToolSpec = ToolSpec {
     env_vars: &["GLSLC", "MCPP_GLSLC"],
     version_args: &["--version"],
     install_hint: "apt install glslc",
+    toolchain_package: None,
+    toolkit: None,
+};
+
+/// spirv-val, the SPIR-V validator of spirv-tools, run by the rule's check when
+/// `[package.metadata.mcpp.spirv] validate = true`: `SPIRV_VAL`, `MCPP_SPIRV_VAL`,
+/// `MCPP_TOOL_SPIRV_VAL`, then PATH (no toolchain package ships it).
+pub const SPIRV_VAL: ToolSpec = ToolSpec {
+    name: "spirv-val",
+    programs: &["spirv-val"],
+    env_vars: &["SPIRV_VAL", "MCPP_SPIRV_VAL"],
+    version_args: &["--version"],
+    install_hint: "apt install spirv-tools, or set validate = false in [package.metadata.mcpp.spirv]",
     toolchain_package: None,
     toolkit: None,
 };
@@ -124,7 +142,7 @@ impl Rule for SpirvRule {
         Some("--target-env")
     }
     fn tools(&self) -> &'static [ToolSpec] {
-        &[GLSLANG, GLSLC]
+        &[GLSLANG, GLSLC, SPIRV_VAL]
     }
 
     fn check_options(&self, manifest: &crate::config::manifest::Manifest) -> Result<()> {
@@ -187,6 +205,7 @@ impl Rule for SpirvRule {
                 check_target_env(ctx, &tool, &opts, t, Some(format!("package.metadata.mcpp.sources[{}].target-env", s.entry)))?;
             }
         }
+        check_loader_floor(ctx)?;
         // `optimize` overrides on/off; the level (speed or size) is cargo's `OPT_LEVEL`.
         let optimize = match opts.common.optimize_or(ctx.facts.opt_level.optimizes()) {
             false => Optimization::Off,
@@ -197,6 +216,14 @@ impl Rule for SpirvRule {
         let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let mut plan = RulePlan::default();
         plan.warnings.extend(warning);
+        let validator = match opts.validate.unwrap_or(false) {
+            true => {
+                let (val, warning) = tool::resolve(&SPIRV_VAL, ctx.tools, ctx.env, ctx.cache)?;
+                plan.warnings.extend(warning);
+                Some(val)
+            }
+            false => None,
+        };
         for s in sources {
             let out = ctx.variant.lane_dir("spirv").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
@@ -213,9 +240,13 @@ impl Rule for SpirvRule {
                 outputs: vec![out.clone()],
             })
                 .with_depfile(depfile, includes.clone()));
+            if let Some(val) = &validator {
+                plan.actions.push(check_action(val, env, s, &out, ctx.variant.lane_dir("spirv").join(format!("{}.checked", s.rel)), root));
+            }
             plan.payloads.push(crate::surface::Payload::words(s.rel.clone(), identifier(s), out));
         }
         plan.tools.push(tool);
+        plan.tools.extend(validator);
         Ok(plan)
     }
 }
@@ -224,6 +255,38 @@ impl Rule for SpirvRule {
 fn identifier(s: &DeviceSource) -> String {
     let stem = s.path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
     format!("{stem}_{}", s.ext)
+}
+
+/// The check of one compiled module: `spirv-val [--target-env <env>] <spv>`, blocking, its
+/// stamp at `stamp`. The environment is the compile's, in spirv-val's spelling (`spirv1.4`
+/// is `spv1.4`); one it has no spelling for (`opengl`) validates under SPIR-V's universal rules.
+fn check_action(val: &crate::tool::Tool, target_env: &str, s: &DeviceSource, spv: &std::path::Path, stamp: std::path::PathBuf, root: &std::path::Path) -> Action {
+    let mut args: Vec<OsString> = Vec::new();
+    let env = match target_env.strip_prefix("spirv") {
+        Some(v) => Some(format!("spv{v}")),
+        None => target_env.starts_with("vulkan").then(|| target_env.to_string()),
+    };
+    if let Some(env) = env {
+        args.extend(["--target-env".into(), env.into()]);
+    }
+    args.push(spv.into());
+    Action::external(External {
+        id: format!("spirv-val:{}", s.rel),
+        description: format!("{} {}", val.name, s.rel),
+        role: Role::Check { blocking: true },
+        tool: val.clone(),
+        args,
+        cwd: root.to_path_buf(),
+        inputs: vec![spv.to_path_buf()],
+        outputs: vec![stamp],
+    })
+    .with_failure_hint(validation_hint)
+}
+
+/// The way out of a module spirv-val rejects.
+fn validation_hint(id: &str, _output: &str) -> Option<String> {
+    let rel = id.strip_prefix("spirv-val:")?;
+    Some(format!("the SPIR-V module compiled from {rel} is invalid (the validator's message is above): a flag in [package.metadata.mcpp.spirv] `flags` or the compiler may have produced it; change the shader or the flags, or set validate = false to skip the check"))
 }
 
 /// The Vulkan target environments every compiler this rule drives accepts (glslang from 11.0,
@@ -276,6 +339,69 @@ fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOpt
         e = e.key("package.metadata.mcpp.accel").detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text)));
     }
     Err(e.help(format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"))))
+}
+
+/// The Vulkan loader floor, through the fact channel ([`crate::engine::facts`]): where a
+/// `vulkan` entry names a version (`vulkan1.3`), the fact `vulkan-loader` (the instance API
+/// version of this machine's loader, [`probe_loader_version`]) must be at least it. No
+/// version, or no loader: nothing is stated or refused.
+///
+/// # Errors
+/// [`ErrorKind::Accel`] in the channel's shape, naming `accel`.
+fn check_loader_floor(ctx: &RuleContext) -> Result<()> {
+    if ctx.accel.version.is_none() {
+        return Ok(());
+    }
+    let floor = facts::Floor {
+        fact: "vulkan-loader",
+        what: "the Vulkan API version of this machine's loader",
+        relation: facts::Relation::AtLeast,
+        version: facts::Version(ctx.accel.version_numbers()),
+        needed_by: format!("the accelerator entry `{}`", ctx.accel),
+        why: "A program asking for a newer Vulkan than the loader offers cannot create its instance.".into(),
+        help: "lower the entry's Vulkan version (in `accel` or `--accel`), or update the Vulkan loader (libvulkan1)".into(),
+        file: Some(ctx.manifest.path.clone()),
+        key: Some("package.metadata.mcpp.accel".into()),
+    };
+    facts::require(&floor, ctx.env, probe_loader_version).map(|_| ())
+}
+
+/// The instance API version of this machine's Vulkan loader (`libvulkan.so.1`), through its
+/// `vkEnumerateInstanceVersion` (a loader without that function is Vulkan 1.0); `None` where no
+/// loader loads (no fact is stated then). Asked once per process.
+pub fn probe_loader_version() -> Option<facts::Reading> {
+    #[cfg(target_os = "linux")]
+    {
+        static LOADER: std::sync::OnceLock<Option<facts::Reading>> = std::sync::OnceLock::new();
+        LOADER
+            .get_or_init(|| {
+                // SAFETY: loading the loader runs its initialisers, which expect nothing of the
+                // caller; the symbol, when found, is the loader's exported
+                // `VkResult vkEnumerateInstanceVersion(uint32_t*)` (the type written here), called
+                // with a valid pointer while the library is loaded. The library then stays loaded
+                // for the life of the process, as the CUDA driver's does.
+                let packed = unsafe {
+                    let lib = libloading::Library::new("libvulkan.so.1").ok()?;
+                    let packed = match lib.get::<unsafe extern "C" fn(*mut u32) -> i32>(b"vkEnumerateInstanceVersion\0") {
+                        Ok(f) => {
+                            let mut v: u32 = 0;
+                            (f(&mut v) == 0).then_some(v)?
+                        }
+                        Err(_) => 1 << 22,
+                    };
+                    std::mem::forget(lib);
+                    packed
+                };
+                // VK_API_VERSION_MAJOR/MINOR/PATCH: 7, 10 and 12 bits above the variant's 3.
+                let version = facts::Version(vec![((packed >> 22) & 0x7f).into(), ((packed >> 12) & 0x3ff).into(), (packed & 0xfff).into()]);
+                Some(facts::Reading { version, source: "libvulkan.so.1, vkEnumerateInstanceVersion".into() })
+            })
+            .clone()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 /// How a shader is optimised: from cargo's `OPT_LEVEL` (`0` off, `s`/`z` size, else speed),
@@ -341,6 +467,20 @@ pub fn argv(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The loader installed here (libvulkan1 1.3.239) answers 1.3; a machine without one states
+    /// no fact.
+    #[test]
+    fn the_loader_version_is_read_where_a_loader_exists() {
+        let installed = ["/usr/lib/x86_64-linux-gnu/libvulkan.so.1", "/usr/lib64/libvulkan.so.1", "/usr/lib/libvulkan.so.1"].iter().any(|p| std::path::Path::new(p).exists());
+        match probe_loader_version() {
+            Some(r) => {
+                assert!(r.version.0[0] == 1 && r.version.0.len() == 3, "{r:?}");
+                assert!(r.source.contains("vkEnumerateInstanceVersion"));
+            }
+            None => assert!(!installed, "a loader is installed but was not read"),
+        }
+    }
 
     /// The lists glslangValidator 12.0.0 and glslc (shaderc 2023.2) print, as measured here:
     /// both reject `--target-env vulkan1.4` and neither lists it.

@@ -66,7 +66,7 @@ pub struct SyclOptions {
     /// for DPC++, `<root>/bin/acpp` for AdaptiveCpp), relative to the package root or absolute.
     pub toolkit: Option<PathBuf>,
     /// The GCC installation whose libstdc++ DPC++ compiles and links against
-    /// (`--gcc-install-dir`, Linux targets only); default the newest `/usr/lib/gcc/<triple>/<N>`.
+    /// (`--gcc-install-dir`, Linux targets only); default the GCC installation of the host C++ compiler (its `-print-libgcc-file-name`).
     pub gcc_install_dir: Option<PathBuf>,
     /// `includes`, `defines`, `optimize` (default on in release profiles: `-O2`, else `-O0`),
     /// `flags` (before the depfile and `-x c++ -c <src> -o <obj>`).
@@ -88,7 +88,7 @@ impl RuleOptions for SyclOptions {
 const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "compiler", default: "`\"dpcpp\"`", meaning: "`\"dpcpp\"` (oneAPI `icpx`, or an intel/llvm `clang++` named as `tools.icpx`) or `\"acpp\"` (AdaptiveCpp)" },
     KeyDoc { key: "toolkit", default: "discovered", meaning: "the compiler's installation root (`bin/icpx` and `include/sycl/sycl.hpp`; `bin/acpp` for AdaptiveCpp). Without it: the root a named compiler sits in (`tools.icpx`, `ICPX`, `MCPP_ICPX`, `MCPP_TOOL_ICPX`; `tools.acpp`, `ACPP`, ...), then `CMPLR_ROOT`, `ONEAPI_ROOT` (its `compiler/latest`), then the compiler on PATH (warned)" },
-    KeyDoc { key: "gcc-install-dir", default: "the newest `/usr/lib/gcc/<triple>/<N>`", meaning: "DPC++'s `--gcc-install-dir` on Linux targets (the libstdc++ it compiles and links against)" },
+    KeyDoc { key: "gcc-install-dir", default: "the host C++ compiler's GCC", meaning: "DPC++'s `--gcc-install-dir` on Linux targets (the libstdc++ it compiles and links against). Default: the GCC installation of the host C++ compiler (`CXX`, or what the `cc` crate chooses for the target), the directory of the `libgcc.a` it answers `-print-libgcc-file-name` with; a host compiler that names none (a clang using compiler-rt) is refused naming this key. Never the newest GCC under `/usr/lib/gcc`" },
     CommonOptions::INCLUDES_DOC,
     CommonOptions::DEFINES_DOC,
     KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O2` when true, `-O0` when false" },
@@ -205,7 +205,7 @@ impl Rule for SyclRule {
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let linux = ctx.facts.target.contains("linux");
         let gcc = match (compiler, linux) {
-            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, &opts)?),
+            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, &opts, &host)?),
             _ => None,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;
@@ -334,9 +334,17 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
     Ok(a)
 }
 
-/// `--gcc-install-dir`: the option, else the newest GCC under `/usr/lib/gcc/<triple>/`
-/// ([`newest_gcc`]).
-fn gcc_install_dir(ctx: &RuleContext, opts: &SyclOptions) -> Result<PathBuf> {
+/// `--gcc-install-dir`: the option, else the GCC installation of the declared host C++
+/// compiler (the one `CXX` or the `cc` crate names for the target, [`crate::rules::host`]):
+/// the directory of the `libgcc.a` it answers `-print-libgcc-file-name` with (asked once,
+/// cached by the compiler's file). Never a scan of the host's `/usr/lib/gcc`: the C++ library
+/// DPC++ compiles against is the host toolchain's, not whichever GCC is newest.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] for an option that names no directory; [`ErrorKind::ToolNotFound`]
+/// naming `gcc-install-dir` when the host compiler names no GCC installation (a clang that
+/// uses compiler-rt, MSVC).
+fn gcc_install_dir(ctx: &RuleContext, opts: &SyclOptions, host: &crate::rules::host::HostToolchain) -> Result<PathBuf> {
     if let Some(d) = &opts.gcc_install_dir {
         let d = if d.is_absolute() { d.clone() } else { ctx.manifest.dir().join(d) };
         if !d.is_dir() {
@@ -347,39 +355,32 @@ fn gcc_install_dir(ctx: &RuleContext, opts: &SyclOptions) -> Result<PathBuf> {
         }
         return Ok(d);
     }
-    let triple = gnu_triple(&ctx.facts.target);
-    newest_gcc(Path::new("/usr/lib/gcc").join(&triple).as_path()).ok_or_else(|| {
-        Error::new(ErrorKind::ToolNotFound, format!("no GCC installation for {triple} under /usr/lib/gcc, which DPC++ needs for libstdc++ (--gcc-install-dir)"))
+    let compiler = crate::tool::Tool {
+        name: "the host C++ compiler".into(),
+        path: host.cxx.clone(),
+        version: String::new(),
+        source: crate::tool::ToolSource::Derived("the host C++ toolchain".into()),
+        env: Vec::new(),
+        toolchain_package_root: None,
+        launcher: None,
+    };
+    let mut args: Vec<&str> = host.env_args.iter().map(String::as_str).collect();
+    args.push("-print-libgcc-file-name");
+    let answer = crate::tool::probe_cached(&compiler, &args, ctx.cache).unwrap_or_default();
+    gcc_dir_of(&answer).ok_or_else(|| {
+        Error::new(ErrorKind::ToolNotFound, format!("the host C++ compiler {} names no GCC installation, which DPC++ needs for libstdc++ (--gcc-install-dir)", host.cxx.display()))
             .file(&ctx.manifest.path)
             .key(format!("{TABLE}.gcc-install-dir"))
-            .help(format!("install g++ for the target, or set {TABLE}.gcc-install-dir"))
+            .detail(format!("asked: {} {}", host.cxx.display(), args.join(" ")))
+            .detail(format!("answered: {}", crate::text::echo(answer.lines().next().unwrap_or("nothing"))))
+            .help(format!("set {TABLE}.gcc-install-dir to the GCC installation to use (e.g. /usr/lib/gcc/x86_64-linux-gnu/12), or make CXX a g++ for the target"))
     })
 }
 
-/// The GNU triple of a Rust target (`x86_64-unknown-linux-gnu` -> `x86_64-linux-gnu`).
-fn gnu_triple(target: &str) -> String {
-    let parts: Vec<&str> = target.split('-').collect();
-    match parts.as_slice() {
-        [arch, _vendor, os, env] => format!("{arch}-{os}-{env}"),
-        _ => target.to_string(),
-    }
-}
-
-/// The newest version directory in `dir` (`/usr/lib/gcc/x86_64-linux-gnu/12`), by its dotted
-/// number; `None` when there is none.
-pub fn newest_gcc(dir: &Path) -> Option<PathBuf> {
-    let mut found: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let nums: Option<Vec<u64>> = name.split('.').map(|n| n.parse().ok()).collect();
-            nums.map(|n| (n, e.path()))
-        })
-        .collect();
-    found.sort();
-    found.pop().map(|(_, p)| p)
+/// The GCC installation directory in a compiler's answer to `-print-libgcc-file-name`: the
+/// directory of the first line naming an existing `libgcc.a`.
+fn gcc_dir_of(answer: &str) -> Option<PathBuf> {
+    answer.lines().map(|l| Path::new(l.trim())).find(|p| p.file_name().is_some_and(|n| n == "libgcc.a") && p.is_file()).and_then(Path::parent).map(Path::to_path_buf)
 }
 
 /// What every DPC++/AdaptiveCpp command of the package shares.
@@ -489,12 +490,13 @@ mod tests {
     fn versions_and_gcc_dirs_are_read_as_the_tools_write_them() {
         assert_eq!(dpcpp_version("Intel(R) oneAPI DPC++/C++ Compiler 2025.0.4 (2025.0.4.20241205)\nTarget: x86_64").as_deref(), Some("2025.0.4"));
         assert_eq!(dpcpp_version("clang version 19.0.0git (https://github.com/intel/llvm abc)").as_deref(), Some("19.0.0"));
-        assert_eq!(gnu_triple("x86_64-unknown-linux-gnu"), "x86_64-linux-gnu");
         let t = tempfile::tempdir().unwrap();
-        for v in ["9", "12", "11.4", "notes"] {
-            std::fs::create_dir_all(t.path().join(v)).unwrap();
-        }
-        assert_eq!(newest_gcc(t.path()), Some(t.path().join("12")));
+        let libgcc = t.path().join("12/libgcc.a");
+        std::fs::create_dir_all(libgcc.parent().unwrap()).unwrap();
+        std::fs::write(&libgcc, "").unwrap();
+        assert_eq!(gcc_dir_of(&format!("{}\n", libgcc.display())), Some(t.path().join("12")));
+        assert_eq!(gcc_dir_of("/usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.builtins-x86_64.a\n"), None, "compiler-rt is no GCC installation");
+        assert_eq!(gcc_dir_of("libgcc.a\n"), None, "a bare name (a compiler that found none) names nothing");
         let link = runtime_link(SyclCompiler::Dpcpp, Path::new("/opt/intel/oneapi/compiler/latest"), true);
         assert_eq!(link[2], LinkDirective::Lib("dylib=sycl".into()));
         assert_eq!(link[3], LinkDirective::Lib("dylib:+verbatim=libstdc++.so.6".into()), "-l:libstdc++.so.6, never -lstdc++");

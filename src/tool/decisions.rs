@@ -36,6 +36,21 @@ pub struct Decision {
     /// (`the environment variable CUDA_PATH=/opt/cuda`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit_origin: Option<String>,
+    /// Why the rule runs this tool rather than its alternative, when the manifest does not say
+    /// (the CUDA route: clang++ because the host C++ compiler is clang) ([`add_reason`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Add `reason` to the recorded decision of `tool` (already recorded by the resolver), for
+/// `cargo mcpp why tool`.
+///
+/// # Errors
+/// [`ErrorKind::Io`] when the record cannot be written.
+pub fn add_reason(cache: &DeviceCache, tool: &str, reason: &str) -> Result<()> {
+    let Some(mut d) = read_decisions(cache).remove(tool) else { return Ok(()) };
+    d.reason = Some(reason.to_string());
+    record(cache, d)
 }
 
 /// Read the recorded decisions of `cache` (empty when none were recorded or the file is not
@@ -85,6 +100,7 @@ pub(super) fn record_refusal_after(spec: &ToolSpec, error: &Error, considered: V
             refusal: Some(error.to_string()),
             toolkit: None,
             toolkit_origin: None,
+            reason: None,
         },
     );
 }
@@ -105,6 +121,7 @@ pub(super) fn record_answer(tool: &Tool, origin: String, considered: Vec<String>
             refusal: None,
             toolkit: toolkit.map(|t| t.root.clone()),
             toolkit_origin: toolkit.map(|t| t.origin.clone()),
+            reason: None,
         },
     )
 }

@@ -41,7 +41,7 @@ pub mod decisions;
 pub(crate) mod launch;
 pub mod process;
 
-pub use decisions::{read_decisions, record_decision, record_refusal, Decision};
+pub use decisions::{add_reason, read_decisions, record_decision, record_refusal, Decision};
 pub use process::{find_on_path, is_executable, probe, probe_cached, PROBE_TIMEOUT};
 
 use crate::config::env::Env;

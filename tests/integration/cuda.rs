@@ -1681,3 +1681,74 @@ fn every_listed_way_to_name_ccbin_is_honoured() {
     assert!(!e.contains("unknown tool"), "{e}");
     assert!(e.contains("/nonexistent/g++"), "{e}");
 }
+
+#[test]
+fn an_undeclared_route_follows_the_host_compiler_clang_with_clang_nvcc_with_gcc() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let layout = cuda12_clang();
+    edit(
+        &pkg.join("Cargo.toml"),
+        "flags = [\"--extra-flag\"]",
+        "flags = []",
+    );
+    edit(
+        &pkg.join("Cargo.toml"),
+        "[package.metadata.mcpp.cuda]\n",
+        &format!(
+            "[package.metadata.mcpp.cuda]\ntoolkit = \"{}\"\n",
+            s(&layout)
+        ),
+    );
+    // An LLVM host toolchain: the clang route, said in the build's output and in `why`.
+    let out = build(tmp.path(), &pkg)
+        .env("CXX", "/usr/bin/clang++-19")
+        .tool("clang++", "/usr/bin/clang++-19")
+        .accel("cuda12.9+{sm_90}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bytes = object_of(&out.variant_dir);
+    assert!(
+        bytes.starts_with(b"\x7fELF") && bytes.windows(10).any(|w| w == b".nv_fatbin"),
+        "clang compiled the device code"
+    );
+    assert!(
+        out.cargo.warnings().any(|w| w.contains("the CUDA route is clang++ -x cuda: [package.metadata.mcpp.cuda] compiler is not declared and the host C++ compiler (/usr/bin/clang++-19) is clang")),
+        "{:?}",
+        out.cargo.lines()
+    );
+    let decisions = std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&decisions).unwrap();
+    assert!(
+        d["clang++"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("is clang")),
+        "{decisions}"
+    );
+
+    // A GCC host toolchain: the nvcc route (a stand-in nvcc in a fake toolkit).
+    let (root, nvcc) = fake_toolkit(tmp.path());
+    edit(
+        &pkg.join("Cargo.toml"),
+        &format!("toolkit = \"{}\"\n", s(&layout)),
+        &format!("toolkit = \"{}\"\n", s(&root)),
+    );
+    let out = build(tmp.path(), &pkg)
+        .env("CXX", "/usr/bin/g++")
+        .accel("cuda13.0+{sm_90}")
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.cargo.warnings().all(|w| !w.contains("the CUDA route")),
+        "no warning for the nvcc route"
+    );
+    assert!(nvcc.calls().iter().any(|c| c.has("-c")), "nvcc compiled");
+    let decisions = std::fs::read_to_string(tmp.path().join("work/tool-decisions.json")).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&decisions).unwrap();
+    assert!(
+        d["nvcc"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("the CUDA route is nvcc")
+                && r.contains("(/usr/bin/g++) is not clang")),
+        "{decisions}"
+    );
+}

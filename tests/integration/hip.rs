@@ -395,3 +395,28 @@ fn why_tool_into_a_closed_pipe_exits_quietly() {
         out.status
     );
 }
+
+#[test]
+fn a_hip_runtime_older_than_the_entry_is_refused_through_the_fact_channel() {
+    let (tmp, pkg) = fixture("hip-island");
+    let rocm = real_rocm();
+    // The machine the program runs on, stated by hand: HIP 5.1 under a hip5.2 entry.
+    let e = hip_build(tmp.path(), &pkg, &rocm)
+        .env("MCPP_FACT_HIP_RUNTIME", "5.1")
+        .try_compile()
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the HIP runtime (libamdhip64) is 5.1 (stated by MCPP_FACT_HIP_RUNTIME), and the accelerator entry `hip5.2+{gfx90a}` needs at least 5.2"),
+        "{e}"
+    );
+    assert!(
+        e.contains("package.metadata.mcpp.accel") && e.contains("install a newer HIP runtime"),
+        "{e}"
+    );
+    // Read from the installed runtime (5.2 here), the same entry builds.
+    hip_build(tmp.path(), &pkg, &rocm)
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -686,3 +686,133 @@ fn a_compiler_warning_on_success_is_shown_and_a_clean_or_fresh_compile_shows_non
         assert_eq!(compiler_lines(&fresh), Vec::<String>::new(), "{compiler}");
     }
 }
+
+/// The SPIR-V package with `validate = true` and spirv-val behind a counting wrapper.
+fn validated_package() -> (Package, cargo_mcpp::Build) {
+    let pkg = shader_package("glslang");
+    pkg.write(
+        "Cargo.toml",
+        &format!("{}validate = true\n", pkg.read("Cargo.toml")),
+    );
+    let mut b = pkg.build();
+    b.env_remove("SPIRV_VAL")
+        .env_remove("MCPP_SPIRV_VAL")
+        .tool("spirv-val", pkg.counting_tool("spirv-val"));
+    (pkg, b)
+}
+
+#[test]
+fn validation_checks_each_module_once_and_a_no_op_runs_no_check() {
+    let (pkg, b) = validated_package();
+    let outcome = pkg.compile(&b);
+    assert_eq!(
+        outcome.report.ran,
+        [
+            "spirv:shaders/a/scale.comp",
+            "spirv:shaders/b/scale.comp",
+            "spirv-val:shaders/a/scale.comp",
+            "spirv-val:shaders/b/scale.comp"
+        ],
+        "each check after the module it reads"
+    );
+    let checks = pkg.compiles("spirv-val");
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(
+        checks
+            .iter()
+            .all(|c| c.starts_with("--target-env vulkan1.2 ") && c.ends_with(".spv")),
+        "{checks:?}"
+    );
+    let starts = pkg.starts("spirv-val");
+
+    let outcome = pkg.compile(&b);
+    assert!(outcome.report.ran.is_empty(), "{:?}", outcome.report.ran);
+    assert_eq!(
+        pkg.starts("spirv-val"),
+        starts,
+        "a no-op build started the validator"
+    );
+
+    // An edit: the edited shader is compiled and checked again, the other is not.
+    let before = pkg.embedded_bytes("shaders/a/scale.comp");
+    pkg.write(
+        "shaders/a/scale.comp",
+        &SCALE_COMP.replace("transform(data[i])", "transform(data[i]) + 1.0"),
+    );
+    let outcome = pkg.compile(&b);
+    assert_eq!(
+        outcome.report.ran,
+        [
+            "spirv:shaders/a/scale.comp",
+            "spirv-val:shaders/a/scale.comp"
+        ]
+    );
+    assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), before);
+    assert_eq!(pkg.starts("spirv-val"), starts + 1);
+}
+
+#[test]
+fn validation_is_off_by_default() {
+    let pkg = shader_package("glslang");
+    let mut b = pkg.build();
+    b.tool("spirv-val", pkg.counting_tool("spirv-val"));
+    let outcome = pkg.compile(&b);
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .all(|id| !id.starts_with("spirv-val:")),
+        "{:?}",
+        outcome.report.ran
+    );
+    assert_eq!(pkg.starts("spirv-val"), 0);
+}
+
+#[test]
+fn an_invalid_module_fails_the_build_naming_the_shader_and_the_validators_message() {
+    let (pkg, mut b) = validated_package();
+    // A compiler that exits 0 and writes text where the module belongs.
+    let tools = tempfile::tempdir().unwrap();
+    let bad = Shim::install(tools.path(), "glslangValidator");
+    bad.output("this is not SPIR-V!!");
+    b.tool("glslangValidator", bad.path());
+    let e = pkg.refuse(&b);
+    assert!(e.contains("spirv-val shaders/a/scale.comp failed"), "{e}");
+    assert!(
+        e.contains("Invalid SPIR-V magic number") && e.contains("spirv/shaders/a/scale.comp.spv"),
+        "the validator's message: {e}"
+    );
+    assert!(e.contains("set validate = false to skip the check"), "{e}");
+    assert!(
+        !pkg.out_dir().join("mcpp_shaders.rs").exists(),
+        "a failed check blocks the surface"
+    );
+    // It blocks again on the next build: a failed check leaves no stamp.
+    let again = pkg.refuse(&b);
+    assert!(again.contains("Invalid SPIR-V magic number"), "{again}");
+}
+
+#[test]
+fn a_vulkan_loader_older_than_the_entry_is_refused_through_the_fact_channel() {
+    let pkg = shader_package("glslang");
+    let mut b = pkg.build();
+    b.env("MCPP_FACT_VULKAN_LOADER", "1.1");
+    let e = pkg.refuse(&b);
+    assert!(
+        e.contains("the Vulkan API version of this machine's loader is 1.1 (stated by MCPP_FACT_VULKAN_LOADER), and the accelerator entry `vulkan1.2` needs at least 1.2"),
+        "{e}"
+    );
+    assert!(
+        e.contains("package.metadata.mcpp.accel") && e.contains("update the Vulkan loader"),
+        "{e}"
+    );
+    assert_eq!(
+        pkg.starts("glslangValidator"),
+        1,
+        "refused before compiling (one --version probe)"
+    );
+    // `none` states no fact: the build goes on.
+    b.env("MCPP_FACT_VULKAN_LOADER", "none");
+    pkg.compile(&b);
+}

@@ -415,3 +415,49 @@ fn sycl_argv_verified_an_island_device_half_gets_the_boundary_header() {
         out.report.ran
     );
 }
+
+#[test]
+fn the_default_gcc_install_dir_is_the_host_compilers_and_a_host_compiler_without_gcc_is_refused() {
+    let p = Package::new(&[("kernels/a.sycl", "void a() {}\n")]);
+    p.write(
+        "Cargo.toml",
+        &manifest(
+            "sycl-pkg",
+            "accel = \"sycl\"\nsources = [\"kernels/*.sycl\"]",
+        ),
+    );
+    let (oneapi, icpx) = fake_oneapi(p.dir.path());
+    // The declared host compiler (CXX), a recording wrapper of the real g++.
+    let gxx = Shim::wrap(&p.dir.path().join("host"), "g++", &real_tool("g++"));
+    let mut b = device_build(p.dir.path(), &p.path(""));
+    b.env("CMPLR_ROOT", oneapi.join("compiler/latest"))
+        .env("CXX", gxx.path());
+    b.try_compile().unwrap_or_else(|e| panic!("{e}"));
+    let answer = std::process::Command::new(real_tool("g++"))
+        .arg("-print-libgcc-file-name")
+        .output()
+        .unwrap();
+    let libgcc = PathBuf::from(String::from_utf8_lossy(&answer.stdout).trim());
+    let want = format!("--gcc-install-dir={}", s(libgcc.parent().unwrap()));
+    let call = icpx.calls().into_iter().find(|c| c.has("-c")).unwrap();
+    assert!(call.has(&want), "{want} in: {}", call.line());
+    assert!(
+        gxx.records()
+            .iter()
+            .any(|r| r.has("-print-libgcc-file-name")),
+        "the host compiler was asked"
+    );
+
+    // A host compiler that uses compiler-rt names no GCC: refused, naming the key.
+    let mut b = device_build(p.dir.path(), &p.path(""));
+    b.env("CMPLR_ROOT", oneapi.join("compiler/latest"))
+        .env("CXX", "clang++-19 -rtlib=compiler-rt");
+    let e = b.try_compile().map(|_| ()).unwrap_err().to_string();
+    assert!(
+        e.contains("names no GCC installation, which DPC++ needs for libstdc++")
+            && e.contains("package.metadata.mcpp.sycl.gcc-install-dir")
+            && e.contains("-rtlib=compiler-rt -print-libgcc-file-name")
+            && e.contains("libclang_rt.builtins"),
+        "{e}"
+    );
+}

@@ -61,11 +61,12 @@ use toolkit::{Compilers, TargetRuntime};
 
 use crate::rules::cuda_toolkit::NVCC;
 
-/// Which CUDA compiler the CUDA rule drives; chosen by declaration.
+/// Which CUDA compiler the CUDA rule drives: declared, else following the host C++ compiler
+/// (`route_of`). The `Default` (nvcc) is what the toolchain packages assume when undeclared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CudaCompilerName {
-    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (default).
+    /// NVIDIA nvcc with the host C++ compiler passed as `-ccbin` (with a GCC host).
     #[default]
     Nvcc,
     /// clang++ in CUDA mode (`-x cuda --cuda-path=<toolkit>`).
@@ -197,7 +198,7 @@ impl super::options::RuleOptions for CudaOptions {
 
 /// The keys of [`CudaOptions`], documented ([`Rule::option_keys`]).
 const OPTION_KEYS: &[crate::config::manifest::KeyDoc] = &[
-    crate::config::manifest::KeyDoc { key: "compiler", default: "`\"nvcc\"`", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`)" },
+    crate::config::manifest::KeyDoc { key: "compiler", default: "follows the host C++ compiler", meaning: "`\"nvcc\"` or `\"clang\"` (clang++ `-x cuda --cuda-path=<toolkit>`). Without it the route follows the host C++ compiler (`CXX`, or what the `cc` crate chooses for the target): clang when it is clang (with a warning naming the choice), nvcc otherwise; `cargo mcpp why tool nvcc` (or `clang++`) says which and why" },
     crate::config::manifest::KeyDoc { key: "toolkit", default: "discovered", meaning: "the CUDA root. Without it: the toolkit a named nvcc sits in (`Build::tool(\"nvcc\", ..)`, `tools.nvcc`, `NVCC`, `MCPP_NVCC`, `MCPP_TOOL_NVCC`), then `CUDA_PATH`, `CUDA_HOME`, the installed `cuda-nvcc` toolchain package, then nvcc on PATH (warned). A named nvcc that is not inside a toolkit (a wrapper such as ccache) is still the program that runs. A `CUDA_PATH`/`CUDA_HOME` that is no toolkit is refused, not skipped" },
     crate::config::manifest::KeyDoc { key: "ccbin", default: "the `cc` crate's C++ compiler", meaning: "nvcc's host compiler. Without it: `NVCC_CCBIN`, then `CUDAHOSTCXX`, then the `cc` crate's C++ compiler for the target (`CXX_<target>`, `TARGET_CXX`/`HOST_CXX`, `CXX`, or its default, e.g. `aarch64-linux-gnu-g++` for an aarch64 target), whose arguments in `CXX` reach nvcc as `-Xcompiler <arg>` each (`CXX=\"g++ -DX=1\"`: `-ccbin /usr/bin/g++ -Xcompiler -DX=1`; a wrapper such as ccache is left out, warned, since `-ccbin` takes a compiler path). `-allow-unsupported-compiler` is never added for you. Not used on the clang route (warned)" },
     crate::config::manifest::KeyDoc { key: "cudart", default: "`\"static\"`", meaning: "`\"static\"` (also links `dl rt pthread`), `\"shared\"` (`libcudart.so`, or the versioned `libcudart.so.N` the PyPI runtime ships, with an rpath to the toolkit) or `\"none\"` (link a runtime yourself)" },
@@ -304,10 +305,14 @@ impl Rule for CudaRule {
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: CudaOptions = super::options::read(ctx.manifest, self.name())?;
-        let route = opts.compiler.unwrap_or_default();
+        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let (route, route_reason) = route_of(&opts, &host);
         let rdc = opts.rdc.unwrap_or(false);
         check_route_options(ctx, &opts, route, sources)?;
         let mut plan = RulePlan::default();
+        if let (Some(reason), CudaCompilerName::Clang) = (&route_reason, route) {
+            plan.warnings.push(format!("{reason}; declare [{MANIFEST_KEY}] compiler = \"clang\" or \"nvcc\" to choose"));
+        }
         let archs = probe::entry_archs(ctx.accel, ctx.env)?;
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
@@ -315,8 +320,10 @@ impl Rule for CudaRule {
         let (toolkit, nvcc) = toolkit::locate(ctx, route, &mut plan.warnings)?;
         check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
-        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
+        if let Some(reason) = &route_reason {
+            crate::tool::add_reason(ctx.cache, &compilers.compiler.name, reason)?;
+        }
         if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
             probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
         }
@@ -346,6 +353,21 @@ impl Rule for CudaRule {
         plan.tools.push(compiler);
         plan.tools.extend(ccbin);
         Ok(plan)
+    }
+}
+
+/// The route of the lane: the declared `compiler`, else the one that follows the host C++
+/// toolchain (the `cc` crate's compiler for the target, `CXX`): clang++ with an LLVM host
+/// compiler, nvcc with GCC (or MSVC). With the reason, for the build's warning and
+/// `cargo mcpp why tool`, when it was not declared.
+fn route_of(opts: &CudaOptions, host: &crate::rules::host::HostToolchain) -> (CudaCompilerName, Option<String>) {
+    if let Some(r) = opts.compiler {
+        return (r, None);
+    }
+    let cxx = host.cxx.display();
+    match host.family {
+        crate::rules::host::Family::Clang => (CudaCompilerName::Clang, Some(format!("the CUDA route is clang++ -x cuda: [{MANIFEST_KEY}] compiler is not declared and the host C++ compiler ({cxx}) is clang"))),
+        _ => (CudaCompilerName::Nvcc, Some(format!("the CUDA route is nvcc: [{MANIFEST_KEY}] compiler is not declared and the host C++ compiler ({cxx}) is not clang"))),
     }
 }
 

@@ -1,12 +1,13 @@
 //! What the CUDA rule asks of the machine and of its compiler: the architectures to compile
 //! for (the accelerator entry's list, `{native}` probed with `nvidia-smi`), the PTX floor, the
 //! architectures the compiler accepts ([`KnownArchs`], asked once and cached), and the driver
-//! floor (libcuda's `cuDriverGetVersion`). Probes are facts, never refusals by themselves (seed
-//! 002 "facts and floors"): a refusal names what the fact contradicts.
+//! floor (libcuda's `cuDriverGetVersion`). Probes are facts, never refusals by themselves: the fact
+//! channel ([`crate::engine::facts`]) compares a fact with its floor and names both.
 
 use super::CudaCompilerName;
 use crate::config::accel::arch_number;
 use crate::config::env::Env;
+use crate::engine::facts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::engine::layout::DeviceCache;
 use crate::tool::{self, Tool};
@@ -306,22 +307,33 @@ pub fn probe_driver_version() -> Option<(u32, u32)> {
     }
 }
 
-/// The driver floor (a probe gives a fact, the floor decides): a toolkit whose major version is newer than
-/// the driver's cannot run on it (minor versions within one major are compatible).
+/// The driver floor, through the fact channel ([`crate::engine::facts`]): the fact
+/// `cuda-driver` (the CUDA version this machine's driver supports, [`probe_driver_version`])
+/// must have a major version at least the toolkit's (minor versions within one major are
+/// compatible). No toolkit version or no driver: nothing is stated or refused.
 ///
 /// # Errors
-/// [`ErrorKind::Accel`] naming both versions.
-pub fn check_driver_floor(toolkit: Option<(u32, u32)>, driver: Option<(u32, u32)>, toolkit_root: &Path) -> Result<()> {
-    if let (Some(t), Some(d)) = (toolkit, driver) {
-        if t.0 > d.0 {
-            return Err(Error::new(ErrorKind::Accel, format!("the CUDA toolkit is {}.{} and this machine's driver supports CUDA {}.{}", t.0, t.1, d.0, d.1))
-                .file(toolkit_root)
-                .detail("A runtime of a newer major version than the driver's fails at its first call")
-                .detail("(cudaErrorInsufficientDriver), so this is refused before compiling.")
-                .help(format!("use a CUDA {}.x toolkit ([package.metadata.mcpp.cuda] toolkit or CUDA_PATH), or update the driver", d.0)));
-        }
+/// [`ErrorKind::Accel`] naming both versions and the toolkit, in the channel's one shape.
+pub fn check_driver_floor(toolkit: Option<(u32, u32)>, env: &crate::config::env::Env, driver: impl FnOnce() -> Option<(u32, u32)>, toolkit_root: &Path) -> Result<()> {
+    let Some(t) = toolkit else { return Ok(()) };
+    let floor = driver_floor(t, toolkit_root);
+    let read = || driver().map(|(a, b)| facts::Reading { version: facts::Version(vec![a.into(), b.into()]), source: "libcuda.so.1, cuDriverGetVersion".into() });
+    facts::require(&floor, env, read).map(|_| ())
+}
+
+/// The floor a CUDA toolkit of version `t` at `root` puts on the driver.
+fn driver_floor(t: (u32, u32), root: &Path) -> facts::Floor {
+    facts::Floor {
+        fact: "cuda-driver",
+        what: "the CUDA version this machine's driver supports",
+        relation: facts::Relation::MajorAtLeast,
+        version: facts::Version(vec![t.0.into(), t.1.into()]),
+        needed_by: format!("the CUDA toolkit {}.{}", t.0, t.1),
+        why: "A runtime of a newer major version than the driver's fails at its first call (cudaErrorInsufficientDriver), so this is refused before compiling.".into(),
+        help: "use a CUDA toolkit of the driver's major version ([package.metadata.mcpp.cuda] toolkit or CUDA_PATH), or update the driver".into(),
+        file: Some(root.to_path_buf()),
+        key: None,
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -374,10 +386,16 @@ mod tests {
     #[test]
     fn driver_floor_refuses_a_newer_major_only() {
         let root = Path::new("/cuda");
-        assert!(check_driver_floor(Some((13, 5)), Some((13, 0)), root).is_ok());
-        assert!(check_driver_floor(Some((13, 0)), None, root).is_ok());
-        let e = check_driver_floor(Some((13, 0)), Some((12, 8)), root).unwrap_err().to_string();
-        assert!(e.contains("toolkit is 13.0") && e.contains("supports CUDA 12.8"), "{e}");
+        let env = crate::config::env::Env::empty();
+        assert!(check_driver_floor(Some((13, 5)), &env, || Some((13, 0)), root).is_ok());
+        assert!(check_driver_floor(Some((13, 0)), &env, || None, root).is_ok());
+        let e = check_driver_floor(Some((13, 0)), &env, || Some((12, 8)), root).unwrap_err().to_string();
+        assert!(e.contains("the CUDA version this machine's driver supports is 12.8 (libcuda.so.1, cuDriverGetVersion), and the CUDA toolkit 13.0 needs a major version of at least 13"), "{e}");
+        assert!(e.contains("cudaErrorInsufficientDriver") && e.contains("/cuda"), "{e}");
+        // The machine the program runs on, stated by hand: its driver decides.
+        let mut env = crate::config::env::Env::empty();
+        env.set("MCPP_FACT_CUDA_DRIVER", "13.0");
+        assert!(check_driver_floor(Some((13, 0)), &env, || Some((12, 8)), root).is_ok());
     }
 
     #[test]

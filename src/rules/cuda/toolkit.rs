@@ -52,7 +52,7 @@ pub fn locate(ctx: &RuleContext, route: CudaCompilerName, warnings: &mut Vec<Str
     };
     let toolkit = Toolkit::read(&kit_root.root, kit_root.found_by.clone());
     check_version(ctx.accel, &toolkit)?;
-    probe::check_driver_floor(toolkit.version, probe::probe_driver_version(), &toolkit.root)?;
+    probe::check_driver_floor(toolkit.version, ctx.env, probe::probe_driver_version, &toolkit.root)?;
     Ok((toolkit, nvcc))
 }
 
