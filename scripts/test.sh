@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-toolchains.sh
 source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"
+# The tree as rustfmt writes it (rustfmt.toml): a contributor's editor reformats nothing.
+cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The library's feature sets on their own (a workspace build unifies its features): without
 # `engine` (only the earlier build.rs form's refusal), and the in-process engine without the
