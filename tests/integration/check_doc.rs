@@ -173,7 +173,9 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
     // (`cargo mcpp new` arguments, the crate, the surface items documented: each page and a
     // text it holds)
     let not_built = "not built in this build (accelerator set none";
-    let forms: [(&[&str], &str, &[(&str, &str)]); 3] = [
+    // (arguments, crate, [(page, text)])
+    type Form<'a> = (&'a [&'a str], &'a str, &'a [(&'a str, &'a str)]);
+    let forms: [Form; 3] = [
         (
             &["docs-app", "--lane", "spirv"],
             "docs_app",
