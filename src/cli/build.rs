@@ -5,7 +5,7 @@
 
 use super::fetch::fetch_one;
 use super::locate::{cargo_program, locate, Located};
-use super::{accel_choice, BuildArgs, BuildScriptArgs, ENGINE_ENV, ENGINE_HANDSHAKE};
+use super::{BuildArgs, BuildScriptArgs, ENGINE_ENV, ENGINE_HANDSHAKE};
 use crate::cli::progress::{Channel, PackageOutcome};
 use crate::config::env::Env;
 use crate::config::manifest::Manifest;
@@ -33,7 +33,7 @@ pub fn build(args: &BuildArgs) -> Result<i32> {
         profile_path,
         ids,
     } = locate(&args.location, &args.selection)?;
-    let accel = accel_choice(args.accel.as_deref(), args.no_accel);
+    let accel = args.accel.choice();
     let format = message_format(args);
     let json = format.is_some_and(|f| f.starts_with("json"));
     // Where each build script's OUT_DIR is (so its device cache: the profile, target and target

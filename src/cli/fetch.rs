@@ -3,7 +3,7 @@
 //! `cargo mcpp build` ([`fetch_one`]).
 
 use super::locate::locate;
-use super::{accel_choice, BuildLocation, FetchArgs, PackageSelection};
+use super::{BuildLocation, FetchArgs, PackageSelection};
 use crate::config::manifest::Manifest;
 use crate::error::{exit_code, Result};
 use crate::plan::accel::AccelChoice;
@@ -24,7 +24,7 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
         target_dir: None,
     };
     let located = locate(&location, &PackageSelection::default())?;
-    let accel = accel_choice(args.accel.as_deref(), args.no_accel);
+    let accel = args.accel.choice();
     for (name, manifest_path) in &located.packages {
         let manifest = Manifest::read(manifest_path)?;
         if !manifest.has_mcpp_table && manifest.mcpp.pack.is_none() && args.packages.is_empty() {

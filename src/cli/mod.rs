@@ -96,17 +96,9 @@ pub struct FetchArgs {
     /// Toolchain packages to fetch (NAME or NAME@VERSION), regardless of the gates; default: those the build needs.
     #[arg(value_name = "PACKAGE")]
     pub packages: Vec<String>,
-    /// The accelerator set the build will use (default: the manifest's), e.g. "vulkan1.2".
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "SPEC",
-        conflicts_with = "no_accel"
-    )]
-    pub accel: Option<String>,
-    /// Fetch for a build with no accelerator (fetches nothing).
-    #[arg(long)]
-    pub no_accel: bool,
+    /// The accelerator set, over the manifest's `accel`.
+    #[command(flatten)]
+    pub accel: AccelArgs,
     /// Use only the cache; refuse when a toolchain package is not in it (also CARGO_NET_OFFLINE=true).
     #[arg(long)]
     pub offline: bool,
@@ -219,17 +211,9 @@ pub struct PackArgs {
     /// AppImage: a type-2 runtime file instead of the `appimage-runtime` toolchain package.
     #[arg(long, value_name = "PATH")]
     pub runtime_file: Option<PathBuf>,
-    /// Override `[package.metadata.mcpp] accel` for the build, e.g. "vulkan1.3" (as `cargo mcpp build --accel`).
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "SPEC",
-        conflicts_with = "no_accel"
-    )]
-    pub accel: Option<String>,
-    /// Build with no accelerator (as `cargo mcpp build --no-accel`).
-    #[arg(long)]
-    pub no_accel: bool,
+    /// The accelerator set, over the manifest's `accel`.
+    #[command(flatten)]
+    pub accel: AccelArgs,
     /// Further `cargo build` arguments (`--features x`, ...).
     #[arg(
         trailing_var_arg = true,
@@ -242,17 +226,9 @@ pub struct PackArgs {
 /// `cargo mcpp build` options; anything else is passed to `cargo build` unchanged.
 #[derive(Debug, Args)]
 pub struct BuildArgs {
-    /// Override `[package.metadata.mcpp] accel` for this build, e.g. "vulkan1.3".
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "SPEC",
-        conflicts_with = "no_accel"
-    )]
-    pub accel: Option<String>,
-    /// Build with no accelerator: no device source compiles (the CPU-only variant).
-    #[arg(long)]
-    pub no_accel: bool,
+    /// The accelerator set, over the manifest's `accel`.
+    #[command(flatten)]
+    pub accel: AccelArgs,
     /// The package, profile, target and target directory (passed to cargo too).
     #[command(flatten)]
     pub location: BuildLocation,
@@ -428,13 +404,41 @@ pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
     ours
 }
 
-/// The accelerator choice of `--accel SPEC` / `--no-accel` (clap keeps them apart): the
-/// empty set, the spec, or the manifest's.
-pub fn accel_choice(accel: Option<&str>, no_accel: bool) -> AccelChoice {
-    match (accel, no_accel) {
-        (_, true) => AccelChoice::NoAccel,
-        (Some(s), _) => AccelChoice::Spec(s.to_string()),
-        (None, false) => AccelChoice::Manifest,
+/// `--accel SPEC` / `--no-accel`, taken alike by `build`, `pack` and `fetch`.
+#[derive(Debug, Args, Default)]
+pub struct AccelArgs {
+    /// The accelerator set for this build instead of `[package.metadata.mcpp] accel`, e.g.
+    /// "vulkan1.3".
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "SPEC",
+        conflicts_with = "no_accel"
+    )]
+    pub accel: Option<String>,
+    /// Build with no accelerator: no device source compiles (the CPU-only variant).
+    #[arg(long)]
+    pub no_accel: bool,
+}
+
+impl AccelArgs {
+    /// The accelerator choice (clap keeps the two options apart): the empty set, the spec, or
+    /// the manifest's.
+    pub fn choice(&self) -> AccelChoice {
+        match (&self.accel, self.no_accel) {
+            (_, true) => AccelChoice::NoAccel,
+            (Some(s), _) => AccelChoice::Spec(s.clone()),
+            (None, false) => AccelChoice::Manifest,
+        }
+    }
+
+    /// The options again, for a `cargo mcpp build` started by another command.
+    pub fn to_args(&self) -> Vec<String> {
+        match (&self.accel, self.no_accel) {
+            (_, true) => vec!["--no-accel".into()],
+            (Some(a), _) => vec!["--accel".into(), a.clone()],
+            (None, false) => Vec::new(),
+        }
     }
 }
 
@@ -461,7 +465,7 @@ mod tests {
             panic!("not build")
         };
         assert_eq!(b.jobs.as_deref(), Some("1"));
-        assert!(b.no_accel);
+        assert!(b.accel.no_accel);
         assert_eq!(b.cargo_args, ["--features", "x"]);
     }
 
@@ -501,7 +505,7 @@ mod tests {
             "vulkan1.3",
         ]);
         assert_eq!(
-            (b.accel.as_deref(), b.cargo_args.as_slice()),
+            (b.accel.accel.as_deref(), b.cargo_args.as_slice()),
             (Some("vulkan1.3"), ["--bogus".to_string()].as_slice())
         );
         let b = parse_build(&[
@@ -518,7 +522,7 @@ mod tests {
             "--compile-commands=.",
             "--all",
         ]);
-        assert!(b.no_accel && b.selection.workspace);
+        assert!(b.accel.no_accel && b.selection.workspace);
         assert_eq!(
             (
                 b.selection.package.as_slice(),
@@ -549,7 +553,7 @@ mod tests {
             "y",
         ]);
         assert_eq!(
-            (b.selection.package.as_slice(), b.accel.as_deref()),
+            (b.selection.package.as_slice(), b.accel.accel.as_deref()),
             (["b".to_string()].as_slice(), Some("cuda13.0"))
         );
         assert_eq!(
@@ -635,14 +639,14 @@ mod tests {
             "vulkan1.3",
         ]);
         assert_eq!(
-            (p.accel.as_deref(), p.cargo_args.as_slice()),
+            (p.accel.accel.as_deref(), p.cargo_args.as_slice()),
             (
                 Some("vulkan1.3"),
                 ["--features".to_string(), "x".to_string()].as_slice()
             )
         );
         let p = parse_pack(&["cargo-mcpp", "mcpp", "pack", "--no-accel", "--format=msi"]);
-        assert!(p.no_accel && p.accel.is_none() && p.cargo_args.is_empty());
+        assert!(p.accel.no_accel && p.accel.accel.is_none() && p.cargo_args.is_empty());
         let e = CargoCli::try_parse_from(["cargo-mcpp", "mcpp", "pack", "--format", "bogus"])
             .unwrap_err()
             .to_string();

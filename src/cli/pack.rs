@@ -55,7 +55,7 @@ pub fn pack(args: &PackArgs) -> Result<i32> {
     }
     let (facts, package_id, profile_dir) = locate(args)?;
     // The accelerator set, refused now as the build would refuse it (also in a dry run).
-    let accel = super::accel_choice(args.accel.as_deref(), args.no_accel);
+    let accel = args.accel.choice();
     crate::plan::accel::resolve_checked(&accel, &facts.manifest, &env)?;
     let out_dir = args.out.clone().unwrap_or_else(|| profile_dir.join("pack"));
     // Everything that needs no build, before it. A dry run writes nothing: its decisions go
@@ -244,12 +244,7 @@ fn build(args: &PackArgs) -> Result<std::result::Result<Vec<u8>, i32>> {
     if args.offline {
         cmd.arg("--offline");
     }
-    if let Some(a) = &args.accel {
-        cmd.arg("--accel").arg(a);
-    }
-    if args.no_accel {
-        cmd.arg("--no-accel");
-    }
+    cmd.args(args.accel.to_args());
     cmd.arg("--")
         .arg("--message-format=json-render-diagnostics")
         .args(args.cargo_args.iter().filter(|a| *a != "--release"));
