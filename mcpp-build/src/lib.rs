@@ -309,7 +309,13 @@ impl Build {
                     }
                 ),
                 help: format!(
-                    "turn on this crate's `engine` feature to run the device phase in the build script (`mcpp-build = {{ version = \"{VERSION}\", features = [\"engine\"] }}` in [build-dependencies]), or install cargo-mcpp {VERSION} into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), or set CARGO_MCPP=/path/to/cargo-mcpp"
+                    "{}turn on this crate's `engine` feature to run the device phase in the build script (`features = [\"engine\"]` on mcpp-build in [build-dependencies]; a package `cargo mcpp new` made has it as its feature `mcpp-engine`: `cargo run --features mcpp-engine`), or install cargo-mcpp {VERSION} into $CARGO_HOME/bin (`cargo install --path <the cargo-mcpp source>`), or set CARGO_MCPP=/path/to/cargo-mcpp",
+                    match on_path() {
+                        // Never run from PATH unasked (the program that runs is declared), but say it is there.
+                        Some(p) => format!("a cargo-mcpp is on PATH (`{}`), and a build script never takes a program from PATH by itself: `export CARGO_MCPP={}` to use it; or "
+                            , p.display(), p.display()),
+                        None => String::new(),
+                    }
                 ),
                 code: MISSING_ENGINE,
             }),
@@ -417,6 +423,18 @@ impl Build {
 /// The whole `build.rs`: `fn main() { mcpp_build::build(); }`, every default.
 pub fn build() {
     Build::new().compile();
+}
+
+/// The first `cargo-mcpp` on PATH, named in the refusal when no engine is declared (never run
+/// from there unasked).
+fn on_path() -> Option<PathBuf> {
+    let exe = format!("cargo-mcpp{}", std::env::consts::EXE_SUFFIX);
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(&exe))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -353,6 +353,10 @@ pub fn build_options_first(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStr
         }
         shorts.extend(arg.get_short().map(|c| (c, takes)));
     }
+    // clap's own help flags (not among the declared arguments until the command is built):
+    // `cargo mcpp build --help` shows our help, not cargo's.
+    longs.push(("--help".into(), false));
+    shorts.push(('h', false));
     let (head, rest) = args.split_at(3);
     let mut ours: Vec<std::ffi::OsString> = head.to_vec();
     let mut theirs: Vec<std::ffi::OsString> = Vec::new();
@@ -445,6 +449,39 @@ impl AccelArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_before_a_double_dash_is_ours_for_build_and_pack() {
+        for (command, flag) in [
+            ("build", "--help"),
+            ("pack", "-h"),
+            ("build", "-h"),
+            ("pack", "--help"),
+        ] {
+            let args: Vec<std::ffi::OsString> =
+                ["cargo-mcpp", "mcpp", command, "--features", "x", flag]
+                    .iter()
+                    .map(Into::into)
+                    .collect();
+            let e = CargoCli::try_parse_from(build_options_first(args)).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp,
+                "{command} {flag}: {e}"
+            );
+            assert!(e.to_string().contains("--accel"), "{command} {flag}: {e}");
+        }
+        // After `--`, cargo's.
+        let args: Vec<std::ffi::OsString> = ["cargo-mcpp", "mcpp", "build", "--", "--help"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let CargoCli::Mcpp(m) = CargoCli::try_parse_from(build_options_first(args)).unwrap();
+        let Command_::Build(b) = m.command else {
+            panic!()
+        };
+        assert_eq!(b.cargo_args, ["--help"]);
+    }
 
     #[test]
     fn an_attached_jobs_value_leaves_the_options_after_it_ours() {

@@ -30,7 +30,8 @@ pub enum Format {
     /// A Linux AppImage: the type-2 runtime followed by a squashfs image of the AppDir.
     Appimage,
     /// A Windows Installer package, written by wixl from a WiX v3 source or by `wix build`
-    /// from a WiX v4+ source ([`msi::Route`]).
+    /// from a WiX v4+ source.
+    // (The route: `msi::Route`. Outside the doc comment, which `--help` prints.)
     Msi,
 }
 

@@ -23,6 +23,16 @@ fn client_package(extra_mcpp: &str) -> harness::Package {
 
 /// `cargo build` of `pkg` with the given engine variable (None: unset) and CARGO_HOME.
 fn cargo_build(pkg: &harness::Package, engine: Option<&Path>, cargo_home: Option<&Path>) -> Output {
+    cargo_build_env(pkg, engine, cargo_home, &[])
+}
+
+/// [`cargo_build`] with more environment variables.
+fn cargo_build_env(
+    pkg: &harness::Package,
+    engine: Option<&Path>,
+    cargo_home: Option<&Path>,
+    vars: &[(&str, &std::ffi::OsStr)],
+) -> Output {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.arg("build")
         .arg("--manifest-path")
@@ -41,6 +51,7 @@ fn cargo_build(pkg: &harness::Package, engine: Option<&Path>, cargo_home: Option
     if let Some(h) = cargo_home {
         cmd.env("CARGO_HOME", h);
     }
+    cmd.envs(vars.iter().copied());
     cmd.output().unwrap()
 }
 
@@ -150,6 +161,29 @@ fn without_an_engine_the_build_is_refused_naming_the_ways_to_provide_one() {
         t.contains("cargo install --path")
             && t.contains("set CARGO_MCPP=")
             && !t.contains("cargo install cargo-mcpp"),
+        "{t}"
+    );
+
+    // A cargo-mcpp on PATH is named, with the way to use it, and not run unasked.
+    let bin = pkg.dir.path().join("path-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_cargo-mcpp"), bin.join("cargo-mcpp")).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let out = cargo_build_env(&pkg, None, Some(&empty_home), &[("PATH", path.as_os_str())]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(
+        t.contains(&format!(
+            "a cargo-mcpp is on PATH (`{}`)",
+            bin.join("cargo-mcpp").display()
+        )) && t.contains(&format!(
+            "export CARGO_MCPP={}",
+            bin.join("cargo-mcpp").display()
+        )),
         "{t}"
     );
 

@@ -102,10 +102,13 @@ impl Win {
 
 /// The rows of `msiinfo export <msi> <table>` as tab-separated fields (header rows left out).
 fn table(msi: &Path, name: &str) -> Vec<Vec<String>> {
+    // msiinfo writes a binary column's streams (the Icon table's) as files under the current
+    // directory: the package's, never the repository's.
     let out = Command::new(real_tool("msiinfo"))
         .args(["export"])
         .arg(msi)
         .arg(name)
+        .current_dir(msi.parent().unwrap())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
