@@ -49,6 +49,9 @@ pub struct Outcome {
 pub struct Validated {
     /// The manifest.
     pub manifest: Manifest,
+    /// Each rule's options, read once ([`rules::Rule::read_options`]), in registry order
+    /// ([`rules::registry`]).
+    pub options: Vec<rules::options::RuleOptionsBox>,
     /// The accelerator set of this build.
     pub accel: AccelSet,
     /// The device sources, classified.
@@ -66,8 +69,9 @@ pub struct Validated {
 /// every selected package before cargo starts, and the first step of [`run`].
 ///
 /// # Errors
-/// Every refusal at once ([`Error::all`]): of the manifest (every rule table read as far as it
-/// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
+/// Every refusal at once ([`Error::all`]): of the manifest (every rule table read once, as far
+/// as it reads, [`rules::Rule::read_options`], the value kept in [`Validated::options`]; include
+/// directories), the accelerator set (its grammar,
 /// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
 /// came from), the tools table (names and paths), the module name, the sources, the host
 /// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::rules::cxx::check_sources`]) or the
@@ -79,8 +83,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // Every independent check runs, and every problem is reported (each with its file:line:col,
     // key and fix); the checks that need an earlier answer run only when it is there.
     let mut problems = manifest.check_keys(&names);
+    let mut options = Vec::with_capacity(registry.len());
     for rule in &registry {
-        problems.extend(rule.check_options(&manifest).err());
+        let (read, rule_problems) = rule.read_options(&manifest);
+        problems.extend(Error::all(rule_problems).err());
+        options.push(read);
     }
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::rules::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
@@ -136,13 +143,13 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // The package's storage is checked whether or not the sources could be read; the rules'
     // and entries' once they are.
     let storage = match &collected {
-        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry).map_err(|e| problems.push(e)).unwrap_or_default(),
+        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry, &options).map_err(|e| problems.push(e)).unwrap_or_default(),
         None => surface::storage::from_manifest(&manifest).map_err(|e| problems.push(e)).map(|package| crate::plan::storage::StoragePlan { package, ..Default::default() }).unwrap_or_default(),
     };
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, accel, collected, module_name, embedded, storage })
+    Ok(Validated { manifest, options, accel, collected, module_name, embedded, storage })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -185,6 +192,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         accel,
         collected,
         registry: &registry,
+        options: &validated.options,
         cache: &config.cache,
         variant: &variant,
         env,
@@ -206,10 +214,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             return Err(e);
         }
     };
-    for rule in &registry {
+    for (rule, options) in registry.iter().zip(&validated.options) {
         let made: Vec<&surface::Payload> = planned.payloads.iter().filter(|(r, _)| *r == rule.name()).map(|(_, p)| p).collect();
         if !made.is_empty() {
-            rule.check_payloads(manifest, &made)?;
+            rule.check_payloads(manifest, options, &made)?;
         }
     }
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
@@ -322,7 +330,7 @@ fn tool_choices(cargo: &mut CargoOutput, validated: &Validated, registry: &[Box<
     let env = &config.env;
     let Validated { manifest, accel, collected, .. } = validated;
     let catalog = Catalog::builtin()?;
-    let requirements = toolchain_packages::requirements(manifest, accel, collected, registry, env, &config.builder_tools)?;
+    let requirements = toolchain_packages::requirements(manifest, accel, collected, registry, &validated.options, env, &config.builder_tools)?;
     let lock_path = toolchain_packages::lockfile_path(manifest);
     let lock = if requirements.is_empty() { Lockfile::default() } else { Lockfile::read(&lock_path)? };
     let selected = toolchain_package::select_locked(&catalog, &requirements, &manifest.toolchain_package_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;

@@ -14,6 +14,7 @@ use crate::engine::graph::Action;
 use crate::engine::layout::{DeviceCache, Variant};
 use crate::rules::link::LinkDirective;
 use crate::config::manifest::Manifest;
+use crate::rules::options::RuleOptionsBox;
 use crate::rules::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::sources::Collected;
 use crate::tool::{ToolChoices, ToolSource};
@@ -29,6 +30,8 @@ pub struct LaneInputs<'a> {
     pub collected: &'a Collected,
     /// The rules, in dispatch order (the indices of [`DeviceSource::rule`]).
     pub registry: &'a [Box<dyn Rule>],
+    /// Each rule's options, in the same order, as validation read them ([`Rule::read_options`]).
+    pub options: &'a [RuleOptionsBox],
     /// The package's device cache.
     pub cache: &'a DeviceCache,
     /// This build's variant of it.
@@ -125,7 +128,7 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         // The sources this build leaves out keep their accessors, empty (`Rule::placeholders`).
         let left_out: Vec<&DeviceSource> = inputs.collected.sources.iter().filter(|s| s.rule == index && !s.selected).collect();
         if !left_out.is_empty() {
-            let placeholders = rule.placeholders(inputs.manifest, &left_out)?;
+            let placeholders = rule.placeholders(inputs.manifest, &inputs.options[index], &left_out)?;
             let doc = placeholder_doc(inputs.accel);
             planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), if p.doc.is_some() { p } else { p.with_doc(doc.clone()) })));
         }
@@ -210,6 +213,7 @@ pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &
     }
     let ctx = RuleContext {
         manifest: inputs.manifest,
+        options: &inputs.options[index],
         accel: entry,
         set: inputs.accel,
         cache: inputs.cache,

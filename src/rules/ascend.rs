@@ -173,8 +173,8 @@ impl Rule for AscendRule {
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<AscendOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<AscendOptions>(manifest, self.name())
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         // As HIP's `hip5`: the version is checked against the toolkit's major.minor, and a
@@ -198,9 +198,9 @@ impl Rule for AscendRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: AscendOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &AscendOptions = ctx.options()?;
         let mut plan = RulePlan::default();
-        let root = root_choice(&opts, ctx.manifest);
+        let root = root_choice(opts, ctx.manifest);
         let resolved = crate::tool::resolve_toolkit(&BISHENG, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
         plan.warnings.extend(resolved.warning);
         let Some(kit) = resolved.toolkit else {

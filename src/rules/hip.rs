@@ -74,7 +74,7 @@ pub enum HipCompiler {
     Clang,
 }
 
-/// `[package.metadata.mcpp.hip]`; every key has a default. Read with [`options::read`].
+/// `[package.metadata.mcpp.hip]`; every key has a default. Read once per build by [`Rule::read_options`] ([`options::read_boxed`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of HIP rule keys ([package.metadata.mcpp.hip])")]
 pub struct HipOptions {
@@ -473,8 +473,8 @@ impl Rule for HipRule {
     fn borrows(&self) -> &'static [Backend] {
         &[Backend::Cuda]
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<HipOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<HipOptions>(manifest, self.name())
     }
     /// A HIP version names its minor (`hip5.2`), and the architectures of a hip entry are AMD
     /// ones (`gfx90a`); NVIDIA architectures belong to the cuda entry beside it.
@@ -495,7 +495,7 @@ impl Rule for HipRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: HipOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &HipOptions = ctx.options()?;
         let which = opts.which.unwrap_or_default();
         // A refusal of an explicit `which` names that key (the set is fine for the other platform).
         let platform = platform(which, ctx.accel, ctx.set.entry(Backend::Cuda)).map_err(|e| match which {
@@ -505,8 +505,8 @@ impl Rule for HipRule {
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
-            Platform::Amd(archs) => plan_amd(ctx, &opts, archs, &host, &mut plan.warnings)?,
-            Platform::Nvidia(cuda) => plan_nvidia(ctx, &opts, cuda, &host, &mut plan.warnings)?,
+            Platform::Amd(archs) => plan_amd(ctx, opts, archs, &host, &mut plan.warnings)?,
+            Platform::Nvidia(cuda) => plan_nvidia(ctx, opts, cuda, &host, &mut plan.warnings)?,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let optimize = opts.common.optimize_or(ctx.facts.opt_level.optimizes());
@@ -515,7 +515,7 @@ impl Rule for HipRule {
             let obj = link::object_path(ctx.variant, LANE, &s.rel);
             let depfile = obj.with_extension("d");
             let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
-            let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts: &opts };
+            let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts };
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));
             plan.actions.push(Action::external(External {

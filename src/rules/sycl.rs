@@ -166,8 +166,8 @@ impl Rule for SyclRule {
     fn borrows(&self) -> &'static [Backend] {
         &[Backend::Cuda]
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<SyclOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<SyclOptions>(manifest, self.name())
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         // A SYCL standard's name (1.2, 1.2.1, 2020) is no compiler release: refused whether or
@@ -186,14 +186,14 @@ impl Rule for SyclRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: SyclOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &SyclOptions = ctx.options()?;
         let compiler = opts.compiler.unwrap_or_default();
         let mut plan = RulePlan::default();
         let spec = match compiler {
             SyclCompiler::Dpcpp => ICPX,
             SyclCompiler::Acpp => ACPP,
         };
-        let root = root_choice(&opts, ctx.manifest);
+        let root = root_choice(opts, ctx.manifest);
         let resolved = crate::tool::resolve_toolkit(&spec, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
         plan.warnings.extend(resolved.warning);
         let tool = resolved.tool;
@@ -205,7 +205,7 @@ impl Rule for SyclRule {
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let linux = ctx.facts.target.contains("linux");
         let gcc = match (compiler, linux) {
-            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, &opts, &host)?),
+            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, opts, &host)?),
             _ => None,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;
