@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{accel_origin, check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, NO_ACCEL_ENV};
+use crate::plan::accel::{check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -54,6 +54,9 @@ pub struct Validated {
     pub options: Vec<rules::options::RuleOptionsBox>,
     /// The accelerator set of this build.
     pub accel: AccelSet,
+    /// Where the set came from (`None` for the empty set of `--no-accel`, `MCPP_NO_ACCEL` or
+    /// docs.rs), computed once with it: the rules key their refusals of its entries with it.
+    pub accel_origin: Option<AccelOrigin>,
     /// The device sources, classified.
     pub collected: sources::Collected,
     /// The C++ module (and namespace) of the surface.
@@ -102,14 +105,14 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
-    let accel = match resolve_accel_with_origin(choice, &manifest, env) {
+    let (accel, accel_origin) = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
             problems.extend(check_entries(&a, origin.as_ref(), &registry));
-            Some(a)
+            (Some(a), origin)
         }
         Err(e) => {
             problems.push(e);
-            None
+            (None, None)
         }
     };
     let collected = accel.as_ref().map(|a| sources::collect(&manifest, a, &registry, env));
@@ -149,7 +152,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, options, accel, collected, module_name, embedded, storage })
+    Ok(Validated { manifest, options, accel, accel_origin, collected, module_name, embedded, storage })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -186,7 +189,6 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
-    let origin = || accel_origin(&config.accel, env);
     let lane_inputs = LaneInputs {
         manifest,
         accel,
@@ -199,7 +201,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         tools: &tools,
         facts: &config.facts,
         island: island.as_ref(),
-        accel_origin: &origin,
+        accel_origin: validated.accel_origin.as_ref(),
     };
     let mut planned = crate::plan::lanes::plan(&lane_inputs)?;
     for w in &planned.warnings {
@@ -308,7 +310,7 @@ fn source_warnings(cargo: &mut CargoOutput, validated: &Validated, config: &Conf
     }
     if accel.is_empty() && !docs_rs(env) && config.accel != AccelChoice::NoAccel && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
         // Name where the empty set came from: an empty --accel / MCPP_ACCEL, or the manifest.
-        let origin = accel_origin(&config.accel, env).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
+        let origin = validated.accel_origin.as_ref().and_then(|o| o.elsewhere.clone()).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
         cargo.warning(&format!(
             "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with {} to say it on purpose)",
             collected.sources.len(),

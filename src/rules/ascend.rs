@@ -181,7 +181,6 @@ impl Rule for AscendRule {
         // major alone would match any 8.x.
         if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
             return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CANN {v} without a minor version"))
-                .key("package.metadata.mcpp.accel")
                 .detail("An Ascend version is major.minor: the entry is checked against the toolkit's <arch>-linux/ascend_toolkit_install.info, and 8 alone would match any 8.x.")
                 .help(format!("write the minor too (ascend{v}.0+{{...}}, the toolkit's version), or no version (ascend+{{...}})")));
         }
@@ -275,11 +274,11 @@ fn check_version(ctx: &RuleContext, arch_root: &Path) -> Result<()> {
     if w.len() <= h.len() && w.iter().zip(&h).all(|(a, b)| a == b) {
         return Ok(());
     }
-    Err(Error::new(ErrorKind::Accel, format!("the accelerator names ascend{want}, and the CANN toolkit at {} is version {have}", crate::text::echo_path(arch_root)))
-        .file(&ctx.manifest.path)
-        .key("package.metadata.mcpp.accel")
-        .detail(format!("read from {}", crate::text::echo_path(&arch_root.join("ascend_toolkit_install.info"))))
-        .help("write the toolkit's version in the ascend entry, or point cargo-mcpp at that toolkit: [package.metadata.mcpp.ascend] toolkit or ASCEND_HOME_PATH"))
+    Err(ctx.accel_refusal(
+        Error::new(ErrorKind::Accel, format!("the accelerator names ascend{want}, and the CANN toolkit at {} is version {have}", crate::text::echo_path(arch_root)))
+            .detail(format!("read from {}", crate::text::echo_path(&arch_root.join("ascend_toolkit_install.info"))))
+            .help("write the toolkit's version in the ascend entry, or point cargo-mcpp at that toolkit: [package.metadata.mcpp.ascend] toolkit or ASCEND_HOME_PATH"),
+    ))
 }
 
 /// bisheng's language of a source (`-x`): `cce` for a `.cce` (CCE C), else `asc` (Ascend C).

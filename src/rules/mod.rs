@@ -84,6 +84,9 @@ pub struct RuleContext<'a> {
     /// a rule compiling one of its device sources gives the compiler the header as a forced
     /// include on that rule's own command line.
     pub island: Option<&'a crate::surface::island::Boundary>,
+    /// Where the accelerator set came from (`--accel`, `MCPP_ACCEL`, the manifest's `accel`):
+    /// a refusal of the rule's entry is keyed with it ([`RuleContext::accel_refusal`]).
+    pub accel_origin: Option<&'a crate::config::accel::AccelOrigin>,
 }
 
 impl RuleContext<'_> {
@@ -93,6 +96,18 @@ impl RuleContext<'_> {
     /// `T` is not that type (a defect of cargo-mcpp, said so).
     pub fn options<T: std::any::Any>(&self) -> Result<&T> {
         self.options.get()
+    }
+
+    /// `e`, a refusal of the accelerator set's entry (made whole), keyed where the set came
+    /// from: the manifest (its path and the `accel` key), or a line naming `--accel` /
+    /// `MCPP_ACCEL` ([`crate::config::accel::AccelOrigin::key`]).
+    pub fn accel_refusal(&self, e: Error) -> Error {
+        crate::config::accel::AccelOrigin::key(self.accel_origin, e, Some(&self.manifest.path))
+    }
+
+    /// [`RuleContext::accel_refusal`] naming no file when it is the manifest's key.
+    pub fn accel_key(&self, e: Error) -> Error {
+        crate::config::accel::AccelOrigin::key(self.accel_origin, e, None)
     }
 }
 
@@ -175,7 +190,7 @@ pub trait Rule: Send + Sync {
     /// names its minor): run by [`crate::pipeline::validate`] for every entry of the rule's
     /// backend, whether or not the package has sources of the rule, before anything runs. The
     /// pipeline makes the error a refusal of the set naming where it came from
-    /// ([`crate::plan::accel::AccelOrigin`]): its message becomes a detail, its details and
+    /// ([`crate::config::accel::AccelOrigin`]): its message becomes a detail, its details and
     /// help are kept. Default: every entry is fine.
     ///
     /// # Errors

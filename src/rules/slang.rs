@@ -239,14 +239,14 @@ impl Rule for SlangRule {
             (Some(p), _) => p.clone(),
             (None, Some(p)) => p.to_string(),
             (None, None) => {
-                return Err(Error::new(
-                    ErrorKind::Accel,
-                    format!("the accelerator names {}, which is no Vulkan version the Slang rule knows a SPIR-V profile for", crate::text::echo(&ctx.accel.to_string())),
-                )
-                .file(&ctx.manifest.path)
-                .key("package.metadata.mcpp.accel")
-                .detail("known: vulkan (spirv_1_0), vulkan1.0 (spirv_1_0), vulkan1.1 (spirv_1_3), vulkan1.2 (spirv_1_5), vulkan1.3 and vulkan1.4 (spirv_1_6)")
-                .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"))
+                return Err(ctx.accel_refusal(
+                    Error::new(
+                        ErrorKind::Accel,
+                        format!("the accelerator names {}, which is no Vulkan version the Slang rule knows a SPIR-V profile for", crate::text::echo(&ctx.accel.to_string())),
+                    )
+                    .detail("known: vulkan (spirv_1_0), vulkan1.0 (spirv_1_0), vulkan1.1 (spirv_1_3), vulkan1.2 (spirv_1_5), vulkan1.3 and vulkan1.4 (spirv_1_6)")
+                    .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"),
+                ))
             }
         };
         let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.cache)?;

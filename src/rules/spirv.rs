@@ -198,7 +198,7 @@ impl Rule for SpirvRule {
             (Some(t), _) => t.clone(),
             (None, Some(v)) => match unknown_vulkan(Some(v)) {
                 None => format!("vulkan{v}"),
-                Some(e) => return Err(e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel").help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly")),
+                Some(e) => return Err(ctx.accel_refusal(e.help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly"))),
             },
             (None, None) => "vulkan1.0".to_string(),
         };
@@ -330,19 +330,17 @@ fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOpt
         return Ok(());
     }
     let env = crate::text::echo(target_env);
-    let mut e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line())))
-        .file(&ctx.manifest.path)
-        .detail(format!("it accepts: {}", accepted.join(" ")));
-    if let Some(key) = entry_key {
-        e = e.key(key);
+    let e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line()))).detail(format!("it accepts: {}", accepted.join(" ")));
+    let help = format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"));
+    Err(if let Some(key) = entry_key {
+        e.file(&ctx.manifest.path).key(key).help(help)
     } else if opts.target_env.is_some() {
-        e = e.key("package.metadata.mcpp.spirv.target-env");
+        e.file(&ctx.manifest.path).key("package.metadata.mcpp.spirv.target-env").help(help)
     } else {
         let text = ctx.accel.to_string();
         let column = "vulkan".len() + 1;
-        e = e.key("package.metadata.mcpp.accel").detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text)));
-    }
-    Err(e.help(format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"))))
+        ctx.accel_refusal(e.detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text))).help(help))
+    })
 }
 
 /// The Vulkan loader floor, through the fact channel ([`crate::engine::facts`]): where a
@@ -364,10 +362,10 @@ fn check_loader_floor(ctx: &RuleContext) -> Result<()> {
         needed_by: format!("the accelerator entry `{}`", ctx.accel),
         why: "A program asking for a newer Vulkan than the loader offers cannot create its instance.".into(),
         help: "lower the entry's Vulkan version (in `accel` or `--accel`), or update the Vulkan loader (libvulkan1)".into(),
-        file: Some(ctx.manifest.path.clone()),
-        key: Some("package.metadata.mcpp.accel".into()),
+        file: None,
+        key: None,
     };
-    facts::require(&floor, ctx.env, probe_loader_version).map(|_| ())
+    facts::require(&floor, ctx.env, probe_loader_version).map(|_| ()).map_err(|e| ctx.accel_refusal(e))
 }
 
 /// The instance API version of this machine's Vulkan loader (`libvulkan.so.1`), through its

@@ -111,11 +111,11 @@ impl Rule for WgslRule {
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: &WgslOptions = ctx.options()?;
         let version = spirv_version(ctx.accel.version.as_deref()).ok_or_else(|| {
-            Error::new(ErrorKind::Accel, format!("the accelerator names {}, which is no Vulkan version the WGSL rule knows a SPIR-V version for", crate::text::echo(&ctx.accel.to_string())))
-                .file(&ctx.manifest.path)
-                .key("package.metadata.mcpp.accel")
-                .detail("known: vulkan and vulkan1.0 (SPIR-V 1.0), vulkan1.1 (1.3), vulkan1.2 (1.5), vulkan1.3 and vulkan1.4 (1.6)")
-                .help("write one of those in `accel`")
+            ctx.accel_refusal(
+                Error::new(ErrorKind::Accel, format!("the accelerator names {}, which is no Vulkan version the WGSL rule knows a SPIR-V version for", crate::text::echo(&ctx.accel.to_string())))
+                    .detail("known: vulkan and vulkan1.0 (SPIR-V 1.0), vulkan1.1 (1.3), vulkan1.2 (1.5), vulkan1.3 and vulkan1.4 (1.6)")
+                    .help("write one of those in `accel`"),
+            )
         })?;
         let mut plan = RulePlan::default();
         for s in sources {

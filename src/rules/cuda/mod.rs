@@ -312,7 +312,7 @@ impl Rule for CudaRule {
         if let (Some(reason), CudaCompilerName::Clang) = (&route_reason, route) {
             plan.warnings.push(format!("{reason}; declare [{MANIFEST_KEY}] compiler = \"clang\" or \"nvcc\" to choose"));
         }
-        let archs = probe::entry_archs(ctx.accel, ctx.env)?;
+        let archs = probe::entry_archs(ctx.accel, ctx.env).map_err(|e| ctx.accel_key(e))?;
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
@@ -324,7 +324,7 @@ impl Rule for CudaRule {
             crate::tool::add_reason(ctx.cache, &compilers.compiler.name, reason)?;
         }
         if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
-            probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
+            probe::check_known_archs(ctx.accel, &archs.archs, &known).map_err(|e| ctx.accel_key(e))?;
         }
         let lane = Lane { ctx, opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers, host: &host };
         let (object_sources, device_sources): (Vec<&DeviceSource>, Vec<&DeviceSource>) = sources.iter().partition(|s| CudaOutput::of(s, opts) == CudaOutput::Object);
