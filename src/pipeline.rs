@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{accel_origin, check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, NO_ACCEL_ENV};
+use crate::plan::accel::{check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -49,8 +49,14 @@ pub struct Outcome {
 pub struct Validated {
     /// The manifest.
     pub manifest: Manifest,
+    /// Each rule's options, read once ([`rules::Rule::read_options`]), in registry order
+    /// ([`rules::registry`]).
+    pub options: Vec<rules::options::RuleOptionsBox>,
     /// The accelerator set of this build.
     pub accel: AccelSet,
+    /// Where the set came from (`None` for the empty set of `--no-accel`, `MCPP_NO_ACCEL` or
+    /// docs.rs), computed once with it: the rules key their refusals of its entries with it.
+    pub accel_origin: Option<AccelOrigin>,
     /// The device sources, classified.
     pub collected: sources::Collected,
     /// The C++ module (and namespace) of the surface.
@@ -66,8 +72,9 @@ pub struct Validated {
 /// every selected package before cargo starts, and the first step of [`run`].
 ///
 /// # Errors
-/// Every refusal at once ([`Error::all`]): of the manifest (every rule table read as far as it
-/// reads, [`rules::options::read`]; include directories), the accelerator set (its grammar,
+/// Every refusal at once ([`Error::all`]): of the manifest (every rule table read once, as far
+/// as it reads, [`rules::Rule::read_options`], the value kept in [`Validated::options`]; include
+/// directories), the accelerator set (its grammar,
 /// then each rule's check of its entries, [`rules::Rule::check_entry`], naming where the set
 /// came from), the tools table (names and paths), the module name, the sources, the host
 /// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::rules::cxx::check_sources`]) or the
@@ -79,8 +86,11 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // Every independent check runs, and every problem is reported (each with its file:line:col,
     // key and fix); the checks that need an earlier answer run only when it is there.
     let mut problems = manifest.check_keys(&names);
+    let mut options = Vec::with_capacity(registry.len());
     for rule in &registry {
-        problems.extend(rule.check_options(&manifest).err());
+        let (read, rule_problems) = rule.read_options(&manifest);
+        problems.extend(Error::all(rule_problems).err());
+        options.push(read);
     }
     if let Some(cxx) = &manifest.mcpp.cxx {
         problems.extend(crate::rules::host::include_problems(&manifest, "package.metadata.mcpp.cxx", &cxx.includes));
@@ -95,14 +105,14 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // under it is known once the rules have planned.
     problems.extend(surface::resolve_base(&manifest, std::iter::empty()).err());
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
-    let accel = match resolve_accel_with_origin(choice, &manifest, env) {
+    let (accel, accel_origin) = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
             problems.extend(check_entries(&a, origin.as_ref(), &registry));
-            Some(a)
+            (Some(a), origin)
         }
         Err(e) => {
             problems.push(e);
-            None
+            (None, None)
         }
     };
     let collected = accel.as_ref().map(|a| sources::collect(&manifest, a, &registry, env));
@@ -136,13 +146,13 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
     // The package's storage is checked whether or not the sources could be read; the rules'
     // and entries' once they are.
     let storage = match &collected {
-        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry).map_err(|e| problems.push(e)).unwrap_or_default(),
+        Some(c) => crate::plan::storage::resolve(&manifest, c, &registry, &options).map_err(|e| problems.push(e)).unwrap_or_default(),
         None => surface::storage::from_manifest(&manifest).map_err(|e| problems.push(e)).map(|package| crate::plan::storage::StoragePlan { package, ..Default::default() }).unwrap_or_default(),
     };
     Error::all(problems)?;
     // Both are present here: a missing one was pushed to `problems` above.
     let (Some(accel), Some(collected)) = (accel, collected) else { return Err(Error::new(ErrorKind::Manifest, "the accelerator set or the sources could not be read")) };
-    Ok(Validated { manifest, accel, collected, module_name, embedded, storage })
+    Ok(Validated { manifest, options, accel, accel_origin, collected, module_name, embedded, storage })
 }
 
 /// Run the device phase: validate ([`validate`]), lock the variant of the device cache
@@ -179,19 +189,19 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     let tools = tool_choices(&mut cargo, &validated, &registry, config)?;
     let island = crate::plan::island::prepare_island(manifest, collected, &registry, &config.cache)?;
     crate::plan::island::refuse_marked_outside(manifest, collected, island.as_ref())?;
-    let origin = || accel_origin(&config.accel, env);
     let lane_inputs = LaneInputs {
         manifest,
         accel,
         collected,
         registry: &registry,
+        options: &validated.options,
         cache: &config.cache,
         variant: &variant,
         env,
         tools: &tools,
         facts: &config.facts,
         island: island.as_ref(),
-        accel_origin: &origin,
+        accel_origin: validated.accel_origin.as_ref(),
     };
     let mut planned = crate::plan::lanes::plan(&lane_inputs)?;
     for w in &planned.warnings {
@@ -206,10 +216,10 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
             return Err(e);
         }
     };
-    for rule in &registry {
+    for (rule, options) in registry.iter().zip(&validated.options) {
         let made: Vec<&surface::Payload> = planned.payloads.iter().filter(|(r, _)| *r == rule.name()).map(|(_, p)| p).collect();
         if !made.is_empty() {
-            rule.check_payloads(manifest, &made)?;
+            rule.check_payloads(manifest, options, &made)?;
         }
     }
     let generated = write_surface(&mut cargo, &validated, &variant, &named, &report, island.as_ref(), config)?;
@@ -300,7 +310,7 @@ fn source_warnings(cargo: &mut CargoOutput, validated: &Validated, config: &Conf
     }
     if accel.is_empty() && !docs_rs(env) && config.accel != AccelChoice::NoAccel && env.get_nonempty(NO_ACCEL_ENV).is_none() && !collected.sources.is_empty() {
         // Name where the empty set came from: an empty --accel / MCPP_ACCEL, or the manifest.
-        let origin = accel_origin(&config.accel, env).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
+        let origin = validated.accel_origin.as_ref().and_then(|o| o.elsewhere.clone()).unwrap_or_else(|| format!("`accel` in {}", manifest.path.display()));
         cargo.warning(&format!(
             "no accelerator: {origin} is empty or absent, so none of the {} device source(s) is compiled (name a set, e.g. \"vulkan1.2\", or build with {} to say it on purpose)",
             collected.sources.len(),
@@ -322,7 +332,7 @@ fn tool_choices(cargo: &mut CargoOutput, validated: &Validated, registry: &[Box<
     let env = &config.env;
     let Validated { manifest, accel, collected, .. } = validated;
     let catalog = Catalog::builtin()?;
-    let requirements = toolchain_packages::requirements(manifest, accel, collected, registry, env, &config.builder_tools)?;
+    let requirements = toolchain_packages::requirements(manifest, accel, collected, registry, &validated.options, env, &config.builder_tools)?;
     let lock_path = toolchain_packages::lockfile_path(manifest);
     let lock = if requirements.is_empty() { Lockfile::default() } else { Lockfile::read(&lock_path)? };
     let selected = toolchain_package::select_locked(&catalog, &requirements, &manifest.toolchain_package_pins(&catalog)?, &manifest.path, Some((&lock, &lock_path)))?;

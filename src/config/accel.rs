@@ -16,6 +16,7 @@
 //! the byte position and what was expected; it never panics (a proptest in this file shows it).
 //! Every rule reads its own entry with [`AccelSet::entry`].
 
+use crate::error::{Error, ErrorKind};
 use std::fmt;
 
 /// A backend an accelerator entry names.
@@ -414,6 +415,56 @@ impl Parser<'_> {
             floor_word = Some(which);
         }
         Ok(AccelEntry { backend, version, archs, floor, floor_word })
+    }
+}
+
+/// The manifest key of the accelerator set.
+pub const ACCEL_KEY: &str = "package.metadata.mcpp.accel";
+
+/// Where the text of an accelerator set came from, for its refusals: `--accel` (or the
+/// builder), the environment variable `cargo mcpp build` sets, or the manifest's `accel` key.
+/// Computed once per build ([`crate::plan::accel::resolve_accel_with_origin`]) and carried with the set: a rule's
+/// refusal of its entry is keyed with it where the rule makes it ([`AccelOrigin::key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccelOrigin {
+    /// How a headline names it: `--accel`, `the environment variable MCPP_ACCEL`, or the
+    /// manifest's path.
+    pub named: String,
+    /// `path:line:col` of the manifest's `accel` key, when the set came from it.
+    pub file: Option<String>,
+    /// The key (`package.metadata.mcpp.accel`), when the set came from the manifest.
+    pub key: Option<&'static str>,
+    /// How a rule's refusal names the origin when it is not the manifest: `--accel "<set>"`,
+    /// or `MCPP_ACCEL="<set>"` (set by `cargo mcpp build --accel`); `None` for the manifest.
+    pub elsewhere: Option<String>,
+}
+
+impl AccelOrigin {
+    /// A refusal of the set from this origin: "malformed accelerator set from `<origin>`", the
+    /// `detail` lines, the origin's file and key when it is the manifest, and `help`.
+    pub fn refusal(&self, detail: impl Into<String>) -> Error {
+        let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {}", self.named)).detail(detail);
+        if let Some(f) = &self.file {
+            err = err.file(f);
+        }
+        if let Some(k) = self.key {
+            err = err.key(k);
+        }
+        err
+    }
+
+    /// `e`, a rule's refusal of its entry of the set (made whole: message, details, help),
+    /// keyed where the set came from: the manifest's `accel` key (and `file`, when given), or,
+    /// for a set from `--accel` or `MCPP_ACCEL`, no file or key and a line naming that origin.
+    /// `None` (a caller without an origin): the manifest's.
+    pub fn key(origin: Option<&AccelOrigin>, e: Error, file: Option<&std::path::Path>) -> Error {
+        match origin.and_then(|o| o.elsewhere.as_deref()) {
+            Some(elsewhere) => e.detail(format!("(the accelerator set came from {elsewhere})")),
+            None => match file {
+                Some(f) => e.file(f).key(ACCEL_KEY),
+                None => e.key(ACCEL_KEY),
+            },
+        }
     }
 }
 

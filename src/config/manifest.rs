@@ -329,7 +329,7 @@ pub const CXX_KEYS: &[KeyDoc] = &[
 /// The fields a serde `Deserialize` struct `T` accepts, as it spells them (renames applied),
 /// asked of its derived code with a deserializer that only records them; `None` for a type
 /// that is not a plain struct (a `flatten`ed one reads a map). What tests hold the documented
-/// key lists ([`KeyDoc`]) equal to, and how [`crate::rules::options::parse`] tells a rule's own
+/// key lists ([`KeyDoc`]) equal to, and how [`crate::rules::options::parse_all`] tells a rule's own
 /// keys from unknown ones.
 pub fn serde_fields<T: serde::de::DeserializeOwned>() -> Option<&'static [&'static str]> {
     struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
@@ -818,7 +818,7 @@ impl Manifest {
     /// The options of the rule `rule`: its table `[package.metadata.mcpp.<rule>]` read into the
     /// rule's own type `T` (which has its own `deny_unknown_fields`), or `T::default()` when the
     /// table is absent. A rule whose options share the common shapes reads them with
-    /// [`crate::rules::options::read`], which splits the table and then reads each part here.
+    /// [`crate::rules::options::read_all`], which splits the table and then reads each part here.
     ///
     /// # Errors
     /// [`ErrorKind::Manifest`] naming `file:line:col` of the offending key, the dotted key and,
@@ -983,7 +983,8 @@ flags = ["-g"]
         assert_eq!(m.package_name, "demo-app");
         assert_eq!((m.mcpp.base_dir.as_deref(), m.at("base-dir")), (Some("shaders"), "/p/Cargo.toml:10".to_string()));
         assert_eq!(m.mcpp.sources[1], SourceEntry::Constrained(ConstrainedGlob { glob: "k/*.frag".into(), accel: Some("vulkan1.2".into()), output: None, storage: None, target_env: None, exclude: Vec::new() }));
-        let s: crate::rules::spirv::SpirvOptions = crate::rules::options::parse(&m, "spirv").unwrap();
+        let (s, problems): (crate::rules::spirv::SpirvOptions, _) = crate::rules::options::parse_all(&m, "spirv");
+        assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
         assert_eq!(s.common.defines["WORKGROUP"], "64");
     }

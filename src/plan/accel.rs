@@ -32,33 +32,7 @@ pub fn docs_rs(env: &Env) -> bool {
     env.docs_rs()
 }
 
-/// Where the text of an accelerator set came from, for its refusals: `--accel` (or the
-/// builder), the environment variable `cargo mcpp build` sets, or the manifest's `accel` key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccelOrigin {
-    /// How a headline names it: `--accel`, `the environment variable MCPP_ACCEL`, or the
-    /// manifest's path.
-    pub named: String,
-    /// `path:line:col` of the manifest's `accel` key, when the set came from it.
-    pub file: Option<String>,
-    /// The key (`package.metadata.mcpp.accel`), when the set came from the manifest.
-    pub key: Option<&'static str>,
-}
-
-impl AccelOrigin {
-    /// A refusal of the set from this origin: "malformed accelerator set from `<origin>`", the
-    /// `detail` lines, the origin's file and key when it is the manifest, and `help`.
-    pub fn refusal(&self, detail: impl Into<String>) -> Error {
-        let mut err = Error::new(ErrorKind::Accel, format!("malformed accelerator set from {}", self.named)).detail(detail);
-        if let Some(f) = &self.file {
-            err = err.file(f);
-        }
-        if let Some(k) = self.key {
-            err = err.key(k);
-        }
-        err
-    }
-}
+pub use crate::config::accel::{AccelOrigin, ACCEL_KEY};
 
 /// Resolve the accelerator set: the empty set under docs.rs ([`docs_rs`]), else the explicit choice, else `MCPP_NO_ACCEL` / `MCPP_ACCEL` from
 /// the environment (set by `cargo mcpp build`), else the manifest.
@@ -81,16 +55,19 @@ pub fn resolve_accel_with_origin(choice: &AccelChoice, manifest: &Manifest, env:
     }
     let (text, origin) = match choice {
         AccelChoice::NoAccel => return Ok((AccelSet::none(), None)),
-        AccelChoice::Spec(s) => (s.clone(), AccelOrigin { named: "--accel".to_string(), file: None, key: None }),
+        AccelChoice::Spec(s) => (s.clone(), AccelOrigin { named: "--accel".to_string(), file: None, key: None, elsewhere: Some(format!("--accel \"{}\"", crate::text::echo(s))) }),
         AccelChoice::Manifest => {
             if env.get_nonempty(NO_ACCEL_ENV).is_some() {
                 return Ok((AccelSet::none(), None));
             }
             match env.get(ACCEL_ENV) {
-                Some(s) => (s, AccelOrigin { named: format!("the environment variable {ACCEL_ENV}"), file: None, key: None }),
+                Some(s) => {
+                    let elsewhere = Some(format!("{ACCEL_ENV}=\"{}\" (`cargo mcpp build --accel`)", crate::text::echo(&s)));
+                    (s, AccelOrigin { named: format!("the environment variable {ACCEL_ENV}"), file: None, key: None, elsewhere })
+                }
                 None => (
                     manifest.mcpp.accel.clone().unwrap_or_default(),
-                    AccelOrigin { named: manifest.path.display().to_string(), file: Some(manifest.at_col("accel")), key: Some("package.metadata.mcpp.accel") },
+                    AccelOrigin { named: manifest.path.display().to_string(), file: Some(manifest.at_col("accel")), key: Some(ACCEL_KEY), elsewhere: None },
                 ),
             }
         }
@@ -99,16 +76,6 @@ pub fn resolve_accel_with_origin(choice: &AccelChoice, manifest: &Manifest, env:
         origin.refusal(e.to_string()).help("write a comma-separated set such as \"vulkan1.2\" or \"hip, cuda12.9+{sm_89}\" (cargo-mcpp guide, \"The accelerator set\")")
     })?;
     Ok((set, Some(origin)))
-}
-
-/// Where the accelerator set came from when not from the manifest: `--accel` / the builder, or
-/// the environment variable `cargo mcpp build` sets; `None` for the manifest (and `--no-accel`).
-pub fn accel_origin(choice: &AccelChoice, env: &Env) -> Option<String> {
-    match choice {
-        AccelChoice::Spec(s) => Some(format!("--accel \"{}\"", crate::text::echo(s))),
-        AccelChoice::NoAccel => None,
-        AccelChoice::Manifest => env.get(ACCEL_ENV).filter(|_| env.get_nonempty(NO_ACCEL_ENV).is_none()).map(|v| format!("{ACCEL_ENV}=\"{}\" (`cargo mcpp build --accel`)", crate::text::echo(&v))),
-    }
 }
 
 /// Every rule's check of its entries of `accel` ([`crate::rules::Rule::check_entry`]), each problem a

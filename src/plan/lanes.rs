@@ -9,11 +9,12 @@ use super::island::IslandState;
 use crate::config::accel::AccelSet;
 use crate::config::cargo_facts::CargoFacts;
 use crate::config::env::Env;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::engine::graph::Action;
 use crate::engine::layout::{DeviceCache, Variant};
 use crate::rules::link::LinkDirective;
 use crate::config::manifest::Manifest;
+use crate::rules::options::RuleOptionsBox;
 use crate::rules::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::sources::Collected;
 use crate::tool::{ToolChoices, ToolSource};
@@ -29,6 +30,8 @@ pub struct LaneInputs<'a> {
     pub collected: &'a Collected,
     /// The rules, in dispatch order (the indices of [`DeviceSource::rule`]).
     pub registry: &'a [Box<dyn Rule>],
+    /// Each rule's options, in the same order, as validation read them ([`Rule::read_options`]).
+    pub options: &'a [RuleOptionsBox],
     /// The package's device cache.
     pub cache: &'a DeviceCache,
     /// This build's variant of it.
@@ -41,9 +44,9 @@ pub struct LaneInputs<'a> {
     pub facts: &'a CargoFacts,
     /// The island, when declared.
     pub island: Option<&'a IslandState>,
-    /// Where the accelerator set came from when not from the manifest (`--accel "..."`), asked
-    /// only when a rule's refusal names the manifest's `accel` key.
-    pub accel_origin: &'a dyn Fn() -> Option<String>,
+    /// Where the accelerator set came from ([`crate::pipeline::Validated::accel_origin`]),
+    /// handed to the rules, which key their refusals of its entries with it.
+    pub accel_origin: Option<&'a crate::config::accel::AccelOrigin>,
 }
 
 /// What every lane planned, in plan order.
@@ -125,7 +128,7 @@ pub fn plan(inputs: &LaneInputs) -> Result<Planned> {
         // The sources this build leaves out keep their accessors, empty (`Rule::placeholders`).
         let left_out: Vec<&DeviceSource> = inputs.collected.sources.iter().filter(|s| s.rule == index && !s.selected).collect();
         if !left_out.is_empty() {
-            let placeholders = rule.placeholders(inputs.manifest, &left_out)?;
+            let placeholders = rule.placeholders(inputs.manifest, &inputs.options[index], &left_out)?;
             let doc = placeholder_doc(inputs.accel);
             planned.payloads.extend(placeholders.into_iter().map(|p| (rule.name(), if p.doc.is_some() { p } else { p.with_doc(doc.clone()) })));
         }
@@ -190,8 +193,7 @@ pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::rules::cxx::Surface
 /// accelerator set names no backend of the rule, or the rule has no selected source.
 ///
 /// # Errors
-/// The rule's refusal; one naming the manifest's `accel` key says where the set came from when
-/// it was not the manifest.
+/// The rule's refusal.
 pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &mut Vec<String>) -> Result<Option<RulePlan>> {
     let collected = inputs.collected;
     let mine: Vec<&DeviceSource> = collected.sources.iter().filter(|s| s.rule == index && s.selected).collect();
@@ -210,6 +212,7 @@ pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &
     }
     let ctx = RuleContext {
         manifest: inputs.manifest,
+        options: &inputs.options[index],
         accel: entry,
         set: inputs.accel,
         cache: inputs.cache,
@@ -218,8 +221,9 @@ pub fn plan_rule(inputs: &LaneInputs, index: usize, rule: &dyn Rule, warnings: &
         tools: inputs.tools,
         facts: inputs.facts,
         island: inputs.island.map(|i| &i.boundary),
+        accel_origin: inputs.accel_origin,
     };
-    rule.plan(&ctx, &mine).map(Some).map_err(|e| with_accel_origin(e, inputs.accel_origin))
+    rule.plan(&ctx, &mine).map(Some)
 }
 
 /// Several rules may compile for one backend (GLSL and Slang both target vulkan): the backend
@@ -237,17 +241,4 @@ fn nothing_for_backend(inputs: &LaneInputs, index: usize, rule: &dyn Rule) -> Op
     }
     let names: Vec<&str> = same_backend.iter().map(|&i| registry[i].name()).collect();
     Some(format!("the accelerator set names {} but no source in `sources` is a {} source; nothing was compiled for it", rule.backend(), names.join(" or ")))
-}
-
-/// A rule names the manifest's `accel` key; when the set came from elsewhere (`--accel`,
-/// `MCPP_ACCEL`), the refusal says where instead.
-fn with_accel_origin(mut e: Error, origin: &dyn Fn() -> Option<String>) -> Error {
-    if e.key.as_deref() == Some("package.metadata.mcpp.accel") {
-        if let Some(origin) = origin() {
-            e.key = None;
-            e.file = None;
-            e = e.detail(format!("(the accelerator set came from {origin})"));
-        }
-    }
-    e
 }

@@ -12,6 +12,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::config::manifest::{Manifest, SourceEntry, MCPP_TABLE};
+use crate::rules::options::RuleOptionsBox;
 use crate::rules::Rule;
 use crate::sources::Collected;
 use crate::surface::storage::{self, parse, Storage};
@@ -27,22 +28,23 @@ pub struct StoragePlan {
 }
 
 /// Whether `rule` hands the surface a payload for any of `sources` ([`Rule::makes_payload`]).
-fn makes_payloads(rule: &dyn Rule, manifest: &Manifest, sources: &[&crate::rules::DeviceSource]) -> Result<bool> {
+fn makes_payloads(rule: &dyn Rule, manifest: &Manifest, options: &RuleOptionsBox, sources: &[&crate::rules::DeviceSource]) -> Result<bool> {
     for s in sources {
-        if rule.makes_payload(manifest, s)? {
+        if rule.makes_payload(manifest, options, s)? {
             return Ok(true);
         }
     }
     Ok(false)
 }
 
-/// The storage of the package, of each rule's and each `sources` entry's payloads.
+/// The storage of the package, of each rule's and each `sources` entry's payloads; `options`
+/// are the rules' ([`Rule::read_options`]), in registry order.
 ///
 /// # Errors
 /// A `storage` value that is no storage form; a rule's `storage` when the rule makes no payload
 /// from this package's sources; a `sources` entry's `storage` when its files make none (each at
 /// its `file:line:col`, naming the key and the way out).
-pub fn resolve(manifest: &Manifest, collected: &Collected, registry: &[Box<dyn Rule>]) -> Result<StoragePlan> {
+pub fn resolve(manifest: &Manifest, collected: &Collected, registry: &[Box<dyn Rule>], options: &[RuleOptionsBox]) -> Result<StoragePlan> {
     let package = storage::from_manifest(manifest)?;
     let mut by_rule: BTreeMap<usize, Storage> = BTreeMap::new();
     for (name, raw) in &manifest.mcpp.rule_storage {
@@ -51,7 +53,7 @@ pub fn resolve(manifest: &Manifest, collected: &Collected, registry: &[Box<dyn R
         let form = parse(manifest, &rel_key, raw)?;
         let rule = registry[index].as_ref();
         let mine: Vec<&crate::rules::DeviceSource> = collected.sources.iter().filter(|s| s.rule == index).collect();
-        if !makes_payloads(rule, manifest, &mine)? {
+        if !makes_payloads(rule, manifest, &options[index], &mine)? {
             let why = if mine.is_empty() {
                 format!("no source of this package is the {name} rule's")
             } else if rule.outputs().is_empty() {
@@ -74,7 +76,7 @@ pub fn resolve(manifest: &Manifest, collected: &Collected, registry: &[Box<dyn R
         let form = parse(manifest, &rel_key, raw)?;
         let mut makes = false;
         for s in collected.sources.iter().filter(|s| s.entry == i) {
-            makes |= makes_payloads(registry[s.rule].as_ref(), manifest, &[s])?;
+            makes |= makes_payloads(registry[s.rule].as_ref(), manifest, &options[s.rule], &[s])?;
         }
         if !makes {
             return Err(Error::new(ErrorKind::Manifest, format!("`storage` of the sources entry `{}` applies to no payload: its files make objects that are linked", crate::text::echo(&c.glob)))
@@ -111,7 +113,8 @@ mod tests {
             let registry = crate::rules::registry();
             let accel = crate::config::accel::AccelSet::parse("vulkan1.2").unwrap();
             let collected = crate::sources::collect(&m, &accel, &registry, &crate::config::env::Env::empty()).unwrap();
-            resolve(&m, &collected, &registry)
+            let options: Vec<RuleOptionsBox> = registry.iter().map(|r| r.read_options(&m).0).collect();
+            resolve(&m, &collected, &registry, &options)
         };
         let plan = read("storage = \"object\"\nsources = [{ glob = \"s/a.comp\", storage = \"header\" }, \"s/b.comp\"]\n[package.metadata.mcpp.spirv]\nstorage = \"sidecar\"").unwrap();
         assert_eq!(plan.package, Storage::Object);

@@ -18,7 +18,8 @@ use std::path::PathBuf;
 /// this build AND the accelerator set names the rule's backend. A toolchain package whose tool
 /// the project names explicitly (the builder, manifest `tools`, the rule's variables,
 /// `MCPP_TOOL_<NAME>`, its toolkit's root variables such as `CUDA_PATH`) is not required: a
-/// choice never causes the package to be fetched.
+/// choice never causes the package to be fetched. `options` are the rules' options
+/// ([`rules::Rule::read_options`]), in registry order: they may choose the compiler.
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
@@ -27,6 +28,7 @@ pub fn requirements(
     accel: &AccelSet,
     collected: &sources::Collected,
     registry: &[Box<dyn rules::Rule>],
+    options: &[rules::options::RuleOptionsBox],
     env: &Env,
     builder_tools: &BTreeMap<String, PathBuf>,
 ) -> Result<Vec<Requirement>> {
@@ -35,7 +37,7 @@ pub fn requirements(
         if accel.entry(rule.backend()).is_none() || !collected.sources.iter().any(|s| s.rule == index && s.selected) {
             continue;
         }
-        for req in rule.toolchain_packages(manifest) {
+        for req in rule.toolchain_packages(&options[index])? {
             let t = &req.tool;
             let chosen = builder_tools.contains_key(t.name)
                 || manifest.mcpp.tools.contains_key(t.name)

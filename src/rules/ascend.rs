@@ -173,15 +173,14 @@ impl Rule for AscendRule {
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<AscendOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<AscendOptions>(manifest, self.name())
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         // As HIP's `hip5`: the version is checked against the toolkit's major.minor, and a
         // major alone would match any 8.x.
         if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
             return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CANN {v} without a minor version"))
-                .key("package.metadata.mcpp.accel")
                 .detail("An Ascend version is major.minor: the entry is checked against the toolkit's <arch>-linux/ascend_toolkit_install.info, and 8 alone would match any 8.x.")
                 .help(format!("write the minor too (ascend{v}.0+{{...}}, the toolkit's version), or no version (ascend+{{...}})")));
         }
@@ -198,9 +197,9 @@ impl Rule for AscendRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: AscendOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &AscendOptions = ctx.options()?;
         let mut plan = RulePlan::default();
-        let root = root_choice(&opts, ctx.manifest);
+        let root = root_choice(opts, ctx.manifest);
         let resolved = crate::tool::resolve_toolkit(&BISHENG, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
         plan.warnings.extend(resolved.warning);
         let Some(kit) = resolved.toolkit else {
@@ -275,11 +274,11 @@ fn check_version(ctx: &RuleContext, arch_root: &Path) -> Result<()> {
     if w.len() <= h.len() && w.iter().zip(&h).all(|(a, b)| a == b) {
         return Ok(());
     }
-    Err(Error::new(ErrorKind::Accel, format!("the accelerator names ascend{want}, and the CANN toolkit at {} is version {have}", crate::text::echo_path(arch_root)))
-        .file(&ctx.manifest.path)
-        .key("package.metadata.mcpp.accel")
-        .detail(format!("read from {}", crate::text::echo_path(&arch_root.join("ascend_toolkit_install.info"))))
-        .help("write the toolkit's version in the ascend entry, or point cargo-mcpp at that toolkit: [package.metadata.mcpp.ascend] toolkit or ASCEND_HOME_PATH"))
+    Err(ctx.accel_refusal(
+        Error::new(ErrorKind::Accel, format!("the accelerator names ascend{want}, and the CANN toolkit at {} is version {have}", crate::text::echo_path(arch_root)))
+            .detail(format!("read from {}", crate::text::echo_path(&arch_root.join("ascend_toolkit_install.info"))))
+            .help("write the toolkit's version in the ascend entry, or point cargo-mcpp at that toolkit: [package.metadata.mcpp.ascend] toolkit or ASCEND_HOME_PATH"),
+    ))
 }
 
 /// bisheng's language of a source (`-x`): `cce` for a `.cce` (CCE C), else `asc` (Ascend C).

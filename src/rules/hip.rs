@@ -74,7 +74,7 @@ pub enum HipCompiler {
     Clang,
 }
 
-/// `[package.metadata.mcpp.hip]`; every key has a default. Read with [`options::read`].
+/// `[package.metadata.mcpp.hip]`; every key has a default. Read once per build by [`Rule::read_options`] ([`options::read_boxed`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of HIP rule keys ([package.metadata.mcpp.hip])")]
 pub struct HipOptions {
@@ -174,7 +174,7 @@ pub fn platform(which: HipWhich, hip: &AccelEntry, cuda: Option<&AccelEntry>) ->
         Some(c) => format!("{hip}, {c}"),
         None => hip.to_string(),
     };
-    let accel_err = |message: String| Error::new(ErrorKind::Accel, message).key("package.metadata.mcpp.accel");
+    let accel_err = |message: String| Error::new(ErrorKind::Accel, message);
     match which {
         HipWhich::Auto => match (hip.archs.is_empty(), cuda_archs) {
             (false, None) => Ok(Platform::Amd(hip.archs.clone())),
@@ -225,10 +225,10 @@ fn check_runtime_floor(ctx: &RuleContext, root: &Path, lib_dir: &Path) -> Result
         needed_by: from,
         why: "A runtime older than the HIP the kernels are compiled for fails when the program loads them.".into(),
         help: format!("install a newer HIP runtime, or lower the HIP version of the entry (in `accel` or `--accel`) to the runtime's and point at a matching ROCm ([{TABLE}] rocm, ROCM_PATH)"),
-        file: Some(ctx.manifest.path.clone()),
-        key: Some("package.metadata.mcpp.accel".into()),
+        file: None,
+        key: None,
     };
-    facts::require(&floor, ctx.env, || probe_runtime_version(lib_dir)).map(|_| ())
+    facts::require(&floor, ctx.env, || probe_runtime_version(lib_dir)).map(|_| ()).map_err(|e| ctx.accel_refusal(e))
 }
 
 /// The version of the HIP runtime `<lib_dir>/libamdhip64.so`, through its
@@ -286,7 +286,6 @@ pub fn check_version(entry: &AccelEntry, root: &Path, found_by: &str) -> Result<
         // The entry names a version the build must not lie about: an install that does not say
         // its own is refused, not taken on trust.
         return Err(Error::new(ErrorKind::Accel, format!("the accelerator names hip{want}, but the HIP found does not say its version"))
-            .key("package.metadata.mcpp.accel")
             .detail(format!("HIP: {} (found through {found_by}); include/hip/hip_version.h has no readable HIP_VERSION_MAJOR and HIP_VERSION_MINOR", root.display()))
             .detail("The version in the accelerator entry is the HIP the build compiles with; it is checked against the install's include/hip/hip_version.h.")
             .help(format!("point at a complete HIP {want} install ([{TABLE}] rocm, ROCM_PATH), or drop the version from the entry (hip+{{...}}) to take the install as it is")));
@@ -296,7 +295,6 @@ pub fn check_version(entry: &AccelEntry, root: &Path, found_by: &str) -> Result<
         return Ok(());
     }
     Err(Error::new(ErrorKind::Accel, format!("the accelerator names hip{want}, but the HIP found is HIP {major}.{minor} ({major}.{minor}.{patch})"))
-        .key("package.metadata.mcpp.accel")
         .detail(format!("HIP: {} (found through {found_by}; the version from include/hip/hip_version.h)", root.display()))
         .detail("The version in the accelerator entry is the HIP the build compiles with; a different one would make the build lie about it.")
         .help(format!("write the entry as hip{major}.{minor}+{{...}} (in `accel` or `--accel`), or point at a HIP {want} install ([{TABLE}] rocm, ROCM_PATH)")))
@@ -345,7 +343,6 @@ pub fn check_device_libs(archs: &[String], dir: &Path) -> Result<()> {
         if !dir.join(&file).is_file() {
             let known = known_gfx(dir);
             return Err(Error::new(ErrorKind::Accel, format!("the ROCm device libraries have no library for {a}: this HIP cannot compile for it"))
-                .key("package.metadata.mcpp.accel")
                 .detail(format!("looked for {} (device libraries: {})", dir.join(&file).display(), dir.display()))
                 .detail(format!("architectures it has: {}", if known.is_empty() { "none".to_string() } else { known.join(", ") }))
                 .help(format!("drop {a} from the hip entry of `accel`, or install a ROCm whose device libraries support it and name it ([{TABLE}] rocm or device-lib-path, ROCM_PATH)")));
@@ -473,21 +470,19 @@ impl Rule for HipRule {
     fn borrows(&self) -> &'static [Backend] {
         &[Backend::Cuda]
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<HipOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<HipOptions>(manifest, self.name())
     }
     /// A HIP version names its minor (`hip5.2`), and the architectures of a hip entry are AMD
     /// ones (`gfx90a`); NVIDIA architectures belong to the cuda entry beside it.
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         if let Some(v) = entry.version.as_deref().filter(|v| !v.contains('.')) {
             return Err(Error::new(ErrorKind::Accel, format!("`{entry}` names HIP {v} without a minor version"))
-                .key("package.metadata.mcpp.accel")
                 .detail("A HIP version is major.minor: the entry is checked against include/hip/hip_version.h, and 5 alone would match any 5.x.")
                 .help(format!("write hip{v}.2 (or the minor of your HIP), in `accel` or `--accel`")));
         }
         if let Some(a) = entry.archs.iter().find(|a| device_lib_file(a).is_none()) {
             return Err(Error::new(ErrorKind::Accel, format!("`{}` in `{entry}` is not an AMD GPU architecture", crate::text::echo(a)))
-                .key("package.metadata.mcpp.accel")
                 .detail("The hip entry lists AMD architectures (gfx90a, gfx1030, ...); HIP on NVIDIA takes the architectures of a cuda entry beside it.")
                 .help("write AMD architectures in the hip entry (hip5.2+{gfx90a}), or NVIDIA ones in a cuda entry: hip, cuda12.9+{sm_89}"));
         }
@@ -495,18 +490,18 @@ impl Rule for HipRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: HipOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &HipOptions = ctx.options()?;
         let which = opts.which.unwrap_or_default();
         // A refusal of an explicit `which` names that key (the set is fine for the other platform).
         let platform = platform(which, ctx.accel, ctx.set.entry(Backend::Cuda)).map_err(|e| match which {
-            HipWhich::Auto => e,
+            HipWhich::Auto => ctx.accel_key(e),
             _ => e.file(ctx.manifest.at_col("hip.which")).key(format!("{TABLE}.which")),
         })?;
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
-            Platform::Amd(archs) => plan_amd(ctx, &opts, archs, &host, &mut plan.warnings)?,
-            Platform::Nvidia(cuda) => plan_nvidia(ctx, &opts, cuda, &host, &mut plan.warnings)?,
+            Platform::Amd(archs) => plan_amd(ctx, opts, archs, &host, &mut plan.warnings)?,
+            Platform::Nvidia(cuda) => plan_nvidia(ctx, opts, cuda, &host, &mut plan.warnings)?,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
         let optimize = opts.common.optimize_or(ctx.facts.opt_level.optimizes());
@@ -515,7 +510,7 @@ impl Rule for HipRule {
             let obj = link::object_path(ctx.variant, LANE, &s.rel);
             let depfile = obj.with_extension("d");
             let island_half = ctx.island.filter(|i| i.device_sources.contains(&s.path)).map(|i| i.header.as_path());
-            let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts: &opts };
+            let inv = Invocation { front: &front, optimize, force_include: island_half, includes: &includes, opts };
             let mut inputs = vec![s.path.clone()];
             inputs.extend(island_half.map(Path::to_path_buf));
             plan.actions.push(Action::external(External {
@@ -573,7 +568,7 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
             (kit.root, kit.found_by, clang)
         }
     };
-    check_version(ctx.accel, &root, &found_by)?;
+    check_version(ctx.accel, &root, &found_by).map_err(|e| ctx.accel_key(e))?;
     let device_libs = match &opts.device_lib_path {
         Some(d) => {
             let d = if d.is_absolute() { d.clone() } else { ctx.manifest.dir().join(d) };
@@ -599,7 +594,7 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
     check_device_libs(archs, &device_libs).map_err(|e| match &opts.device_lib_path {
         // The directory came from device-lib-path: the refusal points at that key.
         Some(_) => e.file(ctx.manifest.at_col("hip.device-lib-path")).key(format!("{TABLE}.device-lib-path")),
-        None => e,
+        None => ctx.accel_key(e),
     })?;
     let Some(lib_dir) = amdhip_dir(&root) else {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("the ROCm at {} has no libamdhip64.so to link", root.display()))
@@ -630,7 +625,7 @@ fn plan_nvidia(ctx: &RuleContext, opts: &HipOptions, cuda: &AccelEntry, host: &H
     }
     let (kit, w) = tool::find_toolkit_root(&HIPCC, ctx.tools, root_choice(opts, ctx.manifest).as_ref(), ctx.env).map_err(|e| with_fallback(e, ctx.env))?;
     warnings.extend(w);
-    check_version(ctx.accel, &kit.root, &kit.found_by)?;
+    check_version(ctx.accel, &kit.root, &kit.found_by).map_err(|e| ctx.accel_key(e))?;
     let nvidia_header = kit.root.join("include/hip/nvidia_detail/nvidia_hip_runtime.h");
     if !nvidia_header.is_file() {
         return Err(Error::new(ErrorKind::ToolNotFound, format!("the HIP headers at {} have no NVIDIA platform", kit.root.join("include").display()))

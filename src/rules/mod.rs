@@ -22,11 +22,12 @@ pub mod wgsl;
 
 use crate::config::accel::{AccelEntry, Backend};
 use crate::config::env::Env;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::engine::graph::Action;
 use crate::engine::layout::{DeviceCache, Variant};
 use crate::rules::link::LinkDirective;
 use crate::config::manifest::Manifest;
+use crate::rules::options::RuleOptionsBox;
 use crate::tool::ToolChoices;
 use std::path::PathBuf;
 
@@ -57,8 +58,11 @@ pub struct DeviceSource {
 
 /// What a rule gets to plan with.
 pub struct RuleContext<'a> {
-    /// The package manifest (its `[package.metadata.mcpp.<rule>]` options).
+    /// The package manifest.
     pub manifest: &'a Manifest,
+    /// This rule's options, `[package.metadata.mcpp.<rule>]`, as validation read them
+    /// ([`Rule::read_options`]); taken back as the rule's type by [`RuleContext::options`].
+    pub options: &'a RuleOptionsBox,
     /// This rule's entry of the accelerator set.
     pub accel: &'a AccelEntry,
     /// The whole accelerator set of the build (a rule may read another backend's entry, as
@@ -80,6 +84,31 @@ pub struct RuleContext<'a> {
     /// a rule compiling one of its device sources gives the compiler the header as a forced
     /// include on that rule's own command line.
     pub island: Option<&'a crate::surface::island::Boundary>,
+    /// Where the accelerator set came from (`--accel`, `MCPP_ACCEL`, the manifest's `accel`):
+    /// a refusal of the rule's entry is keyed with it ([`RuleContext::accel_refusal`]).
+    pub accel_origin: Option<&'a crate::config::accel::AccelOrigin>,
+}
+
+impl RuleContext<'_> {
+    /// This rule's options as its own type `T` (what its [`Rule::read_options`] reads).
+    ///
+    /// # Errors
+    /// `T` is not that type (a defect of cargo-mcpp, said so).
+    pub fn options<T: std::any::Any>(&self) -> Result<&T> {
+        self.options.get()
+    }
+
+    /// `e`, a refusal of the accelerator set's entry (made whole), keyed where the set came
+    /// from: the manifest (its path and the `accel` key), or a line naming `--accel` /
+    /// `MCPP_ACCEL` ([`crate::config::accel::AccelOrigin::key`]).
+    pub fn accel_refusal(&self, e: Error) -> Error {
+        crate::config::accel::AccelOrigin::key(self.accel_origin, e, Some(&self.manifest.path))
+    }
+
+    /// [`RuleContext::accel_refusal`] naming no file when it is the manifest's key.
+    pub fn accel_key(&self, e: Error) -> Error {
+        crate::config::accel::AccelOrigin::key(self.accel_origin, e, None)
+    }
 }
 
 /// What a rule planned.
@@ -144,22 +173,24 @@ pub trait Rule: Send + Sync {
     fn claims(&self, ext: &str) -> bool {
         self.extensions().contains(&ext)
     }
-    /// Check this rule's options table, `[package.metadata.mcpp.<name>]`, read into the rule's
-    /// own options type ([`options::read`] for one that shares the common shapes,
-    /// [`Manifest::rule_options`] otherwise): run for every rule before anything compiles,
-    /// whether or not the build has sources of the rule.
-    ///
-    /// # Errors
-    /// [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the valid keys.
-    /// Default: the rule has no options, so a table of its name is refused as not understood.
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        manifest.rule_options::<NoOptions>(self.name()).map(drop)
+    /// Read this rule's options table, `[package.metadata.mcpp.<name>]`, into the rule's own
+    /// options type ([`options::read_boxed`] for one that shares the common shapes,
+    /// [`options::read_plain`] otherwise): the value as far as the table reads, and every
+    /// problem, each a [`crate::ErrorKind::Manifest`] naming `file:line:col`, the key and the
+    /// valid keys. Called once per build, for every rule, whether or not the build has sources
+    /// of the rule: by [`crate::pipeline::validate`], which refuses the problems and keeps the
+    /// value in the validated plan for the rule's other steps ([`RuleContext::options`],
+    /// [`RuleOptionsBox::get`]); and by `cargo mcpp fetch`, which only asks
+    /// [`Rule::toolchain_packages`]. Default: the rule has no options, so a table of its name is
+    /// refused as not understood.
+    fn read_options(&self, manifest: &Manifest) -> (RuleOptionsBox, Vec<Error>) {
+        options::read_plain::<NoOptions>(manifest, self.name())
     }
     /// Check this rule's entry of the accelerator set beyond the set's grammar (CUDA: a version
     /// names its minor): run by [`crate::pipeline::validate`] for every entry of the rule's
     /// backend, whether or not the package has sources of the rule, before anything runs. The
     /// pipeline makes the error a refusal of the set naming where it came from
-    /// ([`crate::plan::accel::AccelOrigin`]): its message becomes a detail, its details and
+    /// ([`crate::config::accel::AccelOrigin`]): its message becomes a detail, its details and
     /// help are kept. Default: every entry is fine.
     ///
     /// # Errors
@@ -169,7 +200,7 @@ pub trait Rule: Send + Sync {
     }
     /// The keys of this rule's options table, each with its default and meaning: the one list
     /// The guide's "Manifest reference" is generated from (`cargo xtask codegen`,
-    /// [`crate::reference`]); a test holds it equal to the keys [`Rule::check_options`]
+    /// [`crate::reference`]); a test holds it equal to the keys [`Rule::read_options`]
     /// accepts. Default: none (a rule without options).
     fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         &[]
@@ -191,8 +222,8 @@ pub trait Rule: Send + Sync {
     /// accessors, so a CPU build and `cargo doc` see the same names. Default: none.
     ///
     /// # Errors
-    /// The rule's options cannot be read.
-    fn placeholders(&self, _manifest: &Manifest, _sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+    /// `options` are not the rule's ([`RuleOptionsBox::get`]).
+    fn placeholders(&self, _manifest: &Manifest, _options: &RuleOptionsBox, _sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         Ok(Vec::new())
     }
     /// Check the payloads this rule made once the device phase wrote them, for what only their
@@ -200,7 +231,7 @@ pub trait Rule: Send + Sync {
     ///
     /// # Errors
     /// A payload the manifest's constraints refuse, naming the key and the way out.
-    fn check_payloads(&self, _manifest: &Manifest, _payloads: &[&crate::surface::Payload]) -> Result<()> {
+    fn check_payloads(&self, _manifest: &Manifest, _options: &RuleOptionsBox, _payloads: &[&crate::surface::Payload]) -> Result<()> {
         Ok(())
     }
     /// Whether the rule hands the surface a payload for `source` (bytes whose `storage` can be
@@ -208,9 +239,9 @@ pub trait Rule: Send + Sync {
     /// whether it names a placeholder for it ([`Rule::placeholders`]).
     ///
     /// # Errors
-    /// The rule's options cannot be read.
-    fn makes_payload(&self, manifest: &Manifest, source: &DeviceSource) -> Result<bool> {
-        Ok(!self.placeholders(manifest, &[source])?.is_empty())
+    /// `options` are not the rule's ([`RuleOptionsBox::get`]).
+    fn makes_payload(&self, manifest: &Manifest, options: &RuleOptionsBox, source: &DeviceSource) -> Result<bool> {
+        Ok(!self.placeholders(manifest, options, &[source])?.is_empty())
     }
     /// Plan the actions for `sources` (all claimed by this rule and selected by the build).
     ///
@@ -224,11 +255,14 @@ pub trait Rule: Send + Sync {
     fn borrows(&self) -> &'static [Backend] {
         &[]
     }
-    /// The toolchain packages this rule drives for `manifest` (its options may choose the
-    /// compiler). Fetched only when the package has sources of this rule and the accelerator
-    /// set names its backend. Default: none.
-    fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
-        Vec::new()
+    /// The toolchain packages this rule drives with `options` (they may choose the compiler).
+    /// Fetched only when the package has sources of this rule and the accelerator set names its
+    /// backend. Default: none.
+    ///
+    /// # Errors
+    /// `options` are not the rule's ([`RuleOptionsBox::get`]).
+    fn toolchain_packages(&self, _options: &RuleOptionsBox) -> Result<Vec<ToolchainPackageReq>> {
+        Ok(Vec::new())
     }
     /// Whether `launcher` goes before this planned action's compiler ([`crate::rules::launcher`];
     /// applied by [`crate::plan::lanes`] to every action the rule planned that starts a
@@ -296,7 +330,7 @@ mod tests {
     fn accepted_keys(rule: &dyn Rule) -> Vec<String> {
         let text = format!("[package]\nname = \"p\"\n[package.metadata.mcpp.{}]\nmcpp-no-such-key = 1\n", rule.name());
         let manifest = Manifest::parse(std::path::Path::new("Cargo.toml"), &text).expect("a manifest");
-        let e = rule.check_options(&manifest).expect_err("an unknown key is refused");
+        let e = Error::all(rule.read_options(&manifest).1).expect_err("an unknown key is refused");
         let message = e.to_string();
         match message.split_once("expected one of ").or_else(|| message.split_once(", expected ")) {
             Some((_, list)) => list.lines().next().unwrap_or_default().split(", ").map(|k| k.trim().trim_matches('`').to_string()).filter(|k| !k.is_empty()).collect(),

@@ -99,7 +99,7 @@ impl CommonOptions {
 }
 
 /// A rule's options type: its own keys as a serde struct with `deny_unknown_fields`, and a
-/// [`CommonOptions`] field marked `#[serde(skip)]` that [`parse`] fills from the shared keys.
+/// [`CommonOptions`] field marked `#[serde(skip)]` that [`parse_all`] fills from the shared keys.
 pub trait RuleOptions: serde::de::DeserializeOwned + Default {
     /// Every key of the table, shared ones included, documented, in the order the guide's
     /// reference and the unknown-key refusal list them (what [`crate::rules::Rule::option_keys`]
@@ -107,7 +107,7 @@ pub trait RuleOptions: serde::de::DeserializeOwned + Default {
     const KEYS: &'static [KeyDoc];
     /// The shared shapes inside.
     fn common(&self) -> &CommonOptions;
-    /// The same, for [`parse`] to fill.
+    /// The same, for [`parse_all`] to fill.
     fn common_mut(&mut self) -> &mut CommonOptions;
     /// The rule's own checks of its values beyond serde's types, every problem, each naming its
     /// `file:line:col` and key. Default: none.
@@ -123,24 +123,66 @@ pub trait RuleOptions: serde::de::DeserializeOwned + Default {
 /// # Errors
 /// [`ErrorKind::Manifest`]: every problem, each naming its key and position.
 pub fn read<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
-    let (opts, mut problems): (T, _) = parse_all(manifest, rule);
-    problems.extend(opts.common().problems(manifest, rule));
-    problems.extend(opts.problems(manifest, rule));
+    let (opts, problems) = read_all(manifest, rule);
     Error::all(problems)?;
     Ok(opts)
 }
 
-/// Read the table of `rule` into `T`, types only (what a rule needs to say which toolchain
-/// packages it drives, where a value problem is refused by [`read`] elsewhere):
-/// `T::default()` when the table is absent (or not a table, which [`Manifest::check_keys`]
-/// refuses once).
-///
-/// # Errors
-/// [`ErrorKind::Manifest`]: every problem of [`parse_all`].
-pub fn parse<T: RuleOptions>(manifest: &Manifest, rule: &str) -> Result<T> {
-    let (opts, problems) = parse_all(manifest, rule);
-    Error::all(problems)?;
-    Ok(opts)
+/// [`read`] without the verdict: `T` as far as the table reads ([`parse_all`]) and every
+/// problem of it, the shared checks and the rule's own included.
+pub fn read_all<T: RuleOptions>(manifest: &Manifest, rule: &str) -> (T, Vec<Error>) {
+    let (opts, mut problems): (T, _) = parse_all(manifest, rule);
+    problems.extend(opts.common().problems(manifest, rule));
+    problems.extend(opts.problems(manifest, rule));
+    (opts, problems)
+}
+
+/// What [`crate::rules::Rule::read_options`] returns for a rule whose options type is `T`:
+/// [`read_all`], the value boxed.
+pub fn read_boxed<T: RuleOptions + Send + Sync + 'static>(manifest: &Manifest, rule: &str) -> (RuleOptionsBox, Vec<Error>) {
+    let (opts, problems) = read_all::<T>(manifest, rule);
+    (RuleOptionsBox::new(opts), problems)
+}
+
+/// What [`crate::rules::Rule::read_options`] returns for a rule whose options type `T` shares
+/// none of the common shapes: the table read by serde ([`Manifest::rule_options`]), or
+/// `T::default()` and the problem.
+pub fn read_plain<T: serde::de::DeserializeOwned + Default + Send + Sync + 'static>(manifest: &Manifest, rule: &str) -> (RuleOptionsBox, Vec<Error>) {
+    match manifest.rule_options::<T>(rule) {
+        Ok(opts) => (RuleOptionsBox::new(opts), Vec::new()),
+        Err(e) => (RuleOptionsBox::new(T::default()), vec![e]),
+    }
+}
+
+/// A rule's options, read once per build into the rule's own type
+/// ([`crate::rules::Rule::read_options`], run by [`crate::pipeline::validate`]) and kept in the
+/// validated plan; the rule's other steps take the value back with [`RuleOptionsBox::get`]
+/// (in a plan: [`crate::rules::RuleContext::options`]). Boxed because the registry holds the
+/// rules as `dyn Rule`, each with its own options type.
+pub struct RuleOptionsBox(Box<dyn std::any::Any + Send + Sync>);
+
+impl RuleOptionsBox {
+    /// Box `options`.
+    pub fn new<T: std::any::Any + Send + Sync>(options: T) -> RuleOptionsBox {
+        RuleOptionsBox(Box::new(options))
+    }
+
+    /// The options, as the rule's type `T`.
+    ///
+    /// # Errors
+    /// The value is of another type: the rule asks for a type its
+    /// [`crate::rules::Rule::read_options`] does not read (a defect of cargo-mcpp).
+    pub fn get<T: std::any::Any>(&self) -> Result<&T> {
+        self.0.downcast_ref().ok_or_else(|| {
+            Error::new(ErrorKind::Manifest, format!("a rule's options were read as another type than `{}`", std::any::type_name::<T>())).help("this is a defect of cargo-mcpp; report it")
+        })
+    }
+}
+
+impl std::fmt::Debug for RuleOptionsBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RuleOptionsBox(..)")
+    }
 }
 
 /// Read the table of `rule` as far as it reads: `T` from the keys that parse (the shared keys
@@ -224,8 +266,9 @@ mod tests {
     #[test]
     fn a_table_is_split_into_the_shared_shapes_and_the_rules_own_keys() {
         let m = manifest("compiler = \"glslc\"\nincludes = [\"inc\"]\ndefines = { N = \"4\" }\ntarget-env = \"vulkan1.1\"\noptimize = false\nflags = [\"-g\", \"-x\"]\n");
-        // `parse`: types only (`read` would also refuse the include directory, absent here).
-        let o: SpirvOptions = parse(&m, "spirv").unwrap();
+        // `parse_all`: types only (`read` would also refuse the include directory, absent here).
+        let (o, problems): (SpirvOptions, _) = parse_all(&m, "spirv");
+        assert!(problems.is_empty(), "{problems:?}");
         assert_eq!((o.compiler, o.target_env.as_deref()), (Some(SpirvCompilerName::Glslc), Some("vulkan1.1")));
         assert_eq!(
             o.common,
@@ -270,15 +313,25 @@ mod tests {
     }
 
     #[test]
-    fn parse_reads_the_types_and_read_adds_the_shared_and_the_rules_own_checks() {
+    fn read_all_keeps_the_values_beside_the_problems_and_read_refuses_them() {
         let m = manifest("compiler = \"glslc\"\ndefines = { \"A B\" = \"1\" }\n");
-        let o: SpirvOptions = parse(&m, "spirv").unwrap();
-        assert_eq!(o.compiler, Some(SpirvCompilerName::Glslc), "which compiler (and so which toolchain package) is known without the value checks");
+        let (o, problems): (SpirvOptions, _) = read_all(&m, "spirv");
+        assert_eq!(o.compiler, Some(SpirvCompilerName::Glslc), "which compiler (and so which toolchain package) is known beside the value's problem");
+        assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(read::<SpirvOptions>(&m, "spirv").unwrap_err().to_string().contains("`A B` is not a preprocessor macro name"));
         let slang = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp.slang]\nentry = \"a b\"\ndefines = { \"X Y\" = \"1\" }\n").unwrap();
         let e = read::<crate::rules::slang::SlangOptions>(&slang, "slang").unwrap_err();
         assert_eq!(e.problems(), 2, "the shared problem and the rule's own, at once: {e}");
         assert!(e.to_string().contains("`X Y` is not a preprocessor macro name") && e.to_string().contains("`a b` is not a Slang function name"), "{e}");
+    }
+
+    #[test]
+    fn a_boxed_value_is_given_back_as_its_own_type_and_refused_as_another() {
+        let (boxed, problems) = read_boxed::<SpirvOptions>(&manifest("compiler = \"glslc\"\n"), "spirv");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(boxed.get::<SpirvOptions>().unwrap().compiler, Some(SpirvCompilerName::Glslc));
+        let e = boxed.get::<crate::rules::cuda::CudaOptions>().unwrap_err().to_string();
+        assert!(e.contains("read as another type than `cargo_mcpp::rules::cuda::CudaOptions`") && e.contains("a defect of cargo-mcpp"), "{e}");
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl SlangStage {
     }
 }
 
-/// `[package.metadata.mcpp.slang]`; every key has a default. Read with [`options::read`].
+/// `[package.metadata.mcpp.slang]`; every key has a default. Read once per build by [`Rule::read_options`] ([`options::read_boxed`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of Slang rule keys ([package.metadata.mcpp.slang])")]
 pub struct SlangOptions {
@@ -218,35 +218,35 @@ impl Rule for SlangRule {
     fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<SlangOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<SlangOptions>(manifest, self.name())
     }
-    fn toolchain_packages(&self, _manifest: &Manifest) -> Vec<ToolchainPackageReq> {
-        vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }]
+    fn toolchain_packages(&self, _options: &options::RuleOptionsBox) -> Result<Vec<ToolchainPackageReq>> {
+        Ok(vec![ToolchainPackageReq { package: "slang", version: SLANG_FLOOR, tool: SLANGC, named_by_env: &[] }])
     }
 
-    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _options: &options::RuleOptionsBox, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
     /// A left-out source keeps its accessor `<stem>_<stage suffix>`, empty.
-    fn placeholders(&self, manifest: &Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
-        let stage = options::read::<SlangOptions>(manifest, self.name())?.stage.unwrap_or_default();
+    fn placeholders(&self, _manifest: &Manifest, options: &options::RuleOptionsBox, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let stage = options.get::<SlangOptions>()?.stage.unwrap_or_default();
         Ok(sources.iter().map(|s| crate::surface::Payload::empty(s.rel.clone(), identifier(s, stage), crate::surface::PayloadKind::Words32)).collect())
     }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: SlangOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &SlangOptions = ctx.options()?;
         let profile = match (&opts.profile, profile_for(ctx.accel.version.as_deref())) {
             (Some(p), _) => p.clone(),
             (None, Some(p)) => p.to_string(),
             (None, None) => {
-                return Err(Error::new(
-                    ErrorKind::Accel,
-                    format!("the accelerator names {}, which is no Vulkan version the Slang rule knows a SPIR-V profile for", crate::text::echo(&ctx.accel.to_string())),
-                )
-                .file(&ctx.manifest.path)
-                .key("package.metadata.mcpp.accel")
-                .detail("known: vulkan (spirv_1_0), vulkan1.0 (spirv_1_0), vulkan1.1 (spirv_1_3), vulkan1.2 (spirv_1_5), vulkan1.3 and vulkan1.4 (spirv_1_6)")
-                .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"))
+                return Err(ctx.accel_refusal(
+                    Error::new(
+                        ErrorKind::Accel,
+                        format!("the accelerator names {}, which is no Vulkan version the Slang rule knows a SPIR-V profile for", crate::text::echo(&ctx.accel.to_string())),
+                    )
+                    .detail("known: vulkan (spirv_1_0), vulkan1.0 (spirv_1_0), vulkan1.1 (spirv_1_3), vulkan1.2 (spirv_1_5), vulkan1.3 and vulkan1.4 (spirv_1_6)")
+                    .help("write one of those in `accel`, or set [package.metadata.mcpp.slang] profile explicitly (e.g. \"spirv_1_6\")"),
+                ))
             }
         };
         let (tool, warning) = tool::resolve(&SLANGC, ctx.tools, ctx.env, ctx.cache)?;
@@ -263,7 +263,7 @@ impl Rule for SlangRule {
             let out = ctx.variant.lane_dir("slang").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("slang").join(format!("{}.d", s.rel));
             // A `sources` entry's `target-env` is this source's profile.
-            let args = argv(&opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
+            let args = argv(opts, s.target_env.as_deref().unwrap_or(&profile), &includes, &depfile, &out, &s.path);
             plan.actions.push(Action::external(External {
                 id: format!("slang:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),

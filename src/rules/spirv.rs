@@ -25,7 +25,7 @@ pub enum SpirvCompilerName {
     Glslc,
 }
 
-/// `[package.metadata.mcpp.spirv]`; every key has a default. Read with [`options::read`].
+/// `[package.metadata.mcpp.spirv]`; every key has a default. Read once per build by [`Rule::read_options`] ([`options::read_all`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case", expecting = "a table of SPIR-V rule keys ([package.metadata.mcpp.spirv])")]
 pub struct SpirvOptions {
@@ -145,32 +145,36 @@ impl Rule for SpirvRule {
         &[GLSLANG, GLSLC, SPIRV_VAL]
     }
 
-    fn check_options(&self, manifest: &crate::config::manifest::Manifest) -> Result<()> {
-        let opts = options::read::<SpirvOptions>(manifest, self.name())?;
-        // An empty or spaced value would reach the compiler as an argument it fails on.
+    fn read_options(&self, manifest: &crate::config::manifest::Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        let (opts, mut problems) = options::read_all::<SpirvOptions>(manifest, self.name());
+        // An empty or spaced value would reach the compiler as an argument it fails on (said
+        // once the table reads).
         match opts.target_env.as_deref() {
-            Some(env) if env.is_empty() || env.chars().any(|c| c.is_whitespace() || c.is_control()) => Err(Error::new(ErrorKind::Manifest, format!("`target-env = \"{}\"` names no target environment", crate::text::echo(env)))
-                .file(manifest.at_col("spirv.target-env"))
-                .key("package.metadata.mcpp.spirv.target-env")
-                .help("write one such as \"vulkan1.2\" or \"spirv1.4\" (one word), or remove the key to derive it from `accel`")),
-            _ => Ok(()),
+            Some(env) if problems.is_empty() && (env.is_empty() || env.chars().any(|c| c.is_whitespace() || c.is_control())) => problems.push(
+                Error::new(ErrorKind::Manifest, format!("`target-env = \"{}\"` names no target environment", crate::text::echo(env)))
+                    .file(manifest.at_col("spirv.target-env"))
+                    .key("package.metadata.mcpp.spirv.target-env")
+                    .help("write one such as \"vulkan1.2\" or \"spirv1.4\" (one word), or remove the key to derive it from `accel`"),
+            ),
+            _ => {}
         }
+        (options::RuleOptionsBox::new(opts), problems)
     }
     fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
     }
-    fn toolchain_packages(&self, manifest: &crate::config::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
-        match options::parse::<SpirvOptions>(manifest, self.name()).ok().and_then(|s| s.compiler).unwrap_or_default() {
+    fn toolchain_packages(&self, options: &options::RuleOptionsBox) -> Result<Vec<super::ToolchainPackageReq>> {
+        Ok(match options.get::<SpirvOptions>()?.compiler.unwrap_or_default() {
             SpirvCompilerName::Glslang => vec![super::ToolchainPackageReq { package: "glslang", version: GLSLANG_FLOOR, tool: GLSLANG, named_by_env: &[] }],
             SpirvCompilerName::Glslc => Vec::new(),
-        }
+        })
     }
 
-    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _source: &DeviceSource) -> crate::error::Result<bool> {
+    fn makes_payload(&self, _manifest: &crate::config::manifest::Manifest, _options: &options::RuleOptionsBox, _source: &DeviceSource) -> crate::error::Result<bool> {
         Ok(true)
     }
     /// A left-out shader keeps its accessor `<stem>_<ext>`, empty.
-    fn placeholders(&self, _manifest: &crate::config::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+    fn placeholders(&self, _manifest: &crate::config::manifest::Manifest, _options: &options::RuleOptionsBox, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
         Ok(sources.iter().map(|s| crate::surface::Payload::empty(s.rel.clone(), identifier(s), crate::surface::PayloadKind::Words32)).collect())
     }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
@@ -183,7 +187,7 @@ impl Rule for SpirvRule {
                     .help(format!("rename it to one of .{}, or leave it out of `sources` and `#include` it", STAGES.join(" ."))));
             }
         }
-        let opts: SpirvOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &SpirvOptions = ctx.options()?;
         let which = opts.compiler.unwrap_or_default();
         let spec = match which {
             SpirvCompilerName::Glslang => GLSLANG,
@@ -194,15 +198,15 @@ impl Rule for SpirvRule {
             (Some(t), _) => t.clone(),
             (None, Some(v)) => match unknown_vulkan(Some(v)) {
                 None => format!("vulkan{v}"),
-                Some(e) => return Err(e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel").help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly")),
+                Some(e) => return Err(ctx.accel_refusal(e.help("write one of those in `accel`, or set [package.metadata.mcpp.spirv] target-env explicitly"))),
             },
             (None, None) => "vulkan1.0".to_string(),
         };
-        check_target_env(ctx, &tool, &opts, &target_env, None)?;
+        check_target_env(ctx, &tool, opts, &target_env, None)?;
         // A `sources` entry's own `target-env`, checked as the rule's is, naming the entry.
         for s in sources {
             if let Some(t) = &s.target_env {
-                check_target_env(ctx, &tool, &opts, t, Some(format!("package.metadata.mcpp.sources[{}].target-env", s.entry)))?;
+                check_target_env(ctx, &tool, opts, t, Some(format!("package.metadata.mcpp.sources[{}].target-env", s.entry)))?;
             }
         }
         check_loader_floor(ctx)?;
@@ -228,7 +232,7 @@ impl Rule for SpirvRule {
             let out = ctx.variant.lane_dir("spirv").join(format!("{}.spv", s.rel));
             let depfile = ctx.variant.lane_dir("spirv").join(format!("{}.d", s.rel));
             let env = s.target_env.as_deref().unwrap_or(&target_env);
-            let args = argv(which, &opts, env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
+            let args = argv(which, opts, env, optimize, &s.ext, &includes, &depfile, &out, &s.path);
             plan.actions.push(Action::external(External {
                 id: format!("spirv:{}", s.rel),
                 description: format!("{} {}", tool.name, s.rel),
@@ -326,19 +330,17 @@ fn check_target_env(ctx: &RuleContext, tool: &crate::tool::Tool, opts: &SpirvOpt
         return Ok(());
     }
     let env = crate::text::echo(target_env);
-    let mut e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line())))
-        .file(&ctx.manifest.path)
-        .detail(format!("it accepts: {}", accepted.join(" ")));
-    if let Some(key) = entry_key {
-        e = e.key(key);
+    let e = Error::new(ErrorKind::Accel, format!("{} ({}) does not accept --target-env {env}", tool.name, crate::text::echo(tool.version_line()))).detail(format!("it accepts: {}", accepted.join(" ")));
+    let help = format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"));
+    Err(if let Some(key) = entry_key {
+        e.file(&ctx.manifest.path).key(key).help(help)
     } else if opts.target_env.is_some() {
-        e = e.key("package.metadata.mcpp.spirv.target-env");
+        e.file(&ctx.manifest.path).key("package.metadata.mcpp.spirv.target-env").help(help)
     } else {
         let text = ctx.accel.to_string();
         let column = "vulkan".len() + 1;
-        e = e.key("package.metadata.mcpp.accel").detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text)));
-    }
-    Err(e.help(format!("write one it accepts (e.g. {}) in `accel` or [package.metadata.mcpp.spirv] target-env, or use a newer compiler (glslang 15.1 or later targets vulkan1.4)", accepted.last().map(String::as_str).unwrap_or("vulkan1.2"))))
+        ctx.accel_refusal(e.detail(format!("{} (the version at column {column} of the entry `{}`)", text, crate::text::echo(&text))).help(help))
+    })
 }
 
 /// The Vulkan loader floor, through the fact channel ([`crate::engine::facts`]): where a
@@ -360,10 +362,10 @@ fn check_loader_floor(ctx: &RuleContext) -> Result<()> {
         needed_by: format!("the accelerator entry `{}`", ctx.accel),
         why: "A program asking for a newer Vulkan than the loader offers cannot create its instance.".into(),
         help: "lower the entry's Vulkan version (in `accel` or `--accel`), or update the Vulkan loader (libvulkan1)".into(),
-        file: Some(ctx.manifest.path.clone()),
-        key: Some("package.metadata.mcpp.accel".into()),
+        file: None,
+        key: None,
     };
-    facts::require(&floor, ctx.env, probe_loader_version).map(|_| ())
+    facts::require(&floor, ctx.env, probe_loader_version).map(|_| ()).map_err(|e| ctx.accel_refusal(e))
 }
 
 /// The instance API version of this machine's Vulkan loader (`libvulkan.so.1`), through its

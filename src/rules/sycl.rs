@@ -166,8 +166,8 @@ impl Rule for SyclRule {
     fn borrows(&self) -> &'static [Backend] {
         &[Backend::Cuda]
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        options::read::<SyclOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (options::RuleOptionsBox, Vec<Error>) {
+        options::read_boxed::<SyclOptions>(manifest, self.name())
     }
     fn check_entry(&self, entry: &AccelEntry) -> Result<()> {
         // A SYCL standard's name (1.2, 1.2.1, 2020) is no compiler release: refused whether or
@@ -186,14 +186,14 @@ impl Rule for SyclRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: SyclOptions = options::read(ctx.manifest, self.name())?;
+        let opts: &SyclOptions = ctx.options()?;
         let compiler = opts.compiler.unwrap_or_default();
         let mut plan = RulePlan::default();
         let spec = match compiler {
             SyclCompiler::Dpcpp => ICPX,
             SyclCompiler::Acpp => ACPP,
         };
-        let root = root_choice(&opts, ctx.manifest);
+        let root = root_choice(opts, ctx.manifest);
         let resolved = crate::tool::resolve_toolkit(&spec, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
         plan.warnings.extend(resolved.warning);
         let tool = resolved.tool;
@@ -205,7 +205,7 @@ impl Rule for SyclRule {
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
         let linux = ctx.facts.target.contains("linux");
         let gcc = match (compiler, linux) {
-            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, &opts, &host)?),
+            (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, opts, &host)?),
             _ => None,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;
@@ -286,12 +286,12 @@ fn check_version(ctx: &RuleContext, tool: &Tool) -> Result<()> {
     if matches {
         return Ok(());
     }
-    Err(Error::new(ErrorKind::Accel, format!("the accelerator names sycl{want}, and the SYCL compiler {} is version {}", crate::text::echo_path(&tool.path), have.as_deref().unwrap_or("(none stated)")))
-        .file(&ctx.manifest.path)
-        .key("package.metadata.mcpp.accel")
-        .detail(format!("its --version: {}", crate::text::echo(tool.version_line())))
-        .detail("A sycl entry's version is the compiler's release (sycl2025.0), not the SYCL standard's (2020).")
-        .help("write the compiler's version in the sycl entry (or a bare `sycl`), or point cargo-mcpp at that compiler: [package.metadata.mcpp.sycl] toolkit, CMPLR_ROOT or ICPX"))
+    Err(ctx.accel_refusal(
+        Error::new(ErrorKind::Accel, format!("the accelerator names sycl{want}, and the SYCL compiler {} is version {}", crate::text::echo_path(&tool.path), have.as_deref().unwrap_or("(none stated)")))
+            .detail(format!("its --version: {}", crate::text::echo(tool.version_line())))
+            .detail("A sycl entry's version is the compiler's release (sycl2025.0), not the SYCL standard's (2020).")
+            .help("write the compiler's version in the sycl entry (or a bare `sycl`), or point cargo-mcpp at that compiler: [package.metadata.mcpp.sycl] toolkit, CMPLR_ROOT or ICPX"),
+    ))
 }
 
 /// The targeting arguments (the compiles' and the device link's): NVIDIA through the `cuda`
@@ -311,10 +311,9 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
         });
     };
     if cuda.archs.is_empty() || cuda.archs.iter().any(|a| a == "native") {
-        return Err(Error::new(ErrorKind::Accel, format!("the accelerator set `{}` targets SYCL at NVIDIA through its cuda entry, which names no architecture", ctx.set))
-            .file(&ctx.manifest.path)
-            .key("package.metadata.mcpp.accel")
-            .help("name the architectures in the cuda entry: `sycl, cuda12.9+{sm_89}`"));
+        return Err(ctx.accel_refusal(
+            Error::new(ErrorKind::Accel, format!("the accelerator set `{}` targets SYCL at NVIDIA through its cuda entry, which names no architecture", ctx.set)).help("name the architectures in the cuda entry: `sycl, cuda12.9+{sm_89}`"),
+        ));
     }
     if compiler == SyclCompiler::Acpp {
         let list: Vec<String> = cuda.archs.iter().map(|a| format!("cuda:{a}")).collect();
@@ -323,7 +322,7 @@ fn targeting(ctx: &RuleContext, compiler: SyclCompiler) -> Result<Vec<OsString>>
     let (kit, _) = crate::tool::find_toolkit_root(&cuda_toolkit::NVCC, ctx.tools, cuda_toolkit::root_choice(ctx.manifest).as_ref(), ctx.env)?;
     // The cuda entry's version is the toolkit's, as for the CUDA lane and HIP on NVIDIA (the
     // one check, theirs): `sycl, cuda12.9+{sm_89}` must not compile against CUDA 13.
-    cuda_toolkit::check_version(cuda, &cuda_toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| e.file(&ctx.manifest.path).key("package.metadata.mcpp.accel"))?;
+    cuda_toolkit::check_version(cuda, &cuda_toolkit::Toolkit::read(&kit.root, kit.found_by.clone())).map_err(|e| ctx.accel_refusal(e))?;
     let mut a: Vec<OsString> = vec!["-fsycl-targets=nvptx64-nvidia-cuda".into()];
     let mut path = OsString::from("--cuda-path=");
     path.push(kit.root.components().collect::<PathBuf>());

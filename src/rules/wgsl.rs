@@ -8,6 +8,7 @@
 //! The work is a graph step ([`crate::engine::graph::Step`]): fingerprinted by naga's version and the
 //! options, rerun when the source changes, skipped on a no-op, its output checked.
 
+use super::options::RuleOptionsBox;
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
 use crate::config::accel::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -81,8 +82,8 @@ impl Rule for WgslRule {
     fn tools(&self) -> &'static [ToolSpec] {
         &[]
     }
-    fn check_options(&self, manifest: &Manifest) -> Result<()> {
-        manifest.rule_options::<WgslOptions>(self.name()).map(drop)
+    fn read_options(&self, manifest: &Manifest) -> (RuleOptionsBox, Vec<Error>) {
+        crate::rules::options::read_plain::<WgslOptions>(manifest, self.name())
     }
     fn option_keys(&self) -> &'static [KeyDoc] {
         OPTION_KEYS
@@ -90,16 +91,16 @@ impl Rule for WgslRule {
     fn outputs(&self) -> &'static [&'static str] {
         WgslOutput::NAMES
     }
-    fn makes_payload(&self, _manifest: &Manifest, _source: &DeviceSource) -> Result<bool> {
+    fn makes_payload(&self, _manifest: &Manifest, _options: &RuleOptionsBox, _source: &DeviceSource) -> Result<bool> {
         Ok(true)
     }
     /// A left-out source keeps its accessor `<stem>_wgsl`, empty, of its output's kind.
-    fn placeholders(&self, manifest: &Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
-        let opts: WgslOptions = manifest.rule_options(self.name())?;
+    fn placeholders(&self, _manifest: &Manifest, options: &RuleOptionsBox, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let opts: &WgslOptions = options.get()?;
         Ok(sources
             .iter()
             .map(|s| {
-                let kind = match WgslOutput::of(s, &opts) {
+                let kind = match WgslOutput::of(s, opts) {
                     WgslOutput::Spirv => crate::surface::PayloadKind::Words32,
                     WgslOutput::Wgsl => crate::surface::PayloadKind::Text,
                 };
@@ -108,17 +109,17 @@ impl Rule for WgslRule {
             .collect())
     }
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: WgslOptions = ctx.manifest.rule_options(self.name())?;
+        let opts: &WgslOptions = ctx.options()?;
         let version = spirv_version(ctx.accel.version.as_deref()).ok_or_else(|| {
-            Error::new(ErrorKind::Accel, format!("the accelerator names {}, which is no Vulkan version the WGSL rule knows a SPIR-V version for", crate::text::echo(&ctx.accel.to_string())))
-                .file(&ctx.manifest.path)
-                .key("package.metadata.mcpp.accel")
-                .detail("known: vulkan and vulkan1.0 (SPIR-V 1.0), vulkan1.1 (1.3), vulkan1.2 (1.5), vulkan1.3 and vulkan1.4 (1.6)")
-                .help("write one of those in `accel`")
+            ctx.accel_refusal(
+                Error::new(ErrorKind::Accel, format!("the accelerator names {}, which is no Vulkan version the WGSL rule knows a SPIR-V version for", crate::text::echo(&ctx.accel.to_string())))
+                    .detail("known: vulkan and vulkan1.0 (SPIR-V 1.0), vulkan1.1 (1.3), vulkan1.2 (1.5), vulkan1.3 and vulkan1.4 (1.6)")
+                    .help("write one of those in `accel`"),
+            )
         })?;
         let mut plan = RulePlan::default();
         for s in sources {
-            let output = WgslOutput::of(s, &opts);
+            let output = WgslOutput::of(s, opts);
             let (out, payload, expect) = match output {
                 WgslOutput::Spirv => {
                     let out = ctx.variant.lane_dir("wgsl").join(format!("{}.spv", s.rel));

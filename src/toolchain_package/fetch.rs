@@ -844,11 +844,14 @@ pub fn fetch_package(
     let requirements: Vec<Requirement> = if names.is_empty() {
         let registry = crate::rules::registry();
         let collected = crate::sources::collect(&manifest, &accel_set, &registry, env)?;
+        // The rules' options as far as they read: a problem in them is the build's to refuse.
+        let options: Vec<_> = registry.iter().map(|r| r.read_options(&manifest).0).collect();
         let mut v = toolchain_packages::requirements(
             &manifest,
             &accel_set,
             &collected,
             &registry,
+            &options,
             env,
             &Default::default(),
         )?;

@@ -150,7 +150,7 @@ fn every_toml_snippet_parses_and_every_mcpp_table_is_accepted() {
                     problems.push(format!("{at}: refused: {e}"));
                 }
                 for rule in rules {
-                    if let Err(e) = rule.check_options(&m) {
+                    if let Err(e) = cargo_mcpp::Error::all(rule.read_options(&m).1) {
                         problems.push(format!("{at}: [{}] refused: {e}", rule.name()));
                     }
                 }

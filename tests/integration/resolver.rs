@@ -284,13 +284,16 @@ impl Rule for FakeCuda {
     fn plan(&self, _: &RuleContext, _: &[&DeviceSource]) -> cargo_mcpp::Result<RulePlan> {
         Ok(RulePlan::default())
     }
-    fn toolchain_packages(&self, _: &Manifest) -> Vec<ToolchainPackageReq> {
-        vec![ToolchainPackageReq {
+    fn toolchain_packages(
+        &self,
+        _: &cargo_mcpp::rules::options::RuleOptionsBox,
+    ) -> cargo_mcpp::Result<Vec<ToolchainPackageReq>> {
+        Ok(vec![ToolchainPackageReq {
             package: "cuda-nvcc",
             version: "13.0.88",
             tool: NVCC,
             named_by_env: &[],
-        }]
+        }])
     }
 }
 
@@ -308,6 +311,7 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     std::fs::write(root.join("k/y.cu"), "__global__ void k(){}\n").unwrap();
     let m = Manifest::parse(&root.join("Cargo.toml"), "[package]\nname = \"g\"\nversion = \"0.1.0\"\n[package.metadata.mcpp]\nsources = [\"k/*\"]\n").unwrap();
     let registry: Vec<Box<dyn Rule>> = vec![Box::new(rules::spirv::SpirvRule), Box::new(FakeCuda)];
+    let options: Vec<_> = registry.iter().map(|r| r.read_options(&m).0).collect();
     let env = Env::empty();
     let needed = |accel: &str, env: &Env| -> Vec<String> {
         let a = AccelSet::parse(accel).unwrap();
@@ -319,6 +323,7 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
             &a,
             &c,
             &registry,
+            &options,
             env,
             &BTreeMap::new(),
         )
@@ -350,10 +355,19 @@ fn two_gates_a_vulkan_only_or_no_accel_build_needs_no_cuda_and_a_choice_needs_no
     ];
     let a = AccelSet::parse("cuda13.0+{sm_90}").unwrap();
     let c = cargo_mcpp::sources::collect(&m, &a, &cuda, &Env::empty()).unwrap();
+    let cuda_options: Vec<_> = cuda.iter().map(|r| r.read_options(&m).0).collect();
     let cuda_needed = |env: &Env| {
-        cargo_mcpp::plan::toolchain_packages::requirements(&m, &a, &c, &cuda, env, &BTreeMap::new())
-            .unwrap()
-            .len()
+        cargo_mcpp::plan::toolchain_packages::requirements(
+            &m,
+            &a,
+            &c,
+            &cuda,
+            &cuda_options,
+            env,
+            &BTreeMap::new(),
+        )
+        .unwrap()
+        .len()
     };
     assert_eq!(cuda_needed(&env), 1, "the control");
     for var in ["CUDA_PATH", "CUDA_HOME"] {

@@ -240,8 +240,8 @@ impl Rule for CudaRule {
     /// be newer than the driver it meets; each rule brings its own environment),
     /// unless the project names nvcc or a toolkit (`cuda.toolkit`, `NVCC`, `CUDA_PATH`, `CUDA_HOME`).
     /// The clang route needs a CUDA 12.x layout no toolchain package ships yet, so it declares none.
-    fn check_options(&self, manifest: &crate::config::manifest::Manifest) -> Result<()> {
-        super::options::read::<CudaOptions>(manifest, self.name()).map(drop)
+    fn read_options(&self, manifest: &crate::config::manifest::Manifest) -> (super::options::RuleOptionsBox, Vec<Error>) {
+        super::options::read_boxed::<CudaOptions>(manifest, self.name())
     }
     fn option_keys(&self) -> &'static [crate::config::manifest::KeyDoc] {
         OPTION_KEYS
@@ -253,14 +253,14 @@ impl Rule for CudaRule {
     /// and `<stem>_ptx_compute_NN()` (text), `<stem>_cubin()` and `<stem>_cubin_sm_NN()`,
     /// `<stem>_fatbin()` (bytes), for every architecture the manifest declares
     /// ([`declared_archs`]).
-    fn placeholders(&self, manifest: &crate::config::manifest::Manifest, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
-        let opts: CudaOptions = super::options::read(manifest, self.name())?;
+    fn placeholders(&self, manifest: &crate::config::manifest::Manifest, options: &super::options::RuleOptionsBox, sources: &[&DeviceSource]) -> Result<Vec<crate::surface::Payload>> {
+        let opts: &CudaOptions = options.get()?;
         let (declared, declared_virt) = declared_archs(manifest);
         let mut out = Vec::new();
         for s in sources {
             // No image to read names from: the kernels the source itself defines.
             let kernels = std::fs::read_to_string(&s.path).map(|t| source_kernels(&t)).unwrap_or_default();
-            for unit in CudaOutput::of(s, &opts).parts().iter().flat_map(|o| payload_units(*o, source_stem(&s.rel), &[], &[], None, &declared, &declared_virt)) {
+            for unit in CudaOutput::of(s, opts).parts().iter().flat_map(|o| payload_units(*o, source_stem(&s.rel), &[], &[], None, &declared, &declared_virt)) {
                 let p = Payload::empty(s.rel.clone(), unit.identifier, unit.kind).with_doc(unit.doc).with_kernels(kernels.clone());
                 out.push(match unit.image {
                     Some(arch) => p.with_cuda(arch),
@@ -270,9 +270,8 @@ impl Rule for CudaRule {
         }
         Ok(out)
     }
-    fn check_payloads(&self, manifest: &crate::config::manifest::Manifest, payloads: &[&crate::surface::Payload]) -> Result<()> {
-        let opts: CudaOptions = super::options::read(manifest, self.name())?;
-        let Some(floor) = driver_floor(manifest, &opts)? else { return Ok(()) };
+    fn check_payloads(&self, manifest: &crate::config::manifest::Manifest, options: &super::options::RuleOptionsBox, payloads: &[&crate::surface::Payload]) -> Result<()> {
+        let Some(floor) = driver_floor(manifest, options.get()?)? else { return Ok(()) };
         // Each PTX file once, under its architecture's accessor (the unsuffixed one shares it).
         for p in payloads.iter().filter(|p| p.kind == PayloadKind::Text && !p.is_placeholder()) {
             let Some(arch) = &p.cuda else { continue };
@@ -285,13 +284,13 @@ impl Rule for CudaRule {
     fn check_entry(&self, entry: &crate::config::accel::AccelEntry) -> Result<()> {
         probe::check_entry_version(entry)
     }
-    fn toolchain_packages(&self, manifest: &crate::config::manifest::Manifest) -> Vec<super::ToolchainPackageReq> {
-        let opts = super::options::parse::<CudaOptions>(manifest, self.name()).unwrap_or_default();
+    fn toolchain_packages(&self, options: &super::options::RuleOptionsBox) -> Result<Vec<super::ToolchainPackageReq>> {
+        let opts: &CudaOptions = options.get()?;
         if opts.toolkit.is_some() || opts.compiler.unwrap_or_default() != CudaCompilerName::Nvcc {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         // `CUDA_PATH`/`CUDA_HOME` name the toolkit: they are NVCC's toolkit root variables.
-        vec![super::ToolchainPackageReq { package: "cuda-nvcc", version: CUDA_NVCC_VERSION, tool: NVCC, named_by_env: &[] }]
+        Ok(vec![super::ToolchainPackageReq { package: "cuda-nvcc", version: CUDA_NVCC_VERSION, tool: NVCC, named_by_env: &[] }])
     }
     fn name(&self) -> &'static str {
         "cuda"
@@ -304,31 +303,31 @@ impl Rule for CudaRule {
     }
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
-        let opts: CudaOptions = super::options::read(ctx.manifest, self.name())?;
+        let opts: &CudaOptions = ctx.options()?;
         let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
-        let (route, route_reason) = route_of(&opts, &host);
+        let (route, route_reason) = route_of(opts, &host);
         let rdc = opts.rdc.unwrap_or(false);
-        check_route_options(ctx, &opts, route, sources)?;
+        check_route_options(ctx, opts, route, sources)?;
         let mut plan = RulePlan::default();
         if let (Some(reason), CudaCompilerName::Clang) = (&route_reason, route) {
             plan.warnings.push(format!("{reason}; declare [{MANIFEST_KEY}] compiler = \"clang\" or \"nvcc\" to choose"));
         }
-        let archs = probe::entry_archs(ctx.accel, ctx.env)?;
+        let archs = probe::entry_archs(ctx.accel, ctx.env).map_err(|e| ctx.accel_key(e))?;
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
         let (toolkit, nvcc) = toolkit::locate(ctx, route, &mut plan.warnings)?;
-        check_toolkit_floor(ctx.manifest, &opts, &toolkit)?;
+        check_toolkit_floor(ctx.manifest, opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
-        let compilers = toolkit::compilers(ctx, &opts, &host, nvcc, &mut plan.warnings)?;
+        let compilers = toolkit::compilers(ctx, opts, &host, nvcc, &mut plan.warnings)?;
         if let Some(reason) = &route_reason {
             crate::tool::add_reason(ctx.cache, &compilers.compiler.name, reason)?;
         }
         if let Some(known) = probe::known_archs(route, &compilers.compiler, ctx.cache) {
-            probe::check_known_archs(ctx.accel, &archs.archs, &known)?;
+            probe::check_known_archs(ctx.accel, &archs.archs, &known).map_err(|e| ctx.accel_key(e))?;
         }
-        let lane = Lane { ctx, opts: &opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers, host: &host };
-        let (object_sources, device_sources): (Vec<&DeviceSource>, Vec<&DeviceSource>) = sources.iter().partition(|s| CudaOutput::of(s, &opts) == CudaOutput::Object);
+        let lane = Lane { ctx, opts, route, rdc, archs: &archs, toolkit: &toolkit, runtime: &runtime, compilers: &compilers, host: &host };
+        let (object_sources, device_sources): (Vec<&DeviceSource>, Vec<&DeviceSource>) = sources.iter().partition(|s| CudaOutput::of(s, opts) == CudaOutput::Object);
         plan_device_only(&lane, &device_sources, &mut plan)?;
         if !object_sources.is_empty() {
             let first = plan.actions.len();

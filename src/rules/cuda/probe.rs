@@ -27,7 +27,7 @@ pub struct Archs {
 /// may not be above every listed architecture.
 ///
 /// # Errors
-/// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` for each of those.
+/// [`ErrorKind::Accel`] for each of those, unkeyed: the rule keys it where the set came from ([`crate::rules::RuleContext::accel_key`]).
 pub fn entry_archs(entry: &crate::config::accel::AccelEntry, env: &Env) -> Result<Archs> {
     let accel_text = entry.to_string();
     check_entry_version(entry)?;
@@ -37,7 +37,6 @@ pub fn entry_archs(entry: &crate::config::accel::AccelEntry, env: &Env) -> Resul
     if let (Some(f), Some(h)) = (entry.floor.as_deref().and_then(arch_number), highest) {
         if f > h {
             return Err(Error::new(ErrorKind::Accel, format!("the PTX floor of `{accel_text}` (compute_{f}) is above every listed architecture (highest sm_{h})"))
-                .key("package.metadata.mcpp.accel")
                 .detail("The floor names the architecture the portable PTX is generated for; it must be one the entry compiles for or an older one,")
                 .detail("or GPUs between the listed ones and the floor would get neither SASS nor PTX they can run.")
                 .help(format!("lower the floor (e.g. ptx>={h}), or list sm_{f} among the architectures")));
@@ -51,11 +50,10 @@ pub fn entry_archs(entry: &crate::config::accel::AccelEntry, env: &Env) -> Resul
 /// ([`crate::rules::Rule::check_entry`]), and again here.
 ///
 /// # Errors
-/// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel` and the fix.
+/// [`ErrorKind::Accel`] naming the fix, unkeyed (as [`entry_archs`]).
 pub fn check_entry_version(entry: &crate::config::accel::AccelEntry) -> Result<()> {
     match entry.version.as_deref().filter(|v| !v.contains('.')) {
         Some(v) => Err(Error::new(ErrorKind::Accel, format!("`{entry}` names CUDA {v} without a minor version"))
-            .key("package.metadata.mcpp.accel")
             .detail("A CUDA version is major.minor: the entry is checked against the toolkit's, and 13 alone would match any 13.x.")
             .help(format!("write cuda{v}.0 (or the minor of your toolkit), in `accel` or `--accel`"))),
         None => Ok(()),
@@ -75,7 +73,6 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
         let probed = probe_gpu_archs(env);
         if probed.is_empty() {
             return Err(Error::new(ErrorKind::Accel, format!("the accelerator entry `{accel_text}` asks for the GPUs of this machine, and it has no NVIDIA GPU"))
-                .key("package.metadata.mcpp.accel")
                 .detail("`{native}` (or no architecture list) means \"the compute capabilities nvidia-smi reports here\";")
                 .detail("nvidia-smi found none, and compiling for no architecture would give an empty or garbage -arch.")
                 .help(format!("name the architectures: accel = \"cuda13.0+{{sm_90}}\" in [package.metadata.mcpp], or {}", crate::output::report::accel_way(env, "cuda13.0+{sm_80,sm_90}")))
@@ -90,7 +87,6 @@ pub fn resolve_archs(archs: &[String], accel_text: &str, env: &Env) -> Result<Ve
     for a in &out {
         if !is_cuda_arch(a) {
             return Err(Error::new(ErrorKind::Accel, format!("`{}` in `{}` is not a CUDA architecture", crate::text::echo(a), crate::text::echo(accel_text)))
-                .key("package.metadata.mcpp.accel")
                 .help("CUDA architectures are compute capabilities: sm_80, sm_89, sm_90, sm_90a, sm_100f, ..."));
         }
     }
@@ -209,11 +205,11 @@ pub fn known_archs(route: CudaCompilerName, compiler: &Tool, cache: &DeviceCache
 /// `listed` are the architectures written in the entry (a probed `{native}` one has no column).
 ///
 /// # Errors
-/// [`ErrorKind::Accel`] naming `package.metadata.mcpp.accel`.
+/// [`ErrorKind::Accel`] unkeyed (as [`entry_archs`]).
 pub fn check_known_archs(entry: &crate::config::accel::AccelEntry, archs: &[String], known: &KnownArchs) -> Result<()> {
     let text = entry.to_string();
     let refuse = |what: String, column: Option<usize>| {
-        let mut e = Error::new(ErrorKind::Accel, what).key("package.metadata.mcpp.accel");
+        let mut e = Error::new(ErrorKind::Accel, what);
         if let Some(c) = column {
             let (shown, caret) = crate::text::echo_window(&text, c - 1);
             e = e.detail(shown).detail(format!("{}^ column {c}", " ".repeat(caret)));
@@ -399,11 +395,12 @@ mod tests {
     }
 
     #[test]
-    fn native_without_a_gpu_is_refused_naming_the_key() {
+    fn native_without_a_gpu_is_refused_naming_the_way_out() {
         let mut env = Env::empty();
         env.set("PATH", "/nonexistent");
         let e = resolve_archs(&["native".to_string()], "cuda13.0+{native}", &env).unwrap_err().to_string();
-        assert!(e.contains("has no NVIDIA GPU") && e.contains("package.metadata.mcpp.accel"), "{e}");
+        assert!(e.contains("has no NVIDIA GPU") && !e.contains("package.metadata.mcpp.accel"), "the rule keys it where the set came from: {e}");
+        assert!(e.contains("nvidia-smi found none"), "{e}");
         let e = resolve_archs(&[], "cuda13.0", &env).unwrap_err().to_string();
         assert!(e.contains("has no NVIDIA GPU"), "{e}");
         assert_eq!(resolve_archs(&["sm_90".to_string()], "cuda13.0+{sm_90}", &env).unwrap(), ["sm_90"]);
