@@ -315,6 +315,8 @@ pub const ISLAND_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "marker", default: "`MCPP_EXPORT_C`", meaning: "the marker before each exported definition" },
     KeyDoc { key: "module-name", default: "`<package>.kernels`", meaning: "the module (and header) name of the boundary" },
     KeyDoc { key: "header-includes", default: "`[]`", meaning: "headers the generated header includes for the signatures' types, e.g. `[\"<stdint.h>\"]` (`<x>`, `\"x\"` or `x`)" },
+    KeyDoc { key: "entries", default: "`[]`", meaning: "entry points the scan cannot see (defined through a macro, or generated), as C declarations without the `;`, e.g. `[\"int scale_run(float* y, unsigned n)\"]`; merged with the marked ones" },
+    KeyDoc { key: "emit-module", default: "`true`", meaning: "whether the C++ module `<module>.cppm` is written beside the header; `false` writes the header alone, for a hand-written C++ seam that includes it" },
 ];
 
 /// The keys of `[package.metadata.mcpp.cxx]` ([`CxxOptions`]).
@@ -447,6 +449,14 @@ pub struct IslandOptions {
     /// signatures use, e.g. `["<stddef.h>", "<stdint.h>"]`.
     #[serde(default)]
     pub header_includes: Vec<String>,
+    /// Entry points the scan cannot see (defined through a macro, or generated code), as C
+    /// declarations without the trailing `;`, e.g. `int scale_run(float* y, unsigned n)`;
+    /// merged with the marked ones.
+    #[serde(default)]
+    pub entries: Vec<String>,
+    /// Whether the C++ module interface `<module>.cppm` is written beside the header; default
+    /// `true`. `false` writes the header alone, for a hand-written C++ seam that includes it.
+    pub emit_module: Option<bool>,
 }
 
 /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources (and the island fallback).

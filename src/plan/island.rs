@@ -61,13 +61,20 @@ pub fn prepare_island(manifest: &Manifest, collected: &Collected, registry: &[Bo
     watch_dirs.extend(w2);
     let marker = check_island_options(manifest, opts)?;
     let files: Vec<PathBuf> = scanned.iter().map(|(p, _)| p.clone()).collect();
-    let entries = crate::surface::island::scan(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{KEY}.sources")) } else { e })?;
+    let scanned_entries = crate::surface::island::scan_marked(&files, &marker).map_err(|e| if e.key.is_none() { e.key(format!("{KEY}.sources")) } else { e })?;
+    let entries = crate::surface::island::merge_listed(scanned_entries, &opts.entries, &manifest.path, &format!("{KEY}.entries"))?;
+    if entries.is_empty() {
+        return Err(crate::surface::island::no_entries(&files, &marker)
+            .key(format!("{KEY}.sources"))
+            .help(format!("or list the entry points the scan cannot see in {KEY}.entries")));
+    }
     if opts.header_includes.is_empty() {
         check_std_types(manifest, &entries)?;
     }
     let module_name = opts.module_name.clone().unwrap_or_else(|| format!("{}.kernels", crate::surface::names::module_root(&manifest.package_name)));
     let produced_by = format!("the package `{}`", manifest.package_name);
-    let emitted = emit::emit(&entries, &module_name, &marker, &opts.header_includes, &cache.island_dir(), &produced_by, &format!("{KEY}.module-name")).map_err(|e| e.file(&manifest.path))?;
+    let module = opts.emit_module.unwrap_or(true);
+    let emitted = emit::emit(&entries, &module_name, &marker, &opts.header_includes, module, &cache.island_dir(), &produced_by, &format!("{KEY}.module-name")).map_err(|e| e.file(&manifest.path))?;
     let device_sources: Vec<PathBuf> = files.iter().filter(|f| sources::extension(f).is_some_and(|ext| registry.iter().any(|r| r.claims(&ext)))).cloned().collect();
     let device_compiled = collected.sources.iter().any(|s| s.selected && device_sources.contains(&s.path));
     check_island_halves(manifest, &entries, &files, &fallback, &device_sources, device_compiled)?;
@@ -110,7 +117,7 @@ fn check_std_types(manifest: &Manifest, entries: &[Entry]) -> Result<()> {
     for e in entries {
         let used = e.decl.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).find(|w| STD_TYPES.contains(w));
         if let Some(t) = used {
-            return Err(Error::new(ErrorKind::Manifest, format!("the entry point `{}` ({}:{}) uses `{t}`, and the generated header includes no header that declares it", e.name, e.origin.display(), e.line))
+            return Err(Error::new(ErrorKind::Manifest, format!("the entry point `{}` ({}) uses `{t}`, and the generated header includes no header that declares it", e.name, e.place()))
                 .file(&manifest.path)
                 .key(format!("{KEY}.header-includes"))
                 .detail(format!("  {}", e.decl))
@@ -139,7 +146,9 @@ pub fn check_island_halves(manifest: &Manifest, entries: &[Entry], scanned: &[Pa
         }
     }
     let host: Vec<&PathBuf> = fallback.iter().map(|(p, _)| p).collect();
-    for e in entries {
+    // A listed entry (`entries`) has no files: the scan cannot see where it is defined, so the
+    // link is the only check.
+    for e in entries.iter().filter(|e| !e.files.is_empty()) {
         let in_device = e.files.iter().any(|f| device.contains(f));
         let in_host = e.files.iter().any(|f| host.contains(&f));
         let lacking = if !device.is_empty() && !in_device {
@@ -192,10 +201,15 @@ pub fn refuse_marked_outside(manifest: &Manifest, collected: &Collected, island:
 /// # Errors
 /// As [`crate::surface::island::bindings::generate`]; [`ErrorKind::Io`] for writes.
 pub fn publish_island(island: &IslandState, out: &OutDir) -> Result<()> {
-    for f in [&island.emitted.header, &island.emitted.interface] {
+    for f in std::iter::once(&island.emitted.header).chain(&island.emitted.interface) {
         let bytes = std::fs::read(f).map_err(|e| Error::io("cannot read", f, e))?;
         let name = f.file_name().unwrap_or_default();
         crate::engine::fingerprint::write_if_changed(&out.cpp_dir().join(name), &bytes)?;
+    }
+    // Under `emit-module = false` no module is written: a copy an earlier build left is removed,
+    // so OUT_DIR holds only what this build generated.
+    if island.emitted.interface.is_none() {
+        emit::remove_stale(&out.cpp_dir().join(format!("{}.cppm", island.emitted.module_name)))?;
     }
     let bindings = island.emitted.dir.join(format!("{}.rs", island.emitted.module_name));
     crate::surface::island::bindings::generate(&island.emitted.header, &island.entries, &bindings)?;

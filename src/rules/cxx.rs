@@ -110,7 +110,7 @@ pub struct IslandUnits<'a> {
     /// The host fallback files to compile in this build (absolute, package-relative name);
     /// empty when the device half compiles.
     pub fallback: &'a [(PathBuf, String)],
-    /// The generated header and C++ module interface.
+    /// The generated header and C++ module interface (none under `emit-module = false`).
     pub emitted: &'a crate::surface::island::emit::Emitted,
 }
 
@@ -218,8 +218,16 @@ pub fn units(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<S
     }
     if let Some(i) = island {
         let imported = units.iter().any(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name)));
-        if imported {
-            units.push(Unit { path: i.emitted.interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None, extra_inputs: Vec::new() });
+        match (&i.emitted.interface, imported) {
+            (Some(interface), true) => units.push(Unit { path: interface.clone(), rel: format!("(generated) {}.cppm", i.emitted.module_name), force_include: None, extra_inputs: Vec::new() }),
+            (None, true) => {
+                let unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| module_lines(&t).requires.contains(&i.emitted.module_name))).map(|u| u.rel.clone()).unwrap_or_default();
+                return Err(Error::new(ErrorKind::Manifest, format!("{unit} imports the island's module `{}`, and the island writes no module (emit-module = false)", i.emitted.module_name))
+                    .file(&manifest.path)
+                    .key("package.metadata.mcpp.island.emit-module")
+                    .help(format!("include the header instead (`#include \"{}.h\"`), or remove `emit-module = false`", i.emitted.module_name)));
+            }
+            (_, false) => {}
         }
     }
     if let Some(s) = surface {

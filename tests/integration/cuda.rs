@@ -1752,3 +1752,156 @@ fn an_undeclared_route_follows_the_host_compiler_clang_with_clang_nvcc_with_gcc(
         "{decisions}"
     );
 }
+
+/// The fixture with `listed_run` defined through a macro in the fallback (no marker: the scan
+/// cannot see it), listed in `entries`; `cxx-sources` are the seam importing the island's module.
+fn listed_island(pkg: &Path, island_extra: &str) {
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml"))
+        .unwrap()
+        .replace(
+            "sources = [\"kernels/*.cu\"]\n",
+            "sources = [\"kernels/*.cu\"]\ncxx-sources = [\"cpp/seam.cppm\", \"cpp/use.cpp\"]\n",
+        );
+    std::fs::write(pkg.join("Cargo.toml"), format!("{manifest}{island_extra}")).unwrap();
+    let host = std::fs::read_to_string(pkg.join("host/scale.cpp")).unwrap();
+    std::fs::write(
+        pkg.join("host/scale.cpp"),
+        format!("{host}\n#define DEFINE_SCALE(name, k) int name(float* y, unsigned n) {{ for (unsigned i = 0; i < n; ++i) y[i] *= k; return (int)k * 10; }}\nDEFINE_SCALE(listed_run, 5)\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_listed_entry_reaches_the_header_the_bindings_and_rust_through_the_fallback() {
+    let (tmp, pkg) = fixture("cuda-island");
+    listed_island(
+        &pkg,
+        "entries = [\"int listed_run(float* y, unsigned n)\"]\n",
+    );
+    let out = build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    let header_path = tmp.path().join("out/mcpp/fix_island.kernels.h");
+    let header = std::fs::read_to_string(&header_path).unwrap();
+    assert!(
+        header.contains(
+            "\nint listed_run(float* y, unsigned n);\nint scale_run(float* y, unsigned n);\n"
+        ),
+        "{header}"
+    );
+    let rs = std::fs::read_to_string(tmp.path().join("out/mcpp_kernels.rs")).unwrap();
+    assert!(
+        rs.contains("pub fn listed_run(") && rs.contains("pub fn scale_run("),
+        "{rs}"
+    );
+    let module =
+        std::fs::read_to_string(tmp.path().join("out/mcpp/fix_island.kernels.cppm")).unwrap();
+    assert!(
+        module.contains("using ::listed_run;\nusing ::scale_run;\n"),
+        "{module}"
+    );
+    // A Rust program calls the listed entry (the fallback's macro) through the bindings, and the
+    // seam (a C++ unit that imports the island's module, compiled by g++) calls the scanned one.
+    let main = tmp.path().join("main.rs");
+    std::fs::write(
+        &main,
+        format!(
+            "#[allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code)]\nmod kernels {{ include!({:?}); }}\nextern \"C\" {{ fn use_seam(y: *mut f32, n: u32) -> i32; }}\nfn main() {{\n    let mut y = [1.0f32, 2.0];\n    let r = unsafe {{ kernels::listed_run(y.as_mut_ptr(), 2) }};\n    let s = unsafe {{ use_seam(y.as_mut_ptr(), 2) }};\n    println!(\"{{r}} {{s}} {{y:?}}\");\n}}\n",
+            tmp.path().join("out/mcpp_kernels.rs").display().to_string()
+        ),
+    )
+    .unwrap();
+    let exe = tmp.path().join("listed");
+    let rustc = std::process::Command::new("rustc")
+        .args(["--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(&main)
+        .args(rustc_link_args(&out))
+        .output()
+        .unwrap();
+    assert!(rustc.status.success(), "{}", text(&rustc));
+    let run = std::process::Command::new(&exe).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "50 0 [15.0, 30.0]\n",
+        "{}",
+        text(&run)
+    );
+
+    // Editing the listed declaration changes the header's bytes.
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        manifest.replace("int listed_run(float* y", "int listed_run(float* values"),
+    )
+    .unwrap();
+    build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    let edited = std::fs::read_to_string(&header_path).unwrap();
+    assert_ne!(edited, header);
+    assert!(
+        edited.contains("\nint listed_run(float* values, unsigned n);\n"),
+        "{edited}"
+    );
+}
+
+#[test]
+fn emit_module_false_writes_the_header_alone_and_an_import_of_the_module_is_refused() {
+    let (tmp, pkg) = fixture("cuda-island");
+    listed_island(
+        &pkg,
+        "entries = [\"int listed_run(float* y, unsigned n)\"]\n",
+    );
+    build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    let cppm = tmp.path().join("out/mcpp/fix_island.kernels.cppm");
+    assert!(cppm.is_file());
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        format!("{manifest}emit-module = false\n"),
+    )
+    .unwrap();
+    let e = build(tmp.path(), &pkg)
+        .no_accel()
+        .try_compile()
+        .unwrap_err();
+    let t = format!("{e:?}");
+    assert_eq!(
+        e.key.as_deref(),
+        Some("package.metadata.mcpp.island.emit-module"),
+        "{t}"
+    );
+    assert!(
+        e.message.starts_with("cpp/seam.cppm imports the island's module `fix_island.kernels`, and the island writes no module (emit-module = false)"),
+        "{t}"
+    );
+    assert!(t.contains("#include \\\"fix_island.kernels.h\\\""), "{t}");
+    // A hand-written seam that includes the header instead.
+    std::fs::write(pkg.join("cpp/seam.cppm"), "module;\n#include \"fix_island.kernels.h\"\nexport module fix_island.seam;\nexport namespace seam {\nint triple(float* y, unsigned n) { return scale_run(y, n); }\n}\n").unwrap();
+    build(tmp.path(), &pkg).no_accel().try_compile().unwrap();
+    assert!(tmp.path().join("out/mcpp/fix_island.kernels.h").is_file());
+    assert!(
+        !cppm.exists(),
+        "the module an earlier build wrote is removed"
+    );
+    assert!(!tmp
+        .path()
+        .join("work/island/fix_island.kernels.cppm")
+        .exists());
+}
+
+#[test]
+fn listed_entries_that_are_no_declaration_or_disagree_with_the_scan_are_refused() {
+    for (listed, message) in [
+        ("int listed_run(float* y, unsigned n);", "the island entry `int listed_run(float* y, unsigned n);` is not a C function declaration: it has a `;`"),
+        ("int listed_run(float* y,\\n unsigned n)", "is not a C function declaration: it has a control character"),
+        ("int (float* y)", "is not a C function declaration: it has no name"),
+        ("int scale_run(float* y, int n)", "`scale_run` is listed in package.metadata.mcpp.island.entries[0] with another declaration than it has elsewhere"),
+    ] {
+        let (tmp, pkg) = fixture("cuda-island");
+        listed_island(&pkg, &format!("entries = [\"{listed}\"]\n"));
+        let e = build(tmp.path(), &pkg).no_accel().try_compile().unwrap_err();
+        let t = format!("{e:?}");
+        assert!(e.message.contains(message), "{listed}: {t}");
+        assert_eq!(e.key.as_deref(), Some("package.metadata.mcpp.island.entries[0]"), "{t}");
+        assert_eq!(e.file.as_deref(), Some(pkg.join("Cargo.toml").as_path()), "{t}");
+        assert!(!e.help.is_empty(), "{t}");
+    }
+}

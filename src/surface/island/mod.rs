@@ -43,8 +43,20 @@ pub struct Entry {
     pub origin: PathBuf,
     /// The 1-based line of its marker in `origin`.
     pub line: usize,
-    /// Every file that defines it (the device half and the fallback, in scan order).
+    /// Every file that defines it (the device half and the fallback, in scan order); empty for
+    /// an entry listed in the manifest (`entries`) that no scan saw.
     pub files: Vec<PathBuf>,
+}
+
+impl Entry {
+    /// Where it was declared, for a message: `file:line`, or the manifest of a listed entry.
+    pub fn place(&self) -> String {
+        if self.files.is_empty() {
+            format!("{}, [package.metadata.mcpp.island] entries", self.origin.display())
+        } else {
+            format!("{}:{}", self.origin.display(), self.line)
+        }
+    }
 }
 
 /// Scan `files` (in order) for definitions marked with `marker`, merged by name and sorted by
@@ -57,6 +69,28 @@ pub struct Entry {
 /// name declared twice in one file; two files declaring one name differently (naming both
 /// files and both signatures); no entry point at all. [`ErrorKind::Io`] for an unreadable file.
 pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
+    let entries = scan_marked(files, marker)?;
+    if entries.is_empty() {
+        return Err(no_entries(files, marker));
+    }
+    Ok(entries)
+}
+
+/// The refusal of an island with no entry point: none marked in `files`, none listed.
+pub fn no_entries(files: &[PathBuf], marker: &str) -> Error {
+    let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
+    Error::new(ErrorKind::Sources, format!("no entry point marked `{marker}` under {list}"))
+        .detail("A source that yields nothing is a misspelled path or a marker that never arrived,")
+        .detail("and an empty module fails later and less clearly.")
+        .help(format!("mark the host-callable definitions: `{marker} int my_entry(...) {{ ... }}`"))
+}
+
+/// [`scan`] without its refusal of an island with no entry point: the marked entries, merged by
+/// name and sorted by name, possibly none (the manifest may list them: [`merge_listed`]).
+///
+/// # Errors
+/// As [`scan`], but never for an empty result.
+pub fn scan_marked(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
     let mut entries: Vec<Entry> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io("cannot read the island source", file, e))?;
@@ -118,15 +152,92 @@ pub fn scan(files: &[PathBuf], marker: &str) -> Result<Vec<Entry>> {
             entries.push(Entry { decl, name, origin: file.clone(), line, files: vec![file.clone()] });
         }
     }
-    if entries.is_empty() {
-        let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ");
-        return Err(Error::new(ErrorKind::Sources, format!("no entry point marked `{marker}` under {list}"))
-            .detail("A source that yields nothing is a misspelled path or a marker that never arrived,")
-            .detail("and an empty module fails later and less clearly.")
-            .help(format!("mark the host-callable definitions: `{marker} int my_entry(...) {{ ... }}`")));
-    }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries)
+}
+
+/// Check one declaration listed in the manifest (`entries`): a C declaration of a function,
+/// `<return type> <name>(<parameters>)`, without the trailing `;`. Returns it
+/// whitespace-collapsed, with its name; or what is wrong with it.
+pub fn check_listed(decl: &str) -> std::result::Result<(String, String), String> {
+    // A tab is spacing; any other control character (a newline) is refused.
+    if crate::text::has_control(&decl.replace('\t', " ")) {
+        return Err("it has a control character (a newline would add a line to the generated header)".into());
+    }
+    if decl.contains(';') {
+        return Err("it has a `;` (write one declaration, without the trailing `;`: the generator adds it)".into());
+    }
+    for bad in ["{", "}", "#", "//", "/*", "*/", "\\"] {
+        if decl.contains(bad) {
+            return Err(format!("it has `{bad}` (a declaration has no body, comment or preprocessor line)"));
+        }
+    }
+    let decl = tidy(&collapse(decl));
+    if !decl.contains('(') {
+        return Err("it has no parameter list (a function declaration has parentheses, `(void)` for none)".into());
+    }
+    let mut depth = 0usize;
+    for (i, c) in decl.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Err("a `)` closes nothing".into()),
+            ')' => {
+                depth -= 1;
+                if depth == 0 && i + 1 != decl.len() {
+                    return Err(format!("`{}` follows its parameter list (the declaration ends at the `)`)", &decl[i + 1..].trim()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err("its parameter list does not close".into());
+    }
+    let name = entry_name(&decl).filter(|n| !decl.starts_with(&format!("{n}(")) && !decl.starts_with(&format!("{n} (")));
+    let Some(name) = name else {
+        return Err("it has no name, or no return type before its name (write `<return type> <name>(<parameters>)`)".into());
+    };
+    Ok((decl, name))
+}
+
+/// Merge the declarations listed in the manifest (`listed`, each checked by [`check_listed`])
+/// with the `scanned` entries, sorted by name. A listed entry has no files (the scan does not
+/// see it) and its origin is `manifest`. The same declaration listed or scanned twice is one
+/// entry (spacing around punctuation aside, as between two halves).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] naming `manifest` and `<key>[i]`: a declaration [`check_listed`]
+/// refuses; a name declared differently by the list and the scan (both shown) or twice
+/// differently in the list.
+pub fn merge_listed(mut scanned: Vec<Entry>, listed: &[String], manifest: &Path, key: &str) -> Result<Vec<Entry>> {
+    for (i, raw) in listed.iter().enumerate() {
+        let at = format!("{key}[{i}]");
+        let (decl, name) = check_listed(raw).map_err(|why| {
+            Error::new(ErrorKind::Manifest, format!("the island entry `{}` is not a C function declaration: {why}", crate::text::echo(raw)))
+                .file(manifest)
+                .key(at.clone())
+                .help("write one C declaration per entry, without the trailing `;`: entries = [\"int scale_run(float* y, unsigned n)\"]")
+                .help("or mark the definition in an island source instead, when the scan can see it")
+        })?;
+        if let Some(first) = scanned.iter_mut().find(|e| e.name == name) {
+            if signature_key(&first.decl) != signature_key(&decl) {
+                let place = if first.files.is_empty() { format!("{} (an earlier {key} entry)", manifest.display()) } else { format!("{}:{}", first.origin.display(), first.line) };
+                return Err(Error::new(ErrorKind::Manifest, format!("`{name}` is listed in {at} with another declaration than it has elsewhere"))
+                    .file(manifest)
+                    .key(at.clone())
+                    .detail(place)
+                    .detail(format!("  {}", first.decl))
+                    .detail(format!("{} ({at})", manifest.display()))
+                    .detail(format!("  {decl}"))
+                    .detail("C language linkage does not mangle, so the two cannot both be right.")
+                    .help(format!("make the two declarations identical, or remove `{name}` from {key} (the scan already sees it)")));
+            }
+            continue;
+        }
+        scanned.push(Entry { decl, name, origin: manifest.to_path_buf(), line: 0, files: Vec::new() });
+    }
+    scanned.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(scanned)
 }
 
 /// Which bytes of `text` are code (not inside a comment, string or character literal, and
@@ -433,6 +544,47 @@ mod tests {
         assert!(err.contains(&format!("{}:1", a.display())) && err.contains(&format!("{}:1", b.display())), "both places with lines: {err}");
         assert!(err.contains("int f(int n)") && err.contains("int f(unsigned n)"), "{err}");
         assert!(err.contains("never meet at the link"), "{err}");
+    }
+
+    #[test]
+    fn listed_entries_are_checked_and_merged_with_the_scanned_ones() {
+        assert_eq!(check_listed(" int  listed_run( float *y,\tunsigned n ) ").unwrap(), ("int listed_run(float *y, unsigned n)".to_string(), "listed_run".to_string()));
+        for (bad, why) in [
+            ("int f(int n);", "has a `;`"),
+            ("int f(int n)\n#define X", "control character"),
+            ("int f", "no parameter list"),
+            ("int (int n)", "no name"),
+            ("f(int n)", "no return type"),
+            ("int f(int n", "does not close"),
+            ("int f(int n) noexcept", "`noexcept` follows its parameter list"),
+            ("int f(int n) { }", "has `{`"),
+            ("int f(int n /* x */)", "has `/*`"),
+            ("int f(int n))", "`)` follows its parameter list"),
+            ("int f)(int n)", "closes nothing"),
+        ] {
+            let e = check_listed(bad).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.cpp");
+        std::fs::write(&a, "MCPP_EXPORT_C int f(int n) { return n; }\n").unwrap();
+        let scanned = scan_marked(std::slice::from_ref(&a), DEFAULT_MARKER).unwrap();
+        let m = Path::new("/p/Cargo.toml");
+        let key = "package.metadata.mcpp.island.entries";
+        let listed = ["int g(float* y)".to_string(), "int f(int  n)".to_string(), "int g(float *y)".to_string()];
+        let e = merge_listed(scanned.clone(), &listed, m, key).unwrap();
+        assert_eq!(e.iter().map(|e| (e.name.as_str(), e.decl.as_str(), e.files.len())).collect::<Vec<_>>(), [("f", "int f(int n)", 1), ("g", "int g(float* y)", 0)]);
+        assert_eq!(e[1].place(), "/p/Cargo.toml, [package.metadata.mcpp.island] entries");
+        let err = merge_listed(scanned.clone(), &["int f(unsigned n)".to_string()], m, key).unwrap_err();
+        let t = err.to_string();
+        assert!(t.contains("`f` is listed in package.metadata.mcpp.island.entries[0] with another declaration"), "{t}");
+        let full = format!("{err:?}");
+        assert!(full.contains(&format!("{}:1", a.display())) && full.contains("int f(int n)") && full.contains("int f(unsigned n)"), "both declarations and places: {full}");
+        let err = merge_listed(Vec::new(), &["int h(void)".to_string(), "int h(int)".to_string()], m, key).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("package.metadata.mcpp.island.entries[1]"));
+        let err = merge_listed(Vec::new(), &["int h;".to_string()], m, key).unwrap_err();
+        assert!(err.to_string().starts_with("the island entry `int h;` is not a C function declaration: it has a `;`"), "{err}");
+        assert_eq!(err.file.as_deref(), Some(m));
     }
 
     #[test]
