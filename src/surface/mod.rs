@@ -388,7 +388,7 @@ pub struct SurfaceOptions {
     /// [`crate::engine::layout::OutDir::artifact_dir`]).
     pub artifact_dir: PathBuf,
     /// Whether a C/C++ unit of the package compiles the implementation unit (the host C++ lane
-    /// has `cxx-sources` or an island's fallback to compile, [`crate::rules::cxx::has_units`]).
+    /// has `cxx-sources` or an island's fallback to compile, `rules::cxx::has_units`).
     /// `false`: header storage writes no `data/**.h` (C arrays several times the payload's
     /// size, which nothing would read), and the implementation unit says so in their place.
     pub cxx: bool,
