@@ -51,7 +51,8 @@ impl core::fmt::Display for NoCudaImage {
         let (major, minor) = self.capability;
         let built = if self.built.is_empty() { "nothing (this build's accelerator set leaves CUDA out)".to_string() } else { self.built.join(", ") };
         let cubins = if minor == 0 { format!("sm_{major}0") } else { format!("one of sm_{major}0 to sm_{major}{minor}") };
-        write!(f, "no image of {} loads on a GPU of compute capability {major}.{minor}: built {built}; a cubin for {cubins}, or PTX for compute_XY with XY <= {major}{minor}, would: list the architecture in the manifest's `accel`", self.source)
+        let way_out = if self.built.is_empty() { "build with CUDA in the accelerator set" } else { "list the architecture in the manifest's `accel`" };
+        write!(f, "no image of {} loads on a GPU of compute capability {major}.{minor}: built {built}; a cubin for {cubins}, or PTX for compute_XY with XY <= {major}{minor}, would: {way_out}", self.source)
     }
 }
 

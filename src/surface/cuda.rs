@@ -150,7 +150,7 @@ fn elf_entries(elf: &[u8]) -> Option<Vec<String>> {
 /// A Rust constant name for each kernel name: its identifier (a mangled C++ name's last
 /// component, `_Z6affinePfj` -> `affine`) in upper case, numbered when two meet (`SCALE`,
 /// `SCALE_2`).
-fn constant_names(entries: &[String]) -> Vec<String> {
+pub(crate) fn constant_names(entries: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for e in entries {
         let base = super::names::identifier(&demangled_name(e), "kernel").trim_end_matches('_').to_ascii_uppercase();

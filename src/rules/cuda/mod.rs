@@ -784,19 +784,54 @@ pub(crate) fn failure_hint(action_id: &str, output: &str) -> Option<String> {
 pub(crate) fn source_kernels(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (at, _) in text.match_indices("__global__") {
-        let before = &text[..at];
-        if before.trim_end().ends_with('>') {
-            continue; // template<...> __global__: no name without an instantiation
+        let before = text[..at].trim_end();
+        // `template<...> __global__`: no name without an instantiation. The `>` of an
+        // `#include <...>` line just above is no template.
+        let line_before = before.rsplit('\n').next().unwrap_or_default().trim_start();
+        if before.ends_with('>') && !line_before.starts_with('#') {
+            continue;
+        }
+        // `// ... __global__ ...`: a comment.
+        if text[..at].rsplit('\n').next().unwrap_or_default().contains("//") {
+            continue;
         }
         let rest = &text[at + "__global__".len()..];
         let Some(paren) = rest.find("void").map(|v| v + 4) else { continue };
-        let tail = &rest[paren..];
-        let name: String = tail.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if !name.is_empty() && tail.trim_start()[name.len()..].trim_start().starts_with('(') && !out.contains(&name) {
+        // Between `__global__` and `void` only attributes (`__launch_bounds__(256)`), never the
+        // end of a statement or a block.
+        if rest[..paren].contains([';', '{', '}']) {
+            continue;
+        }
+        let tail = rest[paren..].trim_start();
+        let name: String = tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let params = tail[name.len()..].trim_start();
+        // A definition (its parameter list closed by `)` and then `{`), not a declaration: two
+        // definitions of one name (in two namespaces, or overloads) are two kernels, as the
+        // built image lists them (`AXPY`, `AXPY_2`).
+        if !name.is_empty() && params.starts_with('(') && defines_body(params) {
             out.push(name);
         }
     }
     out
+}
+
+/// Whether `params`, starting at a parameter list's `(`, is followed by a body (`{`) after its
+/// matching `)`, rather than `;` (a declaration).
+fn defines_body(params: &str) -> bool {
+    let mut depth = 0usize;
+    for (i, c) in params.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return params[i + 1..].trim_start().starts_with('{');
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The CUDA version a driver must support to load PTX of ISA `isa` (major, minor): NVIDIA's PTX
@@ -871,7 +906,7 @@ pub(crate) fn check_driver_floor(manifest: &crate::config::manifest::Manifest, f
         .file(manifest.at_col("cuda.driver-floor"))
         .key(format!("{MANIFEST_KEY}.driver-floor"))
         .detail(format!("Its `.version` line says PTX ISA {}.{}. A driver JIT-compiles only PTX of an ISA version it knows; an older one fails with CUDA_ERROR_UNSUPPORTED_PTX_VERSION (the ISA of each CUDA release: NVIDIA's PTX ISA document, \"PTX release history\").", isa.0, isa.1))
-        .help(format!("embed cubins instead, which a driver of the toolkit's major version loads without JIT: output = \"cubin\" or \"fatbin\" for {source}, with the architecture of every GPU it must run on listed in `accel`"))
+        .help(format!("embed cubins instead, which a driver of the toolkit's major version loads without JIT: output = \"cubin\" (or, on the nvcc route, \"fatbin\") for {source}, with the architecture of every GPU it must run on listed in `accel`"))
         .help("or declare an older toolkit, whose PTX ISA the floor's driver knows ([package.metadata.mcpp.cuda] toolkit = \"...\", or CUDA_PATH)")
         .help(format!("or raise driver-floor to {raise}")))
 }
@@ -958,5 +993,10 @@ mod floor_tests {
     fn kernels_are_read_from_the_source() {
         let src = "#include \"x.cuh\"\n// __global__ in a comment without a definition\nextern \"C\" __global__ void affine(float* y) {}\n__global__ __launch_bounds__(256) void scale (float* y) {}\ntemplate <typename T> __global__ void generic(T* y) {}\n__device__ void helper() {}\n";
         assert_eq!(source_kernels(src), ["affine", "scale"]);
+        // A kernel right after an `#include <...>` line is no template; a declaration is no
+        // kernel; one name defined twice (two namespaces) is two kernels, as the image lists them.
+        let src = "#include <cassert>\n__global__ void check(const float* x) { assert(x); }\n__global__ void axpy(float a);\n__global__ void axpy(float a) {}\nnamespace ns { __global__ void axpy(float a) {} }\n";
+        assert_eq!(source_kernels(src), ["check", "axpy", "axpy"]);
+        assert_eq!(crate::surface::cuda::constant_names(&source_kernels(src)), ["CHECK", "AXPY", "AXPY_2"]);
     }
 }
