@@ -711,7 +711,15 @@ fn the_selection_function_picks_the_best_image_and_entry_names_come_from_the_bui
     let tmp = tempfile::tempdir().unwrap();
     let pkg = tmp.path().join("pkg");
     std::fs::create_dir_all(pkg.join("k")).unwrap();
-    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"pick\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\naccel = \"cuda13.0+{sm_80,sm_90}\"\nmodules = false\nsources = [{ glob = \"k/p.cu\", output = \"ptx\" }, { glob = \"k/c.cu\", output = \"cubin\" }, { glob = \"k/f.cu\", output = \"fatbin\" }, { glob = \"k/b.cu\", output = \"cubin+ptx\" }]\n").unwrap();
+    std::fs::write(pkg.join("Cargo.toml"), "[package]\nname = \"pick\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[package.metadata.mcpp]\naccel = \"cuda13.0+{sm_80,sm_90}\"\nmodules = false\ncxx-sources = [\"host/unit.cpp\"]\nsources = [{ glob = \"k/p.cu\", output = \"ptx\" }, { glob = \"k/c.cu\", output = \"cubin\" }, { glob = \"k/f.cu\", output = \"fatbin\" }, { glob = \"k/b.cu\", output = \"cubin+ptx\" }]\n").unwrap();
+    // A C++ unit of the package: header storage writes the C forms of the payloads, which the
+    // C program below compiles against, only for a package that has one.
+    std::fs::create_dir_all(pkg.join("host")).unwrap();
+    std::fs::write(
+        pkg.join("host/unit.cpp"),
+        "int pick_host_unit() { return 1; }\n",
+    )
+    .unwrap();
     std::fs::write(
         pkg.join("k/b.cu"),
         "extern \"C\" __global__ void both(float* y) { y[threadIdx.x] = 1; }\n",
