@@ -43,13 +43,16 @@ impl Env {
     }
     /// Read `name`, recording the read; `None` when unset.
     pub fn get_os(&self, name: &str) -> Option<OsString> {
-        {
-            let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-            if !reads.iter().any(|r| r == name) {
-                reads.push(name.to_string());
-            }
-        }
+        self.record_read(name);
         self.get_os_untracked(name)
+    }
+    /// Record `name` as read without reading it: a read made through another view of this
+    /// environment (a view with a script's variables on top, [`crate::tool::env_script`]).
+    pub fn record_read(&self, name: &str) {
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        if !reads.iter().any(|r| r == name) {
+            reads.push(name.to_string());
+        }
     }
     /// Read `name` without recording the read: only for variables that are not inputs of the
     /// build and so must not be declared with `rerun-if-env-changed` (the progress channel of

@@ -94,6 +94,12 @@ impl DeviceCache {
         self.dir.join("tool-versions.json")
     }
 
+    /// `env-scripts.json`: the environment each rule's `env-script` set, keyed by the script's
+    /// path, bytes, arguments and base variables ([`crate::tool::env_script`]).
+    pub fn env_scripts(&self) -> PathBuf {
+        self.dir.join("env-scripts.json")
+    }
+
     /// `tool-probes.json`: what a tool printed for a probe (`--help`, `--list-gpu-code`), keyed
     /// by the program file's stat data and the arguments.
     pub fn tool_probes(&self) -> PathBuf {

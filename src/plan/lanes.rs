@@ -90,6 +90,7 @@ impl Planned {
     fn add_rule(&mut self, rule: &'static str, plan: RulePlan) {
         self.warnings.extend(plan.warnings);
         self.tool_files.extend(plan.tools.iter().map(|t| t.path.clone()));
+        self.tool_files.extend(plan.watch);
         self.path_tools |= plan.tools.iter().any(|t| t.source == ToolSource::Path);
         self.append_actions(plan.actions);
         self.payloads.extend(plan.payloads.into_iter().map(|p| (rule, p)));

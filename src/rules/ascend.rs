@@ -50,6 +50,11 @@ pub struct AscendOptions {
     pub toolkit: Option<PathBuf>,
     /// `includes` (after the toolkit's), `defines`, `flags` (last before `-c <src> -o <obj>`).
     /// `optimize` is refused: bisheng's optimisation is the flags'.
+    /// A script that sets up the toolkit, sourced once; what it sets goes on this rule's tools
+    /// ([`crate::tool::env_script`]).
+    pub env_script: Option<PathBuf>,
+    /// The arguments `env_script` is sourced with.
+    pub env_script_args: Option<Vec<String>>,
     #[serde(skip)]
     pub common: CommonOptions,
 }
@@ -80,6 +85,8 @@ const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "includes", default: "`[]`", meaning: "include directories (`-I`) after the toolkit's, relative to the package root (inside it) or absolute" },
     CommonOptions::DEFINES_DOC,
     KeyDoc { key: "optimize", default: "refused", meaning: "not an Ascend C option (upstream's command has no level): write `-O2` in `flags`" },
+    crate::tool::env_script::ENV_SCRIPT_DOC,
+    crate::tool::env_script::ENV_SCRIPT_ARGS_DOC,
     KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, last before `-c <src> -o <obj>` (so they win), passed unexamined" },
 ];
 
@@ -200,7 +207,9 @@ impl Rule for AscendRule {
         let opts: &AscendOptions = ctx.options()?;
         let mut plan = RulePlan::default();
         let root = root_choice(opts, ctx.manifest);
-        let resolved = crate::tool::resolve_toolkit(&BISHENG, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
+        let script = crate::tool::env_script::for_rule(self.name(), opts.env_script.as_deref(), opts.env_script_args.as_deref(), ctx.manifest, ctx.env, ctx.cache)?;
+        let resolved = crate::tool::resolve_toolkit_with(&BISHENG, ctx.tools, root.as_ref(), script.as_ref(), ctx.env, ctx.cache)?;
+        plan.watch.extend(script.map(|s| s.script));
         plan.warnings.extend(resolved.warning);
         let Some(kit) = resolved.toolkit else {
             return Err(Error::new(ErrorKind::ToolNotFound, format!("bisheng `{}` is not inside a CANN toolkit, and nothing names one", crate::text::echo_path(&resolved.tool.path)))

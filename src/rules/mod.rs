@@ -125,6 +125,8 @@ pub struct RulePlan {
     pub tools: Vec<crate::tool::Tool>,
     /// What the crate links (archives the actions produce, runtimes), in order.
     pub link: Vec<LinkDirective>,
+    /// Other files the plan read (a rule's `env-script`): watched for changes.
+    pub watch: Vec<std::path::PathBuf>,
 }
 
 /// A toolchain package a rule drives, with its version rule (each rule

@@ -70,6 +70,11 @@ pub struct SyclOptions {
     pub gcc_install_dir: Option<PathBuf>,
     /// `includes`, `defines`, `optimize` (default on in release profiles: `-O2`, else `-O0`),
     /// `flags` (before the depfile and `-x c++ -c <src> -o <obj>`).
+    /// A script that sets up the toolkit, sourced once; what it sets goes on this rule's tools
+    /// ([`crate::tool::env_script`]).
+    pub env_script: Option<PathBuf>,
+    /// The arguments `env_script` is sourced with.
+    pub env_script_args: Option<Vec<String>>,
     #[serde(skip)]
     pub common: CommonOptions,
 }
@@ -92,6 +97,8 @@ const OPTION_KEYS: &[KeyDoc] = &[
     CommonOptions::INCLUDES_DOC,
     CommonOptions::DEFINES_DOC,
     KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O2` when true, `-O0` when false" },
+    crate::tool::env_script::ENV_SCRIPT_DOC,
+    crate::tool::env_script::ENV_SCRIPT_ARGS_DOC,
     KeyDoc { key: "flags", default: "`[]`", meaning: "extra arguments, after the rule's own and before `-MD -MF <d> -x c++ -c <src> -o <obj>`, passed unexamined (DPC++: not to the device link)" },
 ];
 
@@ -194,7 +201,9 @@ impl Rule for SyclRule {
             SyclCompiler::Acpp => ACPP,
         };
         let root = root_choice(opts, ctx.manifest);
-        let resolved = crate::tool::resolve_toolkit(&spec, ctx.tools, root.as_ref(), ctx.env, ctx.cache)?;
+        let script = crate::tool::env_script::for_rule(self.name(), opts.env_script.as_deref(), opts.env_script_args.as_deref(), ctx.manifest, ctx.env, ctx.cache)?;
+        let resolved = crate::tool::resolve_toolkit_with(&spec, ctx.tools, root.as_ref(), script.as_ref(), ctx.env, ctx.cache)?;
+        plan.watch.extend(script.map(|s| s.script));
         plan.warnings.extend(resolved.warning);
         let tool = resolved.tool;
         let toolkit_root = resolved.toolkit.map(|t| t.root).unwrap_or_else(|| tool.path.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default());

@@ -38,6 +38,7 @@
 //! questions run in [`process`], the one place this module starts a program.
 
 pub mod decisions;
+pub mod env_script;
 pub(crate) mod launch;
 pub mod process;
 
@@ -407,12 +408,36 @@ pub struct Resolved {
 /// names a directory without the toolkit's marker files (refused with the key or variable, not
 /// skipped), and when a toolkit answers without its program.
 pub fn resolve_toolkit(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, env: &Env, cache: &DeviceCache) -> Result<Resolved> {
+    resolve_toolkit_with(spec, choices, root, None, env, cache)
+}
+
+/// [`resolve_toolkit`] with the environment a rule's `env-script` set ([`env_script`]): the
+/// toolkit is looked for with the script's variables on top of `env` (a root variable it sets
+/// names the toolkit; a program on the PATH it sets counts as declared, named by the script's
+/// key, not warned), and the tool runs with them ([`Tool::env`]; the toolkit's own
+/// [`ToolkitSpec::tool_env`] and a toolchain package's variables win over the script's).
+///
+/// # Errors
+/// As [`resolve_toolkit`].
+pub fn resolve_toolkit_with(spec: &ToolSpec, choices: &ToolChoices, root: Option<&RootChoice>, script: Option<&env_script::ScriptEnv>, env: &Env, cache: &DeviceCache) -> Result<Resolved> {
+    let overlay = script.map(|s| s.overlay(env));
     let mut considered = Vec::new();
-    let outcome = find(spec, choices, root, env, true, &mut considered);
+    let outcome = find(spec, choices, root, overlay.as_ref().unwrap_or(env), true, &mut considered);
+    if let (Some(s), Some(o)) = (script, &overlay) {
+        // What the search read of the build's own environment is an input of the build.
+        for name in o.reads().iter().filter(|n| !s.sets(n)) {
+            env.record_read(name);
+        }
+    }
     let result = outcome.and_then(|mut found| {
+        if let Some(s) = script {
+            from_script(&mut found, s);
+        }
         // The toolkit's own environment for its program, on the probe as on the compiles.
         if let (Some(f), Some(t)) = (spec.toolkit.and_then(|k| k.tool_env), &found.toolkit) {
-            found.env.extend(f(&t.root));
+            let own = f(&t.root);
+            found.env.retain(|(k, _)| !own.iter().any(|(o, _)| o == k));
+            found.env.extend(own);
         }
         let version = version_of(spec, &found.path, &found.env, cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {})", found.origin)))?;
         Ok((found, version))
@@ -444,6 +469,34 @@ pub fn find_toolkit_root(spec: &ToolSpec, choices: &ToolChoices, root: Option<&R
     match found.toolkit {
         Some(t) => Ok((t, found.warning)),
         None => Err(Error::new(ErrorKind::ToolNotFound, format!("the tool {} declares no toolkit", spec.name)).help("this is a defect of cargo-mcpp; report it")),
+    }
+}
+
+/// The script's part in a found tool: its variables first on the tool's environment (what the
+/// resolver set wins), and, where the script named the tool (the PATH it set, a root variable
+/// it set), the origin saying so.
+fn from_script(found: &mut Found, s: &env_script::ScriptEnv) {
+    let own: Vec<(String, OsString)> = std::mem::take(&mut found.env);
+    found.env = s.vars.iter().filter(|(k, _)| !own.iter().any(|(o, _)| o == k)).cloned().collect();
+    found.env.extend(own);
+    if found.source == ToolSource::Path && s.sets("PATH") {
+        // The manifest named the script, and the script the PATH: a declaration, not a guess.
+        found.source = ToolSource::ManifestKey { manifest: s.manifest.clone(), key: s.shown_key.clone() };
+        found.origin = format!("PATH set by {} ({})", s.origin, crate::text::echo_path(&found.path));
+        found.warning = None;
+        if let Some(t) = found.toolkit.as_mut().filter(|t| t.found_by == "PATH") {
+            t.found_by = s.shown_key.clone();
+            t.origin = found.origin.clone();
+        }
+        return;
+    }
+    if let ToolSource::Root { var, .. } = &found.source {
+        if s.sets(var) {
+            found.origin = format!("{} (set by {})", found.origin, s.origin);
+        }
+    }
+    if let Some(t) = found.toolkit.as_mut().filter(|t| s.sets(&t.found_by)) {
+        t.origin = format!("{} (set by {})", t.origin, s.origin);
     }
 }
 

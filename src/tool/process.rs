@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a probe ended.
-enum Ran {
+pub(super) enum Ran {
     /// It exited (or was killed by a signal) with this output.
     Exited { status: ExitStatus, stdout: Vec<u8>, stderr: Vec<u8> },
     /// It was still running after the timeout, and was killed.
@@ -28,7 +28,7 @@ enum Ran {
 
 /// Run `cmd` (stdin empty, stdout and stderr into unnamed temporary files, so a grandchild
 /// holding them open cannot block the read) for at most `timeout`.
-fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
+pub(super) fn run_timed(cmd: &mut Command, timeout: Duration) -> std::io::Result<Ran> {
     use std::io::{Read, Seek};
     let mut out = tempfile::tempfile()?;
     let mut err = tempfile::tempfile()?;

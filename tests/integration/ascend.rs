@@ -367,3 +367,46 @@ fn ascend_argv_verified_an_island_device_half_gets_the_boundary_header_and_cce_i
         );
     }
 }
+
+/// A CANN toolkit set up by its `set_env.sh`: the script's `ASCEND_HOME_PATH` (the architecture
+/// directory, as CANN's script sets it) names the toolkit, and its other variables reach
+/// bisheng's compiles; the toolkit's own `LD_LIBRARY_PATH` wins over the script's.
+#[test]
+fn ascend_argv_verified_env_script_names_the_toolkit_and_its_variables_reach_bisheng() {
+    let p = ascend_package("ascend8.5+{dav-c220}", "env-script = \"set_env.sh\"");
+    let (cann, bisheng) = fake_cann(p.dir.path());
+    let arch = cann.join(ARCH_DIR);
+    p.write(
+        "set_env.sh",
+        &format!(
+            "export ASCEND_HOME_PATH='{}'\nexport LD_LIBRARY_PATH=/from/the/script\nexport ASCEND_OPP_PATH='{}/opp'\n",
+            s(&arch),
+            s(&arch)
+        ),
+    );
+    device_build(p.dir.path(), &p.path(""))
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let calls = bisheng.calls();
+    assert_eq!(calls.len(), 2, "{:?}", bisheng.argvs());
+    for c in &calls {
+        assert_eq!(
+            c.env.get("ASCEND_OPP_PATH"),
+            Some(&format!("{}/opp", s(&arch))),
+            "{}",
+            c.line()
+        );
+        assert_eq!(c.env.get("ASCEND_HOME_PATH"), Some(&s(&arch)));
+        assert_eq!(
+            c.env.get("LD_LIBRARY_PATH"),
+            Some(&s(&arch.join("lib64"))),
+            "the toolkit's own wins"
+        );
+    }
+    let decisions = std::fs::read_to_string(p.work_dir().join("tool-decisions.json")).unwrap();
+    assert!(
+        decisions.contains("ASCEND_HOME_PATH")
+            && decisions.contains("[package.metadata.mcpp.ascend] env-script"),
+        "{decisions}"
+    );
+}

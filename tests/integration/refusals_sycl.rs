@@ -91,6 +91,19 @@ fn sycl_refusals() {
         ("a gcc-install-dir that does not exist", sycl(SYCL, "gcc-install-dir = \"/nonexistent/gcc\"", same)),
         ("an unknown compiler", sycl(SYCL, "compiler = \"computecpp\"", same)),
         ("a .cpp through a plain glob", sycl("accel = \"sycl\"\nsources = [\"kernels/*.cpp\"]", "", same)),
+        ("an env-script that does not exist", sycl(SYCL, "env-script = \"setup/setvars.sh\"", same)),
+        ("an env-script that fails", sycl(SYCL, "env-script = \"setvars.sh\"\nenv-script-args = [\"--bogus\"]", |_, tmp| {
+            std::fs::write(tmp.join("pkg/setvars.sh"), "echo \"unknown option $1\" >&2\nreturn 2\n").unwrap();
+        })),
+        ("an env-script that is a FIFO", sycl(SYCL, "env-script = \"setvars.sh\"", |_, tmp| {
+            let fifo = tmp.join("pkg/setvars.sh");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(made.success());
+        })),
+        ("an env-script that ends the shell", sycl(SYCL, "env-script = \"setvars.sh\"", |_, tmp| {
+            std::fs::write(tmp.join("pkg/setvars.sh"), "export X=1\nexit 0\n").unwrap();
+        })),
+        ("env-script-args without env-script", sycl(SYCL, "env-script-args = [\"--force\"]", same)),
         ("a .cpp in a sycl-constrained glob and in cxx-sources", sycl("accel = \"sycl\"\nsources = [{ glob = \"kernels/*.cpp\", accel = \"sycl\" }]\ncxx-sources = [\"kernels/c.cpp\"]", "", same)),
     ];
     let all: String = cases
@@ -128,6 +141,14 @@ fn ascend_refusals() {
         (
             "a version without a minor",
             ascend("ascend8+{dav-c220}", "", same),
+        ),
+        (
+            "an env-script that does not exist",
+            ascend(
+                "ascend8.5+{dav-c220}",
+                "env-script = \"/nonexistent/set_env.sh\"",
+                same,
+            ),
         ),
         (
             "optimize",

@@ -461,3 +461,137 @@ fn the_default_gcc_install_dir_is_the_host_compilers_and_a_host_compiler_without
         "{e}"
     );
 }
+
+/// A toolkit set up by a script: `env-script` names a fake `setvars.sh` that exports
+/// `CMPLR_ROOT` and a marker; with nothing else naming oneAPI, the build finds the compiler
+/// through it, and every compile runs with the marker. An unchanged script runs nothing again
+/// (not even the script: it counts its runs); a changed marker reruns the compiles.
+#[test]
+fn sycl_argv_verified_env_script_names_the_toolkit_and_its_variables_reach_the_compiles() {
+    let p = sycl_package(
+        "sycl",
+        "[\"kernels/*.sycl\"]",
+        "env-script = \"setup/setvars.sh\"\nenv-script-args = [\"--force\"]",
+    );
+    let (oneapi, icpx) = fake_oneapi(p.dir.path());
+    let runs = p.dir.path().join("script-runs");
+    let script = |marker: &str| {
+        format!(
+            "echo \"sourced with $1\" >> '{}'\necho 'oneAPI environment initialized'\nexport CMPLR_ROOT='{}'\nexport MCPP_ENV_SCRIPT_MARKER={marker}\n",
+            s(&runs),
+            s(&oneapi.join("compiler/latest"))
+        )
+    };
+    p.write("setup/setvars.sh", &script("one"));
+    let build = || {
+        device_build(p.dir.path(), &p.path(""))
+            .try_compile()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let outcome = build();
+    assert_eq!(
+        outcome.report.ran.len(),
+        4,
+        "two compiles, the device link, the archive: {:?}",
+        outcome.report.ran
+    );
+    let calls = icpx.calls();
+    assert_eq!(calls.len(), 3, "{:?}", icpx.argvs());
+    for c in &calls {
+        assert_eq!(
+            c.env.get("MCPP_ENV_SCRIPT_MARKER").map(String::as_str),
+            Some("one"),
+            "{}",
+            c.line()
+        );
+        assert_eq!(
+            c.env.get("CMPLR_ROOT").map(String::as_str),
+            Some(s(&oneapi.join("compiler/latest")).as_str())
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        "sourced with --force\n"
+    );
+    let decisions = std::fs::read_to_string(p.work_dir().join("tool-decisions.json")).unwrap();
+    assert!(
+        decisions.contains("CMPLR_ROOT")
+            && decisions.contains("[package.metadata.mcpp.sycl] env-script"),
+        "{decisions}"
+    );
+    assert!(
+        outcome
+            .cargo
+            .lines()
+            .iter()
+            .any(|l| l == &format!("cargo::rerun-if-changed={}", s(&p.path("setup/setvars.sh")))),
+        "the script is watched: {:?}",
+        outcome.cargo.lines()
+    );
+
+    // Unchanged: nothing runs, the script included.
+    let again = build();
+    assert!(again.report.ran.is_empty(), "{:?}", again.report.ran);
+    assert_eq!(icpx.calls().len(), 3);
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        "sourced with --force\n"
+    );
+
+    // The marker changed: the script runs once more and every compile reruns with the new value.
+    p.write("setup/setvars.sh", &script("two"));
+    let changed = build();
+    assert_eq!(changed.report.ran.len(), 4, "{:?}", changed.report.ran);
+    let calls = icpx.calls();
+    assert_eq!(calls.len(), 6);
+    for c in &calls[3..] {
+        assert_eq!(
+            c.env.get("MCPP_ENV_SCRIPT_MARKER").map(String::as_str),
+            Some("two"),
+            "{}",
+            c.line()
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        "sourced with --force\nsourced with --force\n"
+    );
+}
+
+/// A script that puts the compiler on PATH (and sets no root variable) names it: no PATH
+/// warning, and `why tool` says the script's PATH found it.
+#[test]
+fn sycl_argv_verified_the_compiler_on_the_path_an_env_script_sets_counts_as_declared() {
+    let p = sycl_package(
+        "sycl",
+        "[\"kernels/*.sycl\"]",
+        "env-script = \"setvars.sh\"",
+    );
+    let (oneapi, icpx) = fake_oneapi(p.dir.path());
+    let bin = oneapi.join("compiler/latest/bin");
+    p.write(
+        "setvars.sh",
+        &format!("export PATH='{}':\"$PATH\"\n", s(&bin)),
+    );
+    let outcome = device_build(p.dir.path(), &p.path(""))
+        .try_compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(icpx.calls().len(), 3);
+    let warnings: Vec<&String> = outcome
+        .cargo
+        .lines()
+        .iter()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    assert!(!warnings.iter().any(|w| w.contains("PATH")), "{warnings:?}");
+    let decisions = std::fs::read_to_string(p.work_dir().join("tool-decisions.json")).unwrap();
+    assert!(
+        decisions.contains("PATH set by") && decisions.contains("env-script = "),
+        "{decisions}"
+    );
+    let path = icpx.calls()[0].env.get("PATH").cloned().unwrap_or_default();
+    assert!(
+        path.starts_with(&s(&bin)),
+        "the compile runs with the script's PATH: {path}"
+    );
+}
