@@ -682,8 +682,11 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
     std::fs::write(
         dir.join("Cargo.toml"),
         manifest.replace(
-            "path = \"../..\"",
-            &format!("path = {:?}", repo().display().to_string()),
+            "path = \"../../mcpp-build\"",
+            &format!(
+                "path = {:?}",
+                repo().join("mcpp-build").display().to_string()
+            ),
         ),
     )
     .unwrap();
