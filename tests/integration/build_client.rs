@@ -256,7 +256,7 @@ fn the_engine_refuses_a_request_of_another_version_or_format() {
     let out = build_script("{\"format\":99}");
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("format 99, this engine reads format 1"),
+        text(&out).contains("format 99, this engine reads format 2"),
         "{}",
         text(&out)
     );
