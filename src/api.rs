@@ -123,17 +123,6 @@ impl Build {
         self.settings.push(BuilderSetting { kind, at });
         self
     }
-    /// Apply the settings of a `mcpp_build::Build` request (its JSON, `Build::request`) to
-    /// this builder, as the build script's engine does: the tests' way through the request
-    /// with their own directories and environment view.
-    ///
-    /// # Errors
-    /// A request this engine does not read (format, fields) or of another version.
-    #[doc(hidden)]
-    pub fn apply_request(&mut self, request: &str) -> Result<&mut Build> {
-        crate::request::Request::parse(request)?.apply(self)?;
-        Ok(self)
-    }
 
     fn required(&self, name: &str) -> Result<PathBuf> {
         self.env.get_os(name).map(PathBuf::from).ok_or_else(|| {

@@ -156,6 +156,11 @@ impl From<Vec<&str>> for Value {
         Value::List(v.into_iter().map(str::to_string).collect())
     }
 }
+impl<const N: usize> From<[&str; N]> for Value {
+    fn from(v: [&str; N]) -> Value {
+        Value::List(v.iter().map(|s| s.to_string()).collect())
+    }
+}
 impl From<&[&str]> for Value {
     fn from(v: &[&str]) -> Value {
         Value::List(v.iter().map(|s| s.to_string()).collect())
@@ -744,7 +749,7 @@ mod tests {
             .define("spirv", "N", "\"q\"")
             .flag("spirv", "-g")
             .option("spirv", "optimize", false)
-            .option("cuda", "arch", vec!["sm_80", "-x"])
+            .option("cuda", "arch", ["sm_80", "-x"])
             .option("x", "n", 3)
             .storage("object")
             .module_name("a.b");

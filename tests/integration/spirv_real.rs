@@ -821,7 +821,7 @@ fn a_vulkan_loader_older_than_the_entry_is_refused_through_the_fact_channel() {
 /// applied through its request, as the engine of a build script applies them.
 fn with_client(pkg: &Package, client: &mcpp_build::Build) -> cargo_mcpp::Build {
     let mut b = pkg.build();
-    b.apply_request(&client.request().unwrap()).unwrap();
+    cargo_mcpp::__build_script::apply(&mut b, &client.request().unwrap()).unwrap();
     b
 }
 
