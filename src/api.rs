@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::pipeline::{self, Config, Outcome};
 use crate::plan::accel::AccelChoice;
 use crate::output::report::{DeviceEvent, Reporter};
+use crate::config::manifest::{BuilderSetting, SettingKind};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -29,6 +30,7 @@ pub struct Build {
     env: Env,
     tools: BTreeMap<String, PathBuf>,
     tool_lines: BTreeMap<String, String>,
+    settings: Vec<BuilderSetting>,
 }
 
 impl Default for Build {
@@ -50,6 +52,7 @@ impl Build {
             env: Env::process(),
             tools: BTreeMap::new(),
             tool_lines: BTreeMap::new(),
+            settings: Vec::new(),
         }
     }
     /// The package directory (default `CARGO_MANIFEST_DIR`).
@@ -113,6 +116,13 @@ impl Build {
         self.env.remove(name);
         self
     }
+    /// A manifest value set by build.rs (`mcpp_build::Build::include`, `define`, `flag`,
+    /// `option`, `storage`, `module_name`), with the build.rs line that set it (`file:line`):
+    /// merged into the manifest before it is validated, in call order.
+    pub(crate) fn setting_at(&mut self, kind: SettingKind, at: String) -> &mut Build {
+        self.settings.push(BuilderSetting { kind, at });
+        self
+    }
 
     fn required(&self, name: &str) -> Result<PathBuf> {
         self.env.get_os(name).map(PathBuf::from).ok_or_else(|| {
@@ -158,6 +168,7 @@ impl Build {
             env: self.env.clone(),
             builder_tools: self.tools.clone(),
             builder_tool_lines: self.tool_lines.clone(),
+            builder_settings: self.settings.clone(),
         })
     }
 

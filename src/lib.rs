@@ -91,6 +91,15 @@ pub mod __build_script {
     pub fn run(request: &str) -> i32 {
         crate::request::run(request)
     }
+
+    /// Apply the settings of `mcpp_build::Build`'s request (JSON text) to `b`, as [`run`]
+    /// does: the tests' way through the request with their own directories and environment.
+    ///
+    /// # Errors
+    /// A request this engine does not read (format, fields) or of another version.
+    pub fn apply(b: &mut crate::Build, request: &str) -> crate::error::Result<()> {
+        crate::request::Request::parse(request)?.apply(b)
+    }
 }
 
 // Without the engine: the earlier build.rs form, refused (src/client.rs).

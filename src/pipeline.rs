@@ -80,7 +80,17 @@ pub struct Validated {
 /// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::rules::cxx::check_sources`]) or the
 /// launcher ([`crate::rules::launcher::Launchers::resolve`], [`crate::rules::launcher::refuse_rule_launcher`]).
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
-    let manifest = Manifest::read(manifest_path)?;
+    validate_with(manifest_path, choice, env, &[])
+}
+
+/// [`validate`] with the manifest values build.rs set merged into the manifest first
+/// ([`Manifest::read_with`]): every check below reads them as it reads the manifest's keys, and
+/// a refusal of one names its build.rs call.
+///
+/// # Errors
+/// As [`validate`].
+pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, settings: &[crate::config::manifest::BuilderSetting]) -> Result<Validated> {
+    let manifest = Manifest::read_with(manifest_path, settings)?;
     let registry = rules::registry();
     let names: Vec<&str> = registry.iter().map(|r| r.name()).collect();
     // Every independent check runs, and every problem is reported (each with its file:line:col,
@@ -168,7 +178,7 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
     let env = &config.env;
     refuse_control_in_out_dirs(config)?;
-    let mut validated = validate(&config.manifest_path, &config.accel, env)?;
+    let mut validated = validate_with(&config.manifest_path, &config.accel, env, &config.builder_settings)?;
     // A dependency's exported include directories: known only in the build script, where
     // cargo sets `DEP_<LINKS>_MCPP_INCLUDE`; every rule's includes end with them.
     validated.manifest.mcpp.dependency_includes = crate::plan::exports::dependency_includes(&validated.manifest, env)?;

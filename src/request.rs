@@ -17,7 +17,7 @@ pub const ENGINE_ENV: &str = "CARGO_MCPP";
 pub const ENGINE_HANDSHAKE: &str = "mcpp-engine=";
 
 /// The request format this engine reads (`mcpp_build::REQUEST_FORMAT`).
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 
 /// Where the accelerator set comes from (`mcpp_build::Build::accel` / `no_accel`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
@@ -41,6 +41,62 @@ pub(crate) struct Tool {
     pub at: String,
 }
 
+/// A value of a manifest key set in build.rs (`mcpp_build::Value`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Value {
+    /// A string.
+    String(String),
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A list of strings.
+    List(Vec<String>),
+}
+
+/// One manifest value set in build.rs, with the line that set it (`file:line`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum Setting {
+    /// `Build::include(rule, dir)`.
+    Include { rule: String, dir: String, at: String },
+    /// `Build::define(rule, name, value)`.
+    Define { rule: String, name: String, value: String, at: String },
+    /// `Build::flag(rule, flag)`.
+    Flag { rule: String, flag: String, at: String },
+    /// `Build::option(rule, key, value)`.
+    Option { rule: String, key: String, value: Value, at: String },
+    /// `Build::storage(value)`.
+    Storage { value: String, at: String },
+    /// `Build::module_name(value)`.
+    ModuleName { value: String, at: String },
+}
+
+impl Setting {
+    /// The manifest's form of this setting.
+    fn manifest(&self) -> crate::config::manifest::BuilderSetting {
+        use crate::config::manifest::{BuilderSetting, SettingKind, SettingValue};
+        let (kind, at) = match self.clone() {
+            Setting::Include { rule, dir, at } => (SettingKind::Include { rule, dir }, at),
+            Setting::Define { rule, name, value, at } => (SettingKind::Define { rule, name, value }, at),
+            Setting::Flag { rule, flag, at } => (SettingKind::Flag { rule, flag }, at),
+            Setting::Option { rule, key, value, at } => {
+                let value = match value {
+                    Value::String(s) => SettingValue::String(s),
+                    Value::Bool(b) => SettingValue::Bool(b),
+                    Value::Int(i) => SettingValue::Int(i),
+                    Value::List(l) => SettingValue::List(l),
+                };
+                (SettingKind::Option { rule, key, value }, at)
+            }
+            Setting::Storage { value, at } => (SettingKind::Storage(value), at),
+            Setting::ModuleName { value, at } => (SettingKind::ModuleName(value), at),
+        };
+        BuilderSetting { kind, at }
+    }
+}
+
 /// One request, as `mcpp_build::Build::request` writes it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +117,8 @@ pub(crate) struct Request {
     pub tools: BTreeMap<String, Tool>,
     /// `Build::env` (a value) and `Build::env_remove` (`null`), by variable name.
     pub env: BTreeMap<String, Option<String>>,
+    /// The manifest values set in build.rs, in call order.
+    pub settings: Vec<Setting>,
 }
 
 impl Request {
@@ -92,6 +150,16 @@ impl Request {
     /// # Errors
     /// [`ErrorKind::ToolNotFound`] for a request of another version than this engine's.
     pub(crate) fn builder(&self) -> Result<crate::Build> {
+        let mut b = crate::Build::new();
+        self.apply(&mut b)?;
+        Ok(b)
+    }
+
+    /// Apply every setting to `b`, the version checked first.
+    ///
+    /// # Errors
+    /// As [`Request::builder`].
+    pub(crate) fn apply(&self, b: &mut crate::Build) -> Result<()> {
         let engine_version = env!("CARGO_PKG_VERSION");
         if self.client_version != engine_version {
             let me = std::env::current_exe()
@@ -106,7 +174,6 @@ impl Request {
                 self.client, self.client_version, self.client_version, self.client_version
             )));
         }
-        let mut b = crate::Build::new();
         match &self.accel {
             Accel::Manifest => {}
             Accel::None => {
@@ -131,7 +198,11 @@ impl Request {
                 None => b.env_remove(name),
             };
         }
-        Ok(b)
+        for setting in &self.settings {
+            let s = setting.manifest();
+            b.setting_at(s.kind, s.at);
+        }
+        Ok(())
     }
 }
 
@@ -163,17 +234,22 @@ mod tests {
 
     #[test]
     fn a_request_of_another_format_or_with_an_unknown_field_is_refused_as_such() {
-        let e = Request::parse("{\"format\":2,\"whatever\":1}").unwrap_err();
-        assert!(e.message.contains("format 2, this engine reads format 1"), "{e}");
-        let e = Request::parse("{\"format\":1,\"client\":\"mcpp-build\",\"client_version\":\"0\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{},\"bogus\":1}").unwrap_err();
+        let e = Request::parse("{\"format\":3,\"whatever\":1}").unwrap_err();
+        assert!(e.message.contains("format 3, this engine reads format 2"), "{e}");
+        // Format 1 (no manifest values) is another format: its client is another version.
+        let e = Request::parse("{\"format\":1,\"client\":\"mcpp-build\",\"client_version\":\"0\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{}}").unwrap_err();
+        assert!(e.message.contains("format 1, this engine reads format 2"), "{e}");
+        let e = Request::parse("{\"format\":2,\"client\":\"mcpp-build\",\"client_version\":\"0\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{},\"settings\":[],\"bogus\":1}").unwrap_err();
         assert!(e.message.contains("unknown field `bogus`"), "{e}");
+        let e = Request::parse("{\"format\":2,\"client\":\"mcpp-build\",\"client_version\":\"0\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{},\"settings\":[{\"method\":\"flag\",\"rule\":\"spirv\",\"flag\":\"-g\",\"at\":\"b.rs:1\",\"x\":1}]}").unwrap_err();
+        assert!(e.message.contains("unknown field `x`"), "{e}");
         let e = Request::parse("not json").unwrap_err();
         assert_eq!(e.kind, ErrorKind::Usage);
     }
 
     #[test]
     fn a_request_of_another_version_is_refused_naming_the_engine_feature() {
-        let r = Request::parse("{\"format\":1,\"client\":\"mcpp-build\",\"client_version\":\"0.0.1\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{}}").unwrap();
+        let r = Request::parse("{\"format\":2,\"client\":\"mcpp-build\",\"client_version\":\"0.0.1\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{},\"env\":{},\"settings\":[]}").unwrap();
         let e = r.builder().unwrap_err();
         assert!(e.message.contains("mcpp-build 0.0.1 (this package's build-dependency) started cargo-mcpp"), "{e}");
         assert!(format!("{e}").contains("features = [\"engine\"]"), "{e}");
@@ -197,6 +273,7 @@ mod tests {
                 jobs: None,
                 tools: BTreeMap::new(),
                 env: BTreeMap::new(),
+                settings: Vec::new(),
             }
         );
         let mut b = mcpp_build::Build::new();
@@ -209,6 +286,9 @@ mod tests {
         let line = line!() + 1;
         b.tool("glslc", "-weird path/glslc");
         let at = format!("{}:{line}", file!());
+        let line = line!() + 1;
+        b.include("spirv", "-inc dir/é").define("cuda", "N", "-1 \"x\"\n").flag("spirv", "-O0").option("spirv", "optimize", false).option("cuda", "arch", vec!["-sm_80"]).option("x", "n", -3).storage("-object").module_name("a.b");
+        let set_at = format!("{}:{line}", file!());
         let r = Request::parse(&b.request().unwrap()).unwrap();
         assert_eq!(
             r,
@@ -228,6 +308,16 @@ mod tests {
                     ("CXXFLAGS".to_string(), Some("-O2\n\"q\" \\ é".to_string())),
                     ("KEEP".to_string(), Some(String::new())),
                 ]),
+                settings: vec![
+                    Setting::Include { rule: "spirv".into(), dir: "-inc dir/é".into(), at: set_at.clone() },
+                    Setting::Define { rule: "cuda".into(), name: "N".into(), value: "-1 \"x\"\n".into(), at: set_at.clone() },
+                    Setting::Flag { rule: "spirv".into(), flag: "-O0".into(), at: set_at.clone() },
+                    Setting::Option { rule: "spirv".into(), key: "optimize".into(), value: Value::Bool(false), at: set_at.clone() },
+                    Setting::Option { rule: "cuda".into(), key: "arch".into(), value: Value::List(vec!["-sm_80".into()]), at: set_at.clone() },
+                    Setting::Option { rule: "x".into(), key: "n".into(), value: Value::Int(-3), at: set_at.clone() },
+                    Setting::Storage { value: "-object".into(), at: set_at.clone() },
+                    Setting::ModuleName { value: "a.b".into(), at: set_at.clone() },
+                ],
             }
         );
         let mut engine = r.builder().unwrap();
@@ -239,6 +329,12 @@ mod tests {
         assert_eq!(c.builder_tool_lines["glslc"], at);
         assert_eq!(c.env.get("CXXFLAGS").as_deref(), Some("-O2\n\"q\" \\ é"));
         assert_eq!(c.env.get("KEEP").as_deref(), Some(""));
+        use crate::config::manifest::{BuilderSetting, SettingKind, SettingValue};
+        assert_eq!(c.builder_settings.len(), 8);
+        assert_eq!(c.builder_settings[0], BuilderSetting { kind: SettingKind::Include { rule: "spirv".into(), dir: "-inc dir/é".into() }, at: set_at.clone() });
+        assert_eq!(c.builder_settings[2].kind, SettingKind::Flag { rule: "spirv".into(), flag: "-O0".into() });
+        assert_eq!(c.builder_settings[4].kind, SettingKind::Option { rule: "cuda".into(), key: "arch".into(), value: SettingValue::List(vec!["-sm_80".into()]) });
+        assert_eq!(c.builder_settings[6].kind, SettingKind::Storage("-object".into()));
         assert!(c.env.get_os("-x").is_none());
         assert_eq!(
             c.facts,

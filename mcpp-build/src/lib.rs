@@ -6,7 +6,9 @@
 //! mcpp_build::build();
 //! ```
 //!
-//! [`Build`] gives finer control (accelerator set, tools, environment, jobs, optimisation).
+//! [`Build`] gives finer control (accelerator set, tools, environment, jobs, optimisation), and
+//! sets manifest values computed in build.rs (a rule's includes, defines, flags and other
+//! keys; the package's storage and module name).
 //!
 //! The work is done by the cargo-mcpp *engine*, in one of two places:
 //! - **in the build script** with the `engine` feature (`mcpp-build = { version = "0.1",
@@ -40,7 +42,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The version of the request format ([`Build::request`]).
 #[doc(hidden)]
-pub const REQUEST_FORMAT: u32 = 1;
+pub const REQUEST_FORMAT: u32 = 2;
 
 /// The variable naming `cargo mcpp build`'s progress channel (a Unix socket taking one JSON
 /// event per line): a failure of this crate itself (no engine) is sent there.
@@ -99,6 +101,119 @@ enum Accel {
     None,
 }
 
+/// A value of a manifest key set in build.rs ([`Build::option`]): what a TOML value of that key
+/// would be. Made from `&str`/`String` (a string), `bool`, an integer, or a list of strings
+/// (`Vec<String>`, `Vec<&str>`, `&[&str]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string (`compiler = "glslc"`).
+    String(String),
+    /// A boolean (`optimize = true`).
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A list of strings (`arch = ["sm_80", "sm_90"]`).
+    List(Vec<String>),
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::String(v.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::String(v)
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Value {
+        Value::Int(v.into())
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(v.into())
+    }
+}
+impl From<Vec<String>> for Value {
+    fn from(v: Vec<String>) -> Value {
+        Value::List(v)
+    }
+}
+impl From<Vec<&str>> for Value {
+    fn from(v: Vec<&str>) -> Value {
+        Value::List(v.into_iter().map(str::to_string).collect())
+    }
+}
+impl<const N: usize> From<[&str; N]> for Value {
+    fn from(v: [&str; N]) -> Value {
+        Value::List(v.iter().map(|s| s.to_string()).collect())
+    }
+}
+impl From<&[&str]> for Value {
+    fn from(v: &[&str]) -> Value {
+        Value::List(v.iter().map(|s| s.to_string()).collect())
+    }
+}
+
+impl Value {
+    /// The value as JSON.
+    fn json(&self) -> String {
+        match self {
+            Value::String(s) => json(s),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::List(l) => format!(
+                "[{}]",
+                l.iter().map(|s| json(s)).collect::<Vec<_>>().join(",")
+            ),
+        }
+    }
+}
+
+/// One manifest value set in build.rs, in call order, with the calling line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Setting {
+    /// `Build::include(rule, dir)`.
+    Include { rule: String, dir: PathBuf },
+    /// `Build::define(rule, name, value)`.
+    Define {
+        rule: String,
+        name: String,
+        value: String,
+    },
+    /// `Build::flag(rule, flag)`.
+    Flag { rule: String, flag: String },
+    /// `Build::option(rule, key, value)`.
+    Option {
+        rule: String,
+        key: String,
+        value: Value,
+    },
+    /// `Build::storage(value)`.
+    Storage(String),
+    /// `Build::module_name(name)`.
+    ModuleName(String),
+}
+
+/// The calling line of a `#[track_caller]` method (`build.rs:12`).
+#[track_caller]
+fn caller() -> String {
+    let at = std::panic::Location::caller();
+    format!("{}:{}", at.file(), at.line())
+}
+
 /// The device phase of a build script, configured.
 ///
 /// Defaults: the manifest's accelerator set, cargo's `OPT_LEVEL` and `DEBUG`, `NUM_JOBS` and
@@ -113,6 +228,8 @@ pub struct Build {
     tools: BTreeMap<String, (PathBuf, String)>,
     /// name -> value to set, or `None`: hidden from the engine's view.
     env: BTreeMap<String, Option<OsString>>,
+    /// Manifest values set here, in call order, each with the build.rs line that set it.
+    settings: Vec<(Setting, String)>,
 }
 
 /// Why the device phase did not complete.
@@ -197,14 +314,126 @@ impl Build {
         self.env.insert(name.to_string(), None);
         self
     }
-    /// This build's settings as the engine's request: one JSON object, format
-    /// [`REQUEST_FORMAT`]. The engine reads it with serde (the same code in process and as a
-    /// child): `{"format":1,"client":"mcpp-build","client_version":"0.1.0","accel":"manifest"
-    /// |"none"|{"spec":S},"release":null|bool,"jobs":null|N,"tools":{NAME:{"program":P,
-    /// "at":"file:line"}},"env":{NAME:VALUE|null}}`.
+    /// Add an include directory to the table of `rule` (`[package.metadata.mcpp.<rule>]`
+    /// `includes`, e.g. `.include("spirv", "shaders/generated")`): after the manifest's own,
+    /// in call order. A relative path is taken from the package root and must stay inside it,
+    /// as a manifest entry must.
     ///
     /// # Errors
-    /// A tool path or an environment value that is not UTF-8 (the request is text).
+    /// Reported when the device phase runs ([`Build::compile`]), naming this build.rs line: a
+    /// rule that does not exist, a directory that does not exist or leaves the package, a
+    /// path that is not UTF-8.
+    #[track_caller]
+    pub fn include(&mut self, rule: &str, dir: impl Into<PathBuf>) -> &mut Build {
+        let at = caller();
+        self.settings.push((
+            Setting::Include {
+                rule: rule.into(),
+                dir: dir.into(),
+            },
+            at,
+        ));
+        self
+    }
+    /// Define a preprocessor name in the table of `rule` (`defines`: `-DNAME=value`, e.g.
+    /// `.define("spirv", "WORKGROUP", "64")`). Added to the manifest's `defines`; a name the
+    /// manifest defines too takes this value.
+    ///
+    /// # Errors
+    /// Reported when the device phase runs, naming this build.rs line: a rule that does not
+    /// exist, a name that is not an identifier, a NUL character in the value.
+    #[track_caller]
+    pub fn define(&mut self, rule: &str, name: &str, value: impl Into<String>) -> &mut Build {
+        let at = caller();
+        self.settings.push((
+            Setting::Define {
+                rule: rule.into(),
+                name: name.into(),
+                value: value.into(),
+            },
+            at,
+        ));
+        self
+    }
+    /// Add one compiler argument to the table of `rule` (`flags`, one argv element, passed
+    /// as given, e.g. `.flag("spirv", "-g")`): after the manifest's own, in call order.
+    ///
+    /// # Errors
+    /// Reported when the device phase runs, naming this build.rs line: a rule that does not
+    /// exist, a NUL character, an `-I` directory outside the package.
+    #[track_caller]
+    pub fn flag(&mut self, rule: &str, flag: &str) -> &mut Build {
+        let at = caller();
+        self.settings.push((
+            Setting::Flag {
+                rule: rule.into(),
+                flag: flag.into(),
+            },
+            at,
+        ));
+        self
+    }
+    /// Set the key `key` of the table of `rule` (`[package.metadata.mcpp.<rule>]`) to `value`,
+    /// as the manifest would write it: `.option("spirv", "compiler", "glslc")`,
+    /// `.option("spirv", "optimize", false)`. Over the manifest's value of that key. The keys
+    /// and their values are the rule's, listed in the guide's "Manifest reference". The list
+    /// keys `includes`, `defines` and `flags` take [`Build::include`], [`Build::define`] and
+    /// [`Build::flag`], which add to the manifest's.
+    ///
+    /// # Errors
+    /// Reported when the device phase runs, as the manifest's key would be, naming this
+    /// build.rs line: a rule or key that does not exist (with the valid keys), a value of
+    /// another type or not among the key's values.
+    #[track_caller]
+    pub fn option(&mut self, rule: &str, key: &str, value: impl Into<Value>) -> &mut Build {
+        let at = caller();
+        self.settings.push((
+            Setting::Option {
+                rule: rule.into(),
+                key: key.into(),
+                value: value.into(),
+            },
+            at,
+        ));
+        self
+    }
+    /// Where the payloads' bytes live, over the manifest's `storage`: `"header"`, `"object"`
+    /// or `"sidecar"` (a rule's or an entry's own `storage` still wins).
+    ///
+    /// # Errors
+    /// Reported when the device phase runs, naming this build.rs line: another value.
+    #[track_caller]
+    pub fn storage(&mut self, storage: &str) -> &mut Build {
+        let at = caller();
+        self.settings.push((Setting::Storage(storage.into()), at));
+        self
+    }
+    /// The C++ module and namespace of the generated surface (`"my_app.shaders"`), over the
+    /// manifest's `module-name`.
+    ///
+    /// # Errors
+    /// Reported when the device phase runs, naming this build.rs line: a name that is not
+    /// dotted identifiers.
+    #[track_caller]
+    pub fn module_name(&mut self, name: &str) -> &mut Build {
+        let at = caller();
+        self.settings.push((Setting::ModuleName(name.into()), at));
+        self
+    }
+    /// This build's settings as the engine's request: one JSON object, format
+    /// [`REQUEST_FORMAT`]. The engine reads it with serde (the same code in process and as a
+    /// child): `{"format":2,"client":"mcpp-build","client_version":"0.1.0","accel":"manifest"
+    /// |"none"|{"spec":S},"release":null|bool,"jobs":null|N,"tools":{NAME:{"program":P,
+    /// "at":"file:line"}},"env":{NAME:VALUE|null},"settings":[SETTING]}`, each SETTING in call
+    /// order one of `{"method":"include","rule":R,"dir":D,"at":A}`,
+    /// `{"method":"define","rule":R,"name":N,"value":V,"at":A}`,
+    /// `{"method":"flag","rule":R,"flag":F,"at":A}`,
+    /// `{"method":"option","rule":R,"key":K,"value":STRING|BOOL|INT|[STRING],"at":A}`,
+    /// `{"method":"storage","value":V,"at":A}`, `{"method":"module_name","value":V,"at":A}`.
+    ///
+    /// # Errors
+    /// A tool path, an include directory or an environment value that is not UTF-8 (the
+    /// request is text).
     #[doc(hidden)]
     pub fn request(&self) -> Result<String, Error> {
         let text = |what: String, v: &std::ffi::OsStr| -> Result<String, Error> {
@@ -240,14 +469,50 @@ impl Build {
             };
             env.push(format!("{}:{value}", json(name)));
         }
+        let mut settings = Vec::new();
+        for (setting, at) in &self.settings {
+            let fields = match setting {
+                Setting::Include { rule, dir } => format!(
+                    "\"method\":\"include\",\"rule\":{},\"dir\":{}",
+                    json(rule),
+                    text(
+                        format!("Build::include(\"{rule}\")'s directory"),
+                        dir.as_os_str()
+                    )?
+                ),
+                Setting::Define { rule, name, value } => format!(
+                    "\"method\":\"define\",\"rule\":{},\"name\":{},\"value\":{}",
+                    json(rule),
+                    json(name),
+                    json(value)
+                ),
+                Setting::Flag { rule, flag } => format!(
+                    "\"method\":\"flag\",\"rule\":{},\"flag\":{}",
+                    json(rule),
+                    json(flag)
+                ),
+                Setting::Option { rule, key, value } => format!(
+                    "\"method\":\"option\",\"rule\":{},\"key\":{},\"value\":{}",
+                    json(rule),
+                    json(key),
+                    value.json()
+                ),
+                Setting::Storage(v) => format!("\"method\":\"storage\",\"value\":{}", json(v)),
+                Setting::ModuleName(v) => {
+                    format!("\"method\":\"module_name\",\"value\":{}", json(v))
+                }
+            };
+            settings.push(format!("{{{fields},\"at\":{}}}", json(at)));
+        }
         Ok(format!(
-            "{{\"format\":{REQUEST_FORMAT},\"client\":{},\"client_version\":{},\"accel\":{accel},\"release\":{},\"jobs\":{},\"tools\":{{{}}},\"env\":{{{}}}}}",
+            "{{\"format\":{REQUEST_FORMAT},\"client\":{},\"client_version\":{},\"accel\":{accel},\"release\":{},\"jobs\":{},\"tools\":{{{}}},\"env\":{{{}}},\"settings\":[{}]}}",
             json("mcpp-build"),
             json(VERSION),
             opt(self.release.map(|r| r.to_string())),
             opt(self.jobs.map(|j| j.to_string())),
             tools.join(","),
             env.join(","),
+            settings.join(","),
         ))
     }
 
@@ -446,7 +711,7 @@ mod tests {
         let b = Build::new();
         assert_eq!(
             b.request().unwrap(),
-            format!("{{\"format\":1,\"client\":\"mcpp-build\",\"client_version\":\"{VERSION}\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{{}},\"env\":{{}}}}")
+            format!("{{\"format\":2,\"client\":\"mcpp-build\",\"client_version\":\"{VERSION}\",\"accel\":\"manifest\",\"release\":null,\"jobs\":null,\"tools\":{{}},\"env\":{{}},\"settings\":[]}}")
         );
         let mut b = Build::new();
         b.no_accel()
@@ -474,6 +739,38 @@ mod tests {
             .request()
             .unwrap()
             .contains("\"accel\":{\"spec\":\"vulkan1.3\"}"));
+    }
+
+    #[test]
+    fn manifest_values_are_written_in_call_order_with_their_lines() {
+        let mut b = Build::new();
+        let line = line!() + 1;
+        b.include("spirv", "gen/inc")
+            .define("spirv", "N", "\"q\"")
+            .flag("spirv", "-g")
+            .option("spirv", "optimize", false)
+            .option("cuda", "arch", ["sm_80", "-x"])
+            .option("x", "n", 3)
+            .storage("object")
+            .module_name("a.b");
+        let r = b.request().unwrap();
+        // Each call of the chain is recorded at its own line.
+        let expected = [
+            "{\"method\":\"include\",\"rule\":\"spirv\",\"dir\":\"gen/inc\"",
+            "{\"method\":\"define\",\"rule\":\"spirv\",\"name\":\"N\",\"value\":\"\\\"q\\\"\"",
+            "{\"method\":\"flag\",\"rule\":\"spirv\",\"flag\":\"-g\"",
+            "{\"method\":\"option\",\"rule\":\"spirv\",\"key\":\"optimize\",\"value\":false",
+            "{\"method\":\"option\",\"rule\":\"cuda\",\"key\":\"arch\",\"value\":[\"sm_80\",\"-x\"]",
+            "{\"method\":\"option\",\"rule\":\"x\",\"key\":\"n\",\"value\":3",
+            "{\"method\":\"storage\",\"value\":\"object\"",
+            "{\"method\":\"module_name\",\"value\":\"a.b\"",
+        ]
+        .iter()
+        .zip(line..)
+        .map(|(s, l)| format!("{s},\"at\":{}}}", json(&format!("{}:{l}", file!()))))
+        .collect::<Vec<_>>()
+        .join(",");
+        assert!(r.ends_with(&format!("\"settings\":[{expected}]}}")), "{r}");
     }
 
     #[cfg(unix)]

@@ -562,6 +562,188 @@ pub struct Manifest {
     /// Where each key of the manifest is: the one span map every refusal and decision takes its
     /// `file:line:col` from ([`SpanMap`]).
     pub spans: SpanMap,
+    /// The keys build.rs set ([`BuilderSetting`]), by dotted path below `[package.metadata.mcpp]`
+    /// (`spirv.compiler`, `spirv.includes[2]`, `storage`): where a refusal of one points, in
+    /// place of a `Cargo.toml` line (`set by build.rs:7: Build::option("spirv", "compiler", ..)`).
+    pub origins: BTreeMap<String, String>,
+}
+
+/// A value of a manifest key set in build.rs (`mcpp_build::Value`), as TOML would write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingValue {
+    /// A string.
+    String(String),
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A list of strings.
+    List(Vec<String>),
+}
+
+impl SettingValue {
+    fn toml(&self) -> toml::Value {
+        match self {
+            SettingValue::String(s) => toml::Value::String(s.clone()),
+            SettingValue::Bool(b) => toml::Value::Boolean(*b),
+            SettingValue::Int(i) => toml::Value::Integer(*i),
+            SettingValue::List(l) => toml::Value::Array(l.iter().cloned().map(toml::Value::String).collect()),
+        }
+    }
+}
+
+/// What one call of `mcpp_build::Build` sets in `[package.metadata.mcpp]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingKind {
+    /// `Build::include(rule, dir)`: appended to `<rule>.includes`.
+    Include {
+        /// The rule's table.
+        rule: String,
+        /// The directory, as written.
+        dir: String,
+    },
+    /// `Build::define(rule, name, value)`: `<rule>.defines.<name>`, over the manifest's.
+    Define {
+        /// The rule's table.
+        rule: String,
+        /// The name.
+        name: String,
+        /// Its value.
+        value: String,
+    },
+    /// `Build::flag(rule, flag)`: appended to `<rule>.flags`.
+    Flag {
+        /// The rule's table.
+        rule: String,
+        /// The argument.
+        flag: String,
+    },
+    /// `Build::option(rule, key, value)`: `<rule>.<key>`, over the manifest's.
+    Option {
+        /// The rule's table.
+        rule: String,
+        /// The key.
+        key: String,
+        /// Its value.
+        value: SettingValue,
+    },
+    /// `Build::storage(value)`: the package's `storage`.
+    Storage(String),
+    /// `Build::module_name(value)`: the package's `module-name`.
+    ModuleName(String),
+}
+
+/// A manifest value set in build.rs through `mcpp_build::Build` (the build script's request),
+/// merged into `[package.metadata.mcpp]` before anything reads it ([`Manifest::parse_with`]):
+/// lists (`includes`, `flags`) after the manifest's entries, other keys over the manifest's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuilderSetting {
+    /// What it sets.
+    pub kind: SettingKind,
+    /// The build.rs line that set it (`build.rs:12`); empty when unknown.
+    pub at: String,
+}
+
+impl BuilderSetting {
+    /// The call as a refusal names it: `Build::option("spirv", "compilr", ..)`.
+    fn call(&self) -> String {
+        let q = |s: &str| format!("{:?}", crate::text::echo(s));
+        match &self.kind {
+            SettingKind::Include { rule, dir } => format!("Build::include({}, {})", q(rule), q(dir)),
+            SettingKind::Define { rule, name, .. } => format!("Build::define({}, {}, ..)", q(rule), q(name)),
+            SettingKind::Flag { rule, flag } => format!("Build::flag({}, {})", q(rule), q(flag)),
+            SettingKind::Option { rule, key, .. } => format!("Build::option({}, {}, ..)", q(rule), q(key)),
+            SettingKind::Storage(v) => format!("Build::storage({})", q(v)),
+            SettingKind::ModuleName(v) => format!("Build::module_name({})", q(v)),
+        }
+    }
+    /// Where a refusal of this value points: `set by build.rs:12: Build::option(...)`.
+    pub fn origin(&self) -> String {
+        let at = if self.at.is_empty() { "build.rs" } else { &self.at };
+        format!("set by {at}: {}", self.call())
+    }
+}
+
+/// Merge `settings` into `mcpp` (the raw `[package.metadata.mcpp]` table), in order, recording
+/// the origin of every key they set. A rule's key holding a value of the wrong type is left as
+/// the manifest wrote it (the typed read refuses it at its own line).
+///
+/// # Errors
+/// [`ErrorKind::Manifest`], naming the build.rs call: a package key used as a rule's table,
+/// `Build::option` on a list key that has its own method.
+fn merge_settings(mcpp: &mut toml::Table, settings: &[BuilderSetting]) -> Result<BTreeMap<String, String>> {
+    let mut origins = BTreeMap::new();
+    for setting in settings {
+        let origin = setting.origin();
+        let refuse = |message: String, help: &str| Error::new(ErrorKind::Manifest, message).file(&origin).help(help.to_string());
+        let rule = match &setting.kind {
+            SettingKind::Storage(v) => {
+                mcpp.insert("storage".into(), toml::Value::String(v.clone()));
+                origins.insert("storage".into(), origin);
+                continue;
+            }
+            SettingKind::ModuleName(v) => {
+                mcpp.insert("module-name".into(), toml::Value::String(v.clone()));
+                origins.insert("module-name".into(), origin);
+                continue;
+            }
+            SettingKind::Include { rule, .. } | SettingKind::Define { rule, .. } | SettingKind::Flag { rule, .. } | SettingKind::Option { rule, .. } => rule,
+        };
+        if rule != "cxx" && PACKAGE_KEYS.iter().any(|k| k.key == rule) {
+            return Err(refuse(
+                format!("invalid build script setting: `{}` is a key of [{MCPP_TABLE}], not a rule's table", crate::text::echo(rule)),
+                "the first argument names a rule (`spirv`, `slang`, `wgsl`, `cuda`, `hip`, `sycl`, `ascend`) or `cxx`; the package's `storage` and `module-name` have Build::storage and Build::module_name",
+            ));
+        }
+        if let SettingKind::Option { key, .. } = &setting.kind {
+            let own = match key.as_str() {
+                "includes" => Some("Build::include"),
+                "defines" => Some("Build::define"),
+                "flags" => Some("Build::flag"),
+                _ => None,
+            };
+            if let Some(own) = own {
+                return Err(refuse(
+                    format!("invalid build script setting: `{key}` is a list with a method of its own"),
+                    &format!("call {own} once per entry: it adds to the manifest's `{key}`"),
+                ));
+            }
+        }
+        if !mcpp.contains_key(rule.as_str()) {
+            mcpp.insert(rule.clone(), toml::Value::Table(toml::Table::new()));
+            origins.insert(rule.clone(), origin.clone());
+        }
+        let Some(table) = mcpp.get_mut(rule.as_str()).and_then(toml::Value::as_table_mut) else { continue };
+        let mut append = |table: &mut toml::Table, key: &str, value: &str| {
+            let list = table.entry(key.to_string()).or_insert_with(|| toml::Value::Array(Vec::new()));
+            if let Some(list) = list.as_array_mut() {
+                origins.insert(format!("{rule}.{key}[{}]", list.len()), origin.clone());
+                list.push(toml::Value::String(value.to_string()));
+            }
+        };
+        match &setting.kind {
+            SettingKind::Include { dir, .. } => append(table, "includes", dir),
+            SettingKind::Flag { flag, .. } => append(table, "flags", flag),
+            SettingKind::Define { name, value, .. } => {
+                let defines = table.entry("defines").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                if let Some(defines) = defines.as_table_mut() {
+                    defines.insert(name.clone(), toml::Value::String(value.clone()));
+                    origins.insert(format!("{rule}.defines.{name}"), origin.clone());
+                }
+            }
+            SettingKind::Option { key, value, .. } => {
+                table.insert(key.clone(), value.toml());
+                if let SettingValue::List(l) = value {
+                    for i in 0..l.len() {
+                        origins.insert(format!("{rule}.{key}[{i}]"), origin.clone());
+                    }
+                }
+                origins.insert(format!("{rule}.{key}"), origin.clone());
+            }
+            SettingKind::Storage(_) | SettingKind::ModuleName(_) => {}
+        }
+    }
+    Ok(origins)
 }
 
 /// The position (1-based line and column) of every key of a TOML document, by dotted path
@@ -654,22 +836,39 @@ impl Manifest {
         Manifest::parse(path, &text)
     }
 
+    /// Read the `Cargo.toml` at `path` with the values build.rs set merged in
+    /// ([`Manifest::parse_with`]).
+    ///
+    /// # Errors
+    /// As [`Manifest::read`], and a setting refused by [`Manifest::parse_with`].
+    pub fn read_with(path: &Path, settings: &[BuilderSetting]) -> Result<Manifest> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read the manifest", path, e))?;
+        Manifest::parse_with(path, &text, settings)
+    }
+
     /// Parse manifest `text` as if read from `path`.
     ///
     /// # Errors
     /// As [`Manifest::read`].
     pub fn parse(path: &Path, text: &str) -> Result<Manifest> {
-        let de = toml::Deserializer::new(text);
-        let parsed: CargoToml = serde_path_to_error::deserialize(de).map_err(|e| {
-            let key = e.path().to_string();
-            let inner = e.into_inner();
-            let location = inner.span().map(|s| crate::text::line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+        Manifest::parse_with(path, text, &[])
+    }
+
+    /// Parse manifest `text` as if read from `path`, with `settings` (the values build.rs set
+    /// through `mcpp_build::Build`) merged into `[package.metadata.mcpp]` first: every check
+    /// then reads them as manifest keys, and a refusal of one names its build.rs call
+    /// ([`Manifest::origins`]) where a manifest key's names its line.
+    ///
+    /// # Errors
+    /// As [`Manifest::read`]; a package key used as a rule's table; `Build::option` on
+    /// `includes`, `defines` or `flags`.
+    pub fn parse_with(path: &Path, text: &str, settings: &[BuilderSetting]) -> Result<Manifest> {
+        let spans = SpanMap::parse(text);
+        let refusal = |key: String, message: &str, location: String| {
             // A field or value serde quotes can be any length: quoted parts are cut.
-            let message = crate::text::echo_serde(inner.message());
+            let message = crate::text::echo_serde(message);
             let table = key.rsplit_once('.').map(|(t, _)| t.to_string()).unwrap_or_default();
-            let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}"))
-                .file(format!("{}{location}", path.display()))
-                .key(key.clone());
+            let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(location).key(key.clone());
             let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
             if let (true, Some(valid)) = (message.starts_with("unknown field"), valid) {
                 err = err.help(format!("the keys valid in [{table}] are {valid}; see the cargo-mcpp guide, \"Manifest reference\""));
@@ -677,7 +876,42 @@ impl Manifest {
                 err = err.help(format!("`{key}` takes one of the values listed above"));
             }
             err
-        })?;
+        };
+        let (parsed, origins): (CargoToml, _) = if settings.is_empty() {
+            let de = toml::Deserializer::new(text);
+            let parsed = serde_path_to_error::deserialize(de).map_err(|e| {
+                let key = e.path().to_string();
+                let inner = e.into_inner();
+                let location = inner.span().map(|s| crate::text::line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+                refusal(key, inner.message(), format!("{}{location}", path.display()))
+            })?;
+            (parsed, BTreeMap::new())
+        } else {
+            let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
+                let location = e.span().map(|s| crate::text::line_col(text, s.start)).map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+                refusal(String::new(), e.message(), format!("{}{location}", path.display()))
+            })?;
+            let origins = match doc.get_mut("package").and_then(toml::Value::as_table_mut) {
+                Some(package) => {
+                    let metadata = package.entry("metadata").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                    match metadata.as_table_mut().map(|m| m.entry("mcpp").or_insert_with(|| toml::Value::Table(toml::Table::new()))).and_then(toml::Value::as_table_mut) {
+                        Some(mcpp) => merge_settings(mcpp, settings)?,
+                        // Not a table: the typed read below refuses it.
+                        None => BTreeMap::new(),
+                    }
+                }
+                // No [package]: refused below.
+                None => BTreeMap::new(),
+            };
+            let parsed = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
+                let key = e.path().to_string();
+                let in_mcpp = key.strip_prefix(&format!("{MCPP_TABLE}.")).unwrap_or(&key);
+                // An unknown key is the last segment of the path, set by build.rs or written.
+                let location = origins.get(in_mcpp).cloned().or_else(|| spans.position(&key).map(|(l, c)| format!("{}:{l}:{c}", path.display()))).unwrap_or_else(|| path.display().to_string());
+                refusal(key.clone(), &e.into_inner().to_string(), location)
+            })?;
+            (parsed, origins)
+        };
         let package = parsed.package.ok_or_else(|| {
             Error::new(ErrorKind::Manifest, "the manifest has no [package] table")
                 .file(path)
@@ -689,7 +923,7 @@ impl Manifest {
             let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none() && m.export_includes.is_empty() && m.include_from.is_empty();
             !(only_pack && m.pack.is_some())
         });
-        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, links: package.links, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans: SpanMap::parse(text) };
+        let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, links: package.links, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans, origins };
         manifest.refuse_renamed_keys()?;
         manifest.take_rule_launchers()?;
         manifest.take_rule_storage()?;
@@ -775,6 +1009,9 @@ impl Manifest {
     /// `path:line` of a key of `[package.metadata.mcpp]` (`tools.glslc`, `toolchain-packages.glslang`,
     /// `base-dir`), or the path alone.
     pub fn at(&self, key: &str) -> String {
+        if let Some(origin) = self.origins.get(key) {
+            return origin.clone();
+        }
         match self.line(key) {
             Some(l) => format!("{}:{l}", self.path.display()),
             None => self.path.display().to_string(),
@@ -788,6 +1025,9 @@ impl Manifest {
 
     /// `path:line:col` of a key of `[package.metadata.mcpp]`, or the path alone.
     pub fn at_col(&self, key: &str) -> String {
+        if let Some(origin) = self.origins.get(key) {
+            return origin.clone();
+        }
         match self.spans.position(&format!("{MCPP_TABLE}.{key}")) {
             Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
             None => self.path.display().to_string(),
@@ -886,10 +1126,13 @@ impl Manifest {
             Some(k) if !key.ends_with(&format!(".{k}")) => format!("{key}.{k}"),
             _ => key.clone(),
         };
+        let in_mcpp = |k: &str| k.strip_prefix(&format!("{MCPP_TABLE}.")).map(str::to_string).unwrap_or_default();
+        let origin = self.origins.get(&in_mcpp(&located)).or_else(|| self.origins.get(&in_mcpp(&key)).filter(|_| self.spans.position(&located).is_none()));
         let position = self.spans.position(&located).or_else(|| self.spans.position(&key));
-        let file = match position {
-            Some((l, c)) => format!("{}:{l}:{c}", self.path.display()),
-            None => self.path.display().to_string(),
+        let file = match (origin, position) {
+            (Some(origin), _) => origin.clone(),
+            (None, Some((l, c))) => format!("{}:{l}:{c}", self.path.display()),
+            (None, None) => self.path.display().to_string(),
         };
         let mut err = Error::new(ErrorKind::Manifest, format!("invalid manifest: {message}")).file(file).key(located);
         let valid = message.split_once("expected one of ").or_else(|| message.split_once(", expected ")).map(|(_, v)| v.to_string());
@@ -1056,6 +1299,67 @@ flags = ["-g"]
         assert!(parse("[package.metadata.mcpp]\naccel = \"vulkan\"\n[package.metadata.mcpp.pack]\n").unwrap().has_mcpp_table);
         let e = parse("[package.metadata.mcpp.pack.appimage]\nruntime = \"x\"\n").unwrap_err().to_string();
         assert!(e.contains("unknown field `runtime`") && e.contains("/p/Cargo.toml:6:1") && e.contains("package.metadata.mcpp.pack.appimage.runtime") && e.contains("`runtime-file`"), "{e}");
+    }
+
+    fn set(kind: SettingKind) -> BuilderSetting {
+        BuilderSetting { kind, at: "build.rs:9".into() }
+    }
+
+    #[test]
+    fn build_script_values_join_the_manifests_lists_override_its_scalars_and_name_their_call() {
+        let text = "[package]\nname = \"p\"\n[package.metadata.mcpp]\nstorage = \"header\"\n[package.metadata.mcpp.spirv]\ncompiler = \"glslangValidator\"\nincludes = [\"a\"]\nflags = [\"-g\"]\ndefines = { A = \"1\", B = \"2\" }\n";
+        let settings = [
+            set(SettingKind::Include { rule: "spirv".into(), dir: "b".into() }),
+            set(SettingKind::Flag { rule: "spirv".into(), flag: "-O0".into() }),
+            set(SettingKind::Define { rule: "spirv".into(), name: "B".into(), value: "3".into() }),
+            set(SettingKind::Option { rule: "spirv".into(), key: "compiler".into(), value: SettingValue::String("glslc".into()) }),
+            set(SettingKind::Flag { rule: "slang".into(), flag: "-x".into() }),
+            set(SettingKind::Storage("object".into())),
+            set(SettingKind::ModuleName("m.n".into())),
+        ];
+        let m = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &settings).unwrap();
+        let (s, problems): (crate::rules::spirv::SpirvOptions, _) = crate::rules::options::parse_all(&m, "spirv");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(s.compiler, Some(crate::rules::spirv::SpirvCompilerName::Glslc));
+        assert_eq!(s.common.includes, [PathBuf::from("a"), PathBuf::from("b")]);
+        assert_eq!(s.common.flags, ["-g", "-O0"]);
+        assert_eq!(s.common.defines, BTreeMap::from([("A".to_string(), "1".to_string()), ("B".to_string(), "3".to_string())]));
+        assert_eq!((m.mcpp.storage.as_deref(), m.mcpp.module_name.as_deref()), (Some("object"), Some("m.n")));
+        // The manifest's keys keep their lines; build.rs's name their call.
+        assert_eq!(m.at_col("spirv.includes[0]"), "/p/Cargo.toml:7:13");
+        assert_eq!(m.at_col("spirv.includes[1]"), "set by build.rs:9: Build::include(\"spirv\", \"b\")");
+        assert_eq!(m.at_col("spirv.flags[1]"), "set by build.rs:9: Build::flag(\"spirv\", \"-O0\")");
+        assert_eq!(m.at_col("slang"), "set by build.rs:9: Build::flag(\"slang\", \"-x\")");
+        assert_eq!(m.at("storage"), "set by build.rs:9: Build::storage(\"object\")");
+        assert!(m.has_mcpp_table);
+        // Without a table in the manifest, build.rs makes one.
+        let m = Manifest::parse_with(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n", &settings[4..5]).unwrap();
+        assert_eq!(m.rule_table("slang").and_then(|t| t.get("flags")).map(ToString::to_string).as_deref(), Some("[\"-x\"]"));
+    }
+
+    #[test]
+    fn a_misspelt_build_script_key_is_refused_naming_the_call_and_the_valid_keys() {
+        let text = "[package]\nname = \"p\"\n[package.metadata.mcpp.spirv]\ncompiler = \"glslc\"\n";
+        let typo = set(SettingKind::Option { rule: "spirv".into(), key: "compilr".into(), value: SettingValue::String("glslc".into()) });
+        let m = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, std::slice::from_ref(&typo)).unwrap();
+        let e = crate::rules::options::read::<crate::rules::spirv::SpirvOptions>(&m, "spirv").unwrap_err().to_string();
+        assert!(e.contains("unknown field `compilr`"), "{e}");
+        assert!(e.contains("--> set by build.rs:9: Build::option(\"spirv\", \"compilr\", ..) (key `package.metadata.mcpp.spirv.compilr`)"), "{e}");
+        assert!(e.contains("`compiler`") && e.contains("`includes`") && !e.contains("Cargo.toml"), "{e}");
+        // A wrong type, an unknown rule, a typed table (cxx), a package key, a list through option.
+        let wrong = set(SettingKind::Option { rule: "spirv".into(), key: "optimize".into(), value: SettingValue::String("yes".into()) });
+        let m = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &[wrong]).unwrap();
+        let e = crate::rules::options::read::<crate::rules::spirv::SpirvOptions>(&m, "spirv").unwrap_err().to_string();
+        assert!(e.contains("set by build.rs:9: Build::option(\"spirv\", \"optimize\", ..)") && e.contains("invalid type"), "{e}");
+        let m = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &[set(SettingKind::Flag { rule: "spirb".into(), flag: "-g".into() })]).unwrap();
+        let e = m.check_keys(&["spirv"]).remove(0).to_string();
+        assert!(e.contains("unknown field `spirb`") && e.contains("set by build.rs:9: Build::flag(\"spirb\", \"-g\")"), "{e}");
+        let e = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &[set(SettingKind::Option { rule: "cxx".into(), key: "std2".into(), value: SettingValue::Bool(true) })]).unwrap_err().to_string();
+        assert!(e.contains("unknown field `std2`") && e.contains("set by build.rs:9: Build::option(\"cxx\", \"std2\", ..)") && e.contains("the keys valid in [package.metadata.mcpp.cxx]"), "{e}");
+        let e = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &[set(SettingKind::Flag { rule: "sources".into(), flag: "-g".into() })]).unwrap_err().to_string();
+        assert!(e.contains("`sources` is a key of [package.metadata.mcpp], not a rule's table") && e.contains("--> set by build.rs:9"), "{e}");
+        let e = Manifest::parse_with(Path::new("/p/Cargo.toml"), text, &[set(SettingKind::Option { rule: "spirv".into(), key: "flags".into(), value: SettingValue::List(vec!["-g".into()]) })]).unwrap_err().to_string();
+        assert!(e.contains("call Build::flag once per entry"), "{e}");
     }
 
     #[test]

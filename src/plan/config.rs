@@ -30,4 +30,8 @@ pub struct Config {
     pub builder_tools: BTreeMap<String, PathBuf>,
     /// Where each builder tool was named (`build.rs:7`), for the recorded decision.
     pub builder_tool_lines: BTreeMap<String, String>,
+    /// The manifest values build.rs set (`mcpp_build::Build::include`, `define`, `flag`,
+    /// `option`, `storage`, `module_name`), in call order: merged into the manifest before it
+    /// is validated ([`crate::config::manifest::Manifest::parse_with`]).
+    pub builder_settings: Vec<crate::config::manifest::BuilderSetting>,
 }

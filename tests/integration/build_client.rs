@@ -256,7 +256,7 @@ fn the_engine_refuses_a_request_of_another_version_or_format() {
     let out = build_script("{\"format\":99}");
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains("format 99, this engine reads format 1"),
+        text(&out).contains("format 99, this engine reads format 2"),
         "{}",
         text(&out)
     );
@@ -775,4 +775,67 @@ fn the_earlier_cargo_mcpp_build_dependency_with_the_engine_keeps_working() {
     let out = cargo_with_nothing_installed(&pkg.path(""), pkg.dir.path(), &glslang, &["build"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(compiles(&pkg), 2, "{}", text(&out));
+}
+
+/// `cargo-mcpp mcpp build-script` run as a build script runs it for `pkg` (its directory,
+/// `OUT_DIR`, the counting glslangValidator), `request` on its standard input.
+fn build_script_for(pkg: &harness::Package, request: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+        .args(["mcpp", "build-script"])
+        .env("CARGO_MANIFEST_DIR", pkg.path(""))
+        .env("OUT_DIR", pkg.out_dir())
+        .env("CARGO_PKG_NAME", "shader-pkg")
+        .env("GLSLANG_VALIDATOR", pkg.counting_tool("glslangValidator"))
+        .env("MCPP_HOME", pkg.dir.path().join("mcpp-home"))
+        .env_remove("MCPP_ACCEL")
+        .env_remove("MCPP_NO_ACCEL")
+        .env_remove("MCPP_PROGRESS_SOCKET")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_installed_engine_applies_manifest_values_set_in_build_rs_and_names_them_in_a_refusal() {
+    let pkg = harness::shader_package("glslang");
+    let out = build_script_for(&pkg, &mcpp_build::Build::new().request().unwrap());
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest_64 = pkg.embedded_bytes("shaders/b/scale.comp");
+    let mut client = mcpp_build::Build::new();
+    client
+        .define("spirv", "WORKGROUP", "32")
+        .flag("spirv", "-DUNUSED=-1");
+    let out = build_script_for(&pkg, &client.request().unwrap());
+    assert!(out.status.success(), "{}", text(&out));
+    assert_ne!(pkg.embedded_bytes("shaders/b/scale.comp"), manifest_64);
+    let last = pkg.compiles("glslangValidator");
+    assert!(
+        last.iter()
+            .any(|l| l.contains("-DWORKGROUP=32") && l.contains(" -DUNUSED=-1")),
+        "{last:?}"
+    );
+
+    let mut client = mcpp_build::Build::new();
+    let line = line!() + 1;
+    client.option("spirv", "compilr", "glslc");
+    let out = build_script_for(&pkg, &client.request().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains(&format!(
+            "set by {}:{line}: Build::option(\"spirv\", \"compilr\", ..)",
+            file!()
+        )) && t.contains("`compiler`"),
+        "{t}"
+    );
 }

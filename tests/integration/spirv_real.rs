@@ -816,3 +816,126 @@ fn a_vulkan_loader_older_than_the_entry_is_refused_through_the_fact_channel() {
     b.env("MCPP_FACT_VULKAN_LOADER", "none");
     pkg.compile(&b);
 }
+
+/// `pkg.build()` with the manifest values of `client` (a build.rs's `mcpp_build::Build`)
+/// applied through its request, as the engine of a build script applies them.
+fn with_client(pkg: &Package, client: &mcpp_build::Build) -> cargo_mcpp::Build {
+    let mut b = pkg.build();
+    cargo_mcpp::__build_script::apply(&mut b, &client.request().unwrap()).unwrap();
+    b
+}
+
+#[test]
+fn a_define_set_in_build_rs_reaches_the_shader_as_the_manifests_would() {
+    let pkg = shader_package("glslang");
+    pkg.compile(&pkg.build());
+    let manifest_64 = pkg.embedded_bytes("shaders/b/scale.comp");
+    let mut client = mcpp_build::Build::new();
+    client.define("spirv", "WORKGROUP", "32");
+    let outcome = pkg.compile(&with_client(&pkg, &client));
+    assert_eq!(outcome.report.ran.len(), 2);
+    let build_rs_32 = pkg.embedded_bytes("shaders/b/scale.comp");
+    assert_ne!(build_rs_32, manifest_64);
+    assert!(
+        pkg.compiles("glslangValidator")
+            .iter()
+            .any(|l| l.contains("-DWORKGROUP=32")),
+        "{:?}",
+        pkg.compiles("glslangValidator")
+    );
+    // The same bytes as the manifest's own define of 32.
+    let m = pkg
+        .read("Cargo.toml")
+        .replace("WORKGROUP = \"64\"", "WORKGROUP = \"32\"");
+    pkg.write("Cargo.toml", &m);
+    pkg.compile(&pkg.build());
+    assert_eq!(pkg.embedded_bytes("shaders/b/scale.comp"), build_rs_32);
+}
+
+#[test]
+fn an_include_directory_set_in_build_rs_is_searched_and_an_edit_in_it_rebuilds() {
+    let pkg = Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "{}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\ndefines = {{ WORKGROUP = \"64\" }}\n",
+                manifest("inc-pkg", "accel = \"vulkan1.2\"\nsources = [\"shaders/**/*.comp\"]")
+            ),
+        ),
+        ("generated/common.glsl", COMMON_GLSL),
+        ("shaders/a/scale.comp", SCALE_COMP),
+    ]);
+    let mut client = mcpp_build::Build::new();
+    client.include("spirv", "generated");
+    pkg.compile(&with_client(&pkg, &client));
+    let before = pkg.embedded_bytes("shaders/a/scale.comp");
+    assert!(!before.is_empty());
+    edit(
+        &pkg.path("generated/common.glsl"),
+        "SCALE = 3.0",
+        "SCALE = 5.0",
+    );
+    let outcome = pkg.compile(&with_client(&pkg, &client));
+    assert_eq!(outcome.report.ran.len(), 1);
+    assert_ne!(pkg.embedded_bytes("shaders/a/scale.comp"), before);
+    // Without it the header is not found: the directory came from build.rs alone.
+    assert!(pkg.refuse(&pkg.build()).contains("common.glsl"));
+}
+
+#[test]
+fn a_flag_starting_with_a_dash_survives_the_request_into_argv_and_bytes() {
+    const LATE: &str = "#version 450\nlayout(local_size_x = 64) in;\nlayout(std430, binding = 0) buffer Data { float data[]; };\nvoid main() {\n    uint i = gl_GlobalInvocationID.x;\n#ifdef LATE\n    data[i] = data[i] * 7.0;\n#else\n    data[i] = data[i] + 1.0;\n#endif\n}\n";
+    let pkg = Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "{}\n[package.metadata.mcpp.spirv]\ncompiler = \"glslang\"\n",
+                manifest(
+                    "flag-pkg",
+                    "accel = \"vulkan1.2\"\nsources = [\"shaders/*.comp\"]"
+                )
+            ),
+        ),
+        ("shaders/late.comp", LATE),
+    ]);
+    pkg.compile(&pkg.build());
+    let without = pkg.embedded_bytes("shaders/late.comp");
+    let mut client = mcpp_build::Build::new();
+    client.flag("spirv", "-DLATE=1");
+    pkg.compile(&with_client(&pkg, &client));
+    assert_ne!(pkg.embedded_bytes("shaders/late.comp"), without);
+    assert!(
+        pkg.compiles("glslangValidator")
+            .last()
+            .is_some_and(|l| l.contains(" -DLATE=1")),
+        "{:?}",
+        pkg.compiles("glslangValidator")
+    );
+}
+
+#[test]
+fn a_misspelt_key_set_in_build_rs_is_refused_naming_the_call_and_the_valid_keys() {
+    let pkg = shader_package("glslang");
+    let mut client = mcpp_build::Build::new();
+    let line = line!() + 1;
+    client.option("spirv", "compilr", "glslc");
+    let e = pkg.refuse(&with_client(&pkg, &client));
+    assert!(e.contains("unknown field `compilr`"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "--> set by {}:{line}: Build::option(\"spirv\", \"compilr\", ..) (key `package.metadata.mcpp.spirv.compilr`)",
+            file!()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains("the keys valid in [package.metadata.mcpp.spirv] are")
+            && e.contains("`compiler`"),
+        "{e}"
+    );
+    assert_eq!(
+        pkg.starts("glslangValidator"),
+        0,
+        "refused before any compiler ran"
+    );
+}
