@@ -71,9 +71,12 @@ fn the_packaged_crates_install_into_an_empty_root_and_build_a_new_shader_package
             "{name}: {} bytes",
             std::fs::metadata(&file).unwrap().len()
         ));
+        // `-m`: the unpacked files take the time of unpacking. A `.crate` holds fixed times,
+        // so with them cargo would find the builds kept between runs fresh and install the
+        // command an earlier run compiled from other sources.
         ok(
             Command::new("tar")
-                .arg("xzf")
+                .arg("xzmf")
                 .arg(&file)
                 .arg("-C")
                 .arg(&unpacked)
