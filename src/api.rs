@@ -31,6 +31,7 @@ pub struct Build {
     tools: BTreeMap<String, PathBuf>,
     tool_lines: BTreeMap<String, String>,
     settings: Vec<BuilderSetting>,
+    rules: crate::rules::external::RegisteredRules,
 }
 
 impl Default for Build {
@@ -53,6 +54,7 @@ impl Build {
             tools: BTreeMap::new(),
             tool_lines: BTreeMap::new(),
             settings: Vec::new(),
+            rules: Default::default(),
         }
     }
     /// The package directory (default `CARGO_MANIFEST_DIR`).
@@ -124,6 +126,13 @@ impl Build {
         self
     }
 
+    /// Register a rule from outside cargo-mcpp ([`crate::rules::external::DeviceRule`]), after
+    /// the built-in ones and those registered before.
+    pub fn rule(&mut self, rule: std::sync::Arc<dyn crate::rules::external::DeviceRule>) -> &mut Build {
+        self.rules.0.push(rule);
+        self
+    }
+
     fn required(&self, name: &str) -> Result<PathBuf> {
         self.env.get_os(name).map(PathBuf::from).ok_or_else(|| {
             Error::new(ErrorKind::Manifest, format!("{name} is not set"))
@@ -169,6 +178,7 @@ impl Build {
             builder_tools: self.tools.clone(),
             builder_tool_lines: self.tool_lines.clone(),
             builder_settings: self.settings.clone(),
+            rules: self.rules.clone(),
         })
     }
 

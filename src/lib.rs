@@ -89,7 +89,16 @@ pub mod __build_script {
     /// same code as `cargo mcpp build-script`. Prints the cargo directives or the failure;
     /// returns the exit status (0 done).
     pub fn run(request: &str) -> i32 {
-        crate::request::run(request)
+        crate::request::run(request, Default::default())
+    }
+
+    /// [`run`] with the rules the build script registered (`mcpp_build::Build::rule`), after
+    /// the built-in ones.
+    pub fn run_with_rules(
+        request: &str,
+        rules: Vec<std::sync::Arc<dyn crate::rules::external::DeviceRule>>,
+    ) -> i32 {
+        crate::request::run(request, crate::rules::external::RegisteredRules(rules))
     }
 
     /// Apply the settings of `mcpp_build::Build`'s request (JSON text) to `b`, as [`run`]

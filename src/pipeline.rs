@@ -80,7 +80,7 @@ pub struct Validated {
 /// C++ lane's `cxx-sources` (globs, kinds, module cycles: [`crate::rules::cxx::check_sources`]) or the
 /// launcher ([`crate::rules::launcher::Launchers::resolve`], [`crate::rules::launcher::refuse_rule_launcher`]).
 pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result<Validated> {
-    validate_with(manifest_path, choice, env, &[])
+    validate_with(manifest_path, choice, env, &[], &Default::default())
 }
 
 /// [`validate`] with the manifest values build.rs set merged into the manifest first
@@ -89,9 +89,9 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 ///
 /// # Errors
 /// As [`validate`].
-pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, settings: &[crate::config::manifest::BuilderSetting]) -> Result<Validated> {
+pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, settings: &[crate::config::manifest::BuilderSetting], registered: &rules::external::RegisteredRules) -> Result<Validated> {
     let manifest = Manifest::read_with(manifest_path, settings)?;
-    let registry = rules::registry();
+    let registry = rules::registry_with(registered)?;
     let names: Vec<&str> = registry.iter().map(|r| r.name()).collect();
     // Every independent check runs, and every problem is reported (each with its file:line:col,
     // key and fix); the checks that need an earlier answer run only when it is there.
@@ -178,12 +178,12 @@ pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, sett
 pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserver::Client>) -> Result<Outcome> {
     let env = &config.env;
     refuse_control_in_out_dirs(config)?;
-    let mut validated = validate_with(&config.manifest_path, &config.accel, env, &config.builder_settings)?;
+    let mut validated = validate_with(&config.manifest_path, &config.accel, env, &config.builder_settings, &config.rules)?;
     // A dependency's exported include directories: known only in the build script, where
     // cargo sets `DEP_<LINKS>_MCPP_INCLUDE`; every rule's includes end with them.
     validated.manifest.mcpp.dependency_includes = crate::plan::exports::dependency_includes(&validated.manifest, env)?;
     let Validated { manifest, accel, collected, .. } = &validated;
-    let registry = rules::registry();
+    let registry = rules::registry_with(&config.rules)?;
     refuse_unknown_builder_tools(config, &registry)?;
     let variant = config.cache.variant(accel);
     let _lock = lock_variant(manifest, &variant)?;

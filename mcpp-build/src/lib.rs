@@ -230,6 +230,25 @@ pub struct Build {
     env: BTreeMap<String, Option<OsString>>,
     /// Manifest values set here, in call order, each with the build.rs line that set it.
     settings: Vec<(Setting, String)>,
+    /// Rules registered from rule crates ([`Build::rule`]).
+    #[cfg(feature = "engine")]
+    rules: cargo_mcpp::rules::external::RegisteredRules,
+}
+
+/// The API of a rule crate: a rule from outside cargo-mcpp, which a build script registers
+/// with [`Build::rule`] (this crate's `engine` feature).
+///
+/// A rule claims file extensions, names its tool ([`rule::ToolDecl`]) and gives the argv for one
+/// source ([`rule::DeviceRule::command`]). The engine resolves the tool, fingerprints each
+/// action (its depfile included), checks the rule's options table
+/// `[package.metadata.mcpp.<name>]` key by key, and hands each output to the generated surface
+/// as a payload, as it does for its own rules.
+#[cfg(feature = "engine")]
+pub mod rule {
+    pub use cargo_mcpp::rules::external::{
+        CommandLine, DeviceRule, Job, OptionKey, OptionKind, Options, PayloadKind, Refusal,
+        ToolDecl,
+    };
 }
 
 /// Why the device phase did not complete.
@@ -587,6 +606,16 @@ impl Build {
         }
     }
 
+    /// Register `rule`, a rule from a rule crate ([`rule::DeviceRule`]): the files with its
+    /// extensions that `sources` lists are compiled by it when the accelerator set names its
+    /// backend, after the built-in rules. Only with the `engine` feature: the rule runs in this
+    /// build script.
+    #[cfg(feature = "engine")]
+    pub fn rule(&mut self, rule: impl rule::DeviceRule) -> &mut Build {
+        self.rules.0.push(std::sync::Arc::new(rule));
+        self
+    }
+
     /// Run the device phase and print its cargo directives.
     ///
     /// # Errors
@@ -596,7 +625,7 @@ impl Build {
         let request = self.request()?;
         #[cfg(feature = "engine")]
         {
-            match cargo_mcpp::__build_script::run(&request) {
+            match cargo_mcpp::__build_script::run_with_rules(&request, self.rules.0.clone()) {
                 0 => Ok(()),
                 code => Err(Error {
                     message: String::new(),

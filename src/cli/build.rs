@@ -545,5 +545,5 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
             })?;
         }
     }
-    Ok(crate::request::run(&request))
+    Ok(crate::request::run(&request, Default::default()))
 }

@@ -6,7 +6,7 @@
 //! ```text
 //! set      := ""  |  entry ("," entry)*
 //! entry    := backend [version] ["+" "{" arch ("," arch)* "}"] (" "+ modifier)*
-//! backend  := "cuda" | "hip" | "sycl" | "vulkan" | "ascend"
+//! backend  := "cuda" | "hip" | "sycl" | "vulkan" | "ascend" | name of a registered rule's backend
 //! version  := digit (digit | ".")*
 //! arch     := (alnum | "_" | "-" | ".")+          e.g. sm_90, sm_90f, gfx942, dav-c220, native
 //! modifier := ("ptx" | "floor") ">=" (alnum | "." | "_")+
@@ -32,6 +32,10 @@ pub enum Backend {
     Vulkan,
     /// Huawei Ascend C (`.asc`), Da Vinci architectures `dav-cXXX`.
     Ascend,
+    /// A backend no built-in rule serves (`metal`): lowercase ASCII letters, parsed for a rule
+    /// a build script registers ([`crate::rules::external`]); validation refuses it when no
+    /// rule of the build serves it.
+    Other(&'static str),
 }
 
 impl Backend {
@@ -46,12 +50,37 @@ impl Backend {
             Backend::Sycl => "sycl",
             Backend::Vulkan => "vulkan",
             Backend::Ascend => "ascend",
+            Backend::Other(name) => name,
         }
     }
 
-    fn from_name(name: &str) -> Option<Backend> {
-        Backend::ALL.into_iter().find(|b| b.name() == name)
+    /// The backend spelt `name`: a built-in one, else [`Backend::Other`] when `name` is a
+    /// backend's shape (lowercase ASCII letters); `None` otherwise.
+    pub fn named(name: &str) -> Option<Backend> {
+        if let Some(b) = Backend::ALL.into_iter().find(|b| b.name() == name) {
+            return Some(b);
+        }
+        let shaped = !name.is_empty() && name.bytes().all(|c| c.is_ascii_lowercase());
+        shaped.then(|| Backend::Other(intern(name)))
     }
+
+    /// Whether a built-in rule serves it.
+    pub fn is_builtin(self) -> bool {
+        !matches!(self, Backend::Other(_))
+    }
+}
+
+/// `name` as a `&'static str`, kept once per distinct name for the process (a backend's name
+/// is short, and a process names few).
+fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeSet<&'static str>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(leaked);
+    leaked
 }
 
 impl fmt::Display for Backend {
@@ -238,7 +267,7 @@ struct Parser<'a> {
     pos: usize,
 }
 
-const BACKENDS_EXPECTED: &str = "a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`)";
+const BACKENDS_EXPECTED: &str = "a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`, or a registered rule's: lowercase letters)";
 
 impl Parser<'_> {
     fn err<T>(&self, expected: impl Into<String>) -> Result<T, AccelError> {
@@ -326,9 +355,15 @@ impl Parser<'_> {
     fn entry(&mut self) -> Result<AccelEntry, AccelError> {
         let start = self.pos;
         let word = self.take_while(|c| c.is_ascii_alphabetic()).to_string();
-        let Some(backend) = Backend::from_name(&word) else {
+        // A word that starts with a built-in backend's name but goes on is a typo of it
+        // (`vulkanx`), not another backend.
+        let typo = Backend::ALL.iter().any(|b| word.starts_with(b.name()) && word != b.name());
+        // A letter outside ASCII goes on the word too (`vülkan`): no backend.
+        let goes_on = self.peek().is_some_and(|c| c.is_alphabetic());
+        let backend = if typo || goes_on { None } else { Backend::named(&word) };
+        let Some(backend) = backend else {
             // Point at the first character that stops the word from being a backend:
-            // `vulkanx` -> the `x`, `vülkan` -> the `ü`, `opencl` -> the `o`.
+            // `vulkanx` -> the `x`, `vülkan` -> the `ü`, `Vulkan` -> the `V`.
             if let Some(b) = Backend::ALL.iter().find(|b| word.starts_with(b.name())) {
                 self.pos = start + b.name().len();
                 return self.err(format!("a version, `+{{...}}`, a modifier or `,` after `{b}`"));
@@ -509,10 +544,21 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_no_builtin_rule_serves_parses_for_a_registered_rule() {
+        let set = AccelSet::parse("vulkan1.2, metal3+{apple9}").unwrap();
+        let metal = set.entries.iter().find(|e| e.backend.name() == "metal").expect("the metal entry");
+        assert_eq!(metal.backend, Backend::Other("metal"));
+        assert!(!metal.backend.is_builtin() && Backend::Vulkan.is_builtin());
+        assert_eq!(metal.version.as_deref(), Some("3"));
+        assert_eq!(Backend::named("vulkan"), Some(Backend::Vulkan));
+        assert_eq!(Backend::named("Metal"), None);
+    }
+
+    #[test]
     fn malformed_strings_name_position_and_expectation() {
         let cases = [
             ("cuda12.9+{sm_90", 15, "`,` or `}`"),
-            ("vulcan1.2", 3, "a backend"),
+            ("Vulkan1.2", 0, "a backend"),
             ("vulkanx", 6, "a version, `+{...}`"),
             ("vulkan1.2.3", 9, "the end of the version"),
             ("vulkan99999999999", 6, "at most 6 digits"),
@@ -520,7 +566,7 @@ mod tests {
             ("cuda12.9 ptx>=abc", 14, "a number after `ptx>=`"),
             ("vulkan ptx>=89", 7, "`floor>=N` (`ptx>=` is CUDA's word"),
             ("cuda12.9+{sm_80} ptx>=80 floor>=70", 25, "a single floor"),
-            ("opencl", 0, "a backend"),
+            ("open-cl", 4, "`,` between entries"),
             ("cuda12.9+sm_90", 9, "`{` opening"),
             ("cuda12.9+{}", 10, "an architecture name"),
             ("cuda, cuda12.9", 6, "each backend once"),

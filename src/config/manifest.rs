@@ -1114,7 +1114,7 @@ impl Manifest {
 
     /// A serde `message` about `inner_path` (`compiler`, `flags[1]`; empty for the table
     /// itself) of the table of `rule`, as a refusal.
-    fn rule_table_error(&self, rule: &str, inner_path: &str, message: &str) -> Error {
+    pub(crate) fn rule_table_error(&self, rule: &str, inner_path: &str, message: &str) -> Error {
         let key = if inner_path.is_empty() || inner_path == "." { format!("{MCPP_TABLE}.{rule}") } else { format!("{MCPP_TABLE}.{rule}.{inner_path}") };
         // One line, and every value serde quotes cut and escaped (a 70 KB string in a wrong
         // place must not come back whole).

@@ -3,7 +3,7 @@
 //! sets for build scripts (`MCPP_ACCEL`, `MCPP_NO_ACCEL`), and docs.rs (`DOCS_RS`: the empty
 //! set). One computation for the device phase (`pipeline`) and `cargo mcpp fetch`.
 
-use crate::config::accel::AccelSet;
+use crate::config::accel::{AccelSet, Backend};
 use crate::config::env::Env;
 use crate::error::{Error, ErrorKind, Result};
 use crate::config::manifest::Manifest;
@@ -78,19 +78,48 @@ pub fn resolve_accel_with_origin(choice: &AccelChoice, manifest: &Manifest, env:
     Ok((set, Some(origin)))
 }
 
+/// `e`, a refusal of an entry, made a refusal of the set naming its origin: its message becomes
+/// a detail of the origin's headline, its details and help are kept.
+fn keyed(origin: Option<&AccelOrigin>, e: Error) -> Error {
+    let mut refusal = match origin {
+        Some(o) => o.refusal(e.message),
+        None => Error::new(ErrorKind::Accel, e.message),
+    };
+    refusal.detail.extend(e.detail);
+    refusal.help.extend(e.help);
+    refusal
+}
+
+/// The refusal of an entry whose backend no rule of `registry` serves (a backend of a rule the
+/// build script did not register, or a typo): the backends there are, and the nearest one.
+fn unserved_backend(backend: Backend, registry: &[Box<dyn crate::rules::Rule>]) -> Error {
+    let mut served: Vec<&str> = Vec::new();
+    for r in registry {
+        if !served.contains(&r.backend().name()) {
+            served.push(r.backend().name());
+        }
+    }
+    let name = backend.name();
+    let nearest = served.iter().map(|s| (strsim::levenshtein(s, name), *s)).filter(|(d, _)| *d <= 2).min();
+    let e = Error::new(ErrorKind::Accel, format!("the backend `{name}` is served by no rule of this build")).detail(format!("the backends this build's rules serve: {}", served.join(", ")));
+    match nearest {
+        Some((_, s)) => e.help(format!("did you mean `{s}`?")),
+        None => e.help(format!("a rule crate serves a new backend: register its rule in build.rs (`mcpp_build::Build::rule`), or remove `{name}` from the set")),
+    }
+}
+
 /// Every rule's check of its entries of `accel` ([`crate::rules::Rule::check_entry`]), each problem a
 /// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
 pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>]) -> Vec<Error> {
     let mut out = Vec::new();
     for entry in &accel.entries {
+        if !registry.iter().any(|r| r.backend() == entry.backend) {
+            out.push(keyed(origin, unserved_backend(entry.backend, registry)));
+            continue;
+        }
         for rule in registry.iter().filter(|r| r.backend() == entry.backend) {
             let Err(e) = rule.check_entry(entry) else { continue };
-            let mut refusal = match origin {
-                Some(o) => o.refusal(e.message),
-                None => Error::new(ErrorKind::Accel, e.message),
-            };
-            refusal.detail.extend(e.detail);
-            refusal.help.extend(e.help);
+            let refusal = keyed(origin, e);
             if !out.iter().any(|o: &Error| o.detail == refusal.detail) {
                 out.push(refusal);
             }

@@ -34,4 +34,6 @@ pub struct Config {
     /// `option`, `storage`, `module_name`), in call order: merged into the manifest before it
     /// is validated ([`crate::config::manifest::Manifest::parse_with`]).
     pub builder_settings: Vec<crate::config::manifest::BuilderSetting>,
+    /// The rules build.rs registered (`mcpp_build::Build::rule`), after the built-in ones.
+    pub rules: crate::rules::external::RegisteredRules,
 }

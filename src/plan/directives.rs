@@ -90,7 +90,10 @@ pub fn directives(cargo: &mut CargoOutput, manifest: &Manifest, collected: &Coll
             cargo.rerun_if_env_changed(&var);
         }
     }
-    let values: Vec<String> = Backend::ALL.iter().map(|b| format!("\"{}\"", b.name())).chain(std::iter::once("\"none\"".to_string())).collect();
+    // A registered rule's backend is declared when the set names it (validation refused one
+    // that no rule serves).
+    let other = accel.entries.iter().map(|e| e.backend).filter(|b| !b.is_builtin());
+    let values: Vec<String> = Backend::ALL.into_iter().chain(other).map(|b| format!("\"{}\"", b.name())).chain(std::iter::once("\"none\"".to_string())).collect();
     cargo.rustc_check_cfg(&format!("cfg(mcpp_accel, values({}))", values.join(", ")));
     if accel.is_empty() {
         cargo.rustc_cfg("mcpp_accel=\"none\"");

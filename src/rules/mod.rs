@@ -13,6 +13,7 @@ pub mod link;
 pub mod ascend;
 pub mod cuda;
 pub mod cuda_toolkit;
+pub mod external;
 pub mod hip;
 pub mod options;
 pub mod slang;
@@ -316,6 +317,18 @@ pub fn package_step(step: PackageStep) -> Action {
         outputs: vec![step.output],
     })
     .with_expect(step.expect)
+}
+
+/// The rules of a build: every built-in rule ([`registry`]), then the rules its build script
+/// registered ([`external::RegisteredRules::adapt`]).
+///
+/// # Errors
+/// A registered rule whose name or an extension is taken, or of the wrong shape.
+pub fn registry_with(registered: &external::RegisteredRules) -> Result<Vec<Box<dyn Rule>>> {
+    let mut rules = registry();
+    let more = registered.adapt(&rules)?;
+    rules.extend(more);
+    Ok(rules)
 }
 
 /// Every rule of this cargo-mcpp, in dispatch order.

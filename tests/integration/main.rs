@@ -30,6 +30,7 @@ mod example_cuda_ptx;
 mod example_cuda_saxpy;
 mod example_hip_saxpy;
 mod example_shader_cxx;
+mod external_rule;
 mod hip;
 mod init;
 mod kill;

@@ -26,10 +26,15 @@ fn malformed_accel_names_position_and_expectation() {
         e.contains("expected `,` or `}` closing the architecture list at column 27"),
         "{e}"
     );
-    let e = pkg.refuse(pkg.build().accel("vulcan"));
+    let e = pkg.refuse(pkg.build().accel("Vulkan"));
     assert!(e.contains("malformed accelerator set from --accel"), "{e}");
+    assert!(e.contains("expected a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`, or a registered rule's: lowercase letters) at column 1"), "{e}");
+    // A backend's shape, but no rule serves it: the near built-in is offered.
+    let e = pkg.refuse(pkg.build().accel("vulcan"));
     assert!(
-        e.contains("expected a backend (`cuda`, `hip`, `sycl`, `vulkan`, `ascend`) at column 4"),
+        e.contains("--accel")
+            && e.contains("the backend `vulcan` is served by no rule of this build")
+            && e.contains("did you mean `vulkan`?"),
         "{e}"
     );
 }
