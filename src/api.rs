@@ -32,6 +32,7 @@ pub struct Build {
     tool_lines: BTreeMap<String, String>,
     settings: Vec<BuilderSetting>,
     rules: crate::rules::external::RegisteredRules,
+    plan_edits: crate::plan::edit::PlanEdits,
 }
 
 impl Default for Build {
@@ -55,6 +56,7 @@ impl Build {
             tool_lines: BTreeMap::new(),
             settings: Vec::new(),
             rules: Default::default(),
+            plan_edits: Default::default(),
         }
     }
     /// The package directory (default `CARGO_MANIFEST_DIR`).
@@ -133,6 +135,13 @@ impl Build {
         self
     }
 
+    /// Edit the planned device actions before they run ([`crate::plan::edit::Plan`]), after the
+    /// edits given before.
+    pub fn edit_plan(&mut self, edit: crate::plan::edit::PlanEdit) -> &mut Build {
+        self.plan_edits.0.push(edit);
+        self
+    }
+
     fn required(&self, name: &str) -> Result<PathBuf> {
         self.env.get_os(name).map(PathBuf::from).ok_or_else(|| {
             Error::new(ErrorKind::Manifest, format!("{name} is not set"))
@@ -179,6 +188,7 @@ impl Build {
             builder_tool_lines: self.tool_lines.clone(),
             builder_settings: self.settings.clone(),
             rules: self.rules.clone(),
+            plan_edits: self.plan_edits.clone(),
         })
     }
 

@@ -89,16 +89,18 @@ pub mod __build_script {
     /// same code as `cargo mcpp build-script`. Prints the cargo directives or the failure;
     /// returns the exit status (0 done).
     pub fn run(request: &str) -> i32 {
-        crate::request::run(request, Default::default())
+        crate::request::run(request, Default::default(), Default::default())
     }
 
     /// [`run`] with the rules the build script registered (`mcpp_build::Build::rule`), after
-    /// the built-in ones.
-    pub fn run_with_rules(
+    /// the built-in ones, and its edits of the plan (`mcpp_build::Build::edit_plan`): what
+    /// cannot travel in the request's text.
+    pub fn run_with(
         request: &str,
-        rules: Vec<std::sync::Arc<dyn crate::rules::external::DeviceRule>>,
+        rules: crate::rules::external::RegisteredRules,
+        edits: crate::plan::edit::PlanEdits,
     ) -> i32 {
-        crate::request::run(request, crate::rules::external::RegisteredRules(rules))
+        crate::request::run(request, rules, edits)
     }
 
     /// Apply the settings of `mcpp_build::Build`'s request (JSON text) to `b`, as [`run`]

@@ -214,6 +214,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
         accel_origin: validated.accel_origin.as_ref(),
     };
     let mut planned = crate::plan::lanes::plan(&lane_inputs)?;
+    crate::plan::edit::apply(&config.plan_edits, &mut planned.actions)?;
     for w in &planned.warnings {
         cargo.warning(w);
     }

@@ -209,11 +209,14 @@ impl Request {
 /// Run a build script's device phase from its request: parse, check, apply, compile, print the
 /// cargo directives. Returns the exit status (0 done); a failure is printed as a build script
 /// prints one (cargo shows it) and sent to `cargo mcpp build`'s progress channel.
-pub(crate) fn run(text: &str, rules: crate::rules::external::RegisteredRules) -> i32 {
+pub(crate) fn run(text: &str, rules: crate::rules::external::RegisteredRules, edits: crate::plan::edit::PlanEdits) -> i32 {
     match Request::parse(text).and_then(|r| r.builder()) {
         Ok(mut b) => {
             for rule in rules.0 {
                 b.rule(rule);
+            }
+            for edit in edits.0 {
+                b.edit_plan(edit);
             }
             b.compile_status()
         }

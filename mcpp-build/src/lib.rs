@@ -233,6 +233,16 @@ pub struct Build {
     /// Rules registered from rule crates ([`Build::rule`]).
     #[cfg(feature = "engine")]
     rules: cargo_mcpp::rules::external::RegisteredRules,
+    /// Edits of the planned actions ([`Build::edit_plan`]).
+    #[cfg(feature = "engine")]
+    plan_edits: cargo_mcpp::plan::edit::PlanEdits,
+}
+
+/// The planned device actions as a build script may adjust them before they run
+/// ([`Build::edit_plan`], this crate's `engine` feature): an argument, an extra input, an order.
+#[cfg(feature = "engine")]
+pub mod plan {
+    pub use cargo_mcpp::plan::edit::{Plan, PlannedAction};
 }
 
 /// The API of a rule crate: a rule from outside cargo-mcpp, which a build script registers
@@ -616,6 +626,22 @@ impl Build {
         self
     }
 
+    /// Adjust the planned device actions before they run: `edit` gets every action the rules
+    /// planned ([`plan::Plan`]) and may change an action's arguments, add an input (an edit of
+    /// it then reruns the action; another action writing it runs first) or order two actions
+    /// ([`plan::PlannedAction::run_after`]). An edited action's fingerprint covers the edit, so
+    /// exactly the edited actions rerun. For the rare build a rule's options cannot express;
+    /// only with the `engine` feature. A [`rule::Refusal`] from `edit` stops the build with its
+    /// message.
+    #[cfg(feature = "engine")]
+    pub fn edit_plan(
+        &mut self,
+        edit: impl Fn(&mut plan::Plan) -> Result<(), rule::Refusal> + Send + Sync + 'static,
+    ) -> &mut Build {
+        self.plan_edits.0.push(std::sync::Arc::new(edit));
+        self
+    }
+
     /// Run the device phase and print its cargo directives.
     ///
     /// # Errors
@@ -625,7 +651,11 @@ impl Build {
         let request = self.request()?;
         #[cfg(feature = "engine")]
         {
-            match cargo_mcpp::__build_script::run_with_rules(&request, self.rules.0.clone()) {
+            match cargo_mcpp::__build_script::run_with(
+                &request,
+                self.rules.clone(),
+                self.plan_edits.clone(),
+            ) {
                 0 => Ok(()),
                 code => Err(Error {
                     message: String::new(),

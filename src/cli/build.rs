@@ -545,5 +545,9 @@ pub fn build_script(args: &BuildScriptArgs) -> Result<i32> {
             })?;
         }
     }
-    Ok(crate::request::run(&request, Default::default()))
+    Ok(crate::request::run(
+        &request,
+        Default::default(),
+        Default::default(),
+    ))
 }

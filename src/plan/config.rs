@@ -36,4 +36,6 @@ pub struct Config {
     pub builder_settings: Vec<crate::config::manifest::BuilderSetting>,
     /// The rules build.rs registered (`mcpp_build::Build::rule`), after the built-in ones.
     pub rules: crate::rules::external::RegisteredRules,
+    /// The build script's edits of the planned device actions (`mcpp_build::Build::edit_plan`).
+    pub plan_edits: crate::plan::edit::PlanEdits,
 }

@@ -8,6 +8,7 @@
 
 pub mod accel;
 pub mod config;
+pub mod edit;
 pub mod directives;
 pub mod exports;
 pub mod island;

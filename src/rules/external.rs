@@ -321,6 +321,13 @@ impl Refusal {
     }
 }
 
+impl Refusal {
+    /// The help lines, for the engine's refusal.
+    pub(crate) fn help_lines(&self) -> Vec<String> {
+        self.help.clone()
+    }
+}
+
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

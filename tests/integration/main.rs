@@ -41,6 +41,7 @@ mod pack_appimage;
 mod pack_msi;
 mod packaging;
 mod per_entry;
+mod plan_edit;
 mod refusals;
 mod refusals_cuda;
 mod refusals_embed;
