@@ -195,6 +195,7 @@ pub fn manifest_reference() -> String {
     rows(&mut out, "", crate::config::manifest::PACKAGE_KEYS);
     rows(&mut out, "island.", crate::config::manifest::ISLAND_KEYS);
     rows(&mut out, "cxx.", crate::config::manifest::CXX_KEYS);
+    rows(&mut out, "host-toolchain.", crate::config::manifest::HOST_TOOLCHAIN_KEYS);
     rows(&mut out, "embed.", crate::config::manifest::EMBED_KEYS);
     rows(&mut out, "pack.", crate::config::manifest::PACK_KEYS);
     rows(&mut out, "pack.appimage.", crate::config::manifest::PACK_APPIMAGE_KEYS);

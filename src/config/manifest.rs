@@ -49,6 +49,9 @@ pub struct McppMetadata {
     pub cxx_sources: Vec<String>,
     /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources.
     pub cxx: Option<CxxOptions>,
+    /// `[package.metadata.mcpp.host-toolchain]`: the declared host C++ compiler that the `cc`
+    /// crate and every rule's host compiler use ([`crate::rules::host::declared`]).
+    pub host_toolchain: Option<HostToolchainDecl>,
     /// `[package.metadata.mcpp.toolchain-packages]`: the project's version of a toolchain
     /// package, by name (`glslang = "13.1.1"`, a choice; `glslang = ">=13.1"`, a requirement);
     /// see [`crate::toolchain_package`] and the guide, "Declared toolchains". The earlier key
@@ -131,6 +134,7 @@ pub const PACKAGE_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "island", default: "none", meaning: "the `extern \"C\"` boundary between a device island and its host fallback: the table `island.*` below" },
     KeyDoc { key: "cxx-sources", default: "`[]`", meaning: "the crate's own C++ host sources (globs): `.cpp`/`.cc`/`.cxx` units and `.cppm`/`.ixx` C++20 module interfaces, compiled with the `cc` crate's compiler, interfaces first, linked into the crate" },
     KeyDoc { key: "cxx", default: "none", meaning: "options of the host C++ sources and the island fallback: the table `cxx.*` below" },
+    KeyDoc { key: "host-toolchain", default: "none (the `cc` crate's choice)", meaning: "the declared host C++ compiler: the table `host-toolchain.*` below" },
     KeyDoc { key: "toolchain-packages", default: "`{}`", meaning: "the project's version of a toolchain package by name: `glslang = \"13.1.1\"` (a choice) or `\">=13.1\"` (a requirement); see \"Declared toolchains\" (formerly `payloads`, now refused)" },
     KeyDoc { key: "pack", default: "none", meaning: "what `cargo mcpp pack` puts into a package: the tables `pack.*`, `pack.appimage.*`, `pack.msi.*` below (see \"Packaging\")" },
     KeyDoc { key: "embed", default: "none", meaning: "data files embedded through the same surface as the payloads (fonts, weights, text, lookup tables): the table `embed.*` below, or its shorthand, a list of `files` entries (`embed = [\"assets/*.txt\"]`; see \"Embedding data files\")" },
@@ -458,6 +462,43 @@ pub struct IslandOptions {
     /// `true`. `false` writes the header alone, for a hand-written C++ seam that includes it.
     pub emit_module: Option<bool>,
 }
+
+/// `[package.metadata.mcpp.host-toolchain]`: the host C++ compiler, declared rather than
+/// discovered. Every key is optional; they combine: a toolchain root (`layout`), a cross prefix
+/// (`prefix`), the compiler's name or path (`cxx`), the environment a setup script makes
+/// (`env-script`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostToolchainDecl {
+    /// A toolchain root whose `bin/` holds the compiler (`/opt/llvm-19`), relative to the
+    /// package root or absolute.
+    pub layout: Option<PathBuf>,
+    /// The cross prefix of the programs (`aarch64-linux-gnu-`: `aarch64-linux-gnu-g++`).
+    pub prefix: Option<String>,
+    /// The C++ compiler: a name (looked up in `layout`'s `bin/`, else on the build's PATH) or a
+    /// path (relative to the package root or absolute).
+    pub cxx: Option<String>,
+    /// A setup script whose environment the host compiler runs in ([`crate::tool::env_script`]).
+    pub env_script: Option<PathBuf>,
+    /// The arguments `env-script` is sourced with.
+    pub env_script_args: Option<Vec<String>>,
+}
+
+/// The keys of `[package.metadata.mcpp.host-toolchain]` ([`HostToolchainDecl`]).
+pub const HOST_TOOLCHAIN_KEYS: &[KeyDoc] = &[
+    KeyDoc { key: "layout", default: "none", meaning: "a toolchain root whose `bin/` holds the compiler (`\"/opt/llvm-19\"`), relative to the package root or absolute; without `cxx`, the first of `clang++`, `g++`, `c++` there (each with `prefix`)" },
+    KeyDoc { key: "prefix", default: "none", meaning: "the cross prefix of the compiler's name (`\"aarch64-linux-gnu-\"`); without `layout`, the prefixed compiler is looked up on the build's PATH" },
+    KeyDoc { key: "cxx", default: "`clang++`, `g++`, `c++`", meaning: "the C++ compiler: a name (in `layout`'s `bin/`, else on the build's PATH) or a path (relative to the package root or absolute); over `CXX`" },
+    KeyDoc {
+        key: "env-script",
+        default: "none",
+        meaning: "a shell script that sets up the host toolchain, relative to the package root or absolute; sourced as a rule's `env-script` is; the variables it set go on the host C++ compiler (the `cc` crate's probe, the host C++ lane, nvcc's `-ccbin`), and its `PATH` is where a compiler name is looked up",
+    },
+    ENV_SCRIPT_ARGS_DOC,
+];
+
+/// The documentation of an `env-script-args` key (a rule's, the host toolchain's).
+pub const ENV_SCRIPT_ARGS_DOC: KeyDoc = KeyDoc { key: "env-script-args", default: "`[]`", meaning: "the arguments `env-script` is sourced with (e.g. `[\"--force\"]`), each one word" };
 
 /// `[package.metadata.mcpp.cxx]`: options of the host C++ sources (and the island fallback).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -920,7 +961,7 @@ impl Manifest {
         let name = package.name.ok_or_else(|| Error::new(ErrorKind::Manifest, "[package] has no `name`").file(path).key("package.name"))?;
         let mcpp = package.metadata.and_then(|m| m.mcpp);
         let has_mcpp_table = mcpp.as_ref().is_some_and(|m| {
-            let only_pack = m.accel.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none() && m.export_includes.is_empty() && m.include_from.is_empty();
+            let only_pack = m.accel.is_none() && m.host_toolchain.is_none() && m.sources.is_empty() && m.module_name.is_none() && m.modules.is_none() && m.base_dir.is_none() && m.tools.is_empty() && m.island.is_none() && m.cxx_sources.is_empty() && m.cxx.is_none() && m.toolchain_packages.is_empty() && m.rule_tables.is_empty() && m.launcher.is_none() && m.compile_commands.is_none() && m.storage.is_none() && m.embed.is_none() && m.export_includes.is_empty() && m.include_from.is_empty();
             !(only_pack && m.pack.is_some())
         });
         let mut manifest = Manifest { path: path.to_path_buf(), package_name: name, links: package.links, has_mcpp_table, mcpp: mcpp.unwrap_or_default(), spans, origins };
@@ -1186,16 +1227,17 @@ mod key_docs {
     fn the_documented_tables_are_the_keys_serde_accepts() {
         assert_eq!(serde_fields::<IslandOptions>().map(<[_]>::to_vec), Some(names(ISLAND_KEYS)));
         assert_eq!(serde_fields::<CxxOptions>().map(<[_]>::to_vec), Some(names(CXX_KEYS)));
+        assert_eq!(serde_fields::<HostToolchainDecl>().map(<[_]>::to_vec), Some(names(HOST_TOOLCHAIN_KEYS)));
         // [package.metadata.mcpp] itself reads a map (its rule tables are flattened): each
         // documented key is taken by the typed struct, so none lands among the rule tables.
         let manifest = Manifest::parse(
             Path::new("Cargo.toml"),
-            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\ntoolchain-packages = {}\nlauncher = \"sccache\"\ncompile-commands = \".\"\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n",
+            "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\nsources = []\nmodule-name = \"m\"\nmodules = true\nbase-dir = \"s\"\ntools = {}\ncxx-sources = []\ntoolchain-packages = {}\nlauncher = \"sccache\"\ncompile-commands = \".\"\n[package.metadata.mcpp.island]\nsources = []\n[package.metadata.mcpp.cxx]\n[package.metadata.mcpp.host-toolchain]\n",
         )
         .unwrap();
         assert!(manifest.mcpp.rule_tables.is_empty(), "{:?}", manifest.mcpp.rule_tables);
         assert!(manifest.check_keys(&[]).is_empty());
-        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "toolchain-packages", "pack", "embed", "launcher", "compile-commands", "export-includes", "include-from"]);
+        assert_eq!(names(PACKAGE_KEYS), ["accel", "sources", "module-name", "modules", "storage", "base-dir", "tools", "island", "cxx-sources", "cxx", "host-toolchain", "toolchain-packages", "pack", "embed", "launcher", "compile-commands", "export-includes", "include-from"]);
         assert_eq!(serde_fields::<EmbedTableForm>().map(<[_]>::to_vec), Some(names(EMBED_KEYS)));
         assert_eq!(serde_fields::<EmbedFiles>(), Some(EMBED_FILE_KEYS));
         assert_eq!(serde_fields::<EmbedTable>(), Some(EMBED_TABLE_KEYS));

@@ -163,7 +163,7 @@ pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Opti
     let mut includes: Vec<PathBuf> = island.map(|i| i.emitted.dir.clone()).into_iter().collect();
     includes.extend(surface.and_then(|s| s.interface.parent()).map(Path::to_path_buf));
     includes.extend(crate::rules::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
-    let (host, compiler) = compiler(env, facts, cache)?;
+    let (host, compiler) = compiler(manifest, env, facts, cache)?;
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
         let m = module_lines(&t);
@@ -346,17 +346,22 @@ pub fn check_sources(manifest: &Manifest) -> Vec<Error> {
 /// The host C++ compiler as a tool (`cargo mcpp why tool c++`), chosen by the `cc` crate.
 pub const HOST_CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++", programs: &["c++"], env_vars: &["CXX"], version_args: &["--version"], install_hint: "apt install g++", toolchain_package: None, toolkit: None };
 
-/// The host compiler: the `cc` crate's choice (`CXX` or its default) for cargo's `TARGET`,
+/// The host compiler: the declared host toolchain's, else the `cc` crate's choice (`CXX` or its default) for cargo's `TARGET`,
 /// recorded as such for `cargo mcpp why tool c++`, run through the wrapper `CXX` names
 /// ([`crate::rules::host::lane_tool`]).
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds none, or it or the wrapper does not run.
-pub fn compiler(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
-    let host = crate::rules::host::toolchain(env, facts, cache)?;
-    let source = crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string());
-    let resolved = crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, "the cc crate", env, cache)?;
-    let compiler = crate::rules::host::lane_tool(&host, resolved, env, cache)?;
+pub fn compiler(manifest: &Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
+    let host = crate::rules::host::toolchain(manifest, env, facts, cache)?;
+    let (source, origin) = match &host.declared_at {
+        Some(at) => (crate::tool::ToolSource::Derived(format!("the declared host toolchain ({at})")), at.as_str()),
+        None => (crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string()), "the cc crate"),
+    };
+    let resolved = crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, origin, env, cache)?;
+    let mut compiler = crate::rules::host::lane_tool(&host, resolved, env, cache)?;
+    // The declared toolchain's script variables: on the compiler's processes, in its fingerprint.
+    compiler.env.extend(host.env.iter().cloned());
     Ok((host, compiler))
 }
 

@@ -45,6 +45,100 @@ pub struct HostToolchain {
     pub archive_format: crate::engine::archive::ArchiveFormat,
     /// The C++ runtime library to link (`stdc++`, `c++`), `None` for MSVC.
     pub cpp_stdlib: Option<String>,
+    /// The variables the declared host toolchain's `env-script` set ([`declared`]): put on every
+    /// process that runs the compiler (the host C++ lane, nvcc with `-ccbin`), so they are part
+    /// of those actions' fingerprints. Empty without one.
+    #[serde(default)]
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// Where the compiler was declared (`Cargo.toml:12:1 [package.metadata.mcpp.host-toolchain]
+    /// layout`), for `cargo mcpp why tool c++`; `None`: the `cc` crate's choice.
+    #[serde(default)]
+    pub declared_at: Option<String>,
+}
+
+/// The host toolchain the manifest declares (`[package.metadata.mcpp.host-toolchain]`), found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// The C++ compiler, absolute; `None` when the table declares only an `env-script` (the
+    /// `cc` crate then chooses, in the script's environment).
+    pub compiler: Option<PathBuf>,
+    /// The variables its `env-script` set, sorted by name.
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// Where it is declared: `<manifest>:<line>:<col> [package.metadata.mcpp.host-toolchain] <key>`.
+    pub at: String,
+}
+
+/// The table `[package.metadata.mcpp.host-toolchain]` of `manifest`, found: its `env-script`
+/// captured ([`crate::tool::env_script`], cached), its compiler looked up where the table says
+/// (`cxx` as a path; else each of `cxx` or `clang++`, `g++`, `c++` with `prefix`, in `layout`'s
+/// `bin/`, else on the PATH of the build, the script's PATH first). `None` without the table.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] naming the key and every place looked: no such compiler; a
+/// `layout` that is no directory; the script's refusals.
+pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: &DeviceCache) -> Result<Option<Declared>> {
+    let Some(decl) = &manifest.mcpp.host_toolchain else { return Ok(None) };
+    const TABLE: &str = "host-toolchain";
+    let script = crate::tool::env_script::for_rule(TABLE, decl.env_script.as_deref(), decl.env_script_args.as_deref(), manifest, env, cache)?;
+    let vars: Vec<(String, std::ffi::OsString)> = script.map(|s| s.vars).unwrap_or_default();
+    let key = ["cxx", "layout", "prefix", "env-script"].into_iter().find(|k| match *k {
+        "cxx" => decl.cxx.is_some(),
+        "layout" => decl.layout.is_some(),
+        "prefix" => decl.prefix.is_some(),
+        _ => decl.env_script.is_some(),
+    });
+    let key = key.unwrap_or("env-script");
+    let at = format!("{} [package.metadata.mcpp.{TABLE}] {key}", manifest.at_col(&format!("{TABLE}.{key}")));
+    let refuse = |headline: String| Error::new(ErrorKind::ToolNotFound, headline).file(manifest.at_col(&format!("{TABLE}.{key}"))).key(format!("package.metadata.mcpp.{TABLE}.{key}"));
+    let layout_bin = match &decl.layout {
+        Some(l) => {
+            let root = if l.is_absolute() { l.clone() } else { manifest.dir().join(l) };
+            if !root.is_dir() {
+                return Err(refuse(format!("the host toolchain's layout `{}` is not a directory", crate::text::echo_path(&root))).help("name the toolchain's root (the directory holding `bin/`), relative to the package root or absolute"));
+            }
+            Some(root.join("bin"))
+        }
+        None => None,
+    };
+    if decl.cxx.is_none() && decl.layout.is_none() && decl.prefix.is_none() {
+        return Ok(Some(Declared { compiler: None, env: vars, at }));
+    }
+    let prefix = decl.prefix.clone().unwrap_or_default();
+    if let Some(cxx) = decl.cxx.as_deref().filter(|c| c.contains('/')) {
+        let path = if Path::new(cxx).is_absolute() { PathBuf::from(cxx) } else { manifest.dir().join(cxx) };
+        if !path.is_file() {
+            return Err(refuse(format!("the host toolchain's compiler `{}` does not exist", crate::text::echo_path(&path))).help("name an installed C++ compiler, or a name to look up (`clang++-19`)"));
+        }
+        return Ok(Some(Declared { compiler: Some(std::path::absolute(&path).unwrap_or(path)), env: vars, at }));
+    }
+    let names: Vec<String> = match &decl.cxx {
+        Some(c) => vec![c.clone()],
+        None => ["clang++", "g++", "c++"].iter().map(|n| format!("{prefix}{n}")).collect(),
+    };
+    // The script's PATH first: a toolkit's setup puts its compiler there.
+    let mut search = env.clone();
+    if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
+        search.set("PATH", path.clone());
+    }
+    let mut looked = Vec::new();
+    for name in &names {
+        let found = match &layout_bin {
+            Some(bin) => {
+                looked.push(bin.join(name).display().to_string());
+                Some(bin.join(name)).filter(|p| p.is_file())
+            }
+            None => {
+                looked.push(format!("{name} on PATH"));
+                crate::tool::find_on_path(name, &search)
+            }
+        };
+        if let Some(p) = found {
+            return Ok(Some(Declared { compiler: Some(std::path::absolute(&p).unwrap_or(p)), env: vars, at }));
+        }
+    }
+    Err(refuse("the declared host toolchain has no C++ compiler".to_string())
+        .detail(format!("looked for {}", looked.join(", ")))
+        .help("install the toolchain there, or name the compiler with [package.metadata.mcpp.host-toolchain] cxx"))
 }
 
 /// The environment variables `cc` reads when choosing the C++ compiler for
@@ -143,9 +237,13 @@ fn stamp(p: &Path) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler.
-pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<HostToolchain> {
+pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<HostToolchain> {
+    let declared = declared(manifest, env, cache)?;
     let (target, host) = (&facts.target, &facts.host);
     let mut key = format!("{target}|{host}|{}|{}", facts.opt_level.as_str(), facts.debug);
+    if let Some(d) = &declared {
+        key.push_str(&format!("|declared={:?}|{:?}", d.compiler, d.env));
+    }
     for var in cc_env_vars(target) {
         key.push_str(&format!("|{var}={}", env.get(&var).unwrap_or_default()));
     }
@@ -161,7 +259,12 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
     // cc reads CXX, CXXFLAGS, CRATE_CC_NO_DEFAULTS, ... itself: it gets this build's view
     // (`Build::env("CXXFLAGS", ..)` included), not the process environment, so what the key
     // above records is what cc used. (`set_envs_snapshot` is cc 1.11's; Cargo.toml requires it.)
-    b.set_envs_snapshot(env.snapshot());
+    let mut snapshot = env.snapshot();
+    if let Some(d) = &declared {
+        snapshot.retain(|(k, _)| !d.env.iter().any(|(v, _)| std::ffi::OsStr::new(v) == k));
+        snapshot.extend(d.env.iter().map(|(k, v)| (k.into(), v.clone())));
+    }
+    b.set_envs_snapshot(snapshot);
     b.cpp(true)
         .target(target)
         .host(host)
@@ -173,7 +276,9 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
     // A compiler named in this build's [`Env`] view (e.g. `Build::env("CXX", ...)`) is split
     // here as cc splits it (wrapper, program, arguments) and its program handed to cc
     // explicitly, so both agree; its arguments come first on the lane.
-    let named = named_compiler(env, target, host).and_then(|(var, value)| {
+    // A declared compiler wins over `CXX`: the manifest's choice is the build's.
+    let named = if declared.as_ref().is_some_and(|d| d.compiler.is_some()) { None } else { named_compiler(env, target, host) };
+    let named = named.and_then(|(var, value)| {
         let custom = env.get_nonempty("CC_KNOWN_WRAPPER_CUSTOM");
         split_compiler_command(&value, custom.as_deref(), |p| p.is_file()).map(|c| (var, value, c))
     });
@@ -188,6 +293,9 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
             }
         }
         b.compiler(absolute_program(&c.program, env));
+    }
+    if let Some(compiler) = declared.as_ref().and_then(|d| d.compiler.as_ref()) {
+        b.compiler(compiler);
     }
     let tool = b.try_get_compiler().map_err(|e| {
         Error::new(ErrorKind::ToolNotFound, "the cc crate found no C++ compiler for the host code")
@@ -227,6 +335,8 @@ pub fn toolchain(env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<H
         family,
         archive_format: crate::engine::archive::ArchiveFormat::for_target(target),
         cpp_stdlib,
+        env: declared.as_ref().map(|d| d.env.clone()).unwrap_or_default(),
+        declared_at: declared.as_ref().filter(|d| d.compiler.is_some()).map(|d| d.at.clone()),
     };
     let cached = Cached { key, stamp: stamp(&toolchain.cxx), toolchain: toolchain.clone() };
     if let Ok(json) = serde_json::to_vec_pretty(&cached) {

@@ -51,7 +51,7 @@ pub const ENV_SCRIPT_DOC: KeyDoc = KeyDoc {
     meaning: "a shell script that sets up the toolkit (oneAPI's `setvars.sh`, CANN's `set_env.sh`), relative to the package root or absolute. Sourced once by bash from `PATH` and `HOME` alone (60 s at most; cached by its bytes and arguments); the variables it sets go on this rule's tools only, and name the toolkit (a root variable it sets, or the compiler on the `PATH` it sets)",
 };
 /// The documentation of a rule's `env-script-args` key.
-pub const ENV_SCRIPT_ARGS_DOC: KeyDoc = KeyDoc { key: "env-script-args", default: "`[]`", meaning: "the arguments `env-script` is sourced with (e.g. `[\"--force\"]`), each one word" };
+pub use crate::config::manifest::ENV_SCRIPT_ARGS_DOC;
 
 /// A rule's `env-script` (and `env-script-args`), as the manifest wrote it.
 #[derive(Debug, Clone)]

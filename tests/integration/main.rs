@@ -32,6 +32,7 @@ mod example_hip_saxpy;
 mod example_shader_cxx;
 mod external_rule;
 mod hip;
+mod host_toolchain;
 mod init;
 mod kill;
 mod launcher;

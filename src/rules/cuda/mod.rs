@@ -304,7 +304,7 @@ impl Rule for CudaRule {
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: &CudaOptions = ctx.options()?;
-        let host = crate::rules::host::toolchain(ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
         let (route, route_reason) = route_of(opts, &host);
         let rdc = opts.rdc.unwrap_or(false);
         check_route_options(ctx, opts, route, sources)?;
@@ -316,7 +316,12 @@ impl Rule for CudaRule {
         if route == CudaCompilerName::Clang && opts.ccbin.is_some() {
             plan.warnings.push(format!("{MANIFEST_KEY}.ccbin is nvcc's host compiler and is not used with compiler = \"clang\" (clang compiles the host side itself)"));
         }
-        let (toolkit, nvcc) = toolkit::locate(ctx, route, &mut plan.warnings)?;
+        let (toolkit, mut nvcc) = toolkit::locate(ctx, route, &mut plan.warnings)?;
+        // nvcc runs the host compiler (`-ccbin`) in its own environment: the declared host
+        // toolchain's script variables go on it too.
+        if let Some(n) = nvcc.as_mut() {
+            n.env.extend(host.env.iter().cloned());
+        }
         check_toolkit_floor(ctx.manifest, opts, &toolkit)?;
         let runtime = toolkit::target_runtime(&toolkit, ctx.facts, ctx.env)?;
         let compilers = toolkit::compilers(ctx, opts, &host, nvcc, &mut plan.warnings)?;

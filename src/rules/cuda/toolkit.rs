@@ -157,7 +157,10 @@ pub fn ccbin(ctx: &RuleContext, opts: &CudaOptions, host: &HostToolchain, warnin
         (None, _) if named => (ToolSource::Manifest(ctx.manifest.path.clone()), "the explicit choice (Build::tool or [package.metadata.mcpp.tools]) ccbin".to_string()),
         (None, None) if override_set => (ToolSource::Env(tool::override_var(CCBIN.name)), format!("the environment variable {}", tool::override_var(CCBIN.name))),
         (None, Some(var)) => (ToolSource::Env(var.to_string()), format!("the environment variable {var}")),
-        (None, None) => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
+        (None, None) => match &host.declared_at {
+            Some(at) => (ToolSource::Derived(format!("the declared host toolchain ({at})")), at.clone()),
+            None => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
+        },
     };
     let mut ccbin_args = Vec::new();
     // The arguments named with the cc crate's compiler (`CXX="g++ -DX=1"`) go with it.

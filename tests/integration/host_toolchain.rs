@@ -1,0 +1,220 @@
+//! The declared host toolchain, `[package.metadata.mcpp.host-toolchain]`: a toolchain root
+//! (`layout`), a cross prefix (`prefix`), the compiler by name or path (`cxx`) and the
+//! environment of a setup script (`env-script`) decide the host C++ compiler over `CXX`; the host
+//! C++ lane compiles with it, in that environment, and its refusals name the key.
+#![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
+
+use crate::harness;
+use harness::*;
+use std::path::Path;
+
+/// The manifest: one host C++ file, `cxx` as its `[package.metadata.mcpp.cxx]` body, `table`
+/// as its host toolchain.
+fn host_manifest(cxx: &str, table: &str) -> String {
+    format!("{}\n[package.metadata.mcpp.cxx]\n{cxx}\n\n[package.metadata.mcpp.host-toolchain]\n{table}\n", manifest("host-pkg", "cxx-sources = [\"cpp/*.cpp\"]\nlauncher = \"none\""))
+}
+
+/// The line of the first line of the manifest starting with `key`, as `Cargo.toml:<line>:1`.
+fn at(pkg: &Package, key: &str) -> String {
+    format!(
+        "Cargo.toml:{}:1",
+        pkg.read("Cargo.toml")
+            .lines()
+            .position(|l| l.starts_with(key))
+            .unwrap()
+            + 1
+    )
+}
+
+/// A package with one host C++ file including `<marker.h>` from `hdr/` (an include directory
+/// of the host C++ lane), and `table` as its host toolchain.
+fn host_package(table: &str) -> Package {
+    Package::new(&[
+        ("Cargo.toml", &host_manifest("includes = [\"hdr\"]", table)),
+        (
+            "cpp/one.cpp",
+            "#include <marker.h>\nextern \"C\" int one() { return MARKER; }\n",
+        ),
+        ("hdr/marker.h", "#define MARKER 1\n"),
+    ])
+}
+
+/// The compile command of `cpp/one.cpp` in the build's compilation database.
+fn compile_command(outcome: &cargo_mcpp::pipeline::Outcome) -> String {
+    let db: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(outcome.variant_dir.join("compile_commands.json")).unwrap(),
+    )
+    .unwrap();
+    let entry = db
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"].as_str().unwrap().ends_with("cpp/one.cpp"))
+        .expect("the unit is listed")
+        .clone();
+    entry["arguments"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| entry["command"].as_str().unwrap().to_string())
+}
+
+fn build_with_cxx(pkg: &Package, cxx: &str) -> cargo_mcpp::Build {
+    let mut b = pkg.build();
+    b.env("CXX", cxx).env_remove("MCPP_LAUNCHER");
+    b
+}
+
+#[test]
+fn a_layout_and_a_prefix_choose_the_compiler_over_cxx() {
+    // A toolchain root holding clang++ (a recording wrapper of the real clang++-19).
+    let pkg = host_package("layout = \"llvm\"");
+    let bin = pkg.path("llvm/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let clang = Shim::wrap(&bin, "clang++", Path::new("/usr/bin/clang++-19"));
+    let outcome = pkg.compile(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        compile_command(&outcome).starts_with(&bin.join("clang++").display().to_string()),
+        "{}",
+        compile_command(&outcome)
+    );
+    assert!(
+        !clang.calls().is_empty(),
+        "the layout's clang++ compiled the unit"
+    );
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "{:?}",
+        outcome.report
+    );
+
+    // A prefix, looked up on PATH: Debian's x86_64-linux-gnu-g++. Another compiler reruns the unit.
+    pkg.write(
+        "Cargo.toml",
+        &host_manifest("includes = [\"hdr\"]", "prefix = \"x86_64-linux-gnu-\""),
+    );
+    let outcome = pkg.compile(&build_with_cxx(&pkg, "clang++-19"));
+    assert!(
+        compile_command(&outcome).starts_with("/usr/bin/x86_64-linux-gnu-g++"),
+        "{}",
+        compile_command(&outcome)
+    );
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "{:?}",
+        outcome.report
+    );
+    assert!(
+        pkg.compile(&build_with_cxx(&pkg, "clang++-19"))
+            .report
+            .ran
+            .is_empty(),
+        "a no-op runs nothing"
+    );
+}
+
+#[test]
+fn the_env_scripts_variables_reach_the_host_compiler_and_its_edit_rebuilds() {
+    // The header is found only through the script's CPLUS_INCLUDE_PATH.
+    let pkg = host_package("cxx = \"g++\"\nenv-script = \"setup.sh\"");
+    pkg.write(
+        "Cargo.toml",
+        &host_manifest("", "cxx = \"g++\"\nenv-script = \"setup.sh\""),
+    );
+    pkg.write(
+        "setup.sh",
+        &format!("export CPLUS_INCLUDE_PATH={}\n", pkg.path("hdr").display()),
+    );
+    let mut b = pkg.build();
+    b.env_remove("CPLUS_INCLUDE_PATH")
+        .env_remove("MCPP_LAUNCHER");
+    let outcome = pkg.compile(&b);
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "{:?}",
+        outcome.report
+    );
+    assert!(
+        pkg.compile(&b).report.ran.is_empty(),
+        "the capture is cached: a no-op runs nothing"
+    );
+
+    // The script points elsewhere: the unit is compiled again, against the other header.
+    pkg.write("hdr2/marker.h", "#define MARKER 2\n");
+    pkg.write(
+        "setup.sh",
+        &format!("export CPLUS_INCLUDE_PATH={}\n", pkg.path("hdr2").display()),
+    );
+    let outcome = pkg.compile(&b);
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "the script's new environment rebuilds: {:?}",
+        outcome.report
+    );
+
+    // Without the script the header is not found: the environment was the script's.
+    pkg.write("Cargo.toml", &host_manifest("", "cxx = \"g++\""));
+    let e = pkg.refuse(&b);
+    assert!(e.contains("marker.h"), "{e}");
+}
+
+#[test]
+fn a_toolchain_that_is_not_there_is_refused_naming_the_key() {
+    let pkg = host_package("layout = \"no-such-root\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("the host toolchain's layout")
+            && e.contains("is not a directory")
+            && e.contains("package.metadata.mcpp.host-toolchain.layout")
+            && e.contains(&at(&pkg, "layout")),
+        "{e}"
+    );
+
+    let pkg = host_package("layout = \"empty\"\nprefix = \"riscv64-linux-gnu-\"");
+    std::fs::create_dir_all(pkg.path("empty/bin")).unwrap();
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("the declared host toolchain has no C++ compiler")
+            && e.contains("empty/bin/riscv64-linux-gnu-clang++")
+            && e.contains("empty/bin/riscv64-linux-gnu-g++"),
+        "{e}"
+    );
+
+    let pkg = host_package("cxx = \"bin/no-such-c++\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("the host toolchain's compiler")
+            && e.contains("does not exist")
+            && e.contains("package.metadata.mcpp.host-toolchain.cxx"),
+        "{e}"
+    );
+
+    let pkg = host_package("compiler = \"g++\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("unknown field `compiler`")
+            && e.contains("`layout`, `prefix`, `cxx`, `env-script`, `env-script-args`")
+            && e.contains(&at(&pkg, "compiler")),
+        "{e}"
+    );
+}
