@@ -89,6 +89,11 @@ pub struct HipOptions {
     /// the ROCm root (`amdgcn/bitcode`, `lib/<multiarch>/amdgcn/bitcode`,
     /// `lib/llvm/lib/clang/<v>/lib/amdgcn/bitcode`).
     pub device_lib_path: Option<PathBuf>,
+    /// A script that sets ROCm up, sourced once; its variables go on the AMD platform's
+    /// compiler ([`crate::tool::env_script`]).
+    pub env_script: Option<PathBuf>,
+    /// The arguments `env_script` is sourced with.
+    pub env_script_args: Option<Vec<String>>,
     /// `includes`, `defines`, `optimize`, `flags` (before the depfile, source and output arguments).
     #[serde(skip)]
     pub common: CommonOptions,
@@ -114,6 +119,8 @@ const OPTION_KEYS: &[KeyDoc] = &[
     KeyDoc { key: "compiler", default: "`\"hipcc\"`", meaning: "on AMD: `\"hipcc\"` (run with `HIP_PLATFORM=amd`) or `\"clang\"` (clang++ `-x hip --rocm-path=<rocm> --rocm-device-lib-path=<dir>`; `MCPP_HIP_CLANG`, else clang++-19/clang++ on PATH). The NVIDIA platform always runs clang++" },
     KeyDoc { key: "rocm", default: "discovered", meaning: "the ROCm (HIP) root, holding `include/hip/hip_version.h`. Without it: the root a named hipcc sits in (`Build::tool(\"hipcc\", ..)`, `tools.hipcc`, `HIPCC`, `MCPP_HIPCC`, `MCPP_TOOL_HIPCC`), then `ROCM_PATH`, `HIP_PATH`, then hipcc on PATH (warned; Debian's `/usr/bin/hipcc` gives `/usr`). Its HIP version must be the `hip` entry's when the entry names one" },
     KeyDoc { key: "device-lib-path", default: "found in the ROCm root", meaning: "the AMD device libraries (`oclc_isa_version_<n>.bc`): an architecture without one is refused before compiling. Default: `<rocm>/amdgcn/bitcode`, `<rocm>/lib/<multiarch>/amdgcn/bitcode` or `<rocm>/lib/llvm/lib/clang/<v>/lib/amdgcn/bitcode`, the first that exists" },
+    crate::tool::env_script::ENV_SCRIPT_DOC,
+    crate::tool::env_script::ENV_SCRIPT_ARGS_DOC,
     CommonOptions::INCLUDES_DOC,
     CommonOptions::DEFINES_DOC,
     KeyDoc { key: "optimize", default: "`true` in release profiles", meaning: "`-O3` when true, `-O0` when false" },
@@ -500,7 +507,11 @@ impl Rule for HipRule {
         let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
-            Platform::Amd(archs) => plan_amd(ctx, opts, archs, &host, &mut plan.warnings)?,
+            Platform::Amd(archs) => {
+                let script = crate::tool::env_script::for_rule(self.name(), opts.env_script.as_deref(), opts.env_script_args.as_deref(), ctx.manifest, ctx.env, ctx.cache)?;
+                plan.watch.extend(script.as_ref().map(|s| s.script.clone()));
+                plan_amd(ctx, opts, archs, &host, script.as_ref(), &mut plan.warnings)?
+            }
             Platform::Nvidia(cuda) => plan_nvidia(ctx, opts, cuda, &host, &mut plan.warnings)?,
         };
         let includes = opts.common.resolve_includes(ctx.manifest, self.name())?;
@@ -545,12 +556,12 @@ impl Rule for HipRule {
 /// # Errors
 /// The resolver's refusal (with the host fallback); a version mismatch; an architecture without
 /// a device library; a ROCm without device libraries or without `libamdhip64.so`.
-fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostToolchain, warnings: &mut Vec<String>) -> Result<(Tool, Vec<OsString>, Vec<LinkDirective>)> {
+fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostToolchain, script: Option<&crate::tool::env_script::ScriptEnv>, warnings: &mut Vec<String>) -> Result<(Tool, Vec<OsString>, Vec<LinkDirective>)> {
     let compiler_choice = opts.compiler.unwrap_or_default();
     let root_choice = root_choice(opts, ctx.manifest);
     let (root, found_by, compiler) = match compiler_choice {
         HipCompiler::Hipcc => {
-            let r = tool::resolve_toolkit(&HIPCC, ctx.tools, root_choice.as_ref(), ctx.env, ctx.cache).map_err(|e| with_fallback(e, ctx.env))?;
+            let r = tool::resolve_toolkit_with(&HIPCC, ctx.tools, root_choice.as_ref(), script, ctx.env, ctx.cache).map_err(|e| with_fallback(e, ctx.env))?;
             warnings.extend(r.warning);
             let Some(kit) = r.toolkit else {
                 return Err(Error::new(ErrorKind::ToolNotFound, "the resolver answered hipcc without a ROCm root").help("this is a defect of cargo-mcpp; report it"));
@@ -563,8 +574,9 @@ fn plan_amd(ctx: &RuleContext, opts: &HipOptions, archs: &[String], host: &HostT
         HipCompiler::Clang => {
             let (kit, w) = tool::find_toolkit_root(&HIPCC, ctx.tools, root_choice.as_ref(), ctx.env).map_err(|e| with_fallback(e, ctx.env))?;
             warnings.extend(w);
-            let (clang, w) = tool::resolve(&CLANG, ctx.tools, ctx.env, ctx.cache)?;
+            let (mut clang, w) = tool::resolve(&CLANG, ctx.tools, ctx.env, ctx.cache)?;
             warnings.extend(w);
+            clang.env.extend(script.map(|s| s.vars.clone()).unwrap_or_default());
             (kit.root, kit.found_by, clang)
         }
     };

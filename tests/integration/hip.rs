@@ -420,3 +420,80 @@ fn a_hip_runtime_older_than_the_entry_is_refused_through_the_fact_channel() {
         .try_compile()
         .unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn real_hipcc_runs_in_the_environment_of_the_hip_env_script_and_its_edit_rebuilds() {
+    let (tmp, pkg) = fixture("hip-island");
+    let rocm = real_rocm();
+    // hipcc appends HIPCC_COMPILE_FLAGS_APPEND to every compile: the kernel builds only when the
+    // script's variable reaches hipcc.
+    let kernel = std::fs::read_to_string(pkg.join("kernels/scale.hip")).unwrap();
+    let kernel = kernel.replace(
+        "y[i] *= SCALE_FACTOR;",
+        "y[i] *= SCALE_FACTOR * FROM_SCRIPT;",
+    );
+    std::fs::write(pkg.join("kernels/scale.hip"), format!("#ifndef FROM_SCRIPT\n#error \"the env-script's variables did not reach hipcc\"\n#endif\n{kernel}")).unwrap();
+    std::fs::write(
+        pkg.join("rocm-env.sh"),
+        "export HIPCC_COMPILE_FLAGS_APPEND=-DFROM_SCRIPT=1\n",
+    )
+    .unwrap();
+    edit(
+        &pkg.join("Cargo.toml"),
+        "[package.metadata.mcpp.hip]\n",
+        "[package.metadata.mcpp.hip]\nenv-script = \"rocm-env.sh\"\n",
+    );
+    let run = || {
+        hip_build(tmp.path(), &pkg, &rocm)
+            .env_remove("HIPCC_COMPILE_FLAGS_APPEND")
+            .try_compile()
+    };
+    let first = run().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        first
+            .report
+            .ran
+            .contains(&"hip:kernels/scale.hip".to_string()),
+        "{:?}",
+        first.report.ran
+    );
+    let bytes = object_of(&first.variant_dir);
+    assert!(
+        run()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .report
+            .ran
+            .is_empty(),
+        "a no-op runs nothing"
+    );
+
+    // The script changes a value the kernel compiles in: it is compiled again, to other bytes.
+    std::fs::write(
+        pkg.join("rocm-env.sh"),
+        "export HIPCC_COMPILE_FLAGS_APPEND=-DFROM_SCRIPT=2\n",
+    )
+    .unwrap();
+    let with_two = run().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        with_two
+            .report
+            .ran
+            .contains(&"hip:kernels/scale.hip".to_string()),
+        "the script's edit reruns the compile: {:?}",
+        with_two.report.ran
+    );
+    assert_ne!(
+        object_of(&with_two.variant_dir),
+        bytes,
+        "stale object after the script's edit"
+    );
+
+    // Without the key the kernel does not compile: the variable came from the script alone.
+    edit(
+        &pkg.join("Cargo.toml"),
+        "env-script = \"rocm-env.sh\"\n",
+        "",
+    );
+    let e = run().expect_err("no script, no FROM_SCRIPT").to_string();
+    assert!(e.contains("did not reach hipcc"), "{e}");
+}
