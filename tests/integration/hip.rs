@@ -422,6 +422,7 @@ fn a_hip_runtime_older_than_the_entry_is_refused_through_the_fact_channel() {
 }
 
 #[test]
+#[allow(clippy::result_large_err)] // the engine's error carries the whole refusal text
 fn real_hipcc_runs_in_the_environment_of_the_hip_env_script_and_its_edit_rebuilds() {
     let (tmp, pkg) = fixture("hip-island");
     let rocm = real_rocm();
