@@ -179,24 +179,15 @@ fn a_backend_without_its_rule_and_the_rules_own_refusals_are_named() {
     // Its options: an unknown key and a wrong type at their file:line:col, the valid keys listed.
     let pkg = kern_package("metal3", "\nbogus = true\nstage = 1\n");
     let e = pkg.refuse(&with_kern(&pkg));
-    let at = |pkg: &Package, key: &str| {
-        format!(
-            "Cargo.toml:{}:1",
-            pkg.read("Cargo.toml")
-                .lines()
-                .position(|l| l.starts_with(key))
-                .unwrap()
-                + 1
-        )
-    };
     assert!(
-        e.contains(&at(&pkg, "bogus"))
+        e.contains(&pkg.manifest_at("bogus"))
             && e.contains("unknown field `bogus`")
             && e.contains("`stage`, `includes`, `defines`, `optimize`, `flags`"),
         "{e}"
     );
     assert!(
-        e.contains(&at(&pkg, "stage")) && e.contains("invalid type: integer, expected a string"),
+        e.contains(&pkg.manifest_at("stage"))
+            && e.contains("invalid type: integer, expected a string"),
         "{e}"
     );
 
@@ -204,7 +195,8 @@ fn a_backend_without_its_rule_and_the_rules_own_refusals_are_named() {
     let pkg = kern_package("metal3", "\nstage = \"frag\"\n");
     let e = pkg.refuse(&with_kern(&pkg));
     assert!(
-        e.contains("kern: stage `frag` is not compiled here") && e.contains(&at(&pkg, "stage")),
+        e.contains("kern: stage `frag` is not compiled here")
+            && e.contains(&pkg.manifest_at("stage")),
         "{e}"
     );
 

@@ -14,18 +14,6 @@ fn host_manifest(cxx: &str, table: &str) -> String {
     format!("{}\n[package.metadata.mcpp.cxx]\n{cxx}\n\n[package.metadata.mcpp.host-toolchain]\n{table}\n", manifest("host-pkg", "cxx-sources = [\"cpp/*.cpp\"]\nlauncher = \"none\""))
 }
 
-/// The line of the first line of the manifest starting with `key`, as `Cargo.toml:<line>:1`.
-fn at(pkg: &Package, key: &str) -> String {
-    format!(
-        "Cargo.toml:{}:1",
-        pkg.read("Cargo.toml")
-            .lines()
-            .position(|l| l.starts_with(key))
-            .unwrap()
-            + 1
-    )
-}
-
 /// A package with one host C++ file including `<marker.h>` from `hdr/` (an include directory
 /// of the host C++ lane), and `table` as its host toolchain.
 fn host_package(table: &str) -> Package {
@@ -186,7 +174,7 @@ fn a_toolchain_that_is_not_there_is_refused_naming_the_key() {
         e.contains("the host toolchain's layout")
             && e.contains("is not a directory")
             && e.contains("package.metadata.mcpp.host-toolchain.layout")
-            && e.contains(&at(&pkg, "layout")),
+            && e.contains(&pkg.manifest_at("layout")),
         "{e}"
     );
 
@@ -214,7 +202,7 @@ fn a_toolchain_that_is_not_there_is_refused_naming_the_key() {
     assert!(
         e.contains("unknown field `compiler`")
             && e.contains("`layout`, `prefix`, `cxx`, `env-script`, `env-script-args`")
-            && e.contains(&at(&pkg, "compiler")),
+            && e.contains(&pkg.manifest_at("compiler")),
         "{e}"
     );
 }

@@ -75,6 +75,16 @@ impl Package {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
+    /// Where the first line of the manifest starting with `key` is, as a refusal names it:
+    /// `Cargo.toml:<line>:1`.
+    pub fn manifest_at(&self, key: &str) -> String {
+        let line = self
+            .read("Cargo.toml")
+            .lines()
+            .position(|l| l.starts_with(key))
+            .expect("the key is in the manifest");
+        format!("Cargo.toml:{}:1", line + 1)
+    }
     /// The text of `rel` in the package.
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap()
