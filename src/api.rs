@@ -131,7 +131,7 @@ impl Build {
     /// Register a rule from outside cargo-mcpp ([`crate::rules::external::DeviceRule`]), after
     /// the built-in ones and those registered before.
     pub fn rule(&mut self, rule: std::sync::Arc<dyn crate::rules::external::DeviceRule>) -> &mut Build {
-        self.rules.0.push(rule);
+        self.rules.rules.push(rule);
         self
     }
 

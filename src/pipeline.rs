@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
+use crate::plan::accel::{check_entries_with, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -92,7 +92,13 @@ pub fn validate(manifest_path: &Path, choice: &AccelChoice, env: &Env) -> Result
 pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, settings: &[crate::config::manifest::BuilderSetting], registered: &rules::external::RegisteredRules) -> Result<Validated> {
     let manifest = Manifest::read_with(manifest_path, settings)?;
     let registry = rules::registry_with(registered)?;
-    let names: Vec<&str> = registry.iter().map(|r| r.name()).collect();
+    let deferred = registered.deferred;
+    let mut names: Vec<&str> = registry.iter().map(|r| r.name()).collect();
+    if deferred {
+        // A table no known rule has may be a registered rule's: the build script checks it.
+        // (A key that is no table cannot be a rule's: it stays unknown.)
+        names.extend(manifest.mcpp.rule_tables.iter().filter(|(_, v)| v.is_table()).map(|(k, _)| k.as_str()));
+    }
     // Every independent check runs, and every problem is reported (each with its file:line:col,
     // key and fix); the checks that need an earlier answer run only when it is there.
     let mut problems = manifest.check_keys(&names);
@@ -117,7 +123,7 @@ pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, sett
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let (accel, accel_origin) = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
-            problems.extend(check_entries(&a, origin.as_ref(), &registry));
+            problems.extend(check_entries_with(&a, origin.as_ref(), &registry, deferred));
             (Some(a), origin)
         }
         Err(e) => {
@@ -125,7 +131,7 @@ pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, sett
             (None, None)
         }
     };
-    let collected = accel.as_ref().map(|a| sources::collect(&manifest, a, &registry, env));
+    let collected = accel.as_ref().map(|a| sources::collect_with(&manifest, a, &registry, env, deferred));
     let collected = match collected {
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => {
@@ -138,7 +144,7 @@ pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, sett
     // resolver would refuse later); a `tools` entry for a lane this build leaves out (a CPU-only
     // `--no-accel` build with `tools.nvcc` set for the CUDA machines) is not needed here.
     let used: Option<Vec<&str>> = collected.as_ref().map(|c| registry.iter().enumerate().filter(|(i, _)| c.sources.iter().any(|s| s.selected && s.rule == *i)).map(|(_, r)| r.name()).collect());
-    problems.extend(validate_tools_table(&manifest, &registry, used.as_deref()));
+    problems.extend(validate_tools_table(&manifest, &registry, used.as_deref(), deferred));
     // The launcher (`launcher`, each rule's own, `MCPP_LAUNCHER`): a program that is not there
     // or not executable, an empty value, or a rule's key where its compilers take none. Only
     // where a compiler may run: a rule with a selected source, or the host C++ lane's sources or
@@ -629,7 +635,7 @@ fn refuse_unknown_builder_tools(config: &Config, registry: &[Box<dyn rules::Rule
 /// rules this build runs; `None` when the sources could not be read, so no path is checked),
 /// a path that does not exist or is not an executable file (relative paths are the package
 /// root's, as the resolver reads them).
-fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>) -> Vec<Error> {
+fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], used: Option<&[&str]>, deferred: bool) -> Vec<Error> {
     let known = known_tool_names(registry);
     let used_tools: Vec<&str> = registry.iter().filter(|r| used.is_some_and(|u| u.contains(&r.name()))).flat_map(|r| r.tools().iter().map(|t| t.name)).collect();
     let mut out = Vec::new();
@@ -638,7 +644,10 @@ fn validate_tools_table(manifest: &Manifest, registry: &[Box<dyn rules::Rule>], 
         let at = manifest.at_col(&format!("tools.{name}"));
         let key = format!("package.metadata.mcpp.tools.{shown}");
         if !known.contains(&name.as_str()) {
-            out.push(Error::new(ErrorKind::Manifest, format!("unknown tool `{shown}` in [package.metadata.mcpp.tools]")).file(at).key(key).help(format!("the tools this cargo-mcpp runs are: {}", known.join(", "))));
+            if deferred {
+                continue;
+            }
+            out.push(Error::new(ErrorKind::Manifest, format!("unknown tool `{shown}` in [package.metadata.mcpp.tools]")).file(at).key(key).help(format!("the tools this cargo-mcpp runs are: {}; a rule that build.rs registers (`mcpp_build::Build::rule`) adds its own", known.join(", "))));
             continue;
         }
         if path.as_os_str().is_empty() {

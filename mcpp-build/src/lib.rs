@@ -622,7 +622,7 @@ impl Build {
     /// build script.
     #[cfg(feature = "engine")]
     pub fn rule(&mut self, rule: impl rule::DeviceRule) -> &mut Build {
-        self.rules.0.push(std::sync::Arc::new(rule));
+        self.rules.rules.push(std::sync::Arc::new(rule));
         self
     }
 

@@ -297,7 +297,15 @@ fn validate_packages(
                 continue;
             }
         }
-        let validated = pipeline::validate(manifest_path, choice, env);
+        // The build scripts may register rules this command cannot see: what no known rule
+        // takes is left to them.
+        let validated = pipeline::validate_with(
+            manifest_path,
+            choice,
+            env,
+            &[],
+            &crate::rules::external::RegisteredRules::unknown(),
+        );
         let has_build_script = !without_build_script.contains(name);
         match validated {
             Ok(v) if has_build_script => device_packages.push(DevicePackage {

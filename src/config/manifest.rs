@@ -1089,7 +1089,7 @@ impl Manifest {
                         .file(self.at_col(name))
                         .key(key)
                         .help(format!(
-                            "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {}; see the cargo-mcpp guide, \"Manifest reference\"",
+                            "the keys valid in [{MCPP_TABLE}] are {}, and the tables of the rules: {} (and of a rule that build.rs registers with `mcpp_build::Build::rule`); see the cargo-mcpp guide, \"Manifest reference\"",
                             PACKAGE_KEYS.iter().map(|k| format!("`{}`", k.key)).collect::<Vec<_>>().join(", "),
                             rules.iter().map(|r| format!("[{MCPP_TABLE}.{r}]")).collect::<Vec<_>>().join(", ")
                         )),

@@ -111,9 +111,18 @@ fn unserved_backend(backend: Backend, registry: &[Box<dyn crate::rules::Rule>]) 
 /// Every rule's check of its entries of `accel` ([`crate::rules::Rule::check_entry`]), each problem a
 /// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
 pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>]) -> Vec<Error> {
+    check_entries_with(accel, origin, registry, false)
+}
+
+/// [`check_entries`]; `deferred`: the build script may register rules beyond `registry` (the
+/// command line's checks), so a backend no rule of `registry` serves is left to it.
+pub(crate) fn check_entries_with(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>], deferred: bool) -> Vec<Error> {
     let mut out = Vec::new();
     for entry in &accel.entries {
         if !registry.iter().any(|r| r.backend() == entry.backend) {
+            if deferred {
+                continue;
+            }
             out.push(keyed(origin, unserved_backend(entry.backend, registry)));
             continue;
         }
@@ -137,6 +146,7 @@ pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, regi
 /// [`ErrorKind::Accel`], every problem at once.
 pub fn resolve_checked(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
     let (set, origin) = resolve_accel_with_origin(choice, manifest, env)?;
-    Error::all(check_entries(&set, origin.as_ref(), &crate::rules::registry()))?;
+    // A backend only a build script's rule serves is the build script's to check.
+    Error::all(check_entries_with(&set, origin.as_ref(), &crate::rules::registry(), true))?;
     Ok(set)
 }

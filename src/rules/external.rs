@@ -338,15 +338,33 @@ impl std::error::Error for Refusal {}
 
 /// The rules a build script registered, in order.
 #[derive(Clone, Default)]
-pub struct RegisteredRules(pub Vec<Arc<dyn DeviceRule>>);
+pub struct RegisteredRules {
+    /// The rules, in registration order.
+    pub rules: Vec<Arc<dyn DeviceRule>>,
+    /// Whether the build script may register rules beyond the known ones: true for the command
+    /// line's checks before cargo runs the build scripts (`cargo mcpp build`), which cannot see
+    /// them. A rule table, a backend, a source extension or a tool that no known rule has is
+    /// then left to the build script, which takes it or refuses it.
+    pub deferred: bool,
+}
 
 impl fmt::Debug for RegisteredRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.iter().map(|r| r.name())).finish()
+        f.debug_struct("RegisteredRules").field("rules", &self.rules.iter().map(|r| r.name()).collect::<Vec<_>>()).field("deferred", &self.deferred).finish()
     }
 }
 
 impl RegisteredRules {
+    /// `rules`, registered by a build script.
+    pub fn new(rules: Vec<Arc<dyn DeviceRule>>) -> RegisteredRules {
+        RegisteredRules { rules, deferred: false }
+    }
+
+    /// None known, more possible: the command line's checks ([`RegisteredRules::deferred`]).
+    pub fn unknown() -> RegisteredRules {
+        RegisteredRules { rules: Vec::new(), deferred: true }
+    }
+
     /// The registered rules as the engine's, each checked against `builtin` and the ones
     /// before it.
     ///
@@ -358,7 +376,7 @@ impl RegisteredRules {
         names.push("cxx");
         let mut claimed: Vec<(&str, &str)> = builtin.iter().flat_map(|r| r.extensions().iter().chain(r.constrained_extensions()).map(|e| (*e, r.name()))).collect();
         let mut out: Vec<Box<dyn Rule>> = Vec::new();
-        for rule in &self.0 {
+        for rule in &self.rules {
             let name = rule.name();
             let refuse = |message: String, help: &str| Error::new(ErrorKind::Usage, message).key("Build::rule").help(help.to_string());
             if name.is_empty() || !name.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-') {

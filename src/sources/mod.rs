@@ -49,6 +49,16 @@ pub fn extension(path: &Path) -> Option<String> {
 /// build names but whose architectures it does not cover; a file whose extension has no role;
 /// a device source no rule claims. [`ErrorKind::Manifest`] for a malformed constraint.
 pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::config::env::Env) -> Result<Collected> {
+    collect_with(manifest, accel, rules, env, false)
+}
+
+/// [`collect`]; `deferred`: the build script may register rules beyond `rules` (the command
+/// line's check before cargo runs it), so a file no rule of `rules` claims is left out here and
+/// left to the build script, which claims or refuses it.
+///
+/// # Errors
+/// As [`collect`].
+pub fn collect_with(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], env: &crate::config::env::Env, deferred: bool) -> Result<Collected> {
     let root = manifest.dir();
     let mut out = Collected::default();
     let mut seen = std::collections::HashSet::new();
@@ -88,6 +98,10 @@ pub fn collect(manifest: &Manifest, accel: &AccelSet, rules: &[Box<dyn Rule>], e
             kept += 1;
             // One file once across entries (by its resolved path), in a hash set: linear.
             if seen.insert(m.real.clone()) {
+                let ext = extension(&m.path).unwrap_or_default();
+                if deferred && !rules.iter().any(|r| r.claims(&ext) || r.constrained_extensions().contains(&ext.as_str())) {
+                    continue;
+                }
                 out.sources.push(classify(&listing, m, constraint.as_ref(), output(entry), target_env(entry), accel, rules)?);
             }
         }
@@ -292,6 +306,7 @@ fn classify(listing: &Listing, m: crate::sources::walk::Matched, constraint: Opt
                 .detail("No rule would compile it, so listing it would build nothing; this is refused rather than ignored.")
                 .help(format!("the extensions this cargo-mcpp compiles: {}", rule_list(rules)))
                 .help("host C/C++ files are compiled by build.rs (the cc crate), not listed in [package.metadata.mcpp] sources")
+                .help("a rule crate may compile it: register its rule in build.rs (`mcpp_build::Build::rule`)")
         };
         return Err(err.key(listing.key.clone()));
     };

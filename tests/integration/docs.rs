@@ -146,7 +146,7 @@ fn every_toml_snippet_parses_and_every_mcpp_table_is_accepted() {
             Ok(m) => {
                 // The guide's example rule crate is registered, as its users' build scripts do.
                 let registered =
-                    cargo_mcpp::rules::external::RegisteredRules(vec![std::sync::Arc::new(
+                    cargo_mcpp::rules::external::RegisteredRules::new(vec![std::sync::Arc::new(
                         mcpp_spvasm::Spvasm,
                     )]);
                 let rules = cargo_mcpp::rules::registry_with(&registered).unwrap();

@@ -211,3 +211,49 @@ fn a_backend_without_its_rule_and_the_rules_own_refusals_are_named() {
         "{e}"
     );
 }
+
+/// `cargo mcpp build` checks every package before cargo starts, without the build scripts'
+/// rules: what no known rule takes (a rule's table, its backend, its sources, its tool) is left
+/// to the build script, which registers the rule. The same manifest without the rule is refused
+/// by the build script, not before.
+#[test]
+fn the_command_lines_check_leaves_a_registered_rules_keys_to_the_build_script() {
+    let pkg = Package::new(&[
+        (
+            "Cargo.toml",
+            &manifest(
+                "deferred-pkg",
+                "accel = \"vulkan1.2, metal3\"\nsources = [\"k/*.kern\", \"k/*.spvasm\"]\n\n[package.metadata.mcpp.tools]\nkern-glslang = \"/usr/bin/glslangValidator\"\n\n[package.metadata.mcpp.kern]\nstage = \"comp\"",
+            ),
+        ),
+        ("k/double.kern", KERN),
+        ("k/other.spvasm", "; nothing\n"),
+    ]);
+    let path = pkg.path("Cargo.toml");
+    let choice = cargo_mcpp::plan::accel::AccelChoice::Manifest;
+    let env = cargo_mcpp::config::env::Env::empty();
+    let deferred = cargo_mcpp::pipeline::validate_with(
+        &path,
+        &choice,
+        &env,
+        &[],
+        &cargo_mcpp::rules::external::RegisteredRules::unknown(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        deferred.collected.sources.is_empty(),
+        "the files no known rule claims are the build script's: {:?}",
+        deferred.collected.sources
+    );
+    let e = cargo_mcpp::pipeline::validate_with(&path, &choice, &env, &[], &Default::default())
+        .expect_err("without the rules")
+        .to_string();
+    for what in [
+        "unknown field `kern`",
+        "the backend `metal` is served by no rule",
+        "cargo-mcpp has no role for the extension '.kern'",
+        "Build::rule",
+    ] {
+        assert!(e.contains(what), "{what}: {e}");
+    }
+}
