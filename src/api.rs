@@ -138,7 +138,15 @@ impl Build {
     /// Edit the planned device actions before they run ([`crate::plan::edit::Plan`]), after the
     /// edits given before.
     pub fn edit_plan(&mut self, edit: crate::plan::edit::PlanEdit) -> &mut Build {
-        self.plan_edits.0.push(edit);
+        self.plan_edits.edits.push(edit);
+        self
+    }
+
+    /// The registered rules and plan edits of `mcpp_build::Build` (with the build.rs line of
+    /// each), which cannot travel in the request's text.
+    pub(crate) fn extensions(&mut self, rules: crate::rules::external::RegisteredRules, edits: crate::plan::edit::PlanEdits) -> &mut Build {
+        self.rules = rules;
+        self.plan_edits = edits;
         self
     }
 

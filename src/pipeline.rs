@@ -17,7 +17,7 @@ use crate::plan::lanes::{LaneInputs, Planned};
 use crate::rules;
 use crate::sources;
 use crate::surface::{self, Generated, SurfaceOptions};
-use crate::plan::accel::{check_entries_with, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
+use crate::plan::accel::{check_entries, docs_rs, resolve_accel_with_origin, AccelChoice, AccelOrigin, NO_ACCEL_ENV};
 use crate::plan::toolchain_packages::{self, fetch_command};
 use crate::toolchain_package::{self, Catalog, Home, Lockfile};
 use crate::tool::ToolChoices;
@@ -123,7 +123,7 @@ pub fn validate_with(manifest_path: &Path, choice: &AccelChoice, env: &Env, sett
     problems.extend(surface::check_module_name(&module_name).map_err(|e| e.file(manifest.at_col("module-name"))).err());
     let (accel, accel_origin) = match resolve_accel_with_origin(choice, &manifest, env) {
         Ok((a, origin)) => {
-            problems.extend(check_entries_with(&a, origin.as_ref(), &registry, deferred));
+            problems.extend(check_entries(&a, origin.as_ref(), &registry, deferred));
             (Some(a), origin)
         }
         Err(e) => {
@@ -243,7 +243,7 @@ pub fn run(config: &Config, observer: &dyn Observer, jobserver: Option<&jobserve
     run_host_lane(&mut cargo, &lane_inputs, &mut planned, &mut report, generated.as_ref().filter(|_| !named.items.is_empty()), config, (observer, jobserver))?;
     crate::plan::directives::emit(
         &mut cargo,
-        &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env) },
+        &DirectiveInputs { manifest, collected, accel, cache: &config.cache, report: &report, planned: &planned, island: island.as_ref(), env, link: !docs_rs(env), rule_backends: registry.iter().map(|r| r.backend()).collect() },
     );
     // The embedded files are the surface's inputs (no action reads them): a changed, added or
     // removed one reruns the build script, which rewrites what holds its bytes.

@@ -212,12 +212,7 @@ impl Request {
 pub(crate) fn run(text: &str, rules: crate::rules::external::RegisteredRules, edits: crate::plan::edit::PlanEdits) -> i32 {
     match Request::parse(text).and_then(|r| r.builder()) {
         Ok(mut b) => {
-            for rule in rules.rules {
-                b.rule(rule);
-            }
-            for edit in edits.0 {
-                b.edit_plan(edit);
-            }
+            b.extensions(rules, edits);
             b.compile_status()
         }
         Err(e) => {

@@ -621,8 +621,10 @@ impl Build {
     /// backend, after the built-in rules. Only with the `engine` feature: the rule runs in this
     /// build script.
     #[cfg(feature = "engine")]
+    #[track_caller]
     pub fn rule(&mut self, rule: impl rule::DeviceRule) -> &mut Build {
         self.rules.rules.push(std::sync::Arc::new(rule));
+        self.rules.at.push(caller());
         self
     }
 
@@ -634,11 +636,13 @@ impl Build {
     /// only with the `engine` feature. A [`rule::Refusal`] from `edit` stops the build with its
     /// message.
     #[cfg(feature = "engine")]
+    #[track_caller]
     pub fn edit_plan(
         &mut self,
         edit: impl Fn(&mut plan::Plan) -> Result<(), rule::Refusal> + Send + Sync + 'static,
     ) -> &mut Build {
-        self.plan_edits.0.push(std::sync::Arc::new(edit));
+        self.plan_edits.edits.push(std::sync::Arc::new(edit));
+        self.plan_edits.at.push(caller());
         self
     }
 

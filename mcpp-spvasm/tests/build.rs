@@ -239,6 +239,23 @@ fn the_rules_refusals_name_the_file_line_and_column() {
         "{said}"
     );
 
+    // The rule registered twice: refused naming the build.rs line of the registration.
+    let root = package(
+        dir.path(),
+        "spvasm-twice",
+        "accel = \"vulkan1.2\"\nsources = [\"shaders/*.spvasm\"]",
+    );
+    std::fs::write(root.join("build.rs"), "fn main() {\n    let mut b = mcpp_build::Build::new();\n    b.rule(mcpp_spvasm::Spvasm);\n    b.rule(mcpp_spvasm::Spvasm);\n    b.compile();\n}\n").unwrap();
+    let out = cargo(&root, &["build", "-q"]);
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains(
+            "a registered rule is named `spvasm`, which another rule of this build already has"
+        ) && said.contains("build.rs:4"),
+        "{said}"
+    );
+
     // The tool named where it is not: refused naming the variable, not taken from PATH.
     let root = package(
         dir.path(),

@@ -177,7 +177,8 @@ fn choose(args: &InitArgs) -> Result<(Lane, String)> {
     }
     // The rules' own checks of the set, as the build runs them: each entry's (`check_entry`),
     // and for the HIP example the HIP rule's platform choice (`which = "auto"`, as written).
-    let mut problems = crate::plan::accel::check_entries(&set, None, &crate::rules::registry());
+    let mut problems =
+        crate::plan::accel::check_entries(&set, None, &crate::rules::registry(), false);
     // What the shader rules refuse at build time without asking a compiler: a Vulkan version no
     // Vulkan has (init writes no `target-env` or `profile` that would override it).
     if let Some(e) = set

@@ -110,13 +110,9 @@ fn unserved_backend(backend: Backend, registry: &[Box<dyn crate::rules::Rule>]) 
 
 /// Every rule's check of its entries of `accel` ([`crate::rules::Rule::check_entry`]), each problem a
 /// refusal of the set naming its origin (`--accel`, `MCPP_ACCEL`, the manifest's key).
-pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>]) -> Vec<Error> {
-    check_entries_with(accel, origin, registry, false)
-}
-
-/// [`check_entries`]; `deferred`: the build script may register rules beyond `registry` (the
-/// command line's checks), so a backend no rule of `registry` serves is left to it.
-pub(crate) fn check_entries_with(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>], deferred: bool) -> Vec<Error> {
+/// `deferred`: the build script may register rules beyond `registry` (the command line's
+/// checks), so a backend no rule of `registry` serves is left to it.
+pub(crate) fn check_entries(accel: &AccelSet, origin: Option<&AccelOrigin>, registry: &[Box<dyn crate::rules::Rule>], deferred: bool) -> Vec<Error> {
     let mut out = Vec::new();
     for entry in &accel.entries {
         if !registry.iter().any(|r| r.backend() == entry.backend) {
@@ -147,6 +143,6 @@ pub(crate) fn check_entries_with(accel: &AccelSet, origin: Option<&AccelOrigin>,
 pub fn resolve_checked(choice: &AccelChoice, manifest: &Manifest, env: &Env) -> Result<AccelSet> {
     let (set, origin) = resolve_accel_with_origin(choice, manifest, env)?;
     // A backend only a build script's rule serves is the build script's to check.
-    Error::all(check_entries_with(&set, origin.as_ref(), &crate::rules::registry(), true))?;
+    Error::all(check_entries(&set, origin.as_ref(), &crate::rules::registry(), true))?;
     Ok(set)
 }

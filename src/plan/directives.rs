@@ -36,6 +36,9 @@ pub struct DirectiveInputs<'a> {
     pub env: &'a Env,
     /// Whether to link (not under docs.rs, where nothing is compiled).
     pub link: bool,
+    /// The backends of the build's rules that no built-in rule serves (a registered rule's):
+    /// declared to `check-cfg` whether or not the set names them.
+    pub rule_backends: Vec<crate::config::accel::Backend>,
 }
 
 /// Add every directive of the build to `cargo`, in a fixed order: rerun lines and cfgs
@@ -47,7 +50,7 @@ pub fn emit(cargo: &mut CargoOutput, i: &DirectiveInputs) {
     let read: Vec<PathBuf> = i.report.read.iter().filter(|p| !i.cache.contains(p)).cloned().collect();
     let include_dirs = i.planned.actions.iter().flat_map(|a| a.include_dirs.iter().cloned()).filter(|d| !i.cache.contains(d));
     let watched: Vec<PathBuf> = i.planned.tool_files.iter().cloned().chain(include_dirs).collect();
-    directives(cargo, i.manifest, i.collected, &read, &watched, i.accel, i.env);
+    directives(cargo, i, &read, &watched);
     if i.planned.path_tools {
         // A tool found on PATH (already warned) depends on PATH.
         cargo.rerun_if_env_changed("PATH");
@@ -65,7 +68,8 @@ pub fn emit(cargo: &mut CargoOutput, i: &DirectiveInputs) {
 /// The rerun lines (the manifest, the glob directories, the sources, the files read, `watched`,
 /// the accelerator variables and every variable read except those cargo sets itself), the
 /// `mcpp_accel` check-cfg and cfgs, and `MCPP_BUILD_ACCEL`.
-pub fn directives(cargo: &mut CargoOutput, manifest: &Manifest, collected: &Collected, read: &[PathBuf], watched: &[PathBuf], accel: &AccelSet, env: &Env) {
+pub fn directives(cargo: &mut CargoOutput, i: &DirectiveInputs, read: &[PathBuf], watched: &[PathBuf]) {
+    let (manifest, collected, accel, rule_backends, env) = (i.manifest, i.collected, i.accel, &i.rule_backends, i.env);
     cargo.rerun_if_changed(&manifest.path);
     for dir in &collected.watch_dirs {
         cargo.rerun_if_changed(dir);
@@ -90,10 +94,15 @@ pub fn directives(cargo: &mut CargoOutput, manifest: &Manifest, collected: &Coll
             cargo.rerun_if_env_changed(&var);
         }
     }
-    // A registered rule's backend is declared when the set names it (validation refused one
-    // that no rule serves).
-    let other = accel.entries.iter().map(|e| e.backend).filter(|b| !b.is_builtin());
-    let values: Vec<String> = Backend::ALL.into_iter().chain(other).map(|b| format!("\"{}\"", b.name())).chain(std::iter::once("\"none\"".to_string())).collect();
+    // A registered rule's backend too, whether or not this build's set names it.
+    let mut values: Vec<String> = Backend::ALL.into_iter().map(|b| format!("\"{}\"", b.name())).collect();
+    for b in rule_backends.iter().filter(|b| !b.is_builtin()) {
+        let v = format!("\"{}\"", b.name());
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
+    values.push("\"none\"".to_string());
     cargo.rustc_check_cfg(&format!("cfg(mcpp_accel, values({}))", values.join(", ")));
     if accel.is_empty() {
         cargo.rustc_cfg("mcpp_accel=\"none\"");

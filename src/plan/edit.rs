@@ -98,16 +98,25 @@ pub type PlanEdit = Arc<dyn Fn(&mut Plan) -> std::result::Result<(), Refusal> + 
 
 /// The edits a build script gave, in call order.
 #[derive(Clone, Default)]
-pub struct PlanEdits(pub Vec<PlanEdit>);
+pub struct PlanEdits {
+    /// The edits.
+    pub edits: Vec<PlanEdit>,
+    /// The build.rs line of each (`build.rs:9`), in the same order; may be shorter.
+    pub at: Vec<String>,
+}
 
 impl fmt::Debug for PlanEdits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PlanEdits({})", self.0.len())
+        write!(f, "PlanEdits({} at {:?})", self.edits.len(), self.at)
     }
 }
 
-fn refusal(message: String) -> Error {
-    Error::new(ErrorKind::Usage, message).key("Build::edit_plan")
+fn refusal(message: String, at: Option<&String>) -> Error {
+    let e = Error::new(ErrorKind::Usage, message).key("Build::edit_plan");
+    match at {
+        Some(at) => e.file(at),
+        None => e,
+    }
 }
 
 /// Run `edits` over `actions` and apply what they changed: arguments, added inputs (an edge to
@@ -119,9 +128,11 @@ fn refusal(message: String) -> Error {
 /// in-process action or holding a NUL; an added input that neither exists nor is written by an
 /// action; `run_after` of an unknown id or of the action itself; edges that make a cycle.
 pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> {
-    if edits.0.is_empty() {
+    if edits.edits.is_empty() {
         return Ok(());
     }
+    // A refusal of what the edits did names the first edit's line (one edit is the usual).
+    let first = edits.at.first();
     let mut plan = Plan {
         actions: actions
             .iter()
@@ -137,9 +148,10 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
             })
             .collect(),
     };
-    for edit in &edits.0 {
+    for (i, edit) in edits.edits.iter().enumerate() {
         edit(&mut plan).map_err(|r| {
-            let mut e = refusal(format!("the build script's plan edit refused the build: {r}"));
+            let about = r.key_name().map(|k| format!(" (about `{k}`)")).unwrap_or_default();
+            let mut e = refusal(format!("the build script's plan edit refused the build: {r}{about}"), edits.at.get(i));
             e.help.extend(r.help_lines());
             e
         })?;
@@ -149,29 +161,29 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
     for (action, edited) in actions.iter_mut().zip(&plan.actions) {
         if edited.args != action.args {
             if action.builtin.is_some() {
-                return Err(refusal(format!("the action `{}` runs in process and has no arguments to edit", action.id)).help("edit the arguments of an action whose PlannedAction::is_in_process() is false"));
+                return Err(refusal(format!("the action `{}` runs in process and has no arguments to edit", action.id), first).help("edit the arguments of an action whose PlannedAction::is_in_process() is false"));
             }
             if edited.args.iter().any(|a| a.to_string_lossy().contains('\0')) {
-                return Err(refusal(format!("an edited argument of `{}` has a NUL character, which no process argument can carry", action.id)));
+                return Err(refusal(format!("an edited argument of `{}` has a NUL character, which no process argument can carry", action.id), first));
             }
             action.args = edited.args.clone();
         }
         for input in &edited.added_inputs {
             if !input.is_absolute() {
-                return Err(refusal(format!("the input {} added to `{}` is relative", input.display(), action.id)).help("give an absolute path (the package directory is CARGO_MANIFEST_DIR)"));
+                return Err(refusal(format!("the input {} added to `{}` is relative", input.display(), action.id), first).help("give an absolute path (the package directory is CARGO_MANIFEST_DIR)"));
             }
             if !input.exists() && !written.contains(input) {
-                return Err(refusal(format!("the input {} added to `{}` does not exist, and no action writes it", input.display(), action.id)));
+                return Err(refusal(format!("the input {} added to `{}` does not exist, and no action writes it", input.display(), action.id), first));
             }
             action.inputs.push(input.clone());
         }
         for id in &edited.after {
             let Some(d) = ids.iter().position(|i| i == id) else {
                 let known: Vec<&str> = ids.iter().take(8).map(String::as_str).collect();
-                return Err(refusal(format!("`{}` is to run after `{id}`, which is no action of this build", action.id)).detail(format!("the actions: {}{}", known.join(", "), if ids.len() > 8 { ", ..." } else { "" })));
+                return Err(refusal(format!("`{}` is to run after `{id}`, which is no action of this build", action.id), first).detail(format!("the actions: {}{}", known.join(", "), if ids.len() > 8 { ", ..." } else { "" })));
             };
             if *id == action.id {
-                return Err(refusal(format!("`{id}` is to run after itself")));
+                return Err(refusal(format!("`{id}` is to run after itself"), first));
             }
             if !action.deps.contains(&d) {
                 action.deps.push(d);
@@ -187,7 +199,7 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
             }
         }
     }
-    order(actions)
+    order(actions, first)
 }
 
 /// Reorder `actions` so that each comes after every action it depends on (stable: otherwise the
@@ -195,14 +207,14 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
 ///
 /// # Errors
 /// [`ErrorKind::Usage`]: the edges make a cycle (its actions named).
-fn order(actions: &mut Vec<Action>) -> Result<()> {
+fn order(actions: &mut Vec<Action>, at: Option<&String>) -> Result<()> {
     let n = actions.len();
     let mut placed = vec![false; n];
     let mut order: Vec<usize> = Vec::with_capacity(n);
     while order.len() < n {
         let Some(next) = (0..n).find(|&i| !placed[i] && actions[i].deps.iter().all(|&d| placed[d])) else {
             let stuck: Vec<&str> = (0..n).filter(|&i| !placed[i]).map(|i| actions[i].id.as_str()).collect();
-            return Err(refusal("the plan edits make a cycle: these actions wait for each other".to_string()).detail(stuck.join(", ")).help("remove a run_after or an added input between them"));
+            return Err(refusal("the plan edits make a cycle: these actions wait for each other".to_string(), at).detail(stuck.join(", ")).help("remove a run_after or an added input between them"));
         };
         placed[next] = true;
         order.push(next);

@@ -322,6 +322,10 @@ impl Refusal {
 }
 
 impl Refusal {
+    /// The key it is about, if any.
+    pub(crate) fn key_name(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
     /// The help lines, for the engine's refusal.
     pub(crate) fn help_lines(&self) -> Vec<String> {
         self.help.clone()
@@ -341,6 +345,9 @@ impl std::error::Error for Refusal {}
 pub struct RegisteredRules {
     /// The rules, in registration order.
     pub rules: Vec<Arc<dyn DeviceRule>>,
+    /// The build.rs line that registered each (`build.rs:4`), in the same order; a refusal of
+    /// the registration names it. May be shorter than `rules` (a registration with no line).
+    pub at: Vec<String>,
     /// Whether the build script may register rules beyond the known ones: true for the command
     /// line's checks before cargo runs the build scripts (`cargo mcpp build`), which cannot see
     /// them. A rule table, a backend, a source extension or a tool that no known rule has is
@@ -357,12 +364,12 @@ impl fmt::Debug for RegisteredRules {
 impl RegisteredRules {
     /// `rules`, registered by a build script.
     pub fn new(rules: Vec<Arc<dyn DeviceRule>>) -> RegisteredRules {
-        RegisteredRules { rules, deferred: false }
+        RegisteredRules { rules, at: Vec::new(), deferred: false }
     }
 
     /// None known, more possible: the command line's checks ([`RegisteredRules::deferred`]).
     pub fn unknown() -> RegisteredRules {
-        RegisteredRules { rules: Vec::new(), deferred: true }
+        RegisteredRules { rules: Vec::new(), at: Vec::new(), deferred: true }
     }
 
     /// The registered rules as the engine's, each checked against `builtin` and the ones
@@ -376,11 +383,21 @@ impl RegisteredRules {
         names.push("cxx");
         let mut claimed: Vec<(&str, &str)> = builtin.iter().flat_map(|r| r.extensions().iter().chain(r.constrained_extensions()).map(|e| (*e, r.name()))).collect();
         let mut out: Vec<Box<dyn Rule>> = Vec::new();
-        for rule in &self.rules {
+        for (i, rule) in self.rules.iter().enumerate() {
             let name = rule.name();
-            let refuse = |message: String, help: &str| Error::new(ErrorKind::Usage, message).key("Build::rule").help(help.to_string());
+            let at = self.at.get(i);
+            let refuse = |message: String, help: &str| {
+                let e = Error::new(ErrorKind::Usage, message).key("Build::rule").help(help.to_string());
+                match at {
+                    Some(at) => e.file(at),
+                    None => e,
+                }
+            };
             if name.is_empty() || !name.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-') {
                 return Err(refuse(format!("a registered rule is named `{}`, which is no rule name", crate::text::echo(name)), "a rule's name is lowercase letters, digits and `-` (`spvasm`); the rule crate must change it"));
+            }
+            if crate::config::manifest::PACKAGE_KEYS.iter().any(|k| k.key == name) {
+                return Err(refuse(format!("a registered rule is named `{name}`, which is a key of [package.metadata.mcpp]"), "a rule's name is its options table, [package.metadata.mcpp.<name>]: the rule crate must choose another"));
             }
             if names.contains(&name) {
                 return Err(refuse(format!("a registered rule is named `{name}`, which another rule of this build already has"), "register each rule once; a built-in rule cannot be replaced"));
@@ -389,6 +406,9 @@ impl RegisteredRules {
                 return Err(refuse(format!("the registered rule `{name}` names the backend `{}`, which is no backend name", crate::text::echo(rule.backend())), "a backend is lowercase ASCII letters (`vulkan`, `metal`); the rule crate must change it"));
             };
             for ext in rule.extensions() {
+                if ext.is_empty() || !ext.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_') {
+                    return Err(refuse(format!("the registered rule `{name}` claims the extension `{}`, which is no file extension it can match", crate::text::echo(ext)), "an extension is written without the dot, in lowercase letters, digits and `_` (`spvasm`); the rule crate must change it"));
+                }
                 if let Some((_, by)) = claimed.iter().find(|(e, _)| e == ext) {
                     return Err(refuse(format!("the registered rule `{name}` claims `.{ext}`, which the rule `{by}` claims"), "a file extension belongs to one rule; register one of the two"));
                 }

@@ -103,6 +103,12 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
     if decl.cxx.is_none() && decl.layout.is_none() && decl.prefix.is_none() {
         return Ok(Some(Declared { compiler: None, env: vars, at }));
     }
+    if let (Some(_), Some(_)) = (&decl.prefix, &decl.cxx) {
+        return Err(Error::new(ErrorKind::Manifest, "the host toolchain sets both `prefix` and `cxx`")
+            .file(manifest.at_col(&format!("{TABLE}.prefix")))
+            .key(format!("package.metadata.mcpp.{TABLE}.prefix"))
+            .help("`cxx` names the compiler itself (write the prefixed name there), `prefix` chooses among clang++, g++ and c++: keep one"));
+    }
     let prefix = decl.prefix.clone().unwrap_or_default();
     if let Some(cxx) = decl.cxx.as_deref().filter(|c| c.contains('/')) {
         let path = if Path::new(cxx).is_absolute() { PathBuf::from(cxx) } else { manifest.dir().join(cxx) };
@@ -116,10 +122,7 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
         None => ["clang++", "g++", "c++"].iter().map(|n| format!("{prefix}{n}")).collect(),
     };
     // The script's PATH first: a toolkit's setup puts its compiler there.
-    let mut search = env.clone();
-    if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
-        search.set("PATH", path.clone());
-    }
+    let search = with_script_path(env, &vars);
     let mut looked = Vec::new();
     for name in &names {
         let found = match &layout_bin {
@@ -276,6 +279,9 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
     // A compiler named in this build's [`Env`] view (e.g. `Build::env("CXX", ...)`) is split
     // here as cc splits it (wrapper, program, arguments) and its program handed to cc
     // explicitly, so both agree; its arguments come first on the lane.
+    // A bare name is looked up on the PATH the compiler was chosen with: the declared
+    // toolchain's script's, when it set one.
+    let search = with_script_path(env, declared.as_ref().map_or(&[][..], |d| &d.env));
     // A declared compiler wins over `CXX`: the manifest's choice is the build's.
     let named = if declared.as_ref().is_some_and(|d| d.compiler.is_some()) { None } else { named_compiler(env, target, host) };
     let named = named.and_then(|(var, value)| {
@@ -284,7 +290,7 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
     });
     if let Some((var, value, c)) = &named {
         for (what, p) in c.wrapper.iter().map(|w| ("compiler wrapper", w)).chain([("C++ compiler", &c.program)]) {
-            let found = absolute_program(p, env);
+            let found = absolute_program(p, &search);
             if !found.is_file() {
                 return Err(Error::new(ErrorKind::ToolNotFound, format!("{var}=`{value}` names the {what} `{}`, which is not found", p.display()))
                     .detail(format!("looked for `{}`", found.display()))
@@ -292,7 +298,7 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
                     .help(format!("set {var} to an installed compiler (e.g. {var}=\"g++ -DNAME=1\" or {var}=/usr/bin/clang++-19), or unset it for the cc crate's default")));
             }
         }
-        b.compiler(absolute_program(&c.program, env));
+        b.compiler(absolute_program(&c.program, &search));
     }
     if let Some(compiler) = declared.as_ref().and_then(|d| d.compiler.as_ref()) {
         b.compiler(compiler);
@@ -319,14 +325,14 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
             .detail(format!("the cc crate names it for this target; it was looked for in every PATH directory: {}", env.get("PATH").unwrap_or_default()))
             .help(format!("install the cross compiler for {target}{}, or name one with CXX_{upper}=/path/to/c++ (or CXX)", if target.contains("windows-gnu") { " (Debian: g++-mingw-w64-x86-64)" } else { "" })));
     }
-    let cxx = absolute_program(tool.path(), env);
+    let cxx = absolute_program(tool.path(), &search);
     let cpp_stdlib = match family {
         Family::Msvc => None,
         _ if target.contains("apple") || target.contains("freebsd") || target.contains("openbsd") => Some("c++".to_string()),
         _ => Some("stdc++".to_string()),
     };
     let env_args: Vec<String> = named.as_ref().map(|(_, _, c)| c.args.clone()).unwrap_or_default();
-    let wrapper = named.as_ref().and_then(|(_, _, c)| c.wrapper.as_ref()).map(|w| absolute_program(w, env));
+    let wrapper = named.as_ref().and_then(|(_, _, c)| c.wrapper.as_ref()).map(|w| absolute_program(w, &search));
     let toolchain = HostToolchain {
         cxx_args: env_args.iter().cloned().chain(tool.args().iter().map(|a| a.to_string_lossy().into_owned())).collect(),
         env_args,
@@ -366,6 +372,15 @@ pub fn lane_tool(host: &HostToolchain, compiler: crate::tool::Tool, env: &Env, c
         env: wrapper.env,
         ..compiler
     })
+}
+
+/// `env` with the `PATH` of a script's variables `vars`, when they set one.
+fn with_script_path(env: &Env, vars: &[(String, std::ffi::OsString)]) -> Env {
+    let mut search = env.clone();
+    if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
+        search.set("PATH", path.clone());
+    }
+    search
 }
 
 fn absolute_program(p: &Path, env: &Env) -> PathBuf {

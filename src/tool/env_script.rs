@@ -107,7 +107,10 @@ impl EnvScript {
             .file(self.at.clone())
             .key(self.key.clone())
             .detail(format!("cargo-mcpp sources it with bash (`. <script> <args> && env -0`) from PATH and HOME alone, in {}, within {} s", crate::text::echo_path(&self.dir), SCRIPT_TIMEOUT.as_secs()))
-            .help(format!("fix the script, or point {} at the toolkit's own setup script (oneAPI's setvars.sh, CANN's set_env.sh), or leave the key out and name the toolkit with the rule's `toolkit` key", self.key))
+            .help(match self.key.contains("host-toolchain") {
+                true => format!("fix the script, or leave {} out and name the compiler with [package.metadata.mcpp.host-toolchain] cxx or layout", self.key),
+                false => format!("fix the script, or point {} at the toolkit's own setup script (oneAPI's setvars.sh, CANN's set_env.sh), or leave the key out and name the toolkit with the rule's `toolkit` key", self.key),
+            })
     }
 }
 

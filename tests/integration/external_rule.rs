@@ -257,3 +257,73 @@ fn the_command_lines_check_leaves_a_registered_rules_keys_to_the_build_script() 
         assert!(e.contains(what), "{what}: {e}");
     }
 }
+
+/// A rule with the name or extensions given, for the registration's refusals.
+struct Named(&'static str, &'static [&'static str]);
+
+impl DeviceRule for Named {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+    fn backend(&self) -> &'static str {
+        "metal"
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        self.1
+    }
+    fn tool(&self) -> ToolDecl {
+        ToolDecl::new("named-tool")
+    }
+    fn payload_kind(&self) -> PayloadKind {
+        PayloadKind::Bytes
+    }
+    fn output_extension(&self) -> &'static str {
+        "bin"
+    }
+    fn command(&self, _job: &Job<'_>) -> Result<CommandLine, Refusal> {
+        Ok(CommandLine::new(Vec::<String>::new()))
+    }
+}
+
+#[test]
+fn a_registration_that_cannot_hold_is_refused_and_a_registered_backend_is_declared_to_check_cfg() {
+    let pkg = kern_package("metal3", "");
+    for (rule, what) in [
+        (
+            Named("pack", &["x"]),
+            "a registered rule is named `pack`, which is a key of [package.metadata.mcpp]",
+        ),
+        (
+            Named("spirv", &["x"]),
+            "a registered rule is named `spirv`, which another rule of this build already has",
+        ),
+        (
+            Named("upper", &["CPY"]),
+            "claims the extension `CPY`, which is no file extension it can match",
+        ),
+        (
+            Named("empty", &[""]),
+            "claims the extension ``, which is no file extension it can match",
+        ),
+        (
+            Named("comp", &["comp"]),
+            "claims `.comp`, which the rule `spirv` claims",
+        ),
+    ] {
+        let mut b = with_kern(&pkg);
+        b.rule(Arc::new(rule));
+        let e = pkg.refuse(&b);
+        assert!(e.contains(what) && e.contains("Build::rule"), "{what}: {e}");
+    }
+
+    // A build that leaves the backend out still declares it, so `cfg(mcpp_accel = "metal")`
+    // is known to rustc's check-cfg.
+    let outcome = pkg.compile(with_kern(&pkg).no_accel());
+    let directives = outcome.cargo.lines().join("\n");
+    assert!(
+        directives.contains("\"metal\", \"none\")")
+            && directives.contains("cargo::rustc-cfg=mcpp_accel=\"none\""),
+        "{directives}"
+    );
+    assert!(outcome.report.ran.is_empty());
+}

@@ -206,3 +206,39 @@ fn a_toolchain_that_is_not_there_is_refused_naming_the_key() {
         "{e}"
     );
 }
+
+#[test]
+fn a_compiler_on_the_env_scripts_path_is_the_one_that_runs() {
+    // The script puts a `c++` that is clang first on PATH; the unit's command names it.
+    let pkg = host_package("env-script = \"setup.sh\"");
+    let bin = pkg.path("tc/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/clang++-19", bin.join("c++")).unwrap();
+    pkg.write(
+        "setup.sh",
+        &format!("export PATH={}:$PATH\n", bin.display()),
+    );
+    let mut b = pkg.build();
+    b.env("CXX", "c++").env_remove("MCPP_LAUNCHER");
+    let outcome = pkg.compile(&b);
+    assert!(
+        compile_command(&outcome).starts_with(&bin.join("c++").display().to_string()),
+        "{}",
+        compile_command(&outcome)
+    );
+
+    // `prefix` and `cxx` together: one of them is refused, not silently dropped.
+    pkg.write(
+        "Cargo.toml",
+        &host_manifest(
+            "includes = [\"hdr\"]",
+            "prefix = \"x86_64-linux-gnu-\"\ncxx = \"g++\"",
+        ),
+    );
+    let e = pkg.refuse(&b);
+    assert!(
+        e.contains("the host toolchain sets both `prefix` and `cxx`")
+            && e.contains(&pkg.manifest_at("prefix")),
+        "{e}"
+    );
+}

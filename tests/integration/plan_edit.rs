@@ -144,10 +144,13 @@ fn what_an_edit_cannot_do_is_refused_naming_build_edit_plan() {
         "{e}"
     );
     let e = refuse(|_| {
-        Err(Refusal::new("the vendor table is missing").help("run the table generator first"))
+        Err(Refusal::new("the vendor table is missing")
+            .key("tables")
+            .help("run the table generator first"))
     });
     assert!(
-        e.contains("the vendor table is missing") && e.contains("run the table generator first"),
+        e.contains("the vendor table is missing (about `tables`)")
+            && e.contains("run the table generator first"),
         "{e}"
     );
 
