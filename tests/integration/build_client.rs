@@ -501,11 +501,12 @@ fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
     );
 }
 
-/// One target directory for the in-process tests, so the engine (cargo-mcpp with `engine`,
-/// ~45 packages) is compiled once; each test's packages have their own names (the device cache
-/// is `target/<profile>/mcpp/<package>`).
+/// The target directory of the in-process tests: the one the tests that compile the engine
+/// share ([`harness::engine_target`]), so the engine (cargo-mcpp with `engine`, ~45 packages) is
+/// compiled once; each test's packages have their own names (the device cache is
+/// `target/<profile>/mcpp/<package>`).
 fn in_process_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("in-process")
+    harness::engine_target()
 }
 
 /// A `CARGO_HOME` with nothing installed (no `bin/`): its registry is a link to this machine's,

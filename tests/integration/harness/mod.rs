@@ -33,6 +33,16 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The one target directory of the tests whose packages compile the engine in their build
+/// scripts (`mcpp-build` with `engine` or `bindgen`, the earlier `cargo-mcpp` build-dependency,
+/// for the host or cross): the engine and its dependencies compile once for all of them, not
+/// once per test. Cargo locks it, so their builds take turns. Each package built here has a
+/// name of its own (its device cache is `<target>/<profile>/mcpp/<name>`, its program
+/// `<target>/<profile>/<name>`); a test clears only its own package's cache.
+pub fn engine_target() -> PathBuf {
+    repo().join("target/engine-tests")
+}
+
 /// A temp copy of `tests/fixtures/<name>`; the package is `<tmp>/pkg`.
 pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
