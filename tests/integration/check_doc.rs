@@ -167,14 +167,9 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
     for tool in ["cargo", "rustc", "rustdoc", "cc", "c++", "ld", "as"] {
         std::os::unix::fs::symlink(harness::real_tool(tool), bin.join(tool)).unwrap();
     }
-    // The build dependencies (mcpp-build with the engine) compile once with the other tests
-    // that build the engine.
-    let target = harness::engine_target();
-    // The device caches of an earlier run (other temp paths) are not this run's: this test's
-    // crates' own, not those of the other tests building in this target directory.
-    for krate in ["docs-app", "docs-lib", "docs-kernels"] {
-        let _ = std::fs::remove_dir_all(target.join("debug/mcpp").join(krate));
-    }
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-rs");
+    // The device caches of an earlier run (other temp paths) are not this run's.
+    let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
     // (`cargo mcpp new` arguments, the crate, the surface items documented: each page and a
     // text it holds)
     let not_built = "not built in this build (accelerator set none";
