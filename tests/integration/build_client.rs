@@ -501,38 +501,25 @@ fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
     );
 }
 
-/// One target directory for the in-process tests, so the engine (cargo-mcpp with `engine`,
+/// The target directory of the in-process tests, shared with the other builds under the bare
+/// `CARGO_HOME` ([`harness::engine_target_bare`]), so the engine (cargo-mcpp with `engine`,
 /// ~45 packages) is compiled once; each test's packages have their own names (the device cache
 /// is `target/<profile>/mcpp/<package>`).
 fn in_process_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("in-process")
+    harness::engine_target_bare()
 }
 
-/// A `CARGO_HOME` with nothing installed (no `bin/`): its registry is a link to this machine's,
-/// so crates resolve offline, as they would from crates.io.
-fn bare_cargo_home(dir: &Path) -> PathBuf {
-    let real = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
-    let home = dir.join("bare-cargo-home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::os::unix::fs::symlink(real.join("registry"), home.join("registry")).unwrap();
-    home
-}
-
-/// `cargo <args>` of the package at `dir` with nothing installed: no `CARGO_MCPP`, a bare
-/// `CARGO_HOME` ([`bare_cargo_home`] under `home_in`), offline, the in-process target directory;
-/// glslangValidator is `glslang` (a counting wrapper), as a toolchain on the machine is.
+/// `cargo <args>` of the package at `dir` with nothing installed: no `CARGO_MCPP`, the bare
+/// `CARGO_HOME` ([`harness::bare_cargo_home`]), `MCPP_HOME` under `home_in`, offline, the
+/// in-process target directory; glslangValidator is `glslang` (a counting wrapper), as a
+/// toolchain on the machine is.
 fn cargo_with_nothing_installed(
     dir: &Path,
     home_in: &Path,
     glslang: &Path,
     args: &[&str],
 ) -> Output {
-    let home = home_in.join("bare-cargo-home");
-    if !home.exists() {
-        bare_cargo_home(home_in);
-    }
+    let home = harness::bare_cargo_home();
     let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(args)
         .arg("--offline")

@@ -33,9 +33,10 @@ impl Example {
             ),
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        // One target dir for these tests, so ash is compiled once.
-        let target = repo().join("target/e2e-examples");
-        let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
+        // One target dir for these tests and the others that compile the engine, so ash and the
+        // engine are compiled once; the device cache cleared is this package's alone.
+        let target = harness::engine_target();
+        let _ = std::fs::remove_dir_all(target.join("debug/mcpp/vulkan-compute"));
         Example {
             _tmp: tmp,
             dir,

@@ -55,7 +55,9 @@ fn cross_package(dir: &Path) -> PathBuf {
 
 /// The target dir shared by runs of this test, so the build-dependency is compiled once.
 fn target_dir() -> PathBuf {
-    repo().join("target/cross")
+    // The engine (a build dependency, built for the host) compiles once with the other tests
+    // that build it.
+    crate::harness::engine_target()
 }
 
 /// The commands that build `pkg` for [`TARGET`], each named: plain cargo and `cargo mcpp

@@ -17,7 +17,8 @@ fn has_gpu() -> bool {
 
 #[test]
 fn the_example_embeds_ptx_and_a_fat_binary_and_says_no_cuda_device_without_one() {
-    let target = harness::repo().join("target/example-cuda-ptx");
+    // The engine (a build dependency) compiles once with the other tests that build it.
+    let target = harness::engine_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(harness::repo().join("examples/cuda-ptx"))
@@ -56,9 +57,14 @@ fn the_example_embeds_ptx_and_a_fat_binary_and_says_no_cuda_device_without_one()
         assert!(stderr.contains("no CUDA device"), "{stderr}");
     }
     // The embedded payloads are real device code: the PTX names its kernel, the fat binary has its magic.
+    // This package's build script's OUT_DIR (the target directory holds other packages too).
     let out_dirs: Vec<_> = harness::walk(&target.join("debug/build"))
         .into_iter()
-        .filter(|p| p.ends_with("mcpp/payloads/kernels/affine_ptx.txt"))
+        .filter(|p| {
+            p.ends_with("mcpp/payloads/kernels/affine_ptx.txt")
+                && p.strip_prefix(target.join("debug/build"))
+                    .is_ok_and(|r| r.to_string_lossy().starts_with("cuda-ptx-"))
+        })
         .collect();
     assert!(!out_dirs.is_empty());
     let ptx = std::fs::read_to_string(&out_dirs[0]).unwrap();

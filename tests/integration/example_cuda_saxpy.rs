@@ -16,7 +16,8 @@ fn example() -> PathBuf {
 
 /// `cargo build` of the example with `envs`; returns the binary.
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
-    let target = harness::repo().join("target/example-cuda-saxpy");
+    // The engine (a build dependency) compiles once with the other tests that build it.
+    let target = harness::engine_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(example())

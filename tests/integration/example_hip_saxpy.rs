@@ -12,7 +12,8 @@ use std::process::Command;
 
 /// `cargo build` of the example with `envs`; returns the binary.
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
-    let target = harness::repo().join("target/example-hip-saxpy");
+    // The engine (a build dependency) compiles once with the other tests that build it.
+    let target = harness::engine_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(harness::repo().join("examples/hip-saxpy"))
@@ -53,7 +54,7 @@ fn hip_build_reports_no_hip_device_and_no_accel_runs_the_fallback() {
     // `cargo mcpp why tool hipcc` answers from the device cache: the ROCm root's hipcc, named by ROCM_PATH.
     let why = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
         .args(["mcpp", "why", "tool", "hipcc", "--target-dir"])
-        .arg(harness::repo().join("target/example-hip-saxpy"))
+        .arg(harness::engine_target())
         .current_dir(harness::repo().join("examples/hip-saxpy"))
         .output()
         .unwrap();

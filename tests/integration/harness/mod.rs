@@ -33,6 +33,42 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The one target directory of the tests whose packages compile the engine in their build
+/// scripts (`mcpp-build` with `engine` or `bindgen`, for the host or cross) under this
+/// process's `CARGO_HOME`: the engine and its dependencies compile once for all of them, not
+/// once per test. Cargo locks it, so their builds take turns. Each package built here has a
+/// name of its own (its device cache is `<target>/<profile>/mcpp/<name>`, its program
+/// `<target>/<profile>/<name>`); a test clears only its own package's cache.
+pub fn engine_target() -> PathBuf {
+    repo().join("target/engine-tests")
+}
+
+/// [`engine_target`] for the builds under [`bare_cargo_home`]. Cargo's fingerprint of a
+/// registry package holds the path of its sources, which goes through `CARGO_HOME`: builds
+/// under two homes in one target directory would rebuild each other's packages.
+pub fn engine_target_bare() -> PathBuf {
+    repo().join("target/engine-tests-bare")
+}
+
+/// A `CARGO_HOME` with nothing installed (no `bin/`) whose registry is a link to this
+/// machine's, so crates resolve offline as they would from crates.io. One path for every
+/// test, so the registry packages' sources keep one path and compile once in
+/// [`engine_target_bare`].
+pub fn bare_cargo_home() -> PathBuf {
+    let real = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let home = engine_target_bare().join("bare-cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    match std::os::unix::fs::symlink(real.join("registry"), home.join("registry")) {
+        Ok(()) => {}
+        // Made by another test (a link is made whole or not at all).
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("linking the registry into {}: {e}", home.display()),
+    }
+    home
+}
+
 /// A temp copy of `tests/fixtures/<name>`; the package is `<tmp>/pkg`.
 pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
