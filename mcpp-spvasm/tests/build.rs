@@ -19,9 +19,11 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// One target directory for every package of these tests: cargo-mcpp's engine is compiled once.
+/// The repository's one target directory for packages whose build script compiles the engine
+/// (cargo-mcpp's tests build there too): the engine is compiled once per run. Each package here
+/// has a name of its own.
 fn target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("spvasm-packages")
+    repo().join("target/engine-tests")
 }
 
 fn text(out: &Output) -> String {
