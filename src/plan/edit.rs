@@ -157,8 +157,15 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
         })?;
     }
     let ids: Vec<String> = actions.iter().map(|a| a.id.clone()).collect();
-    let written: Vec<PathBuf> = actions.iter().flat_map(|a| a.outputs.iter().cloned()).collect();
-    for (action, edited) in actions.iter_mut().zip(&plan.actions) {
+    // Which action writes each file: an added input that one writes is an edge to it (the
+    // plan's own inputs have their edges already).
+    let mut writer: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for (i, a) in actions.iter().enumerate() {
+        for o in &a.outputs {
+            writer.entry(o.clone()).or_insert(i);
+        }
+    }
+    for (i, (action, edited)) in actions.iter_mut().zip(&plan.actions).enumerate() {
         if edited.args != action.args {
             if action.builtin.is_some() {
                 return Err(refusal(format!("the action `{}` runs in process and has no arguments to edit", action.id), first).help("edit the arguments of an action whose PlannedAction::is_in_process() is false"));
@@ -172,8 +179,11 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
             if !input.is_absolute() {
                 return Err(refusal(format!("the input {} added to `{}` is relative", input.display(), action.id), first).help("give an absolute path (the package directory is CARGO_MANIFEST_DIR)"));
             }
-            if !input.exists() && !written.contains(input) {
-                return Err(refusal(format!("the input {} added to `{}` does not exist, and no action writes it", input.display(), action.id), first));
+            match writer.get(input) {
+                Some(&p) if p != i && !action.deps.contains(&p) => action.deps.push(p),
+                Some(_) => {}
+                None if !input.exists() => return Err(refusal(format!("the input {} added to `{}` does not exist, and no action writes it", input.display(), action.id), first)),
+                None => {}
             }
             action.inputs.push(input.clone());
         }
@@ -190,15 +200,7 @@ pub(crate) fn apply(edits: &PlanEdits, actions: &mut Vec<Action>) -> Result<()> 
             }
         }
     }
-    // Edges from added inputs, whatever their order; then the graph's order.
-    for i in 0..actions.len() {
-        let producers: Vec<usize> = actions[i].inputs.iter().filter_map(|input| actions.iter().position(|a| a.outputs.contains(input))).filter(|&p| p != i).collect();
-        for p in producers {
-            if !actions[i].deps.contains(&p) {
-                actions[i].deps.push(p);
-            }
-        }
-    }
+    // The edges may now point later in the plan: the graph's order.
     order(actions, first)
 }
 

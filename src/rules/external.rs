@@ -447,8 +447,9 @@ impl ExternalRule {
         format!("{stem}_{}", s.ext)
     }
 
-    fn output(&self, ctx_lane: &Path, s: &DeviceSource) -> PathBuf {
-        ctx_lane.join(format!("{}.{}", s.rel, self.rule.output_extension()))
+    /// Where the output of `s` goes in the rule's lane directory `lane`.
+    fn output(&self, lane: &Path, s: &DeviceSource) -> PathBuf {
+        lane.join(format!("{}.{}", s.rel, self.rule.output_extension()))
     }
 
     /// `r` as the engine's refusal: at its key's `file:line:col` when it names one.

@@ -81,13 +81,16 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
     const TABLE: &str = "host-toolchain";
     let script = crate::tool::env_script::for_rule(TABLE, decl.env_script.as_deref(), decl.env_script_args.as_deref(), manifest, env, cache)?;
     let vars: Vec<(String, std::ffi::OsString)> = script.map(|s| s.vars).unwrap_or_default();
-    let key = ["cxx", "layout", "prefix", "env-script"].into_iter().find(|k| match *k {
-        "cxx" => decl.cxx.is_some(),
-        "layout" => decl.layout.is_some(),
-        "prefix" => decl.prefix.is_some(),
-        _ => decl.env_script.is_some(),
-    });
-    let key = key.unwrap_or("env-script");
+    // The key that names the compiler most directly, for messages and `why tool`.
+    let key = if decl.cxx.is_some() {
+        "cxx"
+    } else if decl.layout.is_some() {
+        "layout"
+    } else if decl.prefix.is_some() {
+        "prefix"
+    } else {
+        "env-script"
+    };
     let at = format!("{} [package.metadata.mcpp.{TABLE}] {key}", manifest.at_col(&format!("{TABLE}.{key}")));
     let refuse = |headline: String| Error::new(ErrorKind::ToolNotFound, headline).file(manifest.at_col(&format!("{TABLE}.{key}"))).key(format!("package.metadata.mcpp.{TABLE}.{key}"));
     let layout_bin = match &decl.layout {

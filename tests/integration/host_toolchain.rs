@@ -51,6 +51,17 @@ fn compile_command(outcome: &cargo_mcpp::pipeline::Outcome) -> String {
         .unwrap_or_else(|| entry["command"].as_str().unwrap().to_string())
 }
 
+/// The bytes of `cpp/one.cpp`'s object (the file after `-o` in its compile command).
+fn object_bytes(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<u8> {
+    let command = compile_command(outcome);
+    let object = command
+        .split(' ')
+        .skip_while(|a| *a != "-o")
+        .nth(1)
+        .expect("an -o argument");
+    std::fs::read(object).unwrap()
+}
+
 fn build_with_cxx(pkg: &Package, cxx: &str) -> cargo_mcpp::Build {
     let mut b = pkg.build();
     b.env("CXX", cxx).env_remove("MCPP_LAUNCHER");
@@ -138,6 +149,7 @@ fn the_env_scripts_variables_reach_the_host_compiler_and_its_edit_rebuilds() {
         "{:?}",
         outcome.report
     );
+    let first = object_bytes(&outcome);
     assert!(
         pkg.compile(&b).report.ran.is_empty(),
         "the capture is cached: a no-op runs nothing"
@@ -158,6 +170,11 @@ fn the_env_scripts_variables_reach_the_host_compiler_and_its_edit_rebuilds() {
             .any(|id| id.contains("cpp/one.cpp")),
         "the script's new environment rebuilds: {:?}",
         outcome.report
+    );
+    assert_ne!(
+        object_bytes(&outcome),
+        first,
+        "stale object after the script's edit"
     );
 
     // Without the script the header is not found: the environment was the script's.
