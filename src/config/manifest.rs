@@ -482,6 +482,10 @@ pub struct HostToolchainDecl {
     pub env_script: Option<PathBuf>,
     /// The arguments `env-script` is sourced with.
     pub env_script_args: Option<Vec<String>>,
+    /// A toolchain package that provides a host C++ compiler (`zig`): `cargo mcpp fetch`
+    /// installs it, the build uses the installed one ([`Manifest::parse`] refuses an unknown
+    /// package, one without a compiler, and this key beside `layout`, `prefix` or `cxx`).
+    pub managed: Option<String>,
 }
 
 /// The keys of `[package.metadata.mcpp.host-toolchain]` ([`HostToolchainDecl`]).
@@ -495,6 +499,11 @@ pub const HOST_TOOLCHAIN_KEYS: &[KeyDoc] = &[
         meaning: "a shell script that sets up the host toolchain, relative to the package root or absolute; sourced as a rule's `env-script` is; the variables it set go on the host C++ compiler (the `cc` crate's probe, the host C++ lane, nvcc's `-ccbin`), and its `PATH` is where a compiler name is looked up",
     },
     ENV_SCRIPT_ARGS_DOC,
+    KeyDoc {
+        key: "managed",
+        default: "none",
+        meaning: "a toolchain package that provides the host C++ compiler (`\"zig\"`: `zig c++`); `cargo mcpp fetch` installs it, a build uses the installed one; its version follows `toolchain-packages`; not with `layout`, `prefix` or `cxx`; see \"Declared toolchains\"",
+    },
 ];
 
 /// The documentation of an `env-script-args` key (a rule's, the host toolchain's).
@@ -968,7 +977,36 @@ impl Manifest {
         manifest.refuse_renamed_keys()?;
         manifest.take_rule_launchers()?;
         manifest.take_rule_storage()?;
+        manifest.check_managed_host()?;
         Ok(manifest)
+    }
+
+    /// `[package.metadata.mcpp.host-toolchain] managed`: a toolchain package of the catalog that
+    /// provides a host C++ compiler, and no other key naming the compiler beside it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Manifest`] at the key's `file:line:col`: an unknown package or one without a
+    /// host C++ compiler (listing those with one), `managed` with `layout`, `prefix` or `cxx`.
+    fn check_managed_host(&self) -> Result<()> {
+        let Some(decl) = &self.mcpp.host_toolchain else { return Ok(()) };
+        let Some(name) = &decl.managed else { return Ok(()) };
+        const TABLE: &str = "host-toolchain";
+        let refuse = |key: &str, headline: String| Error::new(ErrorKind::Manifest, headline).file(self.at_col(&format!("{TABLE}.{key}"))).key(format!("{MCPP_TABLE}.{TABLE}.{key}"));
+        for (key, set) in [("layout", decl.layout.is_some()), ("prefix", decl.prefix.is_some()), ("cxx", decl.cxx.is_some())] {
+            if set {
+                return Err(refuse(key, format!("the host toolchain sets both `managed` and `{key}`"))
+                    .help(format!("`managed` names a toolchain package that cargo-mcpp installs; `{key}` names a compiler of your own: keep one")));
+            }
+        }
+        let catalog = crate::toolchain_package::Catalog::builtin()?;
+        let providers = catalog.host_cxx_names().join(", ");
+        match catalog.packages.get(name) {
+            None => Err(refuse("managed", format!("`{}` is not a toolchain package cargo-mcpp knows", crate::text::echo(name)))
+                .help(format!("the toolchain packages that provide a host C++ compiler are: {providers}"))),
+            Some(d) if d.host_cxx.is_empty() => Err(refuse("managed", format!("the toolchain package `{name}` provides no host C++ compiler"))
+                .help(format!("name one that does: {providers}; or name your own compiler with `cxx` or `layout`"))),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Take the `storage` key out of every rule table into [`McppMetadata::rule_storage`] (the
@@ -1311,9 +1349,23 @@ flags = ["-g"]
         assert_eq!(pins["spirv-tools"].req, crate::toolchain_package::VersionReq::AtLeast("2025.1".into()));
         assert_eq!(pins["glslang"].at, "/p/Cargo.toml:8");
         let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslangg = \"1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
-        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("Cargo.toml:6") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("Cargo.toml:6") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools, zig"), "{e}");
         let e = parse("[package.metadata.mcpp.toolchain-packages]\nglslang = \"~1\"\n").unwrap().toolchain_package_pins(&c).unwrap_err().to_string();
         assert!(e.contains("is not a version rule") && e.contains("package.metadata.mcpp.toolchain-packages.glslang"), "{e}");
+    }
+
+    #[test]
+    fn a_managed_host_toolchain_names_a_package_with_a_host_compiler_and_nothing_beside_it() {
+        let m = parse("[package.metadata.mcpp.host-toolchain]\nmanaged = \"zig\"\n").unwrap();
+        assert_eq!(m.mcpp.host_toolchain.unwrap().managed.as_deref(), Some("zig"));
+        let e = parse("[package.metadata.mcpp.host-toolchain]\nmanaged = \"zug\"\n").unwrap_err().to_string();
+        assert!(e.contains("`zug` is not a toolchain package cargo-mcpp knows") && e.contains("/p/Cargo.toml:6:1") && e.contains("package.metadata.mcpp.host-toolchain.managed") && e.contains("provide a host C++ compiler are: zig"), "{e}");
+        let e = parse("[package.metadata.mcpp.host-toolchain]\nmanaged = \"glslang\"\n").unwrap_err().to_string();
+        assert!(e.contains("the toolchain package `glslang` provides no host C++ compiler") && e.contains("/p/Cargo.toml:6:1") && e.contains("name one that does: zig"), "{e}");
+        for (key, value) in [("layout", "\"/opt/llvm\""), ("prefix", "\"aarch64-linux-gnu-\""), ("cxx", "\"clang++\"")] {
+            let e = parse(&format!("[package.metadata.mcpp.host-toolchain]\nmanaged = \"zig\"\n{key} = {value}\n")).unwrap_err().to_string();
+            assert!(e.contains(&format!("sets both `managed` and `{key}`")) && e.contains("/p/Cargo.toml:7:1") && e.contains(&format!("package.metadata.mcpp.host-toolchain.{key}")) && e.contains("keep one"), "{e}");
+        }
     }
 
     #[test]

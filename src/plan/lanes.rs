@@ -170,7 +170,7 @@ fn placeholder_doc(accel: &AccelSet) -> String {
 /// The host C++ lane's refusal.
 pub fn plan_host(inputs: &LaneInputs, surface: Option<crate::rules::cxx::SurfaceUnits>, planned: &mut Planned) -> Result<Vec<Action>> {
     let island = inputs.island.map(IslandState::cxx_units);
-    let Some(mut host) = crate::rules::cxx::plan_host(inputs.manifest, island, surface, inputs.env, inputs.facts, inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
+    let Some(mut host) = crate::rules::cxx::plan_host(inputs.manifest, island, surface, (inputs.env, inputs.facts, inputs.tools), inputs.cache, inputs.variant)? else { return Ok(Vec::new()) };
     if planned.host_launcher.is_none() && host.actions.iter().any(|a| a.builtin.is_none()) {
         planned.host_launcher = Some(crate::rules::launcher::Launchers::resolve(inputs.manifest, inputs.env)?.for_rule("cxx").cloned());
     }

@@ -19,7 +19,9 @@ use std::path::PathBuf;
 /// the project names explicitly (the builder, manifest `tools`, the rule's variables,
 /// `MCPP_TOOL_<NAME>`, its toolkit's root variables such as `CUDA_PATH`) is not required: a
 /// choice never causes the package to be fetched. `options` are the rules' options
-/// ([`rules::Rule::read_options`]), in registry order: they may choose the compiler.
+/// ([`rules::Rule::read_options`]), in registry order: they may choose the compiler. The managed
+/// host toolchain (`[package.metadata.mcpp.host-toolchain] managed`) is required whatever the
+/// sources: the manifest declares it ([`MANAGED_BY`]).
 ///
 /// # Errors
 /// [`ErrorKind::Manifest`] for a rule's malformed version rule (a defect of the rule).
@@ -51,8 +53,14 @@ pub fn requirements(
             out.push(Requirement { package: req.package.to_string(), req: Some(version), by: format!("the {} rule", rule.name()) });
         }
     }
+    if let Some(name) = manifest.mcpp.host_toolchain.as_ref().and_then(|h| h.managed.as_ref()) {
+        out.push(Requirement { package: name.clone(), req: None, by: MANAGED_BY.to_string() });
+    }
     Ok(out)
 }
+
+/// Who requires the managed host toolchain's package, in messages and `cargo mcpp why tool`.
+pub const MANAGED_BY: &str = "[package.metadata.mcpp.host-toolchain] managed";
 
 /// The toolchain packages `cargo mcpp pack` takes, which `cargo mcpp fetch` installs beside the
 /// build's (`pack` itself never downloads): the AppImage runtime
@@ -107,5 +115,19 @@ mod tests {
         }
         let m = Manifest::parse(Path::new("/p/Cargo.toml"), "[package]\nname = \"p\"\n[package.metadata.mcpp]\naccel = \"vulkan\"\n").unwrap();
         assert!(pack_requirements(&m).is_empty());
+    }
+
+    #[test]
+    fn the_managed_host_toolchain_is_required_without_any_source() {
+        let env = Env::empty();
+        let registry = rules::registry();
+        let options: Vec<_> = Vec::new();
+        let collected = sources::Collected::default();
+        for (table, want) in [("managed = \"zig\"\n", vec![("zig".to_string(), MANAGED_BY.to_string())]), ("cxx = \"g++\"\n", vec![])] {
+            let m = Manifest::parse(Path::new("/p/Cargo.toml"), &format!("[package]\nname = \"p\"\n[package.metadata.mcpp.host-toolchain]\n{table}")).unwrap();
+            let reqs = requirements(&m, &AccelSet::default(), &collected, &registry, &options, &env, &BTreeMap::new()).unwrap();
+            assert_eq!(reqs.iter().map(|r| (r.package.clone(), r.by.clone())).collect::<Vec<_>>(), want);
+            assert!(reqs.iter().all(|r| r.req.is_none()));
+        }
     }
 }

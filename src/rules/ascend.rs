@@ -221,7 +221,7 @@ impl Rule for AscendRule {
         // The tool's environment ([`bisheng_env`], set by the resolver, the version probe
         // included): on bisheng's processes only, and in their fingerprints.
         let tool = resolved.tool.clone();
-        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache, ctx.tools)?;
         let kit_includes: Vec<PathBuf> = TOOLKIT_INCLUDES.iter().map(|d| arch_root.join(d)).filter(|d| d.is_dir()).collect();
         let includes = opts.common.resolve_includes(ctx.manifest, LANE)?;
         let mut all_includes = kit_includes.clone();

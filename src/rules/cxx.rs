@@ -154,7 +154,7 @@ pub struct HostPlan {
 /// # Errors
 /// A glob matching nothing, a file that is not C++, a missing include directory, no host
 /// compiler, a `std` the lane refuses ([`check_cxx_std`]), a module problem ([`plan`]).
-pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<SurfaceUnits>, env: &Env, facts: &CargoFacts, cache: &DeviceCache, variant: &Variant) -> Result<Option<HostPlan>> {
+pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Option<SurfaceUnits>, (env, facts, tools): (&Env, &CargoFacts, &crate::tool::ToolChoices), cache: &DeviceCache, variant: &Variant) -> Result<Option<HostPlan>> {
     let (units, watch_dirs) = units(manifest, island, surface)?;
     if units.is_empty() {
         return Ok(None);
@@ -163,7 +163,7 @@ pub fn plan_host(manifest: &Manifest, island: Option<IslandUnits>, surface: Opti
     let mut includes: Vec<PathBuf> = island.map(|i| i.emitted.dir.clone()).into_iter().collect();
     includes.extend(surface.and_then(|s| s.interface.parent()).map(Path::to_path_buf));
     includes.extend(crate::rules::host::resolve_includes(manifest, "package.metadata.mcpp.cxx", &opts.includes)?);
-    let (host, compiler) = compiler(manifest, env, facts, cache)?;
+    let (host, compiler) = compiler(manifest, env, facts, cache, tools)?;
     let std = opts.std.clone().unwrap_or_else(|| "c++20".to_string());
     let module_unit = units.iter().find(|u| std::fs::read_to_string(&u.path).is_ok_and(|t| {
         let m = module_lines(&t);
@@ -352,13 +352,21 @@ pub const HOST_CXX: crate::tool::ToolSpec = crate::tool::ToolSpec { name: "c++",
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds none, or it or the wrapper does not run.
-pub fn compiler(manifest: &Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<(HostToolchain, Tool)> {
-    let host = crate::rules::host::toolchain(manifest, env, facts, cache)?;
+pub fn compiler(manifest: &Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache, tools: &crate::tool::ToolChoices) -> Result<(HostToolchain, Tool)> {
+    let host = crate::rules::host::toolchain(manifest, env, facts, cache, tools)?;
     let (source, origin) = match &host.declared_at {
-        Some(at) => (crate::tool::ToolSource::Derived(format!("the declared host toolchain ({at})")), at.as_str()),
-        None => (crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string()), "the cc crate"),
+        Some(at) => (crate::tool::ToolSource::Derived(format!("the declared host toolchain ({at})")), at.clone()),
+        None => (crate::tool::ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".to_string()), "the cc crate".to_string()),
     };
-    let resolved = crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, origin, env, cache)?;
+    let resolved = match &host.managed {
+        // A toolchain package's compiler: its identity is the package's (name, version, archives),
+        // and its leading arguments are the first of every command line (`zig c++ ...`).
+        Some(m) => {
+            let origin = format!("{origin}: toolchain package {} {} ({}), run as `{} {}`", m.package, m.version, m.why, host.cxx.display(), m.leading.join(" "));
+            crate::tool::resolve_known(&HOST_CXX, &host.cxx, m.identity.clone(), source, &origin, cache)?
+        }
+        None => crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, &origin, env, cache)?,
+    };
     let mut compiler = crate::rules::host::lane_tool(&host, resolved, env, cache)?;
     // The declared toolchain's script variables: on the compiler's processes, in its fingerprint.
     compiler.env.extend(host.env.iter().cloned());

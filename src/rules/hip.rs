@@ -504,7 +504,7 @@ impl Rule for HipRule {
             HipWhich::Auto => ctx.accel_key(e),
             _ => e.file(ctx.manifest.at_col("hip.which")).key(format!("{TABLE}.which")),
         })?;
-        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache, ctx.tools)?;
         let mut plan = RulePlan::default();
         let (compiler, front, runtime) = match &platform {
             Platform::Amd(archs) => {

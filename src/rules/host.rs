@@ -54,6 +54,28 @@ pub struct HostToolchain {
     /// layout`), for `cargo mcpp why tool c++`; `None`: the `cc` crate's choice.
     #[serde(default)]
     pub declared_at: Option<String>,
+    /// The toolchain package the compiler comes from (`managed`): then [`HostToolchain::cxx`]
+    /// is its program, its leading arguments are [`HostToolchain::env_args`], and its identity
+    /// is the package's. `None` for a compiler of the user's own.
+    #[serde(default)]
+    pub managed: Option<Managed>,
+}
+
+/// The host C++ compiler of a toolchain package (`[package.metadata.mcpp.host-toolchain]
+/// managed`): the program [`HostToolchain::cxx`] with leading arguments (`zig` `c++`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Managed {
+    /// The toolchain package (`zig`).
+    pub package: String,
+    /// Its version.
+    pub version: String,
+    /// Why that version ([`crate::toolchain_package::Selected::why`]).
+    pub why: String,
+    /// The arguments that lead every command line of the compiler (`["c++", ...]`).
+    pub leading: Vec<String>,
+    /// The compiler's identity in fingerprints: the package, its version and its archives'
+    /// sha256, so another install of another zig recompiles.
+    pub identity: String,
 }
 
 /// The host toolchain the manifest declares (`[package.metadata.mcpp.host-toolchain]`), found.
@@ -66,6 +88,8 @@ pub struct Declared {
     pub env: Vec<(String, std::ffi::OsString)>,
     /// Where it is declared: `<manifest>:<line>:<col> [package.metadata.mcpp.host-toolchain] <key>`.
     pub at: String,
+    /// The toolchain package the compiler comes from (`managed`).
+    pub managed: Option<Managed>,
 }
 
 /// The table `[package.metadata.mcpp.host-toolchain]` of `manifest`, found: its `env-script`
@@ -75,14 +99,17 @@ pub struct Declared {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] naming the key and every place looked: no such compiler; a
-/// `layout` that is no directory; the script's refusals.
-pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: &DeviceCache) -> Result<Option<Declared>> {
+/// `layout` that is no directory; the script's refusals. For `managed`, the installed toolchain
+/// package from `tools` ([`managed`]).
+pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: &DeviceCache, tools: &crate::tool::ToolChoices) -> Result<Option<Declared>> {
     let Some(decl) = &manifest.mcpp.host_toolchain else { return Ok(None) };
     const TABLE: &str = "host-toolchain";
     let script = crate::tool::env_script::for_rule(TABLE, decl.env_script.as_deref(), decl.env_script_args.as_deref(), manifest, env, cache)?;
     let vars: Vec<(String, std::ffi::OsString)> = script.map(|s| s.vars).unwrap_or_default();
     // The key that names the compiler most directly, for messages and `why tool`.
-    let key = if decl.cxx.is_some() {
+    let key = if decl.managed.is_some() {
+        "managed"
+    } else if decl.cxx.is_some() {
         "cxx"
     } else if decl.layout.is_some() {
         "layout"
@@ -93,6 +120,10 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
     };
     let at = format!("{} [package.metadata.mcpp.{TABLE}] {key}", manifest.at_col(&format!("{TABLE}.{key}")));
     let refuse = |headline: String| Error::new(ErrorKind::ToolNotFound, headline).file(manifest.at_col(&format!("{TABLE}.{key}"))).key(format!("package.metadata.mcpp.{TABLE}.{key}"));
+    if let Some(name) = &decl.managed {
+        let managed = managed(manifest, name, tools)?;
+        return Ok(Some(Declared { compiler: Some(managed.0), env: vars, at, managed: Some(managed.1) }));
+    }
     let layout_bin = match &decl.layout {
         Some(l) => {
             let root = if l.is_absolute() { l.clone() } else { manifest.dir().join(l) };
@@ -104,7 +135,7 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
         None => None,
     };
     if decl.cxx.is_none() && decl.layout.is_none() && decl.prefix.is_none() {
-        return Ok(Some(Declared { compiler: None, env: vars, at }));
+        return Ok(Some(Declared { compiler: None, env: vars, at, managed: None }));
     }
     if let (Some(_), Some(_)) = (&decl.prefix, &decl.cxx) {
         return Err(Error::new(ErrorKind::Manifest, "the host toolchain sets both `prefix` and `cxx`")
@@ -118,7 +149,7 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
         if !path.is_file() {
             return Err(refuse(format!("the host toolchain's compiler `{}` does not exist", crate::text::echo_path(&path))).help("name an installed C++ compiler, or a name to look up (`clang++-19`)"));
         }
-        return Ok(Some(Declared { compiler: Some(std::path::absolute(&path).unwrap_or(path)), env: vars, at }));
+        return Ok(Some(Declared { compiler: Some(std::path::absolute(&path).unwrap_or(path)), env: vars, at, managed: None }));
     }
     let names: Vec<String> = match &decl.cxx {
         Some(c) => vec![c.clone()],
@@ -139,12 +170,68 @@ pub fn declared(manifest: &crate::config::manifest::Manifest, env: &Env, cache: 
             }
         };
         if let Some(p) = found {
-            return Ok(Some(Declared { compiler: Some(std::path::absolute(&p).unwrap_or(p)), env: vars, at }));
+            return Ok(Some(Declared { compiler: Some(std::path::absolute(&p).unwrap_or(p)), env: vars, at, managed: None }));
         }
     }
     Err(refuse("the declared host toolchain has no C++ compiler".to_string())
         .detail(format!("looked for {}", looked.join(", ")))
         .help("install the toolchain there, or name the compiler with [package.metadata.mcpp.host-toolchain] cxx"))
+}
+
+/// The host C++ compiler of the toolchain package `name` (`managed`), as this build installed it
+/// (`tools`, [`crate::tool::ToolChoices::toolchain_packages`]): its program, found in the
+/// install's `bin` directories, and what leads its command line. A build never downloads.
+///
+/// # Errors
+/// [`ErrorKind::Manifest`] at the key: the package is not installed (naming `cargo mcpp
+/// fetch`), or its install is refused (not from `mcpp.lock`'s archives, damaged);
+/// [`ErrorKind::ToolNotFound`] when the install has no such program.
+pub fn managed(manifest: &crate::config::manifest::Manifest, name: &str, tools: &crate::tool::ToolChoices) -> Result<(PathBuf, Managed)> {
+    use crate::toolchain_package::Availability;
+    let (file, key) = (manifest.at_col("host-toolchain.managed"), "package.metadata.mcpp.host-toolchain.managed");
+    let catalog = crate::toolchain_package::Catalog::builtin()?;
+    let desc = catalog.get(name).map_err(|e| e.file(&file).key(key))?;
+    let Some((program, leading)) = desc.host_cxx.split_first() else {
+        return Err(Error::new(ErrorKind::Manifest, format!("the toolchain package `{name}` provides no host C++ compiler")).file(&file).key(key).help(format!("name one that does: {}", catalog.host_cxx_names().join(", "))));
+    };
+    let fetch = match tools.fetch_command.as_str() {
+        "" => format!("cargo mcpp fetch --manifest-path {}", manifest.path.display()),
+        c => c.to_string(),
+    };
+    match tools.toolchain_packages.get(name) {
+        Some(Availability::Ready { installed, why, .. }) => {
+            let Some(path) = installed.bin_dirs.iter().map(|d| d.join(program)).find(|p| p.is_file()) else {
+                return Err(Error::new(ErrorKind::ToolNotFound, format!("the installed toolchain package {name} {} has no `{program}`", installed.version))
+                    .file(&file)
+                    .key(key)
+                    .detail(format!("looked in {}", installed.bin_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")))
+                    .help(format!("run `{fetch}`: it checks the install and reinstalls a damaged one")));
+            };
+            let archives: Vec<String> = installed.archives.iter().map(|a| format!("{} sha256 {}", a.file, a.sha256)).collect();
+            let identity = format!("{name} {} (toolchain package: {})", installed.version, archives.join(", "));
+            Ok((path, Managed { package: name.to_string(), version: installed.version.clone(), why: why.clone(), leading: leading.to_vec(), identity }))
+        }
+        Some(Availability::Refused(e)) => Err(e.clone()),
+        Some(Availability::Missing { version, .. }) => Err(Error::new(ErrorKind::Manifest, format!("the host C++ compiler is the toolchain package {name} {version}, which is not installed"))
+            .file(&file)
+            .key(key)
+            .detail("build.rs never downloads; toolchain packages are installed by `cargo mcpp fetch` (and by `cargo mcpp build` before it starts cargo)")
+            .help(format!("run `{fetch}`"))),
+        None => Err(Error::new(ErrorKind::Manifest, format!("the host C++ compiler is the toolchain package {name}, which this build did not select"))
+            .file(&file)
+            .key(key)
+            .help(format!("run `{fetch}`, then build again"))),
+    }
+}
+
+/// The target as zig spells it (`x86_64-linux-gnu`: the architecture, the system and the ABI,
+/// no vendor) for a Linux `target` of Rust (`x86_64-unknown-linux-gnu`); `None` for another
+/// system. zig refuses the LLVM spelling the `cc` crate passes in `--target=`.
+fn zig_target(target: &str) -> Option<String> {
+    match target.split('-').collect::<Vec<_>>()[..] {
+        [arch, _vendor, "linux", abi] => Some(format!("{arch}-linux-{abi}")),
+        _ => None,
+    }
 }
 
 /// The environment variables `cc` reads when choosing the C++ compiler for
@@ -243,12 +330,12 @@ fn stamp(p: &Path) -> String {
 ///
 /// # Errors
 /// [`ErrorKind::ToolNotFound`] when `cc` finds no C++ compiler.
-pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache) -> Result<HostToolchain> {
-    let declared = declared(manifest, env, cache)?;
+pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts: &CargoFacts, cache: &DeviceCache, tools: &crate::tool::ToolChoices) -> Result<HostToolchain> {
+    let declared = declared(manifest, env, cache, tools)?;
     let (target, host) = (&facts.target, &facts.host);
     let mut key = format!("{target}|{host}|{}|{}", facts.opt_level.as_str(), facts.debug);
     if let Some(d) = &declared {
-        key.push_str(&format!("|declared={:?}|{:?}", d.compiler, d.env));
+        key.push_str(&format!("|declared={:?}|{:?}|{:?}", d.compiler, d.env, d.managed));
     }
     for var in cc_env_vars(target) {
         key.push_str(&format!("|{var}={}", env.get(&var).unwrap_or_default()));
@@ -311,7 +398,12 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
             .detail(e.to_string())
             .help("install a C++ compiler (g++ or clang++), or name one with CXX=/path/to/c++")
     })?;
-    let family = if tool.is_like_msvc() {
+    let managed = declared.as_ref().and_then(|d| d.managed.clone());
+    // A toolchain package's compiler is clang-based (zig c++). cc learns a family by running the
+    // compiler with `-E` and no leading argument, which zig refuses; cc then guesses by the name.
+    let family = if managed.is_some() {
+        Family::Clang
+    } else if tool.is_like_msvc() {
         Family::Msvc
     } else if tool.is_like_clang() {
         Family::Clang
@@ -334,10 +426,26 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
         _ if target.contains("apple") || target.contains("freebsd") || target.contains("openbsd") => Some("c++".to_string()),
         _ => Some("stdc++".to_string()),
     };
-    let env_args: Vec<String> = named.as_ref().map(|(_, _, c)| c.args.clone()).unwrap_or_default();
+    let mut cc_args: Vec<String> = tool.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let env_args: Vec<String> = match &managed {
+        Some(m) => {
+            // zig takes `-target arch-os-abi`, not the LLVM triple cc passes: the target is
+            // spelled its way (which also keeps zig off the build machine's own CPU features).
+            let Some(zig) = zig_target(target) else {
+                return Err(Error::new(ErrorKind::ToolNotFound, format!("the managed host toolchain {} compiles for Linux targets; {target} is not one", m.package))
+                    .file(manifest.at_col("host-toolchain.managed"))
+                    .key("package.metadata.mcpp.host-toolchain.managed")
+                    .help("for this target, name a compiler of your own: [package.metadata.mcpp.host-toolchain] cxx or layout"));
+            };
+            cc_args.retain(|a| !a.starts_with("--target="));
+            cc_args.splice(0..0, ["-target".to_string(), zig]);
+            m.leading.clone()
+        }
+        None => named.as_ref().map(|(_, _, c)| c.args.clone()).unwrap_or_default(),
+    };
     let wrapper = named.as_ref().and_then(|(_, _, c)| c.wrapper.as_ref()).map(|w| absolute_program(w, &search));
     let toolchain = HostToolchain {
-        cxx_args: env_args.iter().cloned().chain(tool.args().iter().map(|a| a.to_string_lossy().into_owned())).collect(),
+        cxx_args: env_args.iter().cloned().chain(cc_args).collect(),
         env_args,
         wrapper,
         cxx,
@@ -346,6 +454,7 @@ pub fn toolchain(manifest: &crate::config::manifest::Manifest, env: &Env, facts:
         cpp_stdlib,
         env: declared.as_ref().map(|d| d.env.clone()).unwrap_or_default(),
         declared_at: declared.as_ref().filter(|d| d.compiler.is_some()).map(|d| d.at.clone()),
+        managed,
     };
     let cached = Cached { key, stamp: stamp(&toolchain.cxx), toolchain: toolchain.clone() };
     if let Ok(json) = serde_json::to_vec_pretty(&cached) {

@@ -211,7 +211,7 @@ impl Rule for SyclRule {
             check_version(ctx, &tool)?;
         }
         let targeting = targeting(ctx, compiler)?;
-        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache, ctx.tools)?;
         let linux = ctx.facts.target.contains("linux");
         let gcc = match (compiler, linux) {
             (SyclCompiler::Dpcpp, true) => Some(gcc_install_dir(ctx, opts, &host)?),

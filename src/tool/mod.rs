@@ -373,6 +373,28 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
     }
 }
 
+/// Take `path` as `spec`'s program with the identity `version` known already (a toolchain
+/// package's compiler, identified by the package's name, version and archives, not by asking
+/// it), check that it is an executable file, and record the decision for `cargo mcpp why tool`
+/// as [`resolve_at`] does.
+///
+/// # Errors
+/// [`ErrorKind::ToolNotFound`] when `path` does not exist or is not executable; recorded too.
+pub fn resolve_known(spec: &ToolSpec, path: &Path, version: String, source: ToolSource, origin: &str, cache: &DeviceCache) -> Result<Tool> {
+    let found = check_named(spec, &ToolChoices::default(), path, &source, origin)
+        .map(|()| Tool { name: spec.name.to_string(), path: path.to_path_buf(), version, source: source.clone(), env: Vec::new(), toolchain_package_root: None, launcher: None });
+    match found {
+        Ok(tool) => {
+            record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache)?;
+            Ok(tool)
+        }
+        Err(e) => {
+            record_refusal(spec, &e, cache);
+            Err(e)
+        }
+    }
+}
+
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
 /// `cache` when the program file is unchanged. Records the decision (or the refusal) in
 /// `cache`. Returns the tool and, for a PATH answer, the warning to show. For a toolkit

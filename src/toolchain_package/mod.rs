@@ -88,6 +88,12 @@ pub struct Descriptor {
     /// file (`cargo mcpp pack`'s AppImage runtime).
     #[serde(default)]
     pub sha256: BTreeMap<String, String>,
+    /// The host C++ compiler the package provides (`[package.metadata.mcpp.host-toolchain]
+    /// managed`): the program, found in a `bin` directory, then the arguments that lead every
+    /// command line that runs it (`["zig", "c++"]`: zig does not dispatch on `argv[0]`). Empty:
+    /// the package provides none.
+    #[serde(default)]
+    pub host_cxx: Vec<String>,
 }
 
 /// Where a toolchain package's distributions come from (`source` in `toolchain-packages.toml`).
@@ -168,6 +174,11 @@ impl Catalog {
     pub fn names(&self) -> Vec<String> {
         self.packages.keys().cloned().collect()
     }
+    /// The names of the toolchain packages that provide a host C++ compiler
+    /// ([`Descriptor::host_cxx`]), sorted.
+    pub fn host_cxx_names(&self) -> Vec<String> {
+        self.packages.iter().filter(|(_, d)| !d.host_cxx.is_empty()).map(|(n, _)| n.clone()).collect()
+    }
 }
 
 #[cfg(test)]
@@ -177,7 +188,12 @@ mod tests {
     #[test]
     fn the_embedded_catalog_parses_and_defaults_are_known_versions() {
         let c = Catalog::builtin().unwrap();
-        assert_eq!(c.names(), [APPIMAGE_RUNTIME, "cuda-nvcc", "glslang", "slang", "spirv-tools"]);
+        assert_eq!(c.names(), [APPIMAGE_RUNTIME, "cuda-nvcc", "glslang", "slang", "spirv-tools", "zig"]);
+        // zig provides the host C++ compiler `zig c++` (no argv[0] dispatch), from its wheel's root.
+        let zig = &c.packages["zig"];
+        assert_eq!((zig.source, zig.distributions_for("zig", "0.17.1").unwrap()), (Source::Pypi, vec![("ziglang".to_string(), "0.17.1".to_string())]));
+        assert_eq!((zig.root.as_str(), zig.host_cxx[..2].to_vec()), ("ziglang", vec!["zig".to_string(), "c++".to_string()]));
+        assert_eq!(c.host_cxx_names(), ["zig"]);
         let runtime = &c.packages[APPIMAGE_RUNTIME];
         assert_eq!((runtime.source, runtime.sha256.get("runtime-x86_64").map(String::as_str)), (Source::CratesIo, Some("328e0d745c5c6817048c27bc3e8314871703f8f47ffa81a37cb06cd95a94b323")));
         assert_eq!(c.packages["glslang"].source, Source::Pypi);
@@ -198,6 +214,6 @@ mod tests {
         assert!(e.contains("toolchain package cuda-nvcc has no known version 12.0.1") && e.contains("[package.metadata.mcpp.toolchain-packages]"), "{e}");
         assert_eq!(c.get("slang").unwrap().distributions_for("slang", "2026.14.1").unwrap(), [("slangtorch".to_string(), "1.3.22".to_string())]);
         let e = c.get("glslangg").unwrap_err().to_string();
-        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools"), "{e}");
+        assert!(e.contains("unknown toolchain package `glslangg`") && e.contains("appimage-runtime, cuda-nvcc, glslang, slang, spirv-tools, zig"), "{e}");
     }
 }

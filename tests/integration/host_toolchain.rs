@@ -259,3 +259,143 @@ fn a_compiler_on_the_env_scripts_path_is_the_one_that_runs() {
         "{e}"
     );
 }
+
+/// The one `MCPP_HOME` of the managed host toolchain's tests, under `target/tmp`, with zig
+/// installed by `cargo mcpp fetch` once per test process (the wheel is 100 MB; pip's cache and
+/// an install left by an earlier run make later fetches cheap).
+fn zig_home() -> std::path::PathBuf {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let root = repo().join("target/tmp/managed-host-toolchain");
+        let pkg = root.join("fetch");
+        std::fs::create_dir_all(pkg.join("cpp")).unwrap();
+        // A workspace of its own: it sits inside this repository's.
+        std::fs::write(
+            pkg.join("Cargo.toml"),
+            format!("{}\n[workspace]\n", host_manifest("", "managed = \"zig\"")),
+        )
+        .unwrap();
+        std::fs::write(
+            pkg.join("cpp/one.cpp"),
+            "extern \"C\" int one() { return 1; }\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(pkg.join("src")).unwrap();
+        std::fs::write(pkg.join("src/lib.rs"), "").unwrap();
+        let home = root.join("mcpp-home");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+            .args(["mcpp", "fetch", "--manifest-path"])
+            .arg(pkg.join("Cargo.toml"))
+            .env("MCPP_HOME", &home)
+            .env_remove("CARGO_NET_OFFLINE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cargo mcpp fetch: {}", text(&out));
+        home
+    })
+    .clone()
+}
+
+/// A package whose host C++ unit compiles only against zig's libc++ (`_LIBCPP_VERSION`; the
+/// system's compilers use libstdc++), with `table` as its host toolchain.
+fn zig_package(table: &str) -> Package {
+    Package::new(&[
+        ("Cargo.toml", &host_manifest("includes = [\"hdr\"]", table)),
+        (
+            "cpp/one.cpp",
+            "#include <cstddef>\n#include <marker.h>\n#ifndef _LIBCPP_VERSION\n#error not compiled against zig's libc++\n#endif\nextern \"C\" int one() { return MARKER; }\n",
+        ),
+        ("hdr/marker.h", "#define MARKER 1\n"),
+    ])
+}
+
+#[test]
+fn a_managed_zig_compiles_the_host_code_and_a_header_edit_recompiles_it() {
+    let home = zig_home();
+    let pkg = zig_package("managed = \"zig\"");
+    let mut b = build_with_cxx(&pkg, "g++");
+    b.env("MCPP_HOME", &home);
+    let outcome = pkg.compile(&b);
+    let zig = home.join("packages/zig/0.17.1/ziglang/zig");
+    let command = compile_command(&outcome);
+    assert!(
+        command.starts_with(&format!("{} c++ ", zig.display())),
+        "the managed zig, with `c++` leading, wins over CXX: {command}"
+    );
+    assert!(
+        command.contains("-target x86_64-linux-gnu") && !command.contains("--target="),
+        "{command}"
+    );
+    let first = object_bytes(&outcome);
+    // zig's clang names itself in the object's .comment; Debian's clang and g++ say "Debian".
+    let comment = |bytes: &[u8]| {
+        let at = bytes.windows(14).position(|w| w == b"clang version ");
+        at.map(|i| String::from_utf8_lossy(&bytes[i..i + 40]).into_owned())
+    };
+    let version = comment(&first).expect("a clang version in the object");
+    assert!(
+        !String::from_utf8_lossy(&first).contains("Debian"),
+        "{version}"
+    );
+    let decisions = std::fs::read_to_string(pkg.work_dir().join("tool-decisions.json")).unwrap();
+    assert!(
+        decisions.contains("host-toolchain] managed")
+            && decisions.contains("toolchain package zig 0.17.1"),
+        "{decisions}"
+    );
+
+    // An included header's edit recompiles the unit, with other bytes; a no-op runs nothing.
+    pkg.write("hdr/marker.h", "#define MARKER 2\n");
+    let outcome = pkg.compile(&b);
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "{:?}",
+        outcome.report
+    );
+    assert_ne!(
+        object_bytes(&outcome),
+        first,
+        "stale object after the header's edit"
+    );
+    assert!(
+        pkg.compile(&b).report.ran.is_empty(),
+        "a no-op runs nothing"
+    );
+}
+
+#[test]
+fn a_managed_zig_not_installed_is_refused_naming_cargo_mcpp_fetch() {
+    // The package's own, empty MCPP_HOME: a build never downloads.
+    let pkg = zig_package("managed = \"zig\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains(
+            "the host C++ compiler is the toolchain package zig 0.17.1, which is not installed"
+        ) && e.contains("package.metadata.mcpp.host-toolchain.managed")
+            && e.contains(&pkg.manifest_at("managed"))
+            && e.contains("cargo mcpp fetch --manifest-path"),
+        "{e}"
+    );
+    assert!(
+        !pkg.path("mcpp-home/packages").exists()
+            && !pkg.out_dir().join("mcpp").join("cxx").exists()
+    );
+
+    // A package that is no compiler, and `managed` beside `cxx`, are refused at the key.
+    let pkg = zig_package("managed = \"glslang\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("provides no host C++ compiler") && e.contains(&pkg.manifest_at("managed")),
+        "{e}"
+    );
+    let pkg = zig_package("managed = \"zig\"\ncxx = \"g++\"");
+    let e = pkg.refuse(&build_with_cxx(&pkg, "g++"));
+    assert!(
+        e.contains("sets both `managed` and `cxx`") && e.contains(&pkg.manifest_at("cxx =")),
+        "{e}"
+    );
+}

@@ -304,7 +304,7 @@ impl Rule for CudaRule {
 
     fn plan(&self, ctx: &RuleContext, sources: &[&DeviceSource]) -> Result<RulePlan> {
         let opts: &CudaOptions = ctx.options()?;
-        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache)?;
+        let host = crate::rules::host::toolchain(ctx.manifest, ctx.env, ctx.facts, ctx.cache, ctx.tools)?;
         let (route, route_reason) = route_of(opts, &host);
         let rdc = opts.rdc.unwrap_or(false);
         check_route_options(ctx, opts, route, sources)?;
@@ -369,6 +369,10 @@ fn route_of(opts: &CudaOptions, host: &crate::rules::host::HostToolchain) -> (Cu
         return (r, None);
     }
     let cxx = host.cxx.display();
+    if let Some(m) = &host.managed {
+        // zig c++ cannot be nvcc's host compiler; the nvcc route refuses it, naming the way out.
+        return (CudaCompilerName::Nvcc, Some(format!("the CUDA route is nvcc: [{MANIFEST_KEY}] compiler is not declared and the host C++ compiler is the managed toolchain package {}", m.package)));
+    }
     match host.family {
         crate::rules::host::Family::Clang => (CudaCompilerName::Clang, Some(format!("the CUDA route is clang++ -x cuda: [{MANIFEST_KEY}] compiler is not declared and the host C++ compiler ({cxx}) is clang"))),
         _ => (CudaCompilerName::Nvcc, Some(format!("the CUDA route is nvcc: [{MANIFEST_KEY}] compiler is not declared and the host C++ compiler ({cxx}) is not clang"))),

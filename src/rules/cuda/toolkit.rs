@@ -162,6 +162,15 @@ pub fn ccbin(ctx: &RuleContext, opts: &CudaOptions, host: &HostToolchain, warnin
             None => (ToolSource::Derived("the cc crate's C++ compiler (CXX or its default)".into()), "the cc crate".into()),
         },
     };
+    if let (ToolSource::Derived(_), Some(m)) = (&ccbin_source, &host.managed) {
+        // nvcc's `-ccbin` takes one program, and zig is a C++ compiler only with its leading
+        // argument (`zig c++`): nvcc would run `zig` alone.
+        return Err(Error::new(ErrorKind::ToolNotFound, format!("nvcc cannot use the managed host toolchain {} as its host compiler (-ccbin)", m.package))
+            .file(ctx.manifest.at_col("host-toolchain.managed"))
+            .key("package.metadata.mcpp.host-toolchain.managed")
+            .detail(format!("nvcc's -ccbin takes one program; {} is a C++ compiler only as `{} {}`", m.package, host.cxx.display(), m.leading.join(" ")))
+            .help(format!("for a CUDA build, declare the host compiler with [package.metadata.mcpp.host-toolchain] cxx or layout instead of managed, name nvcc's host compiler with [{MANIFEST_KEY}] ccbin, or compile CUDA with clang: [{MANIFEST_KEY}] compiler = \"clang\"")));
+    }
     let mut ccbin_args = Vec::new();
     // The arguments named with the cc crate's compiler (`CXX="g++ -DX=1"`) go with it.
     if matches!(ccbin_source, ToolSource::Derived(_)) {
