@@ -399,3 +399,31 @@ fn a_managed_zig_not_installed_is_refused_naming_cargo_mcpp_fetch() {
         "{e}"
     );
 }
+
+#[test]
+fn nvcc_with_a_managed_zig_as_its_host_compiler_is_refused_naming_the_ways_out() {
+    let (tmp, pkg) = fixture("cuda-island");
+    let manifest = std::fs::read_to_string(pkg.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        pkg.join("Cargo.toml"),
+        format!("{manifest}\n[package.metadata.mcpp.host-toolchain]\nmanaged = \"zig\"\n"),
+    )
+    .unwrap();
+    let (root, shim) = fake_toolkit(tmp.path());
+    let mut b = cuda_build(tmp.path(), &pkg, &root);
+    b.env("MCPP_HOME", zig_home()).env_remove("MCPP_LAUNCHER");
+    let e = b.try_compile().unwrap_err().to_string();
+    assert!(
+        e.contains("nvcc cannot use the managed host toolchain zig as its host compiler (-ccbin)")
+            && e.contains("package.metadata.mcpp.host-toolchain.managed")
+            && e.contains("Cargo.toml:20:1")
+            && e.contains("cxx or layout")
+            && e.contains("[package.metadata.mcpp.cuda] ccbin")
+            && e.contains("compiler = \"clang\""),
+        "{e}"
+    );
+    assert!(
+        shim.calls().iter().all(|c| !c.names("kernels/scale.cu")),
+        "nvcc compiled nothing"
+    );
+}
