@@ -2,6 +2,7 @@
 //! (`layout`), a cross prefix (`prefix`), the compiler by name or path (`cxx`) and the
 //! environment of a setup script (`env-script`) decide the host C++ compiler over `CXX`; the host
 //! C++ lane compiles with it, in that environment, and its refusals name the key.
+//! A managed zig (`managed = "zig"`) compiles host code that a Rust program links and runs.
 #![allow(clippy::disallowed_methods)] // tests write fixtures, start processes and read the environment freely
 
 use crate::harness;
@@ -29,15 +30,21 @@ fn host_package(table: &str) -> Package {
 
 /// The compile command of `cpp/one.cpp` in the build's compilation database.
 fn compile_command(outcome: &cargo_mcpp::pipeline::Outcome) -> String {
-    let db: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(outcome.variant_dir.join("compile_commands.json")).unwrap(),
+    command_in(
+        &outcome.variant_dir.join("compile_commands.json"),
+        "cpp/one.cpp",
     )
-    .unwrap();
+}
+
+/// The compile command of the unit whose path ends with `unit` in the compilation database
+/// `db`, its arguments joined by spaces.
+fn command_in(db: &Path, unit: &str) -> String {
+    let db: serde_json::Value = serde_json::from_slice(&std::fs::read(db).unwrap()).unwrap();
     let entry = db
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["file"].as_str().unwrap().ends_with("cpp/one.cpp"))
+        .find(|e| e["file"].as_str().unwrap().ends_with(unit))
         .expect("the unit is listed")
         .clone();
     entry["arguments"]
@@ -425,5 +432,106 @@ fn nvcc_with_a_managed_zig_as_its_host_compiler_is_refused_naming_the_ways_out()
     assert!(
         shim.calls().iter().all(|c| !c.names("kernels/scale.cu")),
         "nvcc compiled nothing"
+    );
+}
+
+/// The package name of the program linking zig-compiled host code.
+const ZIG_APP: &str = "zig-linked-app";
+
+/// The package of [`a_managed_zigs_host_code_links_into_a_rust_program_that_runs`]: the
+/// client form of mcpp-build (no features), one host C++ unit compiled by the managed zig
+/// against its libc++ headers, called from `main`.
+fn zig_linked_app(dir: &Path) -> std::path::PathBuf {
+    let pkg = dir.join(ZIG_APP);
+    let manifest = format!(
+        "[package]\nname = \"{ZIG_APP}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[package.metadata.mcpp]\ncxx-sources = [\"cpp/*.cpp\"]\n\n[package.metadata.mcpp.host-toolchain]\nmanaged = \"zig\"\n\n[workspace]\n",
+        repo().join("mcpp-build").display().to_string()
+    );
+    for (rel, text) in [
+        ("Cargo.toml", manifest.as_str()),
+        ("build.rs", "fn main() { mcpp_build::build(); }\n"),
+        ("cpp/add.cpp", &zig_add_source("a + b")),
+        (
+            "src/main.rs",
+            "extern \"C\" {\n    fn zig_add(a: i32, b: i32) -> i32;\n}\nfn main() {\n    // SAFETY: a plain C function of cpp/add.cpp taking and returning ints.\n    println!(\"zig_add(20, 22) = {}\", unsafe { zig_add(20, 22) });\n}\n",
+        ),
+    ] {
+        let p = pkg.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    pkg
+}
+
+/// `cpp/add.cpp`: `zig_add` applies `expr` (of `a` and `b`) through a class with a virtual
+/// function, allocated with `new` and freed with `delete` (the C++ runtime: operator new and
+/// delete, the vtable's type information), in a `std::array` (libc++'s headers).
+fn zig_add_source(expr: &str) -> String {
+    format!(
+        "#include <array>\n#ifndef _LIBCPP_VERSION\n#error not compiled against zig's libc++\n#endif\nstruct Op {{\n    virtual ~Op() = default;\n    virtual int apply(int a, int b) const = 0;\n}};\nstruct Sum final : Op {{\n    int apply(int a, int b) const override {{ return {expr}; }}\n}};\nextern \"C\" int zig_add(int a, int b) {{\n    std::array<Op*, 1> ops{{new Sum()}};\n    int r = ops[0]->apply(a, b);\n    delete ops[0];\n    return r;\n}}\n"
+    )
+}
+
+#[test]
+fn a_managed_zigs_host_code_links_into_a_rust_program_that_runs() {
+    let home = zig_home();
+    let tmp = tempfile::Builder::new()
+        .prefix("mcpp-zig-link-")
+        .tempdir()
+        .unwrap();
+    let pkg = zig_linked_app(tmp.path());
+    // Shared with the other tests that build packages: only this package's cache is cleared.
+    let target = repo().join("target/package-tests");
+    let cache = target.join("debug/mcpp").join(ZIG_APP);
+    let _ = std::fs::remove_dir_all(&cache);
+    let build_and_run = || {
+        let mut build = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"));
+        build
+            .args(["mcpp", "build", "--manifest-path"])
+            .arg(pkg.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .env("MCPP_HOME", &home);
+        for v in [
+            "CXX",
+            "CXXFLAGS",
+            "RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO_MCPP",
+            "MCPP_LAUNCHER",
+            "MCPP_ACCEL",
+            "MCPP_NO_ACCEL",
+        ] {
+            build.env_remove(v);
+        }
+        let out = build.output().unwrap();
+        assert!(out.status.success(), "cargo mcpp build: {}", text(&out));
+        let run = std::process::Command::new(target.join("debug").join(ZIG_APP))
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", text(&run));
+        run.stdout
+    };
+    assert_eq!(
+        String::from_utf8_lossy(&build_and_run()),
+        "zig_add(20, 22) = 42\n"
+    );
+    let dbs: Vec<_> = walk(&cache)
+        .into_iter()
+        .filter(|p| p.ends_with(cargo_mcpp::engine::layout::COMPILE_COMMANDS))
+        .collect();
+    assert_eq!(dbs.len(), 1, "one compilation database: {dbs:?}");
+    let zig = home.join("packages/zig/0.17.1/ziglang/zig");
+    let command = command_in(&dbs[0], "cpp/add.cpp");
+    assert!(
+        command.starts_with(&format!("{} c++ ", zig.display())),
+        "the managed zig compiled the unit: {command}"
+    );
+
+    // The unit's edit is compiled and linked again: the program prints the new value.
+    std::fs::write(pkg.join("cpp/add.cpp"), zig_add_source("a * b")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&build_and_run()),
+        "zig_add(20, 22) = 440\n"
     );
 }
