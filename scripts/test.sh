@@ -26,7 +26,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build --features engine
 cargo package -p cargo-mcpp -p mcpp-build --no-verify --allow-dirty --offline
 mdbook build docs
 # Four test threads, not one per core: the tests that build a package with the engine share one
-# target directory (target/engine-tests), and one waiting for cargo's lock on it holds a test
+# target directory (target/package-tests), and one waiting for cargo's lock on it holds a test
 # thread doing nothing; many others wait on a single-threaded compiler they started.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 cargo test --workspace --all-targets "$@"

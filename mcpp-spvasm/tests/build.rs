@@ -19,11 +19,29 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// The repository's one target directory for packages whose build script compiles the engine
-/// (cargo-mcpp's tests build there too): the engine is compiled once per run. Each package here
-/// has a name of its own.
+/// The repository's target directory for packages whose build script compiles the engine
+/// (cargo-mcpp's in-process tests build there too, under [`cargo_home`]): the engine is
+/// compiled once per run. Each package here has a name of its own.
 fn target_dir() -> PathBuf {
-    repo().join("target/engine-tests")
+    repo().join("target/in-process-tests")
+}
+
+/// The `CARGO_HOME` of the builds in [`target_dir`]: nothing installed, the registry a link to
+/// this machine's. One path for every build there, so the registry packages' sources keep one
+/// path (cargo's fingerprint holds it) and compile once.
+fn cargo_home() -> PathBuf {
+    let real = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let home = target_dir().join("bare-cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    match std::os::unix::fs::symlink(real.join("registry"), home.join("registry")) {
+        Ok(()) => {}
+        // Made by another test (a link is made whole or not at all).
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("linking the registry into {}: {e}", home.display()),
+    }
+    home
 }
 
 fn text(out: &Output) -> String {
@@ -65,6 +83,7 @@ fn cargo(root: &Path, args: &[&str]) -> Output {
         .arg("--offline")
         .arg("--target-dir")
         .arg(target_dir())
+        .env("CARGO_HOME", cargo_home())
         .current_dir(root)
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("MCPP_ACCEL")
@@ -267,6 +286,7 @@ fn the_rules_refusals_name_the_file_line_and_column() {
     let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["build", "-q", "--offline", "--target-dir"])
         .arg(target_dir())
+        .env("CARGO_HOME", cargo_home())
         .current_dir(&root)
         .env("SPIRV_AS", dir.path().join("no-such-spirv-as"))
         .output()

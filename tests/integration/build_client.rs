@@ -502,11 +502,11 @@ fn a_client_failure_reaches_cargo_mcpp_build_as_the_engines_own_would() {
 }
 
 /// The target directory of the in-process tests, shared with the other builds under the bare
-/// `CARGO_HOME` ([`harness::engine_target_bare`]), so the engine (cargo-mcpp with `engine`,
+/// `CARGO_HOME` ([`harness::in_process_target`]), so the engine (cargo-mcpp with `engine`,
 /// ~45 packages) is compiled once; each test's packages have their own names (the device cache
 /// is `target/<profile>/mcpp/<package>`).
 fn in_process_target() -> PathBuf {
-    harness::engine_target_bare()
+    harness::in_process_target()
 }
 
 /// `cargo <args>` of the package at `dir` with nothing installed: no `CARGO_MCPP`, the bare

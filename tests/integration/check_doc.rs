@@ -152,14 +152,9 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
         .prefix("mcpp-docs-rs-")
         .tempdir()
         .unwrap();
-    let real_home = std::env::var_os("CARGO_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo")
-        });
-    let home = tmp.path().join("bare-cargo-home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::os::unix::fs::symlink(real_home.join("registry"), home.join("registry")).unwrap();
+    // The bare home and target directory the other builds with nothing installed share: the
+    // engine's dependencies compile once for all of them.
+    let home = harness::bare_cargo_home();
     let bin = tmp.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     // The C and C++ compilers of a Rust build (the cc crate's; an island's CPU fallback is
@@ -167,9 +162,12 @@ fn docs_rs_documents_a_user_crate_in_every_recommended_form_with_no_engine_and_n
     for tool in ["cargo", "rustc", "rustdoc", "cc", "c++", "ld", "as"] {
         std::os::unix::fs::symlink(harness::real_tool(tool), bin.join(tool)).unwrap();
     }
-    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-rs");
-    // The device caches of an earlier run (other temp paths) are not this run's.
-    let _ = std::fs::remove_dir_all(target.join("debug/mcpp"));
+    let target = harness::in_process_target();
+    // The device caches of an earlier run (other temp paths) are not this run's; the other
+    // packages' caches in the shared directory are not this test's.
+    for package in ["docs-app", "docs-lib", "docs-kernels"] {
+        let _ = std::fs::remove_dir_all(target.join("debug/mcpp").join(package));
+    }
     // (`cargo mcpp new` arguments, the crate, the surface items documented: each page and a
     // text it holds)
     let not_built = "not built in this build (accelerator set none";

@@ -33,9 +33,9 @@ impl Example {
             ),
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        // One target dir for these tests and the others that compile the engine, so ash and the
-        // engine are compiled once; the device cache cleared is this package's alone.
-        let target = harness::engine_target();
+        // One target dir for these tests and the other packages built with the installed
+        // engine, so ash is compiled once; the device cache cleared is this package's alone.
+        let target = harness::packages_target();
         let _ = std::fs::remove_dir_all(target.join("debug/mcpp/vulkan-compute"));
         Example {
             _tmp: tmp,

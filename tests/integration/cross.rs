@@ -53,11 +53,10 @@ fn cross_package(dir: &Path) -> PathBuf {
     pkg
 }
 
-/// The target dir shared by runs of this test, so the build-dependency is compiled once.
+/// The target directory of the other in-process builds: the engine (a build dependency, built
+/// for the host) compiles once for all of them.
 fn target_dir() -> PathBuf {
-    // The engine (a build dependency, built for the host) compiles once with the other tests
-    // that build it.
-    crate::harness::engine_target()
+    crate::harness::in_process_target()
 }
 
 /// The commands that build `pkg` for [`TARGET`], each named: plain cargo and `cargo mcpp
@@ -91,7 +90,9 @@ fn cross_env(cmd: &mut Command) {
     cmd.env(
         "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
         "aarch64-linux-gnu-gcc",
-    );
+    )
+    // The home of the other in-process builds in that directory (nothing installed).
+    .env("CARGO_HOME", crate::harness::bare_cargo_home());
     for v in [
         "CXX",
         "CXXFLAGS",

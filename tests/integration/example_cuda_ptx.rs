@@ -1,4 +1,4 @@
-//! `examples/cuda-ptx` built with `cargo build` as a user would (real nvcc: a cubin and PTX
+//! `examples/cuda-ptx` built with `cargo build` as a user would (the engine installed: `CARGO_MCPP`) (real nvcc: a cubin and PTX
 //! chosen by the selection function, and a fat binary, embedded; cudarc with dynamic loading):
 //! on a machine without a GPU (CI) it says "no CUDA device" and exits 2; where there is one,
 //! both kernels run and agree.
@@ -17,12 +17,13 @@ fn has_gpu() -> bool {
 
 #[test]
 fn the_example_embeds_ptx_and_a_fat_binary_and_says_no_cuda_device_without_one() {
-    // The engine (a build dependency) compiles once with the other tests that build it.
-    let target = harness::engine_target();
+    let target = harness::packages_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(harness::repo().join("examples/cuda-ptx"))
-        .env("CARGO_TARGET_DIR", &target);
+        .env("CARGO_TARGET_DIR", &target)
+        // The example is an application: its build script runs the installed engine.
+        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
     for v in [
         "MCPP_ACCEL",
         "MCPP_NO_ACCEL",

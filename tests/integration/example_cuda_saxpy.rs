@@ -1,4 +1,4 @@
-//! `examples/cuda-saxpy` built with `cargo build` as a user would: the CUDA build (nvcc,
+//! `examples/cuda-saxpy` built with `cargo build` as a user would (the engine installed: `CARGO_MCPP`): the CUDA build (nvcc,
 //! sm_90 + PTX, static cudart) says clearly that no CUDA device is present and exits non-zero
 //! on a machine without a GPU (CI), and runs the kernel where there is one; the `--no-accel`
 //! build runs the C++ host fallback and passes, with g++ (the cc crate's default here) and
@@ -16,12 +16,13 @@ fn example() -> PathBuf {
 
 /// `cargo build` of the example with `envs`; returns the binary.
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
-    // The engine (a build dependency) compiles once with the other tests that build it.
-    let target = harness::engine_target();
+    let target = harness::packages_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(example())
-        .env("CARGO_TARGET_DIR", &target);
+        .env("CARGO_TARGET_DIR", &target)
+        // The example is an application: its build script runs the installed engine.
+        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
     for v in [
         "MCPP_ACCEL",
         "MCPP_NO_ACCEL",

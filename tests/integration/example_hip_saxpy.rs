@@ -1,4 +1,4 @@
-//! `examples/hip-saxpy` built with `cargo build` as a user would: the HIP build (hipcc, gfx90a,
+//! `examples/hip-saxpy` built with `cargo build` as a user would (the engine installed: `CARGO_MCPP`): the HIP build (hipcc, gfx90a,
 //! Debian's HIP 5.2 named by `ROCM_PATH`) says "no HIP device" and exits 2
 //! on a machine without an AMD GPU (CI), never crashing, and runs the kernel where there is one;
 //! `cargo mcpp why tool hipcc` names the choice; the `--no-accel` build runs the C++ host fallback
@@ -12,12 +12,13 @@ use std::process::Command;
 
 /// `cargo build` of the example with `envs`; returns the binary.
 fn cargo_build(envs: &[(&str, &str)]) -> PathBuf {
-    // The engine (a build dependency) compiles once with the other tests that build it.
-    let target = harness::engine_target();
+    let target = harness::packages_target();
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.arg("build")
         .current_dir(harness::repo().join("examples/hip-saxpy"))
-        .env("CARGO_TARGET_DIR", &target);
+        .env("CARGO_TARGET_DIR", &target)
+        // The example is an application: its build script runs the installed engine.
+        .env("CARGO_MCPP", env!("CARGO_BIN_EXE_cargo-mcpp"));
     for v in [
         "MCPP_ACCEL",
         "MCPP_NO_ACCEL",
@@ -54,7 +55,7 @@ fn hip_build_reports_no_hip_device_and_no_accel_runs_the_fallback() {
     // `cargo mcpp why tool hipcc` answers from the device cache: the ROCm root's hipcc, named by ROCM_PATH.
     let why = Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
         .args(["mcpp", "why", "tool", "hipcc", "--target-dir"])
-        .arg(harness::engine_target())
+        .arg(harness::packages_target())
         .current_dir(harness::repo().join("examples/hip-saxpy"))
         .output()
         .unwrap();

@@ -481,7 +481,7 @@ fn a_managed_zigs_host_code_links_into_a_rust_program_that_runs() {
         .unwrap();
     let pkg = zig_linked_app(tmp.path());
     // Shared with the other tests that build packages: only this package's cache is cleared.
-    let target = repo().join("target/package-tests");
+    let target = harness::packages_target();
     let cache = target.join("debug/mcpp").join(ZIG_APP);
     let _ = std::fs::remove_dir_all(&cache);
     let build_and_run = || {

@@ -85,9 +85,10 @@ fn build_dep() -> String {
     repo().join("mcpp-build").display().to_string()
 }
 
-/// One target directory for the generated crates of these tests, so ash is compiled once.
+/// One target directory for the generated crates of these tests and the other packages the
+/// tests build with the installed engine, so ash is compiled once.
 fn target() -> String {
-    repo().join("target/init-examples").display().to_string()
+    crate::harness::packages_target().display().to_string()
 }
 
 /// `cargo mcpp new <name> <args>` in a new temp dir; returns (temp dir, package dir, init's output).

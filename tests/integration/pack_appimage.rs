@@ -692,7 +692,7 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
     .unwrap();
     let home = tmp.path().join("mcpp-home");
     // One target dir with the other example tests, so ash is compiled once per profile.
-    let target = harness::engine_target();
+    let target = harness::packages_target();
     let out_dir = tmp.path().join("out");
     let mcpp = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))

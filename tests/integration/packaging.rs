@@ -17,6 +17,14 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// This workspace's target directory (the parent of `CARGO_TARGET_TMPDIR`).
+fn workspace_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.env_remove("CARGO_TARGET_DIR")
@@ -102,6 +110,11 @@ fn the_packaged_crates_install_into_an_empty_root_and_build_a_new_shader_package
             .arg("--root")
             .arg(&root)
             .env("CARGO_TARGET_DIR", work.join("install-target"))
+            // Its intermediate files in this workspace's build directory: the dependencies the
+            // test build compiled with the same features and profile are not compiled again
+            // (the packaged cargo-mcpp itself is other sources, so it is). The installed
+            // program is written to the install's own directory, never over the test build's.
+            .env("CARGO_BUILD_BUILD_DIR", workspace_target())
             .output()
             .unwrap(),
         "cargo install",
@@ -149,9 +162,9 @@ fn the_packaged_crates_install_into_an_empty_root_and_build_a_new_shader_package
         ),
     )
     .unwrap();
-    // The engine's dependencies (build dependencies of the app) compile once with the other
-    // tests that build the engine; the packaged crates themselves are other sources.
-    let target: PathBuf = crate::harness::engine_target();
+    // The app's dependencies compile once with the other packages the tests build with an
+    // installed engine; the packaged crates themselves are other sources.
+    let target: PathBuf = crate::harness::packages_target();
     ok(
         Command::new(&engine)
             .args(["mcpp", "build", "--offline", "--target-dir"])

@@ -1,5 +1,5 @@
-//! `cargo xtask tidy` under `cargo test`: ARCHITECTURE.md names every module, no stubs, and
-//! processes are started only where the architecture says. Also, for the documentation: the
+//! The documentation's checks under `cargo test` (the repository checks of `cargo xtask tidy`
+//! run as that crate's own test, `the_repository_is_tidy`, built with the workspace): the
 //! guide's generated reference pages are current, every environment variable the code reads by
 //! name is on the environment page, the pages the reference links to exist, the documents'
 //! relative links resolve, and no document a user reads uses words of our own process.
@@ -33,20 +33,6 @@ fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
     walk(&Path::new(ROOT).join(dir), exts, &mut out);
     out.sort();
     out
-}
-
-#[test]
-fn tidy() {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["run", "--quiet", "--package", "xtask", "--", "tidy"])
-        .current_dir(ROOT)
-        .output()
-        .expect("cargo run xtask");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The guide's reference pages are what `cargo xtask codegen` writes from the code, checked

@@ -277,9 +277,10 @@ fn mcpp(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// One target directory for the generated crates of the init tests and this one (ash once).
+/// The target directory of the other packages the tests build with the installed engine (ash
+/// once).
 fn target() -> String {
-    repo().join("target/init-examples").display().to_string()
+    crate::harness::packages_target().display().to_string()
 }
 
 #[test]

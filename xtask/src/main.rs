@@ -2,8 +2,9 @@
 //! is named in ARCHITECTURE.md, no `todo!`/`unimplemented!` in shipped code, every
 //! `Command::new` sits in the modules allowed to start processes, cargo directives are spelled
 //! and printed only by `cargo_output.rs`, and the guide's generated reference pages
-//! (`docs/src/reference/`) are what `cargo xtask codegen` writes. `tests/integration/tidy.rs` runs the same
-//! checks under `cargo test`.
+//! (`docs/src/reference/`) are what `cargo xtask codegen` writes. The test
+//! `the_repository_is_tidy` runs the same checks under `cargo test --workspace`, in process: a
+//! `cargo run` from a test would build this crate again with other features.
 //!
 //! `cargo xtask codegen`: rewrites the guide's reference pages (`cargo_mcpp::reference::pages`)
 //! from the registry, the package keys and the environment list, each only when it changed.
@@ -219,6 +220,18 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `cargo xtask tidy` on this repository, in process.
+    #[test]
+    fn the_repository_is_tidy() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let problems = tidy(root);
+        assert!(
+            problems.is_empty(),
+            "cargo xtask tidy:\n{}",
+            problems.join("\n")
+        );
+    }
 
     #[test]
     fn a_directive_outside_cargo_output_is_refused() {

@@ -33,32 +33,35 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The one target directory of the tests whose packages compile the engine in their build
-/// scripts (`mcpp-build` with `engine` or `bindgen`, for the host or cross) under this
-/// process's `CARGO_HOME`: the engine and its dependencies compile once for all of them, not
-/// once per test. Cargo locks it, so their builds take turns. Each package built here has a
-/// name of its own (its device cache is `<target>/<profile>/mcpp/<name>`, its program
-/// `<target>/<profile>/<name>`); a test clears only its own package's cache.
-pub fn engine_target() -> PathBuf {
-    repo().join("target/engine-tests")
+/// The one target directory of the tests that build a package with cargo and the installed
+/// engine (the examples, `cargo mcpp new`'s packages, the packaged app): their dependencies
+/// (`ash`, `cudarc`, `mcpp-build`) compile once for all of them, not once per test. Cargo
+/// locks it, so their builds take turns. Each package built here has a name of its own (its
+/// device cache is `<target>/<profile>/mcpp/<name>`, its program `<target>/<profile>/<name>`);
+/// a test clears only its own package's cache.
+pub fn packages_target() -> PathBuf {
+    repo().join("target/package-tests")
 }
 
-/// [`engine_target`] for the builds under [`bare_cargo_home`]. Cargo's fingerprint of a
-/// registry package holds the path of its sources, which goes through `CARGO_HOME`: builds
-/// under two homes in one target directory would rebuild each other's packages.
-pub fn engine_target_bare() -> PathBuf {
-    repo().join("target/engine-tests-bare")
+/// The one target directory of the tests whose packages compile the engine in their build
+/// scripts (`mcpp-build` with `engine` or `bindgen`, for the host or cross), all under
+/// [`bare_cargo_home`]: the engine and its dependencies compile once per run. Cargo's
+/// fingerprint of a registry package holds the path of its sources, which goes through
+/// `CARGO_HOME`: builds under two homes in one target directory would rebuild each other's
+/// packages, so every build here uses that one home.
+pub fn in_process_target() -> PathBuf {
+    repo().join("target/in-process-tests")
 }
 
 /// A `CARGO_HOME` with nothing installed (no `bin/`) whose registry is a link to this
 /// machine's, so crates resolve offline as they would from crates.io. One path for every
 /// test, so the registry packages' sources keep one path and compile once in
-/// [`engine_target_bare`].
+/// [`in_process_target`].
 pub fn bare_cargo_home() -> PathBuf {
     let real = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
-    let home = engine_target_bare().join("bare-cargo-home");
+    let home = in_process_target().join("bare-cargo-home");
     std::fs::create_dir_all(&home).unwrap();
     match std::os::unix::fs::symlink(real.join("registry"), home.join("registry")) {
         Ok(()) => {}
