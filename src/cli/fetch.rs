@@ -43,8 +43,10 @@ pub fn fetch(args: &FetchArgs) -> Result<i32> {
 }
 
 /// Fetch for one package and say what happened; `verbose` (the `fetch` command) also says
-/// when nothing was needed and which toolchain packages were already installed, and fetches
-/// what `cargo mcpp pack` takes too (the AppImage runtime: the build itself never needs it).
+/// when nothing was needed and which toolchain packages were already installed, fetches
+/// what `cargo mcpp pack` takes too (the AppImage runtime: the build itself never needs it),
+/// and checks every installed file's bytes (the build's step checks their sizes, as a build
+/// does).
 ///
 /// # Errors
 /// As [`crate::toolchain_package::fetch::fetch_package`].
@@ -63,6 +65,7 @@ pub fn fetch_one(
         &env,
         offline,
         names,
+        verbose,
         verbose,
     )?;
     for r in &report.reports {

@@ -363,6 +363,7 @@ pub fn compiler(manifest: &Manifest, env: &Env, facts: &CargoFacts, cache: &Devi
         // and its leading arguments are the first of every command line (`zig c++ ...`).
         Some(m) => {
             let origin = format!("{origin}: toolchain package {} {} ({}), run as `{} {}`", m.package, m.version, m.why, host.cxx.display(), m.leading.join(" "));
+            let source = crate::tool::ToolSource::ToolchainPackage { name: m.package.clone(), version: m.version.clone() };
             crate::tool::resolve_known(&HOST_CXX, &host.cxx, m.identity.clone(), source, &origin, cache)?
         }
         None => crate::tool::resolve_at(&HOST_CXX, &host.cxx, source, &origin, env, cache)?,

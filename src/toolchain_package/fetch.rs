@@ -54,6 +54,11 @@ pub struct FetchOptions<'a> {
     pub command: &'a str,
     /// The lockfile's path (for messages).
     pub lock_path: &'a Path,
+    /// Check every installed file's sha256 and the cached archives' (`cargo mcpp fetch`).
+    /// Without it (the fetch step of `cargo mcpp build`), an install unpacked from the archives
+    /// `mcpp.lock` records is taken when every file is there with its size, as a build checks
+    /// it: hashing a large toolchain package on every build costs seconds.
+    pub check_bytes: bool,
 }
 
 pub use crate::engine::lock::FileLock;
@@ -94,6 +99,15 @@ pub fn fetch(
         .get(&sel.name)
         .filter(|l| l.version == sel.version)
         .cloned();
+    if !opts.check_bytes {
+        if let (Some(l), Some(inst)) = (&locked, home.installed(catalog, &sel.name, &sel.version)) {
+            if crate::toolchain_package::same_archives(&inst.archives, &l.archives)
+                && inst.damage(false).is_none()
+            {
+                return Ok((inst, Fetched::Fresh));
+            }
+        }
+    }
     // Without a lock record, the install's marker is the other hash we know for an archive:
     // the archive that made a good install must not be replaced by other bytes.
     let marker = home
@@ -167,7 +181,11 @@ pub fn fetch(
             return Err(Error::new(ErrorKind::Manifest, format!("offline, and toolchain package {} {} is not in the cache ({})", sel.name, sel.version, home.root.display()))
                 .detail(format!("missing archives: {}", list.join(", ")))
                 .help(format!("run `{}` once with network access (without --offline and CARGO_NET_OFFLINE)", opts.command))
-                .help("or provide the tool another way, which comes before the toolchain package: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"));
+                .help(if desc.host_cxx.is_empty() {
+                    "or provide the tool another way, which comes before the toolchain package: [package.metadata.mcpp.tools] or the tool's variable (for CUDA also CUDA_PATH, NVCC or [package.metadata.mcpp.cuda] toolkit)"
+                } else {
+                    "or name a host C++ compiler of your own instead of `managed`: [package.metadata.mcpp.host-toolchain] cxx or layout"
+                }));
         }
         let dl = tempfile::Builder::new()
             .prefix(&format!("{prefix}download-"))
@@ -823,7 +841,9 @@ pub struct FetchReport {
 /// ([`crate::plan::toolchain_packages::pack_requirements`]: `cargo mcpp fetch` asks for them,
 /// the fetch step of `cargo mcpp build` does not, so a build never needs them), installed or
 /// verified, their hashes recorded in `mcpp.lock`. Offline when `offline` or
-/// `CARGO_NET_OFFLINE` is `true`/`1`.
+/// `CARGO_NET_OFFLINE` is `true`/`1`. `check_bytes` ([`FetchOptions::check_bytes`]): every
+/// installed file's sha256 is checked (`cargo mcpp fetch`), not only its size (the fetch step of
+/// `cargo mcpp build`).
 ///
 /// # Errors
 /// Any refusal of the manifest, the accelerator set, the sources, the version rules, a hash
@@ -835,6 +855,7 @@ pub fn fetch_package(
     offline: bool,
     names: &[String],
     pack: bool,
+    check_bytes: bool,
 ) -> Result<FetchReport> {
     use crate::plan::toolchain_packages;
     use crate::toolchain_package::{Requirement, VersionReq};
@@ -909,6 +930,7 @@ pub fn fetch_package(
         offline,
         command: &command,
         lock_path: &lock_path,
+        check_bytes,
     };
     for s in &selected {
         let (inst, what) = fetch(&catalog, &home, s, &mut lock, env, &opts)?;

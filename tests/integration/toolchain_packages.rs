@@ -884,6 +884,67 @@ fn a_damaged_install_is_refused_by_the_build_and_repaired_by_fetch() {
     fx.builder().try_compile().unwrap();
 }
 
+/// The fetch step of `cargo mcpp build` checks an install as a build does (every file there,
+/// with its size): it does not hash a large toolchain package on every build. A same-size
+/// change of an installed header is left to `cargo mcpp fetch`, which checks every sha256 and
+/// reinstalls the package.
+#[test]
+fn the_fetch_step_of_cargo_mcpp_build_checks_sizes_and_fetch_checks_bytes() {
+    let fx = Fixture::vulkan();
+    // A build script that runs the device phase (the client of this `cargo mcpp`).
+    let manifest = std::fs::read_to_string(fx.manifest()).unwrap().replace(
+        "[workspace]",
+        &format!(
+            "[build-dependencies]\nmcpp-build = {{ path = {:?} }}\n\n[workspace]",
+            repo().join("mcpp-build").display().to_string()
+        ),
+    );
+    std::fs::write(fx.manifest(), manifest).unwrap();
+    std::fs::write(
+        fx.dir.join("build.rs"),
+        "fn main() {\n    mcpp_build::build();\n}\n",
+    )
+    .unwrap();
+    assert_ok(&fx.fetch(&[]));
+    let install = Home {
+        root: fx.home.clone(),
+    }
+    .install_dir("glslang", "13.1.1");
+    let header = harness::walk(&install)
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "h"))
+        .expect("the glslang install holds headers");
+    let good = std::fs::read(&header).unwrap();
+    let mut same_size = good.clone();
+    same_size[0] ^= 0x20;
+    std::fs::write(&header, &same_size).unwrap();
+    let build = |offline: &str| {
+        fx.command(&[
+            "build",
+            offline,
+            "--manifest-path",
+            fx.manifest().to_str().unwrap(),
+            "--target-dir",
+            fx.target.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+    };
+    let t = assert_ok(&build("--offline"));
+    assert!(!t.contains("Installed toolchain package"), "{t}");
+    assert_eq!(
+        std::fs::read(&header).unwrap(),
+        same_size,
+        "the build's fetch step hashed nothing and reinstalled nothing"
+    );
+    let t = assert_ok(&fx.fetch(&["--offline"]));
+    assert!(
+        t.contains("Installed toolchain package glslang 13.1.1"),
+        "{t}"
+    );
+    assert_eq!(std::fs::read(&header).unwrap(), good);
+}
+
 /// With no `mcpp.lock`, the install's marker is the hash a cached archive is checked against.
 /// One byte flipped in the zip central directory (no CRC covers it): offline, the fetch is
 /// refused and writes no lock; online, the archive is downloaded again and the good install
