@@ -361,6 +361,12 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
         let version = version_of(spec, &path, &[], cache, PROBE_TIMEOUT).map_err(|e| e.detail(format!("  (named at {origin})")))?;
         Ok(Tool { name: spec.name.to_string(), path, version, source: source.clone(), env: Vec::new(), toolchain_package_root: None, launcher: None })
     })();
+    record_named(spec, found, origin, cache)
+}
+
+/// Record the decision about a program named by `origin` (`found`: the tool or its refusal) for
+/// `cargo mcpp why tool`, and return it.
+fn record_named(spec: &ToolSpec, found: Result<Tool>, origin: &str, cache: &DeviceCache) -> Result<Tool> {
     match found {
         Ok(tool) => {
             record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache)?;
@@ -383,16 +389,7 @@ pub fn resolve_at(spec: &ToolSpec, path: &Path, source: ToolSource, origin: &str
 pub fn resolve_known(spec: &ToolSpec, path: &Path, version: String, source: ToolSource, origin: &str, cache: &DeviceCache) -> Result<Tool> {
     let found = check_named(spec, &ToolChoices::default(), path, &source, origin)
         .map(|()| Tool { name: spec.name.to_string(), path: path.to_path_buf(), version, source: source.clone(), env: Vec::new(), toolchain_package_root: None, launcher: None });
-    match found {
-        Ok(tool) => {
-            record_answer(&tool, origin.to_string(), Vec::new(), None, None, cache)?;
-            Ok(tool)
-        }
-        Err(e) => {
-            record_refusal(spec, &e, cache);
-            Err(e)
-        }
-    }
+    record_named(spec, found, origin, cache)
 }
 
 /// Resolve `spec` in the order of the module docs; the version comes from the cache in
