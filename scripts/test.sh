@@ -1,57 +1,32 @@
 #!/usr/bin/env bash
-# The test command: install the toolchains (idempotent), check the formatting, then two jobs side
-# by side: the lints (clippy with the doors of clippy.toml, warnings are errors), the published
-# crates' documentation and packages and the guide (docs/, mdBook) in one; every test with the
-# real compilers in the other. A missing toolchain fails the tests; nothing is skipped.
+# The test command: install the toolchains (idempotent), lint (clippy with the doors of
+# clippy.toml, warnings are errors), build the guide (docs/, mdBook), then run every test with
+# the real compilers. A missing toolchain fails the tests; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-toolchains.sh
 source "${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}/env.sh"
 # The tree as rustfmt writes it (rustfmt.toml): a contributor's editor reformats nothing.
 cargo fmt --all --check
-
-checks() {
-    cargo clippy --workspace --all-targets -- -D warnings
-    # The library's feature sets on their own (a workspace build unifies its features): without
-    # `engine` (only the earlier build.rs form's refusal), and the in-process engine without the
-    # command line, as mcpp-build's `engine` feature builds it.
-    cargo clippy --lib --no-default-features -- -D warnings
-    cargo clippy --lib --no-default-features --features engine -- -D warnings
-    cargo clippy -p mcpp-build --features engine -- -D warnings
-    # The published crates' documentation as docs.rs builds it ([package.metadata.docs.rs]:
-    # cargo-mcpp without default features, mcpp-build with and without its engine), broken links
-    # are errors.
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp --no-default-features
-    # With the command and the engine too: the hidden internals' doc links stay whole for
-    # contributors.
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build --features engine
-    # The published crates package (what they hold is built and installed by tests/packaging.rs).
-    cargo package -p cargo-mcpp -p mcpp-build --no-verify --allow-dirty --offline
-    mdbook build docs
-}
-
-# The checks run beside the tests, in a target directory of their own (cargo locks one per
-# build): on two cores, each fills the other's waits and single-threaded stretches. Their output
-# is shown when they end.
-checks_log="target/checks.log"
-mkdir -p target
-(set -euo pipefail; export CARGO_TARGET_DIR=target/checks; checks) >"$checks_log" 2>&1 &
-checks_pid=$!
-
-# Six test threads, not one per core: the tests that build a package share a target directory
-# (target/package-tests, target/in-process-tests), and one waiting for cargo's lock on it holds a
-# test thread doing nothing; many others wait on a single-threaded compiler they started.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}"
-tests=0
-cargo test --workspace --all-targets "$@" || tests=$?
-
-checks=0
-wait "$checks_pid" || checks=$?
-cat "$checks_log"
-if [ "$checks" -ne 0 ]; then
-    echo "test.sh: the lints, documentation or packaging checks failed (output above)" >&2
-    exit "$checks"
-fi
-exit "$tests"
+cargo clippy --workspace --all-targets -- -D warnings
+# The library's feature sets on their own (a workspace build unifies its features): without
+# `engine` (only the earlier build.rs form's refusal), and the in-process engine without the
+# command line, as mcpp-build's `engine` feature builds it.
+cargo clippy --lib --no-default-features -- -D warnings
+cargo clippy --lib --no-default-features --features engine -- -D warnings
+cargo clippy -p mcpp-build --features engine -- -D warnings
+# The published crates' documentation as docs.rs builds it ([package.metadata.docs.rs]: cargo-mcpp
+# without default features, mcpp-build with and without its engine), broken links are errors.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp --no-default-features
+# With the command and the engine too: the hidden internals' doc links stay whole for contributors.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cargo-mcpp
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p mcpp-build --features engine
+# The published crates package (what they hold is built and installed by tests/packaging.rs).
+cargo package -p cargo-mcpp -p mcpp-build --no-verify --allow-dirty --offline
+mdbook build docs
+# Four test threads, not one per core: the tests that build a package with the engine share one
+# target directory (target/package-tests), and one waiting for cargo's lock on it holds a test
+# thread doing nothing; many others wait on a single-threaded compiler they started.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+cargo test --workspace --all-targets "$@"
