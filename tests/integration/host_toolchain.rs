@@ -59,6 +59,19 @@ fn command_in(db: &Path, unit: &str) -> String {
 }
 
 /// The bytes of `cpp/one.cpp`'s object (the file after `-o` in its compile command).
+/// The host unit `cpp/one.cpp` was compiled by this build (not taken fresh).
+fn assert_compiled_one(outcome: &cargo_mcpp::pipeline::Outcome) {
+    assert!(
+        outcome
+            .report
+            .ran
+            .iter()
+            .any(|id| id.contains("cpp/one.cpp")),
+        "{:?}",
+        outcome.report
+    );
+}
+
 fn object_bytes(outcome: &cargo_mcpp::pipeline::Outcome) -> Vec<u8> {
     let command = compile_command(outcome);
     let object = command
@@ -92,15 +105,7 @@ fn a_layout_and_a_prefix_choose_the_compiler_over_cxx() {
         !clang.calls().is_empty(),
         "the layout's clang++ compiled the unit"
     );
-    assert!(
-        outcome
-            .report
-            .ran
-            .iter()
-            .any(|id| id.contains("cpp/one.cpp")),
-        "{:?}",
-        outcome.report
-    );
+    assert_compiled_one(&outcome);
 
     // A prefix, looked up on PATH: Debian's x86_64-linux-gnu-g++. Another compiler reruns the unit.
     pkg.write(
@@ -113,15 +118,7 @@ fn a_layout_and_a_prefix_choose_the_compiler_over_cxx() {
         "{}",
         compile_command(&outcome)
     );
-    assert!(
-        outcome
-            .report
-            .ran
-            .iter()
-            .any(|id| id.contains("cpp/one.cpp")),
-        "{:?}",
-        outcome.report
-    );
+    assert_compiled_one(&outcome);
     assert!(
         pkg.compile(&build_with_cxx(&pkg, "clang++-19"))
             .report
@@ -147,15 +144,7 @@ fn the_env_scripts_variables_reach_the_host_compiler_and_its_edit_rebuilds() {
     b.env_remove("CPLUS_INCLUDE_PATH")
         .env_remove("MCPP_LAUNCHER");
     let outcome = pkg.compile(&b);
-    assert!(
-        outcome
-            .report
-            .ran
-            .iter()
-            .any(|id| id.contains("cpp/one.cpp")),
-        "{:?}",
-        outcome.report
-    );
+    assert_compiled_one(&outcome);
     let first = object_bytes(&outcome);
     assert!(
         pkg.compile(&b).report.ran.is_empty(),
@@ -354,15 +343,7 @@ fn a_managed_zig_compiles_the_host_code_and_a_header_edit_recompiles_it() {
     // An included header's edit recompiles the unit, with other bytes; a no-op runs nothing.
     pkg.write("hdr/marker.h", "#define MARKER 2\n");
     let outcome = pkg.compile(&b);
-    assert!(
-        outcome
-            .report
-            .ran
-            .iter()
-            .any(|id| id.contains("cpp/one.cpp")),
-        "{:?}",
-        outcome.report
-    );
+    assert_compiled_one(&outcome);
     assert_ne!(
         object_bytes(&outcome),
         first,
