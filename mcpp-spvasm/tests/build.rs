@@ -23,6 +23,15 @@ fn repo() -> PathBuf {
 /// (cargo-mcpp's in-process tests build there too, under [`cargo_home`]): the engine is
 /// compiled once per run. Each package here has a name of its own.
 fn target_dir() -> PathBuf {
+    // Under cargo-nextest this test waits for the directory in its test group
+    // (`.config/nextest.toml`), not holding one of the run's test threads.
+    if std::env::var_os("NEXTEST").is_some() {
+        assert_eq!(
+            std::env::var("NEXTEST_TEST_GROUP").unwrap_or_default(),
+            "in-process-target",
+            "this test builds in target/in-process-tests: add it to the `in-process-target` test group in .config/nextest.toml"
+        );
+    }
     repo().join("target/in-process-tests")
 }
 
@@ -40,6 +49,15 @@ fn cargo_home() -> PathBuf {
         // Made by another test (a link is made whole or not at all).
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => panic!("linking the registry into {}: {e}", home.display()),
+    }
+    // The home's config as cargo-mcpp's harness writes it (`BARE_CARGO_HOME_CONFIG` there):
+    // build scripts' dependencies compile alike with and without `--target`.
+    let config = home.join("config.toml");
+    let text = "[profile.dev.build-override]\ndebug = false\n";
+    if std::fs::read_to_string(&config).ok().as_deref() != Some(text) {
+        let tmp = home.join(format!("config.toml.{}", std::process::id()));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &config).unwrap();
     }
     home
 }

@@ -257,36 +257,38 @@ fn a_compiler_on_the_env_scripts_path_is_the_one_that_runs() {
 }
 
 /// The one `MCPP_HOME` of the managed host toolchain's tests, under `target/tmp`, with zig
-/// installed by `cargo mcpp fetch` once per test process (the wheel is 100 MB; pip's cache and
-/// an install left by an earlier run make later fetches cheap).
+/// installed by `cargo mcpp fetch` once per test run ([`once_per_run`]; the wheel is 100 MB;
+/// pip's cache and an install left by an earlier run make later fetches cheap).
 fn zig_home() -> std::path::PathBuf {
     static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         let root = repo().join("target/tmp/managed-host-toolchain");
-        let pkg = root.join("fetch");
-        std::fs::create_dir_all(pkg.join("cpp")).unwrap();
-        // A workspace of its own: it sits inside this repository's.
-        std::fs::write(
-            pkg.join("Cargo.toml"),
-            format!("{}\n[workspace]\n", host_manifest("", "managed = \"zig\"")),
-        )
-        .unwrap();
-        std::fs::write(
-            pkg.join("cpp/one.cpp"),
-            "extern \"C\" int one() { return 1; }\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(pkg.join("src")).unwrap();
-        std::fs::write(pkg.join("src/lib.rs"), "").unwrap();
         let home = root.join("mcpp-home");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
-            .args(["mcpp", "fetch", "--manifest-path"])
-            .arg(pkg.join("Cargo.toml"))
-            .env("MCPP_HOME", &home)
-            .env_remove("CARGO_NET_OFFLINE")
-            .output()
+        once_per_run(&root, || {
+            let pkg = root.join("fetch");
+            std::fs::create_dir_all(pkg.join("cpp")).unwrap();
+            // A workspace of its own: it sits inside this repository's.
+            std::fs::write(
+                pkg.join("Cargo.toml"),
+                format!("{}\n[workspace]\n", host_manifest("", "managed = \"zig\"")),
+            )
             .unwrap();
-        assert!(out.status.success(), "cargo mcpp fetch: {}", text(&out));
+            std::fs::write(
+                pkg.join("cpp/one.cpp"),
+                "extern \"C\" int one() { return 1; }\n",
+            )
+            .unwrap();
+            std::fs::create_dir_all(pkg.join("src")).unwrap();
+            std::fs::write(pkg.join("src/lib.rs"), "").unwrap();
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))
+                .args(["mcpp", "fetch", "--manifest-path"])
+                .arg(pkg.join("Cargo.toml"))
+                .env("MCPP_HOME", &home)
+                .env_remove("CARGO_NET_OFFLINE")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "cargo mcpp fetch: {}", text(&out));
+        });
         home
     })
     .clone()

@@ -691,8 +691,10 @@ fn the_vulkan_compute_example_runs_from_its_appimage() {
     )
     .unwrap();
     let home = tmp.path().join("mcpp-home");
-    // One target dir with the other example tests, so ash is compiled once per profile.
-    let target = harness::packages_target();
+    // Packed in release: a release build shares nothing with the debug builds of the other
+    // example tests, so it has a target directory of its own (kept between runs) and takes no
+    // turn in theirs.
+    let target = harness::repo().join("target/tmp/pack-appimage-release");
     let out_dir = tmp.path().join("out");
     let mcpp = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_cargo-mcpp"))

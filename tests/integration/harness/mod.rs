@@ -40,6 +40,7 @@ pub fn repo() -> PathBuf {
 /// device cache is `<target>/<profile>/mcpp/<name>`, its program `<target>/<profile>/<name>`);
 /// a test clears only its own package's cache.
 pub fn packages_target() -> PathBuf {
+    in_test_group("package-tests", "target/package-tests");
     repo().join("target/package-tests")
 }
 
@@ -50,7 +51,43 @@ pub fn packages_target() -> PathBuf {
 /// `CARGO_HOME`: builds under two homes in one target directory would rebuild each other's
 /// packages, so every build here uses that one home.
 pub fn in_process_target() -> PathBuf {
+    in_test_group("in-process-target", "target/in-process-tests");
     repo().join("target/in-process-tests")
+}
+
+/// Under cargo-nextest (`scripts/test.sh`), a test that builds in a shared target directory
+/// must be in that directory's test group of `.config/nextest.toml`: there it waits for the
+/// directory without holding one of the run's test threads. Panics naming the group otherwise.
+/// Under `cargo test` (no `NEXTEST`) there are no groups and nothing is checked.
+pub fn in_test_group(group: &str, dir: &str) {
+    if std::env::var_os("NEXTEST").is_none() {
+        return;
+    }
+    let current = std::env::var("NEXTEST_TEST_GROUP").unwrap_or_default();
+    assert_eq!(
+        current, group,
+        "this test builds in {dir}: add it to the `{group}` test group in .config/nextest.toml"
+    );
+}
+
+/// Runs `make` once per test run for the work in `dir`, under a lock on `dir`: once per
+/// process under `cargo test` (the caller keeps the result in a `OnceLock`), once per run
+/// under cargo-nextest, where every test is a process of its own and `NEXTEST_RUN_ID` names
+/// the run (a later test of the run finds `dir/made-by-run` holding that id and skips `make`).
+pub fn once_per_run(dir: &Path, make: impl FnOnce()) {
+    std::fs::create_dir_all(dir).unwrap();
+    let lock = std::fs::File::create(dir.join("made-by-run.lock")).unwrap();
+    lock.lock().unwrap();
+    let marker = dir.join("made-by-run");
+    let run = std::env::var("NEXTEST_RUN_ID").ok();
+    if run.is_some() && std::fs::read_to_string(&marker).ok() == run {
+        return;
+    }
+    let _ = std::fs::remove_file(&marker);
+    make();
+    if let Some(run) = run {
+        std::fs::write(&marker, run).unwrap();
+    }
 }
 
 /// A `CARGO_HOME` with nothing installed (no `bin/`) whose registry is a link to this
@@ -69,7 +106,25 @@ pub fn bare_cargo_home() -> PathBuf {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => panic!("linking the registry into {}: {e}", home.display()),
     }
+    write_whole(&home.join("config.toml"), BARE_CARGO_HOME_CONFIG);
     home
+}
+
+/// The `config.toml` of [`bare_cargo_home`]. Cargo compiles build scripts and their
+/// dependencies (the engine) without debug information, but only when no `--target` is
+/// given; with one (the cross build) they take the dev profile's. Said once here, both
+/// ways compile them alike, so the engine compiles once in [`in_process_target`].
+pub const BARE_CARGO_HOME_CONFIG: &str = "[profile.dev.build-override]\ndebug = false\n";
+
+/// Writes `text` to `path` unless it holds it already, through a temp file and a rename: a
+/// concurrent reader sees the old file or the new one, whole.
+pub fn write_whole(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
+        return;
+    }
+    let tmp = tempfile::NamedTempFile::new_in(path.parent().unwrap()).unwrap();
+    std::fs::write(tmp.path(), text).unwrap();
+    tmp.persist(path).unwrap();
 }
 
 /// A temp copy of `tests/fixtures/<name>`; the package is `<tmp>/pkg`.

@@ -4,29 +4,32 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The recording compiler, built once per test process with `cargo build` of the workspace's
-/// `mcpp-shim` package into its own target directory under `CARGO_TARGET_TMPDIR` (cargo
-/// holds the test run's own target directory). It is its own unpublished package so that
-/// `cargo install cargo-mcpp` never installs it.
+/// The recording compiler, built once per test run ([`super::once_per_run`]) with `cargo
+/// build` of the workspace's `mcpp-shim` package into its own target directory under
+/// `CARGO_TARGET_TMPDIR` (cargo holds the test run's own target directory). It is its own
+/// unpublished package so that `cargo install cargo-mcpp` never installs it.
 pub fn shim_binary() -> PathBuf {
     static SHIM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     SHIM.get_or_init(|| {
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcpp-shim-target");
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcpp-shim/Cargo.toml");
-        let out =
-            std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-                .args(["build", "--quiet", "--offline", "--manifest-path"])
-                .arg(&manifest)
-                .arg("--target-dir")
-                .arg(&target)
-                .env_remove("CARGO_BUILD_TARGET")
-                .output()
-                .expect("cargo runs");
-        assert!(
-            out.status.success(),
-            "cargo build of the mcpp-shim package failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        super::once_per_run(&target, || {
+            let out = std::process::Command::new(
+                std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
+            )
+            .args(["build", "--quiet", "--offline", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&target)
+            .env_remove("CARGO_BUILD_TARGET")
+            .output()
+            .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "cargo build of the mcpp-shim package failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        });
         target
             .join("debug")
             .join(format!("mcpp-shim{}", std::env::consts::EXE_SUFFIX))
