@@ -9,7 +9,8 @@
 # slangc in MCPP_SLANGC.
 set -euo pipefail
 PREFIX="${MCPP_TOOLCHAINS:-/opt/mcpp-toolchains}"
-COMPONENTS="${COMPONENTS:-spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache ccache clangd bench mdbook nextest crates}"
+ALL_COMPONENTS="spirv vulkan cxx cross bindgen cuda cuda12clang hip slang toolchain-packages pack sccache ccache clangd bench mdbook nextest crates"
+COMPONENTS="${COMPONENTS:-$ALL_COMPONENTS}"
 CUDA_VER=13.0.88 CUDA_RT_VER=13.0.96 CUDA_CCCL_VER=13.0.85
 # clang-19 cannot read the CUDA 13 headers; the clang route uses a CUDA 12.9 layout built from the cu12 wheels.
 CUDA12_VER=12.9.86 CUDA12_RT_VER=12.9.79 CUDA12_CCCL_VER=12.9.27 CURAND12_VER=10.3.10.19
@@ -29,6 +30,13 @@ PY="${PYTHON:-python3}"
 want() { case " $COMPONENTS " in *" $1 "*) return 0;; *) return 1;; esac; }
 # Renamed components are refused, naming the new name (a silent skip would install less).
 if want payloads; then echo "setup: the component \`payloads\` was renamed to \`toolchain-packages\`; write COMPONENTS=\"... toolchain-packages\"" >&2; exit 2; fi
+# Names are separated by spaces; a name that is no component is refused, naming them all.
+for c in $COMPONENTS; do
+  case " $ALL_COMPONENTS " in
+    *" $c "*) ;;
+    *) echo "setup: \`$c\` is not a component (COMPONENTS holds names separated by spaces); the components: $ALL_COMPONENTS" >&2; exit 2 ;;
+  esac
+done
 # The Debian packages of the components, installed by one `apt-get install` (apt_install_wanted,
 # after the last component names its packages): one run of apt and of dpkg's triggers.
 APT_MISSING=()
