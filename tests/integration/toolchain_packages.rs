@@ -88,6 +88,19 @@ impl Fixture {
         .output()
         .unwrap()
     }
+    /// `cargo mcpp build --manifest-path <pkg> --target-dir <target> ARGS`.
+    fn build(&self, args: &[&str]) -> Output {
+        self.command(&[
+            "build",
+            "--manifest-path",
+            self.manifest().to_str().unwrap(),
+            "--target-dir",
+            self.target.to_str().unwrap(),
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+    }
     fn why(&self, name: &str) -> Output {
         self.command(&[
             "why",
@@ -918,18 +931,7 @@ fn the_fetch_step_of_cargo_mcpp_build_checks_sizes_and_fetch_checks_bytes() {
     let mut same_size = good.clone();
     same_size[0] ^= 0x20;
     std::fs::write(&header, &same_size).unwrap();
-    let build = |offline: &str| {
-        fx.command(&[
-            "build",
-            offline,
-            "--manifest-path",
-            fx.manifest().to_str().unwrap(),
-            "--target-dir",
-            fx.target.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap()
-    };
+    let build = |offline: &str| fx.build(&[offline]);
     let t = assert_ok(&build("--offline"));
     assert!(!t.contains("Installed toolchain package"), "{t}");
     assert_eq!(
@@ -1010,18 +1012,7 @@ fn fetch_refuses_an_accelerator_set_the_build_refuses_with_the_same_text() {
     let fx = Fixture::vulkan();
     let spec = "cuda13+{sm_80}";
     let fetched = assert_refused(&fx.fetch(&["--accel", spec]));
-    let built = fx
-        .command(&[
-            "build",
-            "--manifest-path",
-            fx.manifest().to_str().unwrap(),
-            "--target-dir",
-            fx.target.to_str().unwrap(),
-            "--accel",
-            spec,
-        ])
-        .output()
-        .unwrap();
+    let built = fx.build(&["--accel", spec]);
     let built = assert_refused(&built);
     let first = |t: &str| {
         t.lines()
