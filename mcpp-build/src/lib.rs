@@ -14,7 +14,8 @@
 //! - **in the build script** with the `engine` feature (`mcpp-build = { version = "0.1",
 //!   features = ["engine"] }`). Nothing needs to be installed. Use it for a library: its
 //!   dependents build it with a plain `cargo build`. The `bindgen` feature adds the Rust
-//!   bindings of a CUDA or HIP island.
+//!   bindings of a CUDA or HIP island; the `wgsl` feature adds the WGSL translator (naga) for
+//!   `.wgsl` shaders.
 //! - **in the installed `cargo-mcpp`** without it. This crate then has no dependencies, so a
 //!   `cargo build` with nothing to do stays fast. Use it for an application whose developers
 //!   run `cargo install cargo-mcpp`. The engine is `Build::engine`'s path, else `CARGO_MCPP`,

@@ -7,6 +7,11 @@
 //!
 //! The work is a graph step ([`crate::engine::graph::Step`]): fingerprinted by naga's version and the
 //! options, rerun when the source changes, skipped on a no-op, its output checked.
+//!
+//! naga is compiled in with the `wgsl` feature (the installed `cargo mcpp` has it; a build
+//! script's in-process engine has it with `mcpp-build`'s `wgsl` feature). Without it the rule
+//! still knows its sources, keys and accessors, and refuses to plan a `.wgsl` source, naming
+//! the feature.
 
 use super::options::RuleOptionsBox;
 use super::{DeviceSource, Rule, RuleContext, RulePlan};
@@ -16,10 +21,12 @@ use crate::engine::graph::{Action, Expect, InProcess, Role, Step};
 use crate::config::manifest::{KeyDoc, Manifest};
 use crate::tool::ToolSpec;
 use serde::Deserialize;
+#[cfg(feature = "wgsl")]
 use std::path::{Path, PathBuf};
 
 /// The naga release compiled in (Cargo.lock's; a unit test holds them equal): part of the
 /// step's identity, so a new naga translates every shader again.
+#[cfg(feature = "wgsl")]
 pub const NAGA_VERSION: &str = "30.0.2";
 
 /// What a `.wgsl` source becomes.
@@ -130,12 +137,11 @@ impl Rule for WgslRule {
                     (out.clone(), crate::surface::Payload::text(s.rel.clone(), identifier(s), out), None)
                 }
             };
-            let step = Naga { rel: s.rel.clone(), output, spirv: version };
             plan.actions.push(Action::in_process(InProcess {
                 id: format!("wgsl:{}", s.rel),
                 description: format!("naga {}", s.rel),
                 role: Role::Source,
-                step: std::sync::Arc::new(step),
+                step: translator(s, output, version)?,
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![out],
@@ -156,7 +162,25 @@ pub fn spirv_version(vulkan: Option<&str>) -> Option<(u8, u8)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// The graph step that translates `source` with naga.
+#[cfg(feature = "wgsl")]
+fn translator(source: &DeviceSource, output: WgslOutput, spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
+    Ok(std::sync::Arc::new(Naga { rel: source.rel.clone(), output, spirv }))
+}
+
+/// Without naga compiled in: the refusal of `source`, naming the feature that brings it.
+#[cfg(not(feature = "wgsl"))]
+fn translator(source: &DeviceSource, _output: WgslOutput, _spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
+    Err(Error::new(ErrorKind::Manifest, format!("{} is WGSL, and this engine was compiled without the WGSL translator (naga)", source.rel))
+        .file(&source.path)
+        .key("package.metadata.mcpp.sources")
+        .detail("A build script's in-process engine compiles naga only when asked: WGSL sources need the `wgsl` feature.")
+        .help("in [build-dependencies]: mcpp-build = { ..., features = [\"wgsl\"] } (it turns on `engine`)")
+        .help("or leave the engine out of the build script (mcpp-build with no features) and build with `cargo mcpp build`, which translates WGSL"))
+}
+
 /// One source's translation: parse, validate, then write SPIR-V or the validated text.
+#[cfg(feature = "wgsl")]
 #[derive(Debug, Clone)]
 struct Naga {
     /// The source as messages show it (package-relative).
@@ -166,6 +190,7 @@ struct Naga {
     spirv: (u8, u8),
 }
 
+#[cfg(feature = "wgsl")]
 impl Step for Naga {
     fn name(&self) -> &str {
         "naga"
@@ -202,6 +227,7 @@ impl Step for Naga {
 /// [`ErrorKind::ToolFailed`] naming `path:line:col` of the problem, with naga's rendering of
 /// it: a parse error, a validation error, a module without an entry point, an `override` with
 /// no default, or what the SPIR-V writer cannot express.
+#[cfg(feature = "wgsl")]
 fn translate(rel: &str, path: &Path, source: &str, output: WgslOutput, version: (u8, u8)) -> Result<Option<Vec<u32>>> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| refusal(rel, path, "is not valid WGSL", e.message(), e.location(source), &e.emit_to_string_with_path(source, rel)))?;
     let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
@@ -238,6 +264,7 @@ fn translate(rel: &str, path: &Path, source: &str, output: WgslOutput, version: 
 
 /// The most specific message of an error: the last of its `source` chain (naga's validator
 /// says "Entry point main at Compute is invalid", then why, then why again).
+#[cfg(feature = "wgsl")]
 fn innermost(e: &dyn std::error::Error) -> String {
     let mut e = e;
     while let Some(next) = e.source() {
@@ -248,6 +275,7 @@ fn innermost(e: &dyn std::error::Error) -> String {
 
 /// The refusal of `rel`: `<rel> <what>: <message>` at `path:line:col` (naga's column counts
 /// bytes from 1), naga's rendering of the problem (the line, a caret, its notes) as details.
+#[cfg(feature = "wgsl")]
 fn refusal(rel: &str, path: &Path, what: &str, message: &str, at: Option<naga::SourceLocation>, rendered: &str) -> Error {
     let file = match at {
         Some(l) => format!("{}:{}:{}", path.display(), l.line_number, l.line_position),
@@ -283,6 +311,7 @@ mod tests {
         assert_eq!(spirv_version(Some("9.9")), None);
     }
 
+    #[cfg(feature = "wgsl")]
     #[test]
     fn naga_version_is_the_locked_one() {
         let lock = include_str!("../../Cargo.lock");
@@ -290,6 +319,7 @@ mod tests {
         assert_eq!(&lock[at..at + lock[at..].find('"').unwrap()], NAGA_VERSION);
     }
 
+    #[cfg(feature = "wgsl")]
     #[test]
     fn a_shader_becomes_spirv_of_the_asked_version_or_stays_text() {
         let words = translate("d.wgsl", Path::new("/p/d.wgsl"), DOUBLE, WgslOutput::Spirv, (1, 5)).unwrap().unwrap();
@@ -298,6 +328,7 @@ mod tests {
         assert_eq!(translate("d.wgsl", Path::new("/p/d.wgsl"), DOUBLE, WgslOutput::Wgsl, (1, 5)).unwrap(), None);
     }
 
+    #[cfg(feature = "wgsl")]
     #[test]
     fn a_problem_is_refused_at_its_line_and_column() {
         // A parse error: a name with no definition, at its own column.

@@ -736,6 +736,43 @@ fn two_libraries_on_two_major_versions_of_the_engine_build_in_one_graph() {
     );
 }
 
+/// A build script's own engine compiles naga (the WGSL translator) only with the `wgsl`
+/// feature: without it a `.wgsl` source is refused, naming the source and the feature, and
+/// nothing is embedded.
+#[test]
+fn a_wgsl_shader_in_a_build_script_engine_without_the_wgsl_feature_is_refused_naming_it() {
+    let pkg = harness::Package::new(&[
+        (
+            "Cargo.toml",
+            &format!(
+                "[package]\nname = \"wgsl-no-feature\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\nmcpp-build = {{ path = {:?}, features = [\"engine\"] }}\n\n[package.metadata.mcpp]\naccel = \"vulkan1.2\"\nsources = [\"shaders/*.wgsl\"]\n\n[workspace]\n",
+                harness::repo().join("mcpp-build").display().to_string()
+            ),
+        ),
+        ("build.rs", "fn main() {\n    mcpp_build::build();\n}\n"),
+        (
+            "src/lib.rs",
+            "pub mod shaders {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\"));\n}\n",
+        ),
+        (
+            "shaders/double.wgsl",
+            "@group(0) @binding(0) var<storage, read_write> data: array<f32>;\n\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    data[id.x] = 2.0 * data[id.x];\n}\n",
+        ),
+    ]);
+    let glslang = pkg.counting_tool("glslangValidator");
+    let out = cargo_with_nothing_installed(&pkg.path(""), pkg.dir.path(), &glslang, &["build"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("shaders/double.wgsl is WGSL, and this engine was compiled without the WGSL translator (naga)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("features = [\"wgsl\"]") && said.contains("package.metadata.mcpp.sources"),
+        "{said}"
+    );
+}
+
 /// The earlier build.rs form with the engine (`cargo-mcpp = { default-features = false,
 /// features = ["engine"] }`, `cargo_mcpp::build()`) keeps working, with nothing installed.
 #[test]
