@@ -29,15 +29,27 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "wgsl")]
 pub const NAGA_VERSION: &str = "30.0.2";
 
-/// What a `.wgsl` source becomes.
+/// What a `.wgsl` source becomes. Read from a string, so a value of another type is refused
+/// naming its type, as a `sources` entry's `output` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 pub enum WgslOutput {
     /// SPIR-V words (`<stem>_wgsl()`, `&[u32]`), the default.
     #[default]
     Spirv,
     /// The WGSL source itself, after validation (`<stem>_wgsl()`, text).
     Wgsl,
+}
+
+impl TryFrom<String> for WgslOutput {
+    type Error = String;
+    fn try_from(value: String) -> std::result::Result<WgslOutput, String> {
+        match value.as_str() {
+            "spirv" => Ok(WgslOutput::Spirv),
+            "wgsl" => Ok(WgslOutput::Wgsl),
+            other => Err(format!("unknown variant `{other}`, expected `spirv` or `wgsl`")),
+        }
+    }
 }
 
 impl WgslOutput {
@@ -124,6 +136,10 @@ impl Rule for WgslRule {
                     .help("write one of those in `accel`"),
             )
         })?;
+        #[cfg(not(feature = "wgsl"))]
+        if !sources.is_empty() {
+            return Err(without_naga(Some(ctx.manifest), sources));
+        }
         let mut plan = RulePlan::default();
         for s in sources {
             let output = WgslOutput::of(s, opts);
@@ -168,15 +184,26 @@ fn translator(source: &DeviceSource, output: WgslOutput, spirv: (u8, u8)) -> Res
     Ok(std::sync::Arc::new(Naga { rel: source.rel.clone(), output, spirv }))
 }
 
-/// Without naga compiled in: the refusal of `source`, naming the feature that brings it.
+/// Without naga compiled in, nothing translates WGSL: [`without_naga`] refuses first.
 #[cfg(not(feature = "wgsl"))]
 fn translator(source: &DeviceSource, _output: WgslOutput, _spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
-    Err(Error::new(ErrorKind::Manifest, format!("{} is WGSL, and this engine was compiled without the WGSL translator (naga)", source.rel))
-        .file(&source.path)
-        .key("package.metadata.mcpp.sources")
+    Err(without_naga(None, &[source]))
+}
+
+/// The refusal of WGSL `sources` by an engine compiled without naga (no `wgsl` feature): every
+/// source named, at the manifest's `sources` key, with the feature that brings naga.
+#[cfg(not(feature = "wgsl"))]
+fn without_naga(manifest: Option<&Manifest>, sources: &[&DeviceSource]) -> Error {
+    let names: Vec<&str> = sources.iter().map(|s| s.rel.as_str()).collect();
+    let e = Error::new(ErrorKind::Manifest, format!("{} {} WGSL, and this engine was compiled without the WGSL translator (naga)", names.join(", "), if names.len() == 1 { "is" } else { "are" }));
+    let e = match manifest {
+        Some(m) => e.file(m.at_col("sources")),
+        None => e.file(&sources[0].path),
+    };
+    e.key("package.metadata.mcpp.sources")
         .detail("A build script's in-process engine compiles naga only when asked: WGSL sources need the `wgsl` feature.")
-        .help("in [build-dependencies]: mcpp-build = { ..., features = [\"wgsl\"] } (it turns on `engine`)")
-        .help("or leave the engine out of the build script (mcpp-build with no features) and build with `cargo mcpp build`, which translates WGSL"))
+        .help("in [build-dependencies]: mcpp-build = { ..., features = [\"wgsl\"] } (`wgsl` turns on `engine`)")
+        .help("or leave the engine out of the build script (mcpp-build with no features) and build with `cargo mcpp build`, which translates WGSL")
 }
 
 /// One source's translation: parse, validate, then write SPIR-V or the validated text.
@@ -208,7 +235,11 @@ impl Step for Naga {
         let ([path], [out]) = (inputs, outputs) else {
             return Err(Error::new(ErrorKind::ToolFailed, format!("naga {}: a WGSL step has one input and one output", self.rel)));
         };
-        let source = std::fs::read_to_string(path).map_err(|e| Error::io("cannot read the WGSL source", path, e))?;
+        let source = std::fs::read_to_string(path).map_err(|e| {
+            Error::io("cannot read the WGSL source", path, e).help("save the shader as UTF-8 text: WGSL source is UTF-8")
+        })?;
+        // A UTF-8 byte order mark (some Windows editors write one) is no part of the shader.
+        let source = source.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(source);
         let spirv = translate(&self.rel, path, &source, self.output, self.spirv)?;
         let bytes: Vec<u8> = match spirv {
             Some(words) => words.iter().flat_map(|w| w.to_le_bytes()).collect(),
@@ -229,9 +260,11 @@ impl Step for Naga {
 /// no default, or what the SPIR-V writer cannot express.
 #[cfg(feature = "wgsl")]
 fn translate(rel: &str, path: &Path, source: &str, output: WgslOutput, version: (u8, u8)) -> Result<Option<Vec<u32>>> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| refusal(rel, path, "is not valid WGSL", e.message(), e.location(source), &e.emit_to_string_with_path(source, rel)))?;
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| refusal(rel, path, "is not valid WGSL", e.message(), e.location(source), &e.emit_to_string_with_path(source, rel), source))?;
     let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
-    let info = validator.validate(&module).map_err(|e| refusal(rel, path, "does not validate", &innermost(e.as_inner()), e.location(source), &e.emit_to_string_with_path(source, rel)))?;
+    // The validator's spans go from the enclosing item to the expression at fault: the place
+    // shown is the last, most specific one.
+    let info = validator.validate(&module).map_err(|e| refusal(rel, path, "does not validate", &innermost(e.as_inner()), e.spans().last().map(|(span, _)| span.location(source)), &e.emit_to_string_with_path(source, rel), source))?;
     if module.entry_points.is_empty() {
         return Err(Error::new(ErrorKind::ToolFailed, format!("{rel} has no entry point"))
             .file(path)
@@ -273,12 +306,17 @@ fn innermost(e: &dyn std::error::Error) -> String {
     e.to_string()
 }
 
-/// The refusal of `rel`: `<rel> <what>: <message>` at `path:line:col` (naga's column counts
-/// bytes from 1), naga's rendering of the problem (the line, a caret, its notes) as details.
+/// The refusal of `rel`: `<rel> <what>: <message>` at `path:line:col` (the column in
+/// characters from 1, as editors, rustc and naga's rendering count; naga's own counts bytes),
+/// naga's rendering of the problem (the line, a caret, its notes) as details.
 #[cfg(feature = "wgsl")]
-fn refusal(rel: &str, path: &Path, what: &str, message: &str, at: Option<naga::SourceLocation>, rendered: &str) -> Error {
+fn refusal(rel: &str, path: &Path, what: &str, message: &str, at: Option<naga::SourceLocation>, rendered: &str, source: &str) -> Error {
     let file = match at {
-        Some(l) => format!("{}:{}:{}", path.display(), l.line_number, l.line_position),
+        Some(l) => {
+            let before = source.get(..l.offset as usize).unwrap_or_default();
+            let column = before.rsplit('\n').next().unwrap_or_default().chars().count() + 1;
+            format!("{}:{}:{column}", path.display(), l.line_number)
+        }
         None => path.display().to_string(),
     };
     let mut e = Error::new(ErrorKind::ToolFailed, format!("{rel} {what}: {message}")).file(file);
@@ -287,7 +325,10 @@ fn refusal(rel: &str, path: &Path, what: &str, message: &str, at: Option<naga::S
     for line in rendered.lines().filter(|l| !l.trim().is_empty() && l.trim_end() != repeated) {
         e = e.detail(line.trim_end().to_string());
     }
-    e.help("fix the shader at the place shown (naga, the WGSL translator wgpu uses, parsed and validated it)")
+    match at {
+        Some(_) => e.help("fix the shader at the place shown (naga, the WGSL translator wgpu uses, parsed and validated it)"),
+        None => e.help("fix the shader (naga, the WGSL translator wgpu uses, parsed and validated it; it gave no place)"),
+    }
 }
 
 /// The accessor's name of a source, built or left out: `<stem>_wgsl`.
@@ -344,7 +385,42 @@ mod tests {
         let text = e.to_string();
         assert!(text.starts_with("shaders/d.wgsl does not validate: Operation Add can't work with"), "{text}");
         assert!(text.contains("--> /p/shaders/d.wgsl:5:51") && text.contains("Entry point main at Compute is invalid"), "{text}");
+        // The place is the expression at fault, not the function around it.
+        let col = bad.lines().nth(4).unwrap().find("2.0 * data").unwrap() + 1;
+        assert_eq!(e.file.as_deref(), Some(Path::new(&format!("/p/shaders/d.wgsl:5:{col}"))), "{text}");
         let none = translate("h.wgsl", Path::new("/p/h.wgsl"), "fn helper(x: f32) -> f32 { return x; }\n", WgslOutput::Spirv, (1, 0)).unwrap_err();
         assert!(none.to_string().starts_with("h.wgsl has no entry point"), "{none}");
+    }
+
+    #[cfg(feature = "wgsl")]
+    #[test]
+    fn columns_count_characters_as_editors_do() {
+        // `é` is two bytes: naga's byte column would be one more than an editor's.
+        let bad = DOUBLE.replace("2.0 * data[id.x]", "/* é */ datum[id.x]");
+        let e = translate("d.wgsl", Path::new("/p/d.wgsl"), &bad, WgslOutput::Wgsl, (1, 0)).unwrap_err();
+        let line = bad.lines().nth(4).unwrap();
+        let col = line[..line.find("datum").unwrap()].chars().count() + 1;
+        assert_eq!(e.file.as_deref(), Some(Path::new(&format!("/p/d.wgsl:5:{col}"))), "{e}");
+    }
+
+    #[cfg(feature = "wgsl")]
+    #[test]
+    fn a_byte_order_mark_is_no_part_of_the_shader() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, spv, text) = (dir.path().join("d.wgsl"), dir.path().join("d.spv"), dir.path().join("d.txt"));
+        std::fs::write(&src, format!("\u{feff}{DOUBLE}")).unwrap();
+        Naga { rel: "d.wgsl".into(), output: WgslOutput::Spirv, spirv: (1, 0) }.run(std::slice::from_ref(&src), std::slice::from_ref(&spv)).unwrap();
+        assert_eq!(std::fs::read(&spv).unwrap()[..4], [0x03, 0x02, 0x23, 0x07]);
+        Naga { rel: "d.wgsl".into(), output: WgslOutput::Wgsl, spirv: (1, 0) }.run(&[src], std::slice::from_ref(&text)).unwrap();
+        assert_eq!(std::fs::read_to_string(&text).unwrap(), DOUBLE);
+    }
+
+    #[test]
+    fn an_output_of_another_type_is_refused_naming_its_type() {
+        let e = toml::from_str::<WgslOptions>("output = 5").unwrap_err().to_string();
+        assert!(e.contains("invalid type: integer `5`, expected a string"), "{e}");
+        let e = toml::from_str::<WgslOptions>("output = \"glsl\"").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `glsl`, expected `spirv` or `wgsl`"), "{e}");
+        assert_eq!(toml::from_str::<WgslOptions>("output = \"wgsl\"").unwrap().output, Some(WgslOutput::Wgsl));
     }
 }

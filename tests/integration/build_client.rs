@@ -737,8 +737,8 @@ fn two_libraries_on_two_major_versions_of_the_engine_build_in_one_graph() {
 }
 
 /// A build script's own engine compiles naga (the WGSL translator) only with the `wgsl`
-/// feature: without it a `.wgsl` source is refused, naming the source and the feature, and
-/// nothing is embedded.
+/// feature: without it the `.wgsl` sources are refused, all named, at the manifest's `sources`
+/// key, with the feature.
 #[test]
 fn a_wgsl_shader_in_a_build_script_engine_without_the_wgsl_feature_is_refused_naming_it() {
     let pkg = harness::Package::new(&[
@@ -755,6 +755,10 @@ fn a_wgsl_shader_in_a_build_script_engine_without_the_wgsl_feature_is_refused_na
             "pub mod shaders {\n    include!(concat!(env!(\"OUT_DIR\"), \"/mcpp_shaders.rs\"));\n}\n",
         ),
         (
+            "shaders/half.wgsl",
+            "@group(0) @binding(0) var<storage, read_write> data: array<f32>;\n\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    data[id.x] = 0.5 * data[id.x];\n}\n",
+        ),
+        (
             "shaders/double.wgsl",
             "@group(0) @binding(0) var<storage, read_write> data: array<f32>;\n\n@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    data[id.x] = 2.0 * data[id.x];\n}\n",
         ),
@@ -764,11 +768,14 @@ fn a_wgsl_shader_in_a_build_script_engine_without_the_wgsl_feature_is_refused_na
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("shaders/double.wgsl is WGSL, and this engine was compiled without the WGSL translator (naga)"),
-        "{said}"
+        said.contains("shaders/double.wgsl, shaders/half.wgsl are WGSL, and this engine was compiled without the WGSL translator (naga)"),
+        "every WGSL source is named: {said}"
     );
+    // At the manifest's `sources` key (line 11), with the feature that brings naga.
     assert!(
-        said.contains("features = [\"wgsl\"]") && said.contains("package.metadata.mcpp.sources"),
+        said.contains("Cargo.toml:11:")
+            && said.contains("features = [\"wgsl\"]")
+            && said.contains("package.metadata.mcpp.sources"),
         "{said}"
     );
 }
