@@ -50,10 +50,9 @@ fn cargo_home() -> PathBuf {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => panic!("linking the registry into {}: {e}", home.display()),
     }
-    // The home's config as cargo-mcpp's harness writes it (`BARE_CARGO_HOME_CONFIG` there):
-    // build scripts' dependencies compile alike with and without `--target`.
+    // The home's config, the one cargo-mcpp's harness writes (the file says why).
     let config = home.join("config.toml");
-    let text = "[profile.dev.build-override]\ndebug = false\n";
+    let text = include_str!("../../tests/bare-cargo-home.toml");
     if std::fs::read_to_string(&config).ok().as_deref() != Some(text) {
         let tmp = home.join(format!("config.toml.{}", std::process::id()));
         std::fs::write(&tmp, text).unwrap();

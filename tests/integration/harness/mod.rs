@@ -110,11 +110,10 @@ pub fn bare_cargo_home() -> PathBuf {
     home
 }
 
-/// The `config.toml` of [`bare_cargo_home`]. Cargo compiles build scripts and their
-/// dependencies (the engine) without debug information, but only when no `--target` is
-/// given; with one (the cross build) they take the dev profile's. Said once here, both
-/// ways compile them alike, so the engine compiles once in [`in_process_target`].
-pub const BARE_CARGO_HOME_CONFIG: &str = "[profile.dev.build-override]\ndebug = false\n";
+/// The `config.toml` of [`bare_cargo_home`] (`tests/bare-cargo-home.toml`, which says why):
+/// build scripts' dependencies compile alike with and without `--target`, so the engine
+/// compiles once in [`in_process_target`]; no incremental state.
+pub const BARE_CARGO_HOME_CONFIG: &str = include_str!("../../bare-cargo-home.toml");
 
 /// Writes `text` to `path` unless it holds it already, through a temp file and a rename: a
 /// concurrent reader sees the old file or the new one, whole.
