@@ -115,6 +115,8 @@ fn the_packaged_crates_install_into_an_empty_root_and_build_a_new_shader_package
             // (the packaged cargo-mcpp itself is other sources, so it is). The installed
             // program is written to the install's own directory, never over the test build's.
             .env("CARGO_BUILD_BUILD_DIR", workspace_target())
+            // The unpacked sources are new each run: incremental state would never be read.
+            .env("CARGO_INCREMENTAL", "0")
             .output()
             .unwrap(),
         "cargo install",
