@@ -138,7 +138,7 @@ impl Rule for WgslRule {
         })?;
         #[cfg(not(feature = "wgsl"))]
         if !sources.is_empty() {
-            return Err(without_naga(Some(ctx.manifest), sources));
+            return Err(without_naga(ctx.manifest, sources));
         }
         let mut plan = RulePlan::default();
         for s in sources {
@@ -157,7 +157,7 @@ impl Rule for WgslRule {
                 id: format!("wgsl:{}", s.rel),
                 description: format!("naga {}", s.rel),
                 role: Role::Source,
-                step: translator(s, output, version)?,
+                step: translator(ctx.manifest, s, output, version)?,
                 cwd: ctx.manifest.dir().to_path_buf(),
                 inputs: vec![s.path.clone()],
                 outputs: vec![out],
@@ -180,27 +180,24 @@ pub fn spirv_version(vulkan: Option<&str>) -> Option<(u8, u8)> {
 
 /// The graph step that translates `source` with naga.
 #[cfg(feature = "wgsl")]
-fn translator(source: &DeviceSource, output: WgslOutput, spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
+fn translator(_manifest: &Manifest, source: &DeviceSource, output: WgslOutput, spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
     Ok(std::sync::Arc::new(Naga { rel: source.rel.clone(), output, spirv }))
 }
 
 /// Without naga compiled in, nothing translates WGSL: [`without_naga`] refuses first.
 #[cfg(not(feature = "wgsl"))]
-fn translator(source: &DeviceSource, _output: WgslOutput, _spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
-    Err(without_naga(None, &[source]))
+fn translator(manifest: &Manifest, source: &DeviceSource, _output: WgslOutput, _spirv: (u8, u8)) -> Result<std::sync::Arc<dyn Step>> {
+    Err(without_naga(manifest, &[source]))
 }
 
 /// The refusal of WGSL `sources` by an engine compiled without naga (no `wgsl` feature): every
 /// source named, at the manifest's `sources` key, with the feature that brings naga.
 #[cfg(not(feature = "wgsl"))]
-fn without_naga(manifest: Option<&Manifest>, sources: &[&DeviceSource]) -> Error {
+fn without_naga(manifest: &Manifest, sources: &[&DeviceSource]) -> Error {
     let names: Vec<&str> = sources.iter().map(|s| s.rel.as_str()).collect();
     let e = Error::new(ErrorKind::Manifest, format!("{} {} WGSL, and this engine was compiled without the WGSL translator (naga)", names.join(", "), if names.len() == 1 { "is" } else { "are" }));
-    let e = match manifest {
-        Some(m) => e.file(m.at_col("sources")),
-        None => e.file(&sources[0].path),
-    };
-    e.key("package.metadata.mcpp.sources")
+    e.file(manifest.at_col("sources"))
+        .key("package.metadata.mcpp.sources")
         .detail("A build script's in-process engine compiles naga only when asked: WGSL sources need the `wgsl` feature.")
         .help("in [build-dependencies]: mcpp-build = { ..., features = [\"wgsl\"] } (`wgsl` turns on `engine`)")
         .help("or leave the engine out of the build script (mcpp-build with no features) and build with `cargo mcpp build`, which translates WGSL")

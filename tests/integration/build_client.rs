@@ -780,6 +780,44 @@ fn a_wgsl_shader_in_a_build_script_engine_without_the_wgsl_feature_is_refused_na
     );
 }
 
+/// `mcpp-build`'s `wgsl` feature brings naga into the engine (and the engine with it); its
+/// `engine` feature alone does not. Cargo's own resolution of mcpp-build's features, so no
+/// engine is compiled here: the engine's WGSL step is the command's, whose bytes the `wgsl`
+/// suite checks.
+#[test]
+fn the_wgsl_feature_of_mcpp_build_compiles_naga_into_the_engine_and_engine_alone_does_not() {
+    let tree = |features: &str| {
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args([
+                "tree",
+                "--offline",
+                "-p",
+                "mcpp-build",
+                "--features",
+                features,
+            ])
+            .args(["-e", "normal", "--prefix", "none", "-f", "{p} [{f}]"])
+            .current_dir(harness::repo())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let has = |tree: &str, package: &str| tree.lines().any(|l| l.starts_with(package));
+    let with = tree("wgsl");
+    assert!(has(&with, "naga v"), "{with}");
+    assert!(
+        with.lines()
+            .any(|l| l.starts_with("cargo-mcpp v") && l.ends_with("[engine,wgsl]")),
+        "{with}"
+    );
+    let without = tree("engine");
+    assert!(
+        has(&without, "cargo-mcpp v") && !has(&without, "naga v"),
+        "{without}"
+    );
+}
+
 /// The earlier build.rs form with the engine (`cargo-mcpp = { default-features = false,
 /// features = ["engine"] }`, `cargo_mcpp::build()`) keeps working, with nothing installed.
 #[test]
